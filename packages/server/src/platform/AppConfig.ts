@@ -1,0 +1,99 @@
+// Every environment variable of CONTRACT.md §1, read once through effect/Config and validated at start.
+// A bad value fails the start with InvalidConfig, which main prints as one line naming the variable.
+import { Config, Context, Data, Effect, Layer, Option } from "effect"
+
+export class InvalidConfig extends Data.TaggedError("InvalidConfig")<{ readonly variable: string; readonly reason: string }> {
+  override get message() {
+    return `invalid ${this.variable}: ${this.reason}`
+  }
+}
+
+const raw = (name: string) =>
+  Config.String(name).pipe(Config.option, Effect.map(Option.filter((s) => s.trim().length > 0)), Effect.orDie)
+
+const parsed = <A>(name: string, fallback: A, parse: (s: string) => A | undefined, expected: string) =>
+  Effect.flatMap(raw(name), (value) => {
+    if (Option.isNone(value)) return Effect.succeed(fallback)
+    const result = parse(value.value.trim())
+    return result === undefined
+      ? Effect.fail(new InvalidConfig({ variable: name, reason: `${expected}, got "${value.value}"` }))
+      : Effect.succeed(result)
+  })
+
+const int = (name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
+  parsed(name, fallback, (s) => {
+    const n = Number(s)
+    return /^\d+$/.test(s) && n >= min && n <= max ? n : undefined
+  }, `expected a whole number between ${min} and ${max}`)
+
+const text = (name: string, fallback: string) => parsed(name, fallback, (s) => s, "expected text")
+
+const config = Effect.gen(function*() {
+  const port = yield* int("PORT", 8080, 0, 65535)
+  const host = yield* text("HOST", "127.0.0.1")
+  const databaseUrl = yield* parsed("DATABASE_URL", Option.none<string>(), (s) =>
+    /^postgres(ql)?:\/\//.test(s) ? Option.some(s) : undefined, "expected a postgres:// URL")
+  const dataDir = yield* text("TROUPE_DATA_DIR", "./.troupe")
+  const workspace = yield* parsed("TROUPE_WORKSPACE", "default", (s) =>
+    /^[a-z0-9]+(-[a-z0-9]+)*$/.test(s) ? s : undefined, "expected a lowercase hyphen-separated slug")
+  const adminPassword = yield* raw("TROUPE_ADMIN_PASSWORD")
+  const publicUrl = yield* parsed("TROUPE_PUBLIC_URL", `http://localhost:${port}`, (s) =>
+    /^https?:\/\/[^\s]+$/.test(s) ? s.replace(/\/+$/, "") : undefined, "expected an http(s) URL")
+  const runnerHost = yield* raw("TROUPE_RUNNER_HOST")
+  const runnerPortSet = yield* raw("TROUPE_RUNNER_PORT")
+  const runnerPort = yield* int("TROUPE_RUNNER_PORT", port + 1000, 1, 65535)
+  const limits = {
+    reads: yield* int("TROUPE_LIMIT_READS", 5000),
+    writes: yield* int("TROUPE_LIMIT_WRITES", 1000),
+    bulk: yield* int("TROUPE_LIMIT_BULK", 100),
+    functions: yield* int("TROUPE_LIMIT_FUNCTIONS", 500),
+    queries: yield* int("TROUPE_LIMIT_QUERIES", 500)
+  }
+  const webhookRetryDelays = yield* parsed("TROUPE_WEBHOOK_RETRY_DELAYS", [1, 5, 15], (s) => {
+    const parts = s.split(",").map((x) => x.trim())
+    return parts.every((p) => /^\d+(\.\d+)?$/.test(p)) ? parts.map(Number) : undefined
+  }, "expected comma-separated seconds such as 1,5,15")
+  const functionTimeoutMs = yield* int("TROUPE_FUNCTION_TIMEOUT_MS", 30000, 1)
+  const functionMemoryMb = yield* int("TROUPE_FUNCTION_MEMORY_MB", 128, 8)
+  const functionHttpAllowlist = yield* parsed("TROUPE_FUNCTION_HTTP_ALLOWLIST", [] as Array<string>, (s) =>
+    s.split(",").map((x) => x.trim().toLowerCase()).filter((x) => x.length > 0), "expected host names")
+  const nodeEnv = yield* text("NODE_ENV", "development")
+  const encryptionKey = yield* parsed("TROUPE_ENCRYPTION_KEY", Option.none<Buffer>(), (s) => {
+    const key = Buffer.from(s, "base64")
+    return key.length === 32 ? Option.some(key) : undefined
+  }, "expected 32 bytes, base64-encoded")
+  const maxBodyBytes = yield* int("TROUPE_MAX_BODY_BYTES", 10 * 1024 * 1024, 1024)
+  const logLevel = yield* parsed("TROUPE_LOG_LEVEL", "info", (s) =>
+    ["debug", "info", "warn", "error", "none"].includes(s) ? s : undefined, "expected debug, info, warn, error or none")
+  return {
+    port,
+    host,
+    databaseUrl,
+    dataDir,
+    workspace,
+    adminPassword,
+    publicUrl,
+    runnerHost: Option.getOrElse(runnerHost, () => host),
+    runnerPort,
+    /** A node joins a multi-node cluster only when told where other nodes reach it. */
+    clustered: Option.isSome(runnerHost) || Option.isSome(runnerPortSet),
+    limits,
+    webhookRetryDelays,
+    functionTimeoutMs,
+    functionMemoryMb,
+    functionHttpAllowlist,
+    production: nodeEnv === "production",
+    encryptionKey,
+    maxBodyBytes,
+    logLevel
+  } as const
+})
+
+export type AppConfigShape = Effect.Success<typeof config>
+
+export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("@troupe/server/platform/AppConfig") {
+  static readonly layer = Layer.effect(AppConfig, config)
+  /** The environment's config with some values replaced (tests). */
+  static readonly layerWith = (overrides: Partial<AppConfigShape>) =>
+    Layer.effect(AppConfig, Effect.map(config, (c) => ({ ...c, ...overrides })))
+}

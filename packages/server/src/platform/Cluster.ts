@@ -1,0 +1,47 @@
+// Cluster wiring. One node alone is a SingleRunner on its own database; with TROUPE_RUNNER_HOST/PORT set, every
+// node on the same PostgreSQL joins one cluster over NodeClusterSocket and the shard manager spreads entities.
+import { NodeClusterSocket } from "@effect/platform-node"
+import { NodeCrypto } from "@effect/platform-node"
+import { Effect, Layer, Option, Schema } from "effect"
+import { Entity, RunnerAddress, Sharding, SingleRunner } from "effect/cluster"
+import { Rpc } from "effect/rpc"
+import { SqlClient } from "effect/sql"
+import { AppConfig } from "./AppConfig.ts"
+
+/** Which node this is, as other nodes and logs name it. */
+export const nodeName = (config: { readonly runnerHost: string; readonly runnerPort: number }) =>
+  `${config.runnerHost}:${config.runnerPort}/${process.pid}`
+
+/** A probe entity: answers with the node that hosts it. Proves messages are routed (tests, /ready). */
+export const NodeProbe = Entity.make("NodeProbe", [
+  Rpc.make("Whoami", { success: Schema.Struct({ entityId: Schema.String, node: Schema.String }) })
+])
+
+export const NodeProbeLayer = NodeProbe.toLayer(Effect.gen(function*() {
+  const config = yield* AppConfig
+  const node = nodeName(config)
+  return NodeProbe.of({
+    Whoami: ({ address }) => Effect.succeed({ entityId: address.entityId, node })
+  })
+}), { maxIdleTime: "1 minute" })
+
+export const ClusterLayer = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* AppConfig
+  const sql = yield* SqlClient.SqlClient
+  if (!config.clustered) {
+    return SingleRunner.layer({
+      runnerStorage: "sql",
+      shardingConfig: { entityMessagePollInterval: "5 seconds" }
+    }).pipe(Layer.provide(NodeCrypto.layerDigest))
+  }
+  if (sql.driver === "pglite") {
+    return Layer.effectDiscard(Effect.die(new Error("TROUPE_RUNNER_HOST/PORT need a shared PostgreSQL (DATABASE_URL); PGlite is one process")))
+  }
+  return NodeClusterSocket.layer({
+    storage: "sql",
+    shardingConfig: {
+      runnerAddress: Option.some(RunnerAddress.make(config.runnerHost, config.runnerPort)),
+      entityMessagePollInterval: "5 seconds"
+    }
+  })
+})) as Layer.Layer<Sharding.Sharding, never, AppConfig | SqlClient.SqlClient>

@@ -1,0 +1,42 @@
+// The one SqlClient of the server: PostgreSQL through @effect/sql-pg when DATABASE_URL is set, else embedded
+// PGlite under TROUPE_DATA_DIR. Both run the same numbered migrations at start.
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { Migrator, SqlClient } from "effect/sql"
+import migration0001 from "../migrations/0001_core.ts"
+import { AppConfig } from "./AppConfig.ts"
+import * as PgliteClient from "./PgliteClient.ts"
+
+/** Every migration, in order. Add new ones here. */
+export const migrations = {
+  "0001_core": migration0001
+}
+
+const runMigrations = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
+
+/** Runs the migrations; on PostgreSQL under an advisory lock so nodes starting together take turns. */
+export const migrate = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  if (sql.driver === "pglite") return yield* runMigrations
+  return yield* sql.withTransaction(
+    Effect.andThen(sql`SELECT pg_advisory_xact_lock(7412001)`, runMigrations)
+  )
+})
+
+const ClientLayer = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* AppConfig
+  return Option.match(config.databaseUrl, {
+    onNone: () => PgliteClient.layer(config.dataDir) as Layer.Layer<SqlClient.SqlClient, unknown>,
+    onSome: (url) =>
+      PgClient.layer({ url: Redacted.make(url), maxConnections: 20, idleTimeout: "60 seconds" }) as Layer.Layer<
+        SqlClient.SqlClient,
+        unknown
+      >
+  })
+}))
+
+/** SqlClient with every migration applied. */
+export const DatabaseLayer = Layer.effectDiscard(Effect.orDie(migrate)).pipe(
+  Layer.provideMerge(ClientLayer),
+  Layer.orDie
+)

@@ -1,0 +1,27 @@
+// PostgreSQL SQLSTATE -> Effect's SqlError reasons, for the PGlite client (sql-pg does the same for its own).
+import {
+  ConnectionError,
+  ConstraintError,
+  DeadlockError,
+  SerializationError,
+  SqlSyntaxError,
+  StatementTimeoutError,
+  UniqueViolation,
+  UnknownError,
+  type SqlErrorReason
+} from "effect/sql/SqlError"
+
+export const classifyPgError = (cause: unknown, operation: string): SqlErrorReason => {
+  const e = cause as { code?: string; constraint?: string; message?: string }
+  const props = { cause, message: e?.message ?? String(cause), operation }
+  const code = typeof e?.code === "string" ? e.code : undefined
+  if (code === undefined) return new UnknownError(props)
+  if (code === "23505") return new UniqueViolation({ ...props, constraint: e.constraint ?? "unknown" })
+  if (code.startsWith("23")) return new ConstraintError(props)
+  if (code.startsWith("08")) return new ConnectionError(props)
+  if (code.startsWith("42")) return new SqlSyntaxError(props)
+  if (code === "40P01") return new DeadlockError(props)
+  if (code === "40001") return new SerializationError(props)
+  if (code === "57014") return new StatementTimeoutError(props)
+  return new UnknownError(props)
+}
