@@ -16,5 +16,11 @@ export class SystemApi extends HttpApiGroup.make("system", { topLevel: true }).a
   HttpApiEndpoint.get("ready", "/ready", {
     success: Schema.Struct({ status: Schema.Literal("ready"), node: Schema.String }),
     error: ServiceUnavailable
+  }),
+  // Diagnostic: which node hosts the probe entity with this id (proves cross-node routing).
+  HttpApiEndpoint.get("clusterProbe", "/cluster/probe/:id", {
+    params: { id: Schema.String.pipe(Schema.check(Schema.isMaxLength(128))) },
+    success: Schema.Struct({ entityId: Schema.String, node: Schema.String, servedBy: Schema.String }),
+    error: ServiceUnavailable
   })
 ) {}

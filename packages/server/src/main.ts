@@ -1,7 +1,8 @@
-// Config -> database (+ migrations) -> cluster runner -> HTTP server. SIGTERM interrupts the program: the HTTP
-// server stops accepting and drains, the runner hands its shards over, the process exits 0.
-import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { Effect, Layer, Logger } from "effect"
+// Config -> database (+ migrations) -> cluster runner -> HTTP server. SIGTERM/SIGINT interrupt the program: the
+// HTTP server stops accepting and drains in-flight requests, the runner hands its shards over, and a clean
+// shutdown exits 0. A bad configuration value exits 1 with one line naming the variable.
+import { NodeRuntime } from "@effect/platform-node"
+import { Cause, Effect, Exit, Layer, Logger } from "effect"
 import { ServerLayer } from "./platform/Server.ts"
 
 const program = Layer.launch(ServerLayer).pipe(
@@ -9,8 +10,10 @@ const program = Layer.launch(ServerLayer).pipe(
     Effect.sync(() => {
       process.stderr.write(`troupe: ${e.message}\n`)
       process.exit(1)
-    }))
+    })),
+  Effect.provide(Logger.layer([Logger.consoleJson]))
 )
 
-NodeRuntime.runMain(program.pipe(Effect.provide(Logger.layer([Logger.consoleJson]))), { disableErrorReporting: false })
-void NodeHttpServer
+NodeRuntime.runMain(program, {
+  teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause) ? 0 : 1)
+})

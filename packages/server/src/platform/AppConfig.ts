@@ -40,7 +40,6 @@ const config = Effect.gen(function*() {
   const publicUrl = yield* parsed("TROUPE_PUBLIC_URL", `http://localhost:${port}`, (s) =>
     /^https?:\/\/[^\s]+$/.test(s) ? s.replace(/\/+$/, "") : undefined, "expected an http(s) URL")
   const runnerHost = yield* raw("TROUPE_RUNNER_HOST")
-  const runnerPortSet = yield* raw("TROUPE_RUNNER_PORT")
   const runnerPort = yield* int("TROUPE_RUNNER_PORT", port + 1000, 1, 65535)
   const limits = {
     reads: yield* int("TROUPE_LIMIT_READS", 5000),
@@ -75,8 +74,8 @@ const config = Effect.gen(function*() {
     publicUrl,
     runnerHost: Option.getOrElse(runnerHost, () => host),
     runnerPort,
-    /** A node joins a multi-node cluster only when told where other nodes reach it. */
-    clustered: Option.isSome(runnerHost) || Option.isSome(runnerPortSet),
+    /** Every node on the same PostgreSQL joins one cluster (CONTRACT.md §1); PGlite is one process, one runner. */
+    clustered: Option.isSome(databaseUrl),
     limits,
     webhookRetryDelays,
     functionTimeoutMs,

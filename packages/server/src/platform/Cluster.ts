@@ -1,5 +1,6 @@
-// Cluster wiring. One node alone is a SingleRunner on its own database; with TROUPE_RUNNER_HOST/PORT set, every
-// node on the same PostgreSQL joins one cluster over NodeClusterSocket and the shard manager spreads entities.
+// Cluster wiring. On embedded PGlite the node is a SingleRunner (one process owns the database). On PostgreSQL every
+// node joins one cluster over NodeClusterSocket, reachable at TROUPE_RUNNER_HOST:TROUPE_RUNNER_PORT, and the shard
+// manager spreads entities over the nodes.
 import { NodeClusterSocket } from "@effect/platform-node"
 import { NodeCrypto } from "@effect/platform-node"
 import { Effect, Layer, Option, Schema } from "effect"
@@ -27,15 +28,11 @@ export const NodeProbeLayer = NodeProbe.toLayer(Effect.gen(function*() {
 
 export const ClusterLayer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
-  const sql = yield* SqlClient.SqlClient
   if (!config.clustered) {
     return SingleRunner.layer({
       runnerStorage: "sql",
       shardingConfig: { entityMessagePollInterval: "5 seconds" }
     }).pipe(Layer.provide(NodeCrypto.layerDigest))
-  }
-  if (sql.driver === "pglite") {
-    return Layer.effectDiscard(Effect.die(new Error("TROUPE_RUNNER_HOST/PORT need a shared PostgreSQL (DATABASE_URL); PGlite is one process")))
   }
   return NodeClusterSocket.layer({
     storage: "sql",

@@ -5,11 +5,13 @@ import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
-import { NodeProbe } from "./Cluster.ts"
+import { AppConfig } from "./AppConfig.ts"
+import { NodeProbe, nodeName } from "./Cluster.ts"
 
 export const SystemHandlers = HttpApiBuilder.group(Api, "system", Effect.fn(function*(handlers) {
   const sql = yield* SqlClient.SqlClient
   const probe = yield* NodeProbe.client
+  const servedBy = nodeName(yield* AppConfig)
   // Ready = the database answers and an entity message makes a round trip through the cluster.
   const ready = Effect.gen(function*() {
     yield* sql`SELECT 1`
@@ -22,4 +24,10 @@ export const SystemHandlers = HttpApiBuilder.group(Api, "system", Effect.fn(func
   return handlers
     .handle("health", () => Effect.succeed({ status: "ok" as const }))
     .handle("ready", () => ready)
+    .handle("clusterProbe", ({ params }) =>
+      probe(params.id).Whoami().pipe(
+        Effect.map((answer) => ({ ...answer, servedBy })),
+        Effect.timeout("10 seconds"),
+        Effect.catchCause(() => Effect.fail(serviceUnavailable("The entity could not be reached")))
+      ))
 }))
