@@ -5,13 +5,29 @@
  * @since 0.1.0
  */
 import { HttpApi, OpenApi } from "effect/http-api"
+import { GroupsApi } from "./identity/GroupsApi.ts"
+import { MembersApi } from "./identity/MembersApi.ts"
+import { OidcApi } from "./identity/OidcApi.ts"
+import { documentPermissions } from "./identity/OpenApiPermissions.ts"
+import { ServiceAccountsApi } from "./identity/ServiceAccountsApi.ts"
+import { WorkspacesApi } from "./identity/WorkspacesApi.ts"
+import { RecordsApi } from "./records/RecordsApi.ts"
+import { StructuresApi } from "./structures/StructuresApi.ts"
 import { SystemApi } from "./System.ts"
+
+// The OpenAPI transform reads the finished Api lazily (a class cannot name itself in its own base expression).
+let self: HttpApi.Top | undefined
 
 /** @category api */
 export class Api extends HttpApi.make("troupe")
   .add(SystemApi)
+  .add(OidcApi, WorkspacesApi, MembersApi, ServiceAccountsApi, GroupsApi)
+  .add(StructuresApi, RecordsApi)
   .annotateMerge(OpenApi.annotations({
     title: "Troupe API",
-    description: "Workspace-scoped backend-as-a-service: structures, records, queries, webhooks, identity."
+    description: "Workspace-scoped backend-as-a-service: structures, records, queries, webhooks, identity.",
+    // every operation's RequiredPermission / RateClass, as x-required-permission, x-rate-class and a sentence
+    transform: documentPermissions(() => self!)
   }))
 {}
+self = Api as unknown as HttpApi.Top

@@ -4,12 +4,16 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
 import migration0001 from "../migrations/0001_core.ts"
+import migration0002 from "../migrations/0002_identity.ts"
+import migration0003 from "../migrations/0003_events.ts"
 import { AppConfig } from "./AppConfig.ts"
 import * as PgliteClient from "./PgliteClient.ts"
 
 /** Every migration, in order. Add new ones here. */
 export const migrations = {
-  "0001_core": migration0001
+  "0001_core": migration0001,
+  "0002_identity": migration0002,
+  "0003_events": migration0003
 }
 
 const runMigrations = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

@@ -4,23 +4,42 @@ import { Api } from "@troupe/api/Api"
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { createServer } from "node:http"
+import { IdentityHandlers } from "../identity/http.ts"
+import { IdentityLayer } from "../identity/IdentityLayer.ts"
+import { RecordEntityLayer, RecordKeyEntityLayer, RecordWriter } from "../records/RecordEntity.ts"
+import { RecordsHandlers } from "../records/http.ts"
+import { RecordQuery } from "../records/RecordQuery.ts"
+import { RecordService } from "../records/RecordService.ts"
+import { StructuresHandlers } from "../structures/http.ts"
+import { StructureService } from "../structures/StructureService.ts"
 import { AppConfig } from "./AppConfig.ts"
 import { ClusterLayer, NodeProbeLayer } from "./Cluster.ts"
 import { DatabaseLayer } from "./Database.ts"
 import { SystemHandlers } from "./http.ts"
 import { serve } from "./HttpEdge.ts"
+import { Notifier } from "./Notifier.ts"
 
 /** Every HttpApi group's handlers. */
-const Handlers = Layer.mergeAll(SystemHandlers)
+const Handlers = Layer.mergeAll(SystemHandlers, IdentityHandlers, StructuresHandlers, RecordsHandlers)
 
 /** Every cluster entity hosted by this node. */
-const Entities = Layer.mergeAll(NodeProbeLayer)
+const Entities = Layer.mergeAll(NodeProbeLayer, RecordEntityLayer, RecordKeyEntityLayer)
+
+/** Domain services, each needing only the database, the cluster and the identity layer below it. */
+const Domains = Layer.mergeAll(RecordWriter.layer, RecordQuery.layer).pipe(
+  Layer.provideMerge(RecordService.layer),
+  Layer.provideMerge(StructureService.layer),
+  Layer.provideMerge(Notifier.layer)
+)
 
 const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(Layer.provide(Handlers))
 const DocsRoute = HttpApiScalar.layer(Api, { path: "/docs" })
 const Routes = Layer.mergeAll(ApiRoutes, DocsRoute)
 
 const Runtime = Entities.pipe(
+  Layer.provideMerge(Domains),
+  // identity: Authorization middleware (needed by every guarded group), Authenticator, Secrets, rate limits
+  Layer.provideMerge(IdentityLayer),
   Layer.provideMerge(ClusterLayer),
   Layer.provideMerge(DatabaseLayer)
 )

@@ -1,0 +1,159 @@
+// The transactional outbox. A write appends its event with `appendEvent` inside its own transaction, so the event
+// exists exactly when the change committed; the NOTIFY issued in the same transaction reaches the relay on commit
+// (and is dropped with a rollback). The relay (OutboxRelay.ts) hands committed events on, at least once.
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+
+/** The channel the relay LISTENs on; the payload is the new event's id (a hint only). */
+export const EVENTS_CHANNEL = "troupe_events"
+
+/** Dotted event names of data-service.md §6 (and the compute events), as stored in `events.type`. */
+export const RecordEventTypes = [
+  "record.created",
+  "record.updated",
+  "record.deleted",
+  "record.restored",
+  "record.reverted",
+  "record.bulk.created",
+  "record.bulk.updated",
+  "record.bulk.deleted",
+  "record.expired"
+] as const
+export type RecordEventType = typeof RecordEventTypes[number]
+
+/** One event to append. `payload` is the full event body (see `recordEvent` / `bulkEvent`). */
+export interface OutboxEvent {
+  readonly workspace: string
+  readonly type: string
+  readonly structureId?: string | null | undefined
+  readonly recordSlug?: string | null | undefined
+  readonly recordId?: string | null | undefined
+  readonly payload: unknown
+}
+
+/** An event as the relay reads it back. */
+export interface StoredEvent {
+  readonly id: string
+  readonly workspace: string
+  readonly type: string
+  readonly structureId: string | null
+  readonly recordSlug: string | null
+  readonly recordId: string | null
+  readonly payload: EventPayload
+  readonly createdAt: string
+}
+
+/** The stored event body: `{event, timestamp, workspace, structure, data}` (data-service.md §6). */
+export interface EventPayload {
+  readonly event?: string
+  readonly timestamp?: string
+  readonly workspace?: string
+  readonly structure?: string
+  readonly data?: unknown
+  readonly [key: string]: unknown
+}
+
+/**
+ * Appends one event in the caller's transaction (the ambient one of `sql`) and NOTIFYs the relay, in one statement.
+ */
+export const appendEvent = (sql: SqlClient.SqlClient, event: OutboxEvent): Effect.Effect<void, SqlError> =>
+  sql`WITH e AS (
+    INSERT INTO events (workspace, type, structure_id, record_slug, record_id, payload)
+    VALUES (${event.workspace}, ${event.type}, ${event.structureId ?? null}::uuid, ${event.recordSlug ?? null},
+      ${event.recordId ?? null}::uuid, ${JSON.stringify(event.payload ?? {})}::jsonb)
+    RETURNING id
+  ) SELECT pg_notify(${EVENTS_CHANNEL}, id::text) FROM e`.pipe(Effect.asVoid)
+
+/** Appends several events in order (one statement, one NOTIFY). */
+export const appendEvents = (
+  sql: SqlClient.SqlClient,
+  events: ReadonlyArray<OutboxEvent>
+): Effect.Effect<void, SqlError> => {
+  if (events.length === 0) return Effect.void
+  if (events.length === 1) return appendEvent(sql, events[0]!)
+  const rows = events.map((e, i) => ({
+    i,
+    workspace: e.workspace,
+    type: e.type,
+    structure_id: e.structureId ?? null,
+    record_slug: e.recordSlug ?? null,
+    record_id: e.recordId ?? null,
+    payload: e.payload ?? {}
+  }))
+  return sql`WITH e AS (
+    INSERT INTO events (workspace, type, structure_id, record_slug, record_id, payload)
+    SELECT workspace, type, structure_id, record_slug, record_id, payload
+    FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+      AS v(i int, workspace text, type text, structure_id uuid, record_slug text, record_id uuid, payload jsonb)
+    ORDER BY i
+    RETURNING id
+  ) SELECT pg_notify(${EVENTS_CHANNEL}, max(id)::text) FROM e`.pipe(Effect.asVoid)
+}
+
+/** `appendEvent` with the SqlClient from the context (inside a `withTransaction`, that transaction). */
+export const publish = (event: OutboxEvent): Effect.Effect<void, SqlError, SqlClient.SqlClient> =>
+  Effect.flatMap(Effect.service(SqlClient.SqlClient), (sql) => appendEvent(sql, event))
+
+/** The record of a record event: its id, structure id and (secret-masked) data. */
+export interface EventRecord {
+  readonly id: string
+  readonly structureId: string
+  readonly data: Readonly<Record<string, unknown>>
+}
+
+/**
+ * Builds a single-record event in the shape the relay, webhooks and SSE read:
+ * `{event, timestamp, workspace, structure, data: {record, previous, changes, metadata}}`.
+ */
+export const recordEvent = (input: {
+  readonly type: RecordEventType
+  readonly workspace: string
+  readonly structure: { readonly id: string; readonly slug: string }
+  readonly record: EventRecord
+  readonly previous?: { readonly data: Readonly<Record<string, unknown>> } | null | undefined
+  readonly changes?: Readonly<Record<string, { readonly old: unknown; readonly new: unknown }>> | undefined
+  readonly metadata?: { readonly userId?: string | null; readonly source?: string | null } | undefined
+  /** ISO 8601; the time of the change */
+  readonly timestamp: string
+}): OutboxEvent => ({
+  workspace: input.workspace,
+  type: input.type,
+  structureId: input.structure.id,
+  recordSlug: input.structure.slug,
+  recordId: input.record.id,
+  payload: {
+    event: input.type,
+    timestamp: input.timestamp,
+    workspace: input.workspace,
+    structure: input.structure.slug,
+    data: {
+      record: { id: input.record.id, structureId: input.record.structureId, data: input.record.data },
+      previous: input.previous ?? null,
+      changes: input.changes ?? {},
+      metadata: { userId: input.metadata?.userId ?? null, source: input.metadata?.source ?? "api" }
+    }
+  }
+})
+
+/** Builds a bulk event: `data: {structure, count, recordIds}`. */
+export const bulkEvent = (input: {
+  readonly type: "record.bulk.created" | "record.bulk.updated" | "record.bulk.deleted"
+  readonly workspace: string
+  readonly structure: { readonly id: string; readonly slug: string }
+  readonly recordIds: ReadonlyArray<string>
+  readonly timestamp: string
+}): OutboxEvent => ({
+  workspace: input.workspace,
+  type: input.type,
+  structureId: input.structure.id,
+  recordSlug: input.structure.slug,
+  recordId: null,
+  payload: {
+    event: input.type,
+    timestamp: input.timestamp,
+    workspace: input.workspace,
+    structure: input.structure.slug,
+    data: { structure: input.structure.slug, count: input.recordIds.length, recordIds: input.recordIds }
+  }
+})

@@ -1,0 +1,170 @@
+// The outbox relay: a cluster singleton (one owner node at a time; the next node takes over when it dies) that reads
+// committed events in id order and hands each batch, in ONE transaction, to every consumer:
+// - webhooks: a `webhook_deliveries` row per matching active webhook (durable; WebhookDispatcher sends them),
+// - realtime: the event gets its `seq` (relay order) and a signal goes to every node's RealtimeHub,
+// - anything registered in `EventConsumers` (event-driven triggers), inside the same transaction.
+// Only then is the event marked processed, so a crash anywhere before the commit means the batch is read again
+// (at least once). Woken by LISTEN troupe_events (appendEvent NOTIFYs on commit), with a poll as the fallback.
+// The same singleton runs the webhook dispatcher and a retention sweep.
+import { Context, Duration, Effect, type Layer, Queue, Schedule, Stream } from "effect"
+import { type Sharding, Singleton } from "effect/cluster"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import * as Crypto from "node:crypto"
+import { iso, json, num } from "../lib/rows.ts"
+import type { AppConfig } from "../platform/AppConfig.ts"
+import { Notifier } from "../platform/Notifier.ts"
+import { compileMatcher, type EventMatcher } from "./EventFilter.ts"
+import { listen } from "./Listen.ts"
+import { EVENTS_CHANNEL, type EventPayload, type StoredEvent } from "./Outbox.ts"
+import { deliveryPayload } from "./Payloads.ts"
+import { type Dispatcher, makeDispatcher } from "./WebhookDispatcher.ts"
+import { type NewDelivery, WebhookRepo, type WebhookRow } from "./WebhookRepo.ts"
+import { KICK_TOPIC } from "./WebhookService.ts"
+
+/** Notifier topic: events up to this `seq` were relayed (RealtimeHub listens on every node). */
+export const RELAYED_TOPIC = "events.relayed"
+
+/**
+ * A consumer of relayed events. `handle` runs inside the relay's transaction: what it writes commits together with
+ * the events being marked processed, and a failure makes the whole batch retry. Keep it to durable enqueueing.
+ */
+export interface EventConsumer {
+  readonly name: string
+  readonly handle: (events: ReadonlyArray<StoredEvent>) => Effect.Effect<void, SqlError>
+}
+
+/** Extra consumers (event-driven triggers): provide with `Layer.succeed(EventConsumers, [...])`. */
+export const EventConsumers = Context.Reference<ReadonlyArray<EventConsumer>>("@troupe/server/events/EventConsumers", {
+  defaultValue: () => []
+})
+
+export const BATCH_SIZE = 200
+const POLL_INTERVAL = Duration.seconds(1)
+const SCAN_INTERVAL = Duration.seconds(5)
+/** Processed events are kept this long for SSE resume, then swept. */
+const EVENT_RETENTION_DAYS = 3
+/** Delivered and skipped deliveries are kept this long in the log; failed ones twice as long. */
+const DELIVERY_RETENTION_DAYS = 7
+const RELAY_LOCK = 7412007
+
+export const toStoredEvent = (r: any): StoredEvent => ({
+  id: String(r.id),
+  workspace: r.workspace,
+  type: r.type,
+  structureId: r.structure_id === null || r.structure_id === undefined ? null : String(r.structure_id),
+  recordSlug: r.record_slug ?? null,
+  recordId: r.record_id === null || r.record_id === undefined ? null : String(r.record_id),
+  payload: (json<EventPayload>(r.payload) ?? {}) as EventPayload,
+  createdAt: iso(r.created_at)
+})
+
+export interface RelayResult {
+  readonly count: number
+  readonly webhookIds: ReadonlySet<string>
+}
+
+/**
+ * One relay step: the next batch of unprocessed events, handed to every consumer and marked processed in one
+ * transaction. Exposed for tests; the singleton calls it in a loop.
+ */
+export const makeRelayStep = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const repo = yield* WebhookRepo
+  const notifier = yield* Notifier
+  const consumers = yield* EventConsumers
+  // compiled filters per webhook, rebuilt when the webhook changes
+  const matchers = new Map<string, { readonly updatedAt: string; readonly matcher: EventMatcher }>()
+  const matcherOf = (hook: WebhookRow) => {
+    const cached = matchers.get(hook.id)
+    if (cached !== undefined && cached.updatedAt === hook.updatedAt) return cached.matcher
+    const matcher = compileMatcher(hook.events, hook.filters)
+    matchers.set(hook.id, { updatedAt: hook.updatedAt, matcher })
+    return matcher
+  }
+
+  return sql.withTransaction(Effect.gen(function*() {
+    // Serialises relays if two ever overlap (a singleton hand-over): seq stays in commit order.
+    if (sql.driver !== "pglite") yield* sql`SELECT pg_advisory_xact_lock(${RELAY_LOCK})`
+    const rows = yield* sql`SELECT id, workspace, type, structure_id, record_slug, record_id, payload, created_at
+      FROM events WHERE processed_at IS NULL ORDER BY id LIMIT ${BATCH_SIZE}`
+    if (rows.length === 0) return { count: 0, webhookIds: new Set<string>() }
+    const events = rows.map(toStoredEvent)
+
+    // Webhooks
+    const hooks = yield* repo.activeIn([...new Set(events.map((e) => e.workspace))])
+    const deliveries: Array<NewDelivery> = []
+    const webhookIds = new Set<string>()
+    if (hooks.length > 0) {
+      for (const e of events) {
+        for (const hook of hooks) {
+          if (hook.workspace !== e.workspace || !matcherOf(hook).test(e)) continue
+          webhookIds.add(hook.id)
+          deliveries.push({ id: Crypto.randomUUID(), webhookId: hook.id, eventId: e.id, event: e.type, payload: deliveryPayload(e) })
+        }
+      }
+      yield* repo.insertDeliveries(deliveries)
+    }
+
+    // Other consumers (triggers)
+    for (const consumer of consumers) yield* consumer.handle(events)
+
+    // Realtime order + done
+    const seqRows = yield* sql`SELECT nextval('events_seq') AS seq FROM generate_series(1, ${events.length})`
+    const seqs = seqRows.map((r: any) => num(r.seq)).sort((a, b) => a - b)
+    const assigned = events.map((e, i) => ({ id: Number(e.id), seq: seqs[i]! }))
+    yield* sql`UPDATE events SET processed_at = now(), seq = v.seq
+      FROM jsonb_to_recordset(${JSON.stringify(assigned)}::jsonb) AS v(id bigint, seq bigint)
+      WHERE events.id = v.id`
+    yield* notifier.publish(RELAYED_TOPIC, String(seqs[seqs.length - 1]))
+    return { count: events.length, webhookIds }
+  }))
+})
+
+const runRelay = (dispatcher: Dispatcher) =>
+  Effect.gen(function*() {
+    const step = yield* makeRelayStep
+    const wake = yield* Queue.sliding<void>(1)
+    yield* listen(EVENTS_CHANNEL, () => void Queue.offerUnsafe(wake, undefined))
+    const loop = Effect.gen(function*() {
+      const result = yield* step
+      if (result.webhookIds.size > 0) yield* dispatcher.kick(result.webhookIds)
+      if (result.count < BATCH_SIZE) yield* Effect.ignore(Effect.timeout(Queue.take(wake), POLL_INTERVAL))
+    }).pipe(
+      Effect.catchCause((cause) =>
+        Effect.andThen(Effect.logWarning("outbox relay step failed; retrying", cause), Effect.sleep("1 second"))
+      ),
+      Effect.forever
+    )
+    return yield* loop
+  })
+
+const runSweeper = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`DELETE FROM events WHERE processed_at < now() - make_interval(days => ${EVENT_RETENTION_DAYS})`
+  yield* sql`DELETE FROM webhook_deliveries WHERE status IN ('delivered', 'skipped')
+    AND updated_at < now() - make_interval(days => ${DELIVERY_RETENTION_DAYS})`
+  yield* sql`DELETE FROM webhook_deliveries WHERE status = 'failed'
+    AND updated_at < now() - make_interval(days => ${DELIVERY_RETENTION_DAYS * 2})`
+}).pipe(
+  Effect.catchCause((cause) => Effect.logWarning("events retention sweep failed", cause)),
+  Effect.repeat(Schedule.spaced("10 minutes"))
+)
+
+/** Everything the singleton owner runs: relay, dispatcher (with its kick listener and safety scan), sweeper. */
+export const runEventsSingleton = Effect.gen(function*() {
+  const notifier = yield* Notifier
+  const dispatcher = yield* makeDispatcher
+  yield* Effect.forkScoped(runRelay(dispatcher))
+  yield* Effect.forkScoped(Stream.runForEach(notifier.subscribe(KICK_TOPIC), (id) => dispatcher.kick([id])))
+  yield* Effect.forkScoped(Effect.repeat(dispatcher.scan, Schedule.spaced(SCAN_INTERVAL)))
+  yield* Effect.forkScoped(runSweeper)
+  return yield* Effect.never
+})
+
+/** The cluster singleton: started on whichever node owns its shard. */
+export const EventsSingletonLayer: Layer.Layer<
+  never,
+  never,
+  Sharding.Sharding | SqlClient.SqlClient | Notifier | WebhookRepo | AppConfig
+> = Singleton.make("troupe-events", runEventsSingleton)

@@ -1,0 +1,49 @@
+// What leaves the server for one event: the webhook body of data-service.md §6 and the SSE message.
+import type { StoredEvent } from "./Outbox.ts"
+
+const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/**
+ * The webhook delivery body: `{event, workspace, timestamp, data: {structure, recordId, record}}` where `record` is
+ * the record's fields plus `id`; also `previous` (same shape, or null), `changes` and `metadata` when the event has
+ * them. Bulk events carry `data: {structure, count, recordIds}`; other events their own `data`.
+ */
+export const deliveryPayload = (e: StoredEvent): Record<string, unknown> => {
+  const p = e.payload
+  const base = {
+    event: e.type,
+    workspace: e.workspace,
+    timestamp: typeof p.timestamp === "string" ? p.timestamp : e.createdAt
+  }
+  const data = isObject(p.data) ? p.data : undefined
+  const record = data !== undefined && isObject(data.record) ? data.record : undefined
+  if (record !== undefined) {
+    const fields = isObject(record.data) ? record.data : {}
+    const id = typeof record.id === "string" ? record.id : e.recordId
+    const previous = isObject(data!.previous) && isObject(data!.previous.data)
+      ? { ...data!.previous.data, id }
+      : null
+    return {
+      ...base,
+      data: {
+        structure: p.structure ?? e.recordSlug,
+        recordId: id,
+        record: { ...fields, id },
+        previous,
+        changes: isObject(data!.changes) ? data!.changes : {},
+        ...(isObject(data!.metadata) ? { metadata: data!.metadata } : {})
+      }
+    }
+  }
+  return { ...base, data: data ?? (p.data === undefined ? {} : p.data) }
+}
+
+/** The SSE message: the stored event body plus its id (the same id as the SSE `id:` line). */
+export const realtimeMessage = (e: StoredEvent): Record<string, unknown> => ({
+  id: e.id,
+  event: e.type,
+  workspace: e.workspace,
+  timestamp: e.createdAt,
+  ...e.payload,
+  ...(e.payload.structure === undefined && e.recordSlug !== null ? { structure: e.recordSlug } : {})
+})

@@ -1,0 +1,151 @@
+// Sends queued webhook deliveries. Runs inside the events singleton (one node at a time). The queue is the
+// `webhook_deliveries` table, so nothing is lost with a node: the next owner picks up every pending or retrying row
+// and honours its stored next attempt time.
+// - One worker fiber per webhook sends that webhook's deliveries one at a time, in queue (= event) order; workers
+//   of different webhooks run concurrently (bounded by a semaphore on open requests).
+// - A failed attempt is retried after the configured delays (default 1, 5, 15 s) by `Effect.retry` with a Schedule;
+//   each attempt's outcome and the next attempt time are written before waiting, so a restart resumes the schedule.
+// - After the last attempt the delivery is `failed`, the webhook `failed`, and its other queued deliveries
+//   `skipped` (WebhookRepo.markFailed).
+import { Clock, Data, Duration, Effect, Schedule, type Scope, Semaphore } from "effect"
+import { AppConfig } from "../platform/AppConfig.ts"
+import { post } from "./HttpPost.ts"
+import { deliveryHeaders } from "./Signature.ts"
+import { DELIVERY_TIMEOUT_MS } from "./WebhookService.ts"
+import { type QueuedDelivery, WebhookRepo } from "./WebhookRepo.ts"
+
+class RetryLater extends Data.TaggedError("RetryLater")<{}> {}
+
+/** The retry schedule for the delays still ahead: one recurrence per delay, in order. */
+export const retrySchedule = (delaysSeconds: ReadonlyArray<number>): Schedule.Schedule<unknown, unknown> =>
+  delaysSeconds.length === 0
+    ? Schedule.recurs(0)
+    : delaysSeconds
+      .map((s): Schedule.Schedule<unknown, unknown> => Schedule.duration(Duration.millis(Math.round(s * 1000))))
+      .reduce((a, b) => Schedule.concat(a, b))
+
+export type DeliveryOutcome = "delivered" | "failed" | "inactive" | "retrying"
+
+export interface Dispatcher {
+  /** These webhooks have new queued deliveries. */
+  readonly kick: (webhookIds: Iterable<string>) => Effect.Effect<void>
+  /** Starts workers for every webhook with a queue (at start, and periodically as a safety net). */
+  readonly scan: Effect.Effect<void>
+}
+
+const BATCH = 50
+const MAX_OPEN_REQUESTS = 128
+
+export const makeDispatcher: Effect.Effect<Dispatcher, never, Scope.Scope | WebhookRepo | AppConfig> = Effect.gen(
+  function*() {
+    const repo = yield* WebhookRepo
+    const config = yield* AppConfig
+    const delays = config.webhookRetryDelays
+    const allowPrivate = !config.production
+    const open = yield* Semaphore.make(MAX_OPEN_REQUESTS)
+    const scope = yield* Effect.scope
+    // webhook id -> its worker's state; `dirty` = kicked while running, so look at the queue again before exiting
+    const workers = new Map<string, { dirty: boolean }>()
+
+    const attemptOnce = (row: QueuedDelivery, target: { url: string; secret: string }) =>
+      Effect.gen(function*() {
+        const body = JSON.stringify(row.payload)
+        const seconds = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+        const headers = deliveryHeaders({
+          secret: target.secret,
+          deliveryId: row.redeliveryOf ?? row.id,
+          event: row.event,
+          body,
+          timestampSeconds: seconds
+        })
+        return yield* open.withPermits(1)(post(target.url, body, headers, { timeoutMs: DELIVERY_TIMEOUT_MS, allowPrivate }))
+      })
+
+    /** Sends one delivery through all its remaining attempts. */
+    const deliver = (row: QueuedDelivery): Effect.Effect<DeliveryOutcome, unknown> =>
+      Effect.gen(function*() {
+        const maxAttempts = Math.max(1 + delays.length, row.attempts + 1)
+        let attempts = row.attempts
+        let target: { url: string; secret: string } = { url: row.url, secret: row.secret }
+        if (row.nextAttemptAt !== null) {
+          const wait = Date.parse(row.nextAttemptAt) - (yield* Clock.currentTimeMillis)
+          if (wait > 0) yield* Effect.sleep(Duration.millis(wait))
+        }
+        let fresh = row.attempts === 0
+        const attempt = Effect.gen(function*() {
+          if (!fresh) {
+            // a retry, or a resumed delivery: the webhook may have changed or stopped meanwhile
+            const current = yield* repo.target(row.webhookId)
+            if (current === undefined || !current.active) return "inactive" as const
+            target = current
+          }
+          fresh = false
+          const result = yield* attemptOnce(row, target)
+          attempts += 1
+          if (result.ok) {
+            yield* repo.markDelivered(row.id, attempts, result.status, result.durationMs)
+            return "delivered" as const
+          }
+          if (attempts >= maxAttempts) {
+            yield* repo.markFailed(row.id, row.webhookId, attempts, result.status, result.error, result.durationMs)
+            return "failed" as const
+          }
+          const delay = delays[attempts - 1] ?? delays[delays.length - 1] ?? 1
+          yield* repo.markRetrying(row.id, attempts, result.status, result.error, result.durationMs, delay * 1000)
+          return yield* Effect.fail(new RetryLater())
+        })
+        return yield* attempt.pipe(
+          Effect.retry({ schedule: retrySchedule(delays.slice(row.attempts)), while: (e) => e instanceof RetryLater }),
+          Effect.catchIf((e): e is RetryLater => e instanceof RetryLater, () => Effect.succeed("retrying" as const))
+        )
+      })
+
+    const worker = (webhookId: string, state: { dirty: boolean }): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        while (true) {
+          state.dirty = false
+          const batch = yield* repo.queue(webhookId, BATCH)
+          if (batch.length === 0 || !batch[0]!.webhookActive) {
+            // Leave the map in the same synchronous step as the last look, so a kick never falls in between.
+            const done = yield* Effect.sync(() => {
+              if (batch.length === 0 && state.dirty) return false
+              if (workers.get(webhookId) === state) workers.delete(webhookId)
+              return true
+            })
+            if (done) return
+            continue
+          }
+          for (const row of batch) {
+            const outcome = yield* deliver(row)
+            if (outcome === "failed" || outcome === "inactive" || outcome === "retrying") return
+          }
+        }
+      }).pipe(
+        Effect.catchCause((cause) => Effect.logWarning(`webhook ${webhookId}: delivery worker stopped`, cause)),
+        Effect.ensuring(Effect.sync(() => {
+          if (workers.get(webhookId) === state) workers.delete(webhookId)
+        }))
+      )
+
+    const start = (webhookId: string) =>
+      Effect.suspend(() => {
+        const running = workers.get(webhookId)
+        if (running !== undefined) {
+          running.dirty = true
+          return Effect.void
+        }
+        const state = { dirty: false }
+        workers.set(webhookId, state)
+        return Effect.asVoid(Effect.forkIn(worker(webhookId, state), scope))
+      })
+
+    const kick = (webhookIds: Iterable<string>) => Effect.forEach(webhookIds, start, { discard: true })
+
+    const scan = repo.webhooksWithQueue.pipe(
+      Effect.flatMap(kick),
+      Effect.catchCause((cause) => Effect.logWarning("webhook queue scan failed", cause))
+    )
+
+    return { kick, scan }
+  }
+)

@@ -1,0 +1,61 @@
+// Secrets people and machines present: passwords (scrypt, memory-hard, salted) and service-account client secrets
+// (high-entropy, so a SHA-256 digest is enough). Every comparison is constant-time, and the hashes never leave
+// this module's callers' SQL rows.
+import { Effect } from "effect"
+import * as Crypto from "node:crypto"
+
+// N = 2^15, r = 8: 32 MiB and ~50-100 ms per hash on this machine kind; raise N as hardware grows (the
+// parameters are stored with each hash, so old hashes keep verifying).
+const N = 32768
+const r = 8
+const p = 1
+const keyLength = 32
+
+const scrypt = (password: string, salt: Buffer, n: number, rr: number, pp: number, length: number) =>
+  Effect.callback<Buffer, Error>((resume) => {
+    Crypto.scrypt(password.normalize("NFKC"), salt, length, { N: n, r: rr, p: pp, maxmem: 128 * n * rr * 2 }, (err, key) =>
+      resume(err ? Effect.fail(err) : Effect.succeed(key)))
+  })
+
+/** `scrypt$N$r$p$salt$hash` (base64). */
+export const hashPassword = (password: string): Effect.Effect<string> =>
+  Effect.gen(function*() {
+    const salt = Crypto.randomBytes(16)
+    const key = yield* Effect.orDie(scrypt(password, salt, N, r, p, keyLength))
+    return `scrypt$${N}$${r}$${p}$${salt.toString("base64")}$${key.toString("base64")}`
+  })
+
+// A well-formed hash nobody knows the password of: unknown users cost as much as known ones (no timing oracle).
+const decoy = `scrypt$${N}$${r}$${p}$${Crypto.randomBytes(16).toString("base64")}$${Crypto.randomBytes(keyLength).toString("base64")}`
+
+/** Constant-time check of a password against a stored hash; `undefined` hash = unknown user (still hashes). */
+export const verifyPassword = (password: string, stored: string | undefined): Effect.Effect<boolean> =>
+  Effect.gen(function*() {
+    const parts = (stored ?? decoy).split("$")
+    if (parts.length !== 6 || parts[0] !== "scrypt") return false
+    const [n, rr, pp] = [Number(parts[1]), Number(parts[2]), Number(parts[3])]
+    const salt = Buffer.from(parts[4]!, "base64")
+    const expected = Buffer.from(parts[5]!, "base64")
+    if (!(n > 1 && n <= 1 << 20 && rr > 0 && rr <= 32 && pp > 0 && pp <= 16) || expected.length === 0) return false
+    const actual = yield* Effect.orDie(scrypt(password, salt, n, rr, pp, expected.length))
+    return Crypto.timingSafeEqual(actual, expected) && stored !== undefined
+  })
+
+/** `ci_` + 24 hex characters from the CSPRNG. */
+export const newClientId = () => `ci_${Crypto.randomBytes(12).toString("hex")}`
+
+/** `sk_` + 64 hex characters from the CSPRNG. */
+export const newClientSecret = () => `sk_${Crypto.randomBytes(32).toString("hex")}`
+
+/** What is stored for a client secret: its SHA-256 (hex). */
+export const hashClientSecret = (secret: string) => Crypto.createHash("sha256").update(secret, "utf8").digest("hex")
+
+/** Constant-time comparison of a presented secret with a stored digest. */
+export const clientSecretMatches = (presented: string, storedHash: string): boolean => {
+  const a = Crypto.createHash("sha256").update(presented, "utf8").digest()
+  const b = Buffer.from(storedHash, "hex")
+  return b.length === a.length && Crypto.timingSafeEqual(a, b)
+}
+
+/** A random password for the bootstrap admin: 24 characters, ~143 bits. */
+export const newPassword = () => Crypto.randomBytes(18).toString("base64url")

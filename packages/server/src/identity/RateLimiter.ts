@@ -1,0 +1,120 @@
+// Per-workspace, per-class request limits (CONTRACT.md §1: reads, writes, bulk, functions, queries per minute;
+// 0 = off), counted in fixed windows aligned to the clock.
+// No query per request: each node counts in memory and, about once a second, adds its new hits to the shared row
+// in `rate_counters` and reads back the cluster-wide total. A node thus decides with the others' counts as of its
+// last sync: the cluster may admit up to (nodes - 1) x one second of extra traffic per window; one node alone is
+// exact. TROUPE_LIMIT_WINDOW_SECONDS (default 60) shortens the window for tests.
+import { tooManyRequests, type TooManyRequests } from "@troupe/api/Errors"
+import { Clock, Config, Context, Effect, Layer, Schedule } from "effect"
+import { SqlClient } from "effect/sql"
+import { AppConfig } from "../platform/AppConfig.ts"
+
+export type RateClassName = "reads" | "writes" | "bulk" | "functions" | "queries"
+
+interface Counter {
+  readonly workspace: string
+  readonly rateClass: RateClassName
+  window: number
+  /** hits on this node not yet added to the shared row */
+  pending: number
+  /** the cluster-wide count as of the last sync (includes this node's synced hits) */
+  shared: number
+  /** last time a request touched it, to stop syncing idle counters */
+  touched: number
+}
+
+export interface RateLimiterShape {
+  /** Counts one request, or fails with 429 QUOTA_EXCEEDED (`retryAfter` seconds) when over the limit. */
+  readonly hit: (workspace: string, rateClass: RateClassName) => Effect.Effect<void, TooManyRequests>
+  /** Pushes local counts to the database and reads the shared totals (runs every second; exposed for tests). */
+  readonly sync: Effect.Effect<void>
+}
+
+export const makeRateLimiter = (limits: Readonly<Record<RateClassName, number>>, windowMs: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const counters = new Map<string, Counter>()
+
+    const hit = (workspace: string, rateClass: RateClassName) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const limit = limits[rateClass]
+        if (!(limit > 0)) return Effect.void
+        const window = Math.floor(now / windowMs)
+        const k = `${workspace}\u0000${rateClass}`
+        let c = counters.get(k)
+        if (c === undefined) {
+          c = { workspace, rateClass, window, pending: 0, shared: 0, touched: now }
+          counters.set(k, c)
+        }
+        if (c.window !== window) {
+          c.window = window
+          c.pending = 0
+          c.shared = 0
+        }
+        c.touched = now
+        if (c.shared + c.pending >= limit) {
+          const retryAfter = Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000))
+          return Effect.fail(Object.assign(
+            tooManyRequests(`Rate limit exceeded: ${limit} ${rateClass} per ${windowMs / 1000} s for workspace ${workspace}`),
+            { retryAfter }
+          ))
+        }
+        c.pending++
+        return Effect.void
+      })
+
+    const sync = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const window = Math.floor(now / windowMs)
+      for (const [k, c] of counters) {
+        if (c.window !== window) {
+          if (now - c.touched > 2 * windowMs) counters.delete(k)
+          continue
+        }
+        const delta = c.pending
+        // an idle counter needs no news of other nodes until it is used again
+        if (delta === 0 && now - c.touched > 5000) continue
+        const windowStart = c.window * windowMs
+        const rows = delta > 0
+          ? yield* sql<{ count: number }>`
+              INSERT INTO rate_counters (workspace, class, window_start, count)
+              VALUES (${c.workspace}, ${c.rateClass}, ${windowStart}, ${delta})
+              ON CONFLICT (workspace, class, window_start) DO UPDATE SET count = rate_counters.count + ${delta}
+              RETURNING count::int AS count`
+          : yield* sql<{ count: number }>`
+              SELECT count::int AS count FROM rate_counters
+              WHERE workspace = ${c.workspace} AND class = ${c.rateClass} AND window_start = ${windowStart}`
+        // Requests counted while the statement ran stay pending for the next sync.
+        if (c.window === window) {
+          c.pending -= delta
+          c.shared = Math.max(c.shared, Number(rows[0]?.count ?? 0))
+        }
+      }
+    })
+
+    const cleanup = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const before = (Math.floor(now / windowMs) - 2) * windowMs
+      yield* sql`DELETE FROM rate_counters WHERE window_start < ${before}`
+    })
+
+    return {
+      hit,
+      sync: Effect.catchCause(sync, (cause) => Effect.logWarning("rate counter sync failed", cause)),
+      cleanup: Effect.catchCause(cleanup, () => Effect.void)
+    }
+  })
+
+export class RateLimiter extends Context.Service<RateLimiter, RateLimiterShape>()("@troupe/server/identity/RateLimiter") {
+  static readonly layer: Layer.Layer<RateLimiter, never, AppConfig | SqlClient.SqlClient> = Layer.effect(
+    RateLimiter,
+    Effect.gen(function*() {
+      const config = yield* AppConfig
+      const windowSeconds = yield* Config.Int("TROUPE_LIMIT_WINDOW_SECONDS").pipe(Config.withDefault(60), Effect.orDie)
+      const limiter = yield* makeRateLimiter(config.limits, Math.max(1, windowSeconds) * 1000)
+      yield* Effect.forkScoped(Effect.repeat(limiter.sync, Schedule.spaced("1 second")))
+      yield* Effect.forkScoped(Effect.repeat(limiter.cleanup, Schedule.spaced("1 minute")))
+      return RateLimiter.of({ hit: limiter.hit, sync: limiter.sync })
+    })
+  )
+}

@@ -1,0 +1,58 @@
+// Small shared pieces of the identity services: paging, timestamps, SQL error mapping, the user-token guard.
+import type { Principal } from "@troupe/api/Authorization"
+import { type Forbidden, forbidden } from "@troupe/api/Errors"
+import { Effect } from "effect"
+import { SqlError } from "effect/sql/SqlError"
+import { AccessCache, markIdentityChanged } from "./AccessCache.ts"
+import { SqlClient } from "effect/sql"
+
+export interface Page {
+  readonly page: number
+  readonly limit: number
+  readonly offset: number
+}
+
+export const paging = (query: { readonly page?: number; readonly limit?: number }, defaultLimit = 20): Page => {
+  const page = query.page ?? 1
+  const limit = query.limit ?? defaultLimit
+  return { page, limit, offset: (page - 1) * limit }
+}
+
+export const iso = (d: Date | string | null | undefined): string =>
+  d === null || d === undefined ? "" : (d instanceof Date ? d : new Date(d)).toISOString()
+
+export const jsonStrings = (u: unknown): Array<string> => {
+  const v = typeof u === "string" ? JSON.parse(u) : u
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []
+}
+
+/** A unique violation becomes `onConflict`; any other SQL failure is a defect (500). */
+export const uniqueOr = <E2>(onConflict: () => E2) => <A, E, R>(self: Effect.Effect<A, E | SqlError, R>) =>
+  Effect.catchIf(
+    self,
+    (e): e is SqlError => e instanceof SqlError,
+    (e) => e.reason._tag === "UniqueViolation" ? Effect.fail(onConflict()) : Effect.die(e)
+  ) as Effect.Effect<A, Exclude<E, SqlError> | E2, R>
+
+/** Service-account management needs a person (compute-and-auth.md §4.6). */
+export const requireUser = (principal: Principal): Effect.Effect<void, Forbidden> =>
+  principal.kind === "user"
+    ? Effect.void
+    : Effect.fail(forbidden("This route needs a user token; service-account tokens cannot manage identities"))
+
+/**
+ * Runs `change` in a transaction that also bumps the identity version (other nodes refresh), then refreshes this
+ * node's cache before answering, so the change holds from the response on.
+ */
+export const identityChange = <A, E, R>(change: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const cache = yield* AccessCache
+    const result = yield* sql.withTransaction(Effect.tap(change, () => markIdentityChanged))
+    yield* cache.refresh
+    return result
+  }).pipe(Effect.catchIf((e): e is SqlError & E => e instanceof SqlError, (e) => Effect.die(e))) as Effect.Effect<
+    A,
+    Exclude<E, SqlError>,
+    R | SqlClient.SqlClient | AccessCache
+  >

@@ -1,0 +1,159 @@
+// The actors of the write path. `Record` (id `<workspace>/<recordId>`) serialises every write to one record, so
+// versions never race and history is exact; `RecordKey` (id `<workspace>/<structureId>/<sha256(match)>`) serialises
+// upserts of one business key anywhere in the cluster. Messages are volatile RPCs: durability is the handler's own
+// transaction, and a caller whose node dies mid-call gets an error it may retry.
+import { BadRequest, Conflict, Locked, NotFound, Unprocessable } from "@troupe/api/Errors"
+import { Context, Effect, Layer, Schema } from "effect"
+import { Entity } from "effect/cluster"
+import { Rpc } from "effect/rpc"
+import * as Crypto from "node:crypto"
+import { canonicalJson } from "../structures/Formats.ts"
+import { StructureService } from "../structures/StructureService.ts"
+import { fromRow, type RecordRow, Writer } from "./model.ts"
+import { type RecordError, RecordService, type UpdateInput, type WriteResult } from "./RecordService.ts"
+
+const WriteError = Schema.Union([BadRequest, NotFound, Conflict, Locked, Unprocessable])
+const Row = Schema.Json
+const Written = Schema.Struct({
+  row: Row,
+  previousVersion: Schema.optionalKey(Schema.Number),
+  restoredFrom: Schema.optionalKey(Schema.NullOr(Schema.Number))
+})
+
+export const RecordEntity = Entity.make("Record", [
+  Rpc.make("Update", { payload: { input: Schema.Json, writer: Writer }, success: Written, error: WriteError }),
+  Rpc.make("Delete", {
+    payload: { permanent: Schema.Boolean, writer: Writer },
+    success: Schema.Struct({ id: Schema.String, deletedAt: Schema.String, structureId: Schema.String }),
+    error: WriteError
+  }),
+  Rpc.make("Restore", {
+    payload: { version: Schema.optionalKey(Schema.Number), reason: Schema.optionalKey(Schema.String), writer: Writer },
+    success: Written,
+    error: WriteError
+  }),
+  Rpc.make("Revert", { payload: { reason: Schema.optionalKey(Schema.String), writer: Writer }, success: Written, error: WriteError })
+])
+
+export const RecordKeyEntity = Entity.make("RecordKey", [
+  Rpc.make("Upsert", {
+    payload: {
+      structureId: Schema.String,
+      match: Schema.Record(Schema.String, Schema.Json),
+      data: Schema.Record(Schema.String, Schema.Json),
+      writer: Writer,
+      idempotencyKey: Schema.optionalKey(Schema.String)
+    },
+    success: Schema.Struct({ status: Schema.Number, body: Schema.Json }),
+    error: WriteError
+  })
+])
+
+const split = (entityId: string) => {
+  const at = entityId.indexOf("/")
+  return { workspace: entityId.slice(0, at), id: entityId.slice(at + 1) }
+}
+
+/** Rows cross the wire as JSON; dates are ISO strings already. */
+const written = (r: WriteResult) => ({
+  row: r.row as unknown as Schema.Json,
+  ...(r.previousVersion !== undefined ? { previousVersion: r.previousVersion } : {}),
+  ...(r.restoredFrom !== undefined ? { restoredFrom: r.restoredFrom } : {})
+})
+
+export const RecordEntityLayer = RecordEntity.toLayer(Effect.gen(function*() {
+  const records = yield* RecordService
+  return RecordEntity.of({
+    Update: ({ address, payload }) => {
+      const { workspace, id } = split(address.entityId)
+      return Effect.map(records.update(workspace, id, payload.input as unknown as UpdateInput, payload.writer), written)
+    },
+    Delete: ({ address, payload }) => {
+      const { workspace, id } = split(address.entityId)
+      return Effect.map(records.remove(workspace, id, payload.permanent, payload.writer), (r) => ({
+        id: r.id,
+        deletedAt: r.deletedAt,
+        structureId: r.structure.id
+      }))
+    },
+    Restore: ({ address, payload }) => {
+      const { workspace, id } = split(address.entityId)
+      return Effect.map(records.restore(workspace, id, payload.version, payload.reason, payload.writer), written)
+    },
+    Revert: ({ address, payload }) => {
+      const { workspace, id } = split(address.entityId)
+      return Effect.map(records.revert(workspace, id, payload.reason, payload.writer), written)
+    }
+  })
+}), { maxIdleTime: "2 minutes" })
+
+export const RecordKeyEntityLayer = RecordKeyEntity.toLayer(Effect.gen(function*() {
+  const records = yield* RecordService
+  const structures = yield* StructureService
+  return RecordKeyEntity.of({
+    Upsert: ({ address, payload }) => {
+      const { workspace } = split(address.entityId)
+      return Effect.flatMap(structures.resolve(workspace, payload.structureId), (structure) =>
+        records.upsert(structure, payload.match, payload.data, payload.writer, payload.idempotencyKey)).pipe(
+        Effect.map((r) => ({ status: r.status, body: r.body as Schema.Json }))
+      )
+    }
+  })
+}), { maxIdleTime: "1 minute" })
+
+export interface Written {
+  readonly row: RecordRow
+  readonly previousVersion?: number | undefined
+  readonly restoredFrom?: number | null | undefined
+}
+
+/** Drops undefined keys: payloads cross the cluster as JSON. */
+const defined = <A extends object>(o: A): A => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as A
+
+const fromWire = (w: { row: unknown; previousVersion?: number; restoredFrom?: number | null }): Written => ({
+  row: w.row as RecordRow,
+  previousVersion: w.previousVersion,
+  restoredFrom: w.restoredFrom
+})
+
+/** The write front: single-record writes and upserts routed to their actors, wherever they live. */
+export class RecordWriter extends Context.Service<RecordWriter, {
+  readonly update: (workspace: string, id: string, input: UpdateInput, writer: Writer) => Effect.Effect<Written, RecordError>
+  readonly remove: (workspace: string, id: string, permanent: boolean, writer: Writer) => Effect.Effect<{ id: string; deletedAt: string; structureId: string }, RecordError>
+  readonly restore: (workspace: string, id: string, version: number | undefined, reason: string | undefined, writer: Writer) => Effect.Effect<Written, RecordError>
+  readonly revert: (workspace: string, id: string, reason: string | undefined, writer: Writer) => Effect.Effect<Written, RecordError>
+  readonly upsert: (workspace: string, structureId: string, match: Record<string, unknown>, data: Record<string, unknown>, writer: Writer, idempotencyKey?: string) => Effect.Effect<{ status: number; body: unknown }, RecordError>
+}>()("@troupe/server/records/RecordWriter") {
+  static readonly layer = Layer.effect(RecordWriter, Effect.gen(function*() {
+    const record = yield* RecordEntity.client
+    const key = yield* RecordKeyEntity.client
+    // Sharding failures (a node gone mid-call) surface as defects -> 500/503 for the caller to retry.
+    const orDie = <A, E>(e: Effect.Effect<A, E | { readonly _tag: string }>) =>
+      Effect.catchIf(e, (err: any) => err?._tag !== undefined && !("statusCode" in err), (err) => Effect.die(err)) as Effect.Effect<A, E>
+    return RecordWriter.of({
+      update: (workspace, id, input, writer) =>
+        orDie(record(`${workspace}/${id}`).Update({ input: defined(input) as unknown as Schema.Json, writer })).pipe(Effect.map(fromWire)) as any,
+      remove: (workspace, id, permanent, writer) => orDie(record(`${workspace}/${id}`).Delete({ permanent, writer })) as any,
+      restore: (workspace, id, version, reason, writer) =>
+        orDie(record(`${workspace}/${id}`).Restore({
+          ...(version !== undefined ? { version } : {}),
+          ...(reason !== undefined ? { reason } : {}),
+          writer
+        })).pipe(Effect.map(fromWire)) as any,
+      revert: (workspace, id, reason, writer) =>
+        orDie(record(`${workspace}/${id}`).Revert({ ...(reason !== undefined ? { reason } : {}), writer })).pipe(Effect.map(fromWire)) as any,
+      upsert: (workspace, structureId, match, data, writer, idempotencyKey) => {
+        const hash = Crypto.createHash("sha256").update(canonicalJson(match)).digest("hex")
+        return orDie(key(`${workspace}/${structureId}/${hash}`).Upsert({
+          structureId,
+          match: match as Record<string, Schema.Json>,
+          data: data as Record<string, Schema.Json>,
+          writer,
+          ...(idempotencyKey !== undefined ? { idempotencyKey } : {})
+        })) as any
+      }
+    })
+  }))
+}
+
+void fromRow

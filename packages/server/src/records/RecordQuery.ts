@@ -1,0 +1,225 @@
+// Record reads in bulk: the three list routes compile their filter syntaxes through the one query model to one SQL
+// shape (live rows of one structure, typed filter, typed sort with an id tiebreaker, offset or keyset cursor), and
+// reference expansion loads each level with one query per field, never one per row.
+import { badRequest, type ErrorDetail } from "@troupe/api/Errors"
+import type { Structure } from "@troupe/api/structures/Structure"
+import { Context, Effect, Layer, Result } from "effect"
+import { SqlClient } from "effect/sql"
+import * as Ast from "../query/Ast.ts"
+import {
+  type CompileContext,
+  compileCursor,
+  compileCursorSelect,
+  compileOrderBy,
+  compileWhere,
+  encodeCursor,
+  propertyMap
+} from "../query/Compiler.ts"
+import type { QueryFieldError, QueryParseError } from "../query/QueryErrors.ts"
+import { num } from "../lib/rows.ts"
+import { StructureService } from "../structures/StructureService.ts"
+import { recordMode, referenceFields } from "../structures/Validator.ts"
+import { fromRow, isUuid, type RecordRow } from "./model.ts"
+
+export type QueryError = ReturnType<typeof badRequest>
+
+/** Parse and field errors -> 400 naming the parameter (and the position for syntax errors). */
+export const queryError = (param: string) => (e: QueryParseError | QueryFieldError): QueryError =>
+  e._tag === "QueryParseError"
+    ? badRequest({
+      message: `Invalid ${param}: ${e.message} at position ${e.position}`,
+      code: "BAD_REQUEST",
+      details: [{ field: param, property: param, message: `${e.message} (position ${e.position})` }]
+    })
+    : badRequest({
+      message: e.message,
+      code: "VALIDATION_ERROR",
+      details: [{ field: e.field, property: e.field, message: e.message }]
+    })
+
+export const fromResult = <A, E extends QueryParseError | QueryFieldError>(param: string, r: Result.Result<A, E>) =>
+  Result.isSuccess(r) ? Effect.succeed(r.success) : Effect.fail(queryError(param)(r.failure))
+
+export const contextOf = (structure: Structure | undefined, workspace: string): CompileContext => ({
+  mode: structure ? recordMode(structure) : "schemaless",
+  properties: propertyMap(structure ? (structure.properties as any) : []),
+  recordSlug: structure?.recordSlug ?? "",
+  workspace,
+  defaultSearchField: structure?.defaultSearchField ?? undefined
+})
+
+export interface ListSpec {
+  readonly workspace: string
+  /** undefined: every structure of the workspace (schemaless semantics) */
+  readonly structure: Structure | undefined
+  readonly where: Ast.Expr
+  /** which parameter the filter came from, for error messages */
+  readonly whereParam: string
+  readonly sort: ReadonlyArray<Ast.SortKey>
+  readonly limit: number
+  readonly offset: number
+  readonly cursor?: string | undefined
+  readonly includeCount: boolean
+  readonly includeDeleted: boolean
+}
+
+export interface ListResult {
+  readonly rows: ReadonlyArray<RecordRow>
+  readonly total: number | undefined
+  readonly hasMore: boolean
+  readonly nextCursor: string | null
+}
+
+const badParam = (field: string, message: string) =>
+  badRequest({ message, code: "VALIDATION_ERROR", details: [{ field, property: field, message } satisfies ErrorDetail] })
+
+/** A non-negative whole number parameter within bounds. */
+export const intParam = (name: string, raw: string | undefined, fallback: number, min: number, max: number) => {
+  if (raw === undefined || raw === "") return Effect.succeed(fallback)
+  if (!/^\d+$/.test(raw)) return Effect.fail(badParam(name, `${name} must be a whole number`))
+  const n = Number(raw)
+  if (n < min) return Effect.fail(badParam(name, `${name} must be at least ${min}`))
+  return Effect.succeed(Math.min(n, max))
+}
+
+export class RecordQuery extends Context.Service<RecordQuery, {
+  readonly list: (spec: ListSpec) => Effect.Effect<ListResult, QueryError>
+  /** Adds `data._expanded.<field>` = `{id, data}` (arrays for many-to-many); dotted paths expand nested levels. */
+  readonly expand: (structure: Structure, rows: ReadonlyArray<{ id: string; data: Record<string, unknown> }>, paths: ReadonlyArray<string>) => Effect.Effect<void, QueryError>
+  /** Replaces reference ids by the referenced records (generation A `populate`). */
+  readonly populate: (structure: Structure, rows: ReadonlyArray<Record<string, unknown>>, fields: ReadonlyArray<string>) => Effect.Effect<void, QueryError>
+}>()("@troupe/server/records/RecordQuery") {
+  static readonly layer = Layer.effect(RecordQuery, Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const structures = yield* StructureService
+
+    const list = (spec: ListSpec) =>
+      Effect.gen(function*() {
+        const ctx = contextOf(spec.structure, spec.workspace)
+        const where = yield* fromResult(spec.whereParam, compileWhere(sql, spec.where, ctx))
+        const order = yield* fromResult("sort", compileOrderBy(sql, spec.sort, ctx))
+        const scope = [
+          spec.structure ? sql`r.structure_id = ${spec.structure.id}` : sql`r.workspace = ${spec.workspace}`,
+          sql`(r.expires_at IS NULL OR r.expires_at > now())`
+        ]
+        if (!spec.includeDeleted) scope.push(sql`r.deleted_at IS NULL`)
+        if (!spec.structure) scope.push(sql`r.structure_id IN (SELECT id FROM structures WHERE workspace = ${spec.workspace} AND NOT is_deleted)`)
+        const filtered = sql.and([...scope, where])
+        const page = [filtered]
+        if (spec.cursor !== undefined && spec.cursor !== "") {
+          page.push(yield* fromResult("cursor", compileCursor(sql, spec.cursor, spec.sort, ctx)))
+        }
+        const cursorSelect = yield* fromResult("sort", compileCursorSelect(sql, spec.sort, ctx))
+        const offset = spec.cursor ? 0 : spec.offset
+        const rows = yield* sql`SELECT r.*, ${cursorSelect} AS qcursor FROM records r WHERE ${sql.and(page)}
+          ORDER BY ${order} LIMIT ${spec.limit + 1} OFFSET ${offset}`.pipe(Effect.orDie)
+        const hasMore = rows.length > spec.limit
+        const shown = hasMore ? rows.slice(0, spec.limit) : rows
+        let nextCursor: string | null = null
+        if (hasMore && shown.length > 0) {
+          const last = shown[shown.length - 1]!
+          nextCursor = yield* fromResult("cursor", encodeCursor({ ...last, qcursor: parseCursorColumn(last.qcursor) }, spec.sort, ctx))
+        }
+        const total = spec.includeCount
+          ? num((yield* sql`SELECT count(*)::int AS n FROM records r WHERE ${filtered}`.pipe(Effect.orDie))[0]!.n)
+          : undefined
+        return { rows: shown.map(fromRow), total, hasMore, nextCursor }
+      })
+
+    /** Loads live records of `target` by id, or by `targetField`. */
+    const loadTargets = (target: Structure, targetField: string, keys: ReadonlyArray<string>) => {
+      const wanted = [...new Set(keys)]
+      if (wanted.length === 0) return Effect.succeed(new Map<string, RecordRow>())
+      const query = targetField === "id"
+        ? sql`SELECT * FROM records WHERE structure_id = ${target.id} AND deleted_at IS NULL
+            AND (expires_at IS NULL OR expires_at > now()) AND id IN ${sql.in(wanted.filter(isUuid))}`
+        : sql`SELECT * FROM records WHERE structure_id = ${target.id} AND deleted_at IS NULL
+            AND (expires_at IS NULL OR expires_at > now()) AND data->>${targetField} IN ${sql.in(wanted)}`
+      if (targetField === "id" && wanted.filter(isUuid).length === 0) return Effect.succeed(new Map<string, RecordRow>())
+      return Effect.map(Effect.orDie(query), (rows) =>
+        new Map(rows.map(fromRow).map((r) => [targetField === "id" ? r.id : String(r.data[targetField]), r] as const)))
+    }
+
+    const refOf = (structure: Structure, field: string) =>
+      Effect.gen(function*() {
+        const ref = referenceFields(structure).find((r) => r.field === field)
+        if (ref === undefined) {
+          return yield* badParam("expand", `"${field}" is not a reference field of "${structure.recordSlug}"`)
+        }
+        const target = yield* structures.getBySlug(structure.workspaceSlug, ref.target).pipe(
+          Effect.mapError(() => badParam("expand", `the target of "${field}" no longer exists`))
+        )
+        return { ref, target }
+      })
+
+    const expandLevel = (structure: Structure, rows: ReadonlyArray<{ id: string; data: Record<string, unknown> }>, tree: ExpandTree): Effect.Effect<void, QueryError> =>
+      Effect.gen(function*() {
+        for (const [field, children] of tree) {
+          const { ref, target } = yield* refOf(structure, field)
+          const keys = rows.flatMap((r) => {
+            const v = r.data[field]
+            return Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : typeof v === "string" ? [v] : []
+          })
+          const found = yield* loadTargets(target, ref.targetField, keys)
+          const nested: Array<{ id: string; data: Record<string, unknown> }> = []
+          for (const r of rows) {
+            const v = r.data[field]
+            const one = (key: unknown) => {
+              const t = typeof key === "string" ? found.get(key) : undefined
+              if (t === undefined) return null
+              const item = { id: t.id, data: { ...t.data } }
+              nested.push(item)
+              return item
+            }
+            const expanded = Array.isArray(v) ? v.map(one).filter((x) => x !== null) : one(v)
+            const bag = (r.data._expanded ?? {}) as Record<string, unknown>
+            r.data._expanded = { ...bag, [field]: expanded }
+          }
+          if (children.size > 0 && nested.length > 0) yield* expandLevel(target, nested, children)
+        }
+      })
+
+    const expand = (structure: Structure, rows: ReadonlyArray<{ id: string; data: Record<string, unknown> }>, paths: ReadonlyArray<string>) =>
+      paths.length === 0 || rows.length === 0 ? Effect.void : expandLevel(structure, rows, toTree(paths))
+
+    const populate = (structure: Structure, rows: ReadonlyArray<Record<string, unknown>>, fields: ReadonlyArray<string>) =>
+      Effect.gen(function*() {
+        for (const field of fields) {
+          const { ref, target } = yield* refOf(structure, field)
+          const keys = rows.flatMap((r) => {
+            const v = r[field]
+            return Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : typeof v === "string" ? [v] : []
+          })
+          const found = yield* loadTargets(target, ref.targetField, keys)
+          const flat = (t: RecordRow) => ({ ...t.data, id: t.id, createdAt: t.createdAt, updatedAt: t.updatedAt, version: t.version })
+          for (const r of rows) {
+            const v = r[field]
+            if (Array.isArray(v)) r[field] = v.map((k) => (typeof k === "string" && found.has(k) ? flat(found.get(k)!) : k))
+            else if (typeof v === "string" && found.has(v)) r[field] = flat(found.get(v)!)
+          }
+        }
+      })
+
+    return RecordQuery.of({ list, expand, populate })
+  }))
+}
+
+type ExpandTree = Map<string, ExpandTree>
+
+const toTree = (paths: ReadonlyArray<string>): ExpandTree => {
+  const root: ExpandTree = new Map()
+  for (const path of paths) {
+    let node = root
+    for (const part of path.split(".").map((s) => s.trim()).filter((s) => s.length > 0)) {
+      if (!node.has(part)) node.set(part, new Map())
+      node = node.get(part)!
+    }
+  }
+  return root
+}
+
+const parseCursorColumn = (v: unknown) => (typeof v === "string" ? JSON.parse(v) : v)
+
+/** `a,b, c` -> ["a", "b", "c"] */
+export const csvParam = (raw: string | undefined): Array<string> =>
+  raw === undefined ? [] : raw.split(",").map((s) => s.trim()).filter((s) => s.length > 0)
