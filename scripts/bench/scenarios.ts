@@ -1,5 +1,6 @@
 // The benchmarked endpoints: each Troupe endpoint beside the raw baseline doing the same SQL.
 import type { Scenario } from "../bench.ts"
+import { queryScenarios } from "./query.ts"
 
 export interface Context {
   readonly troupe: string
@@ -9,5 +10,6 @@ export interface Context {
 }
 
 export const scenarios = async (ctx: Context): Promise<Array<Scenario>> => [
-  { name: "GET /health", troupe: { url: `${ctx.troupe}/health` }, raw: { url: `${ctx.raw}/health` } }
+  { name: "GET /health", troupe: { url: `${ctx.troupe}/health` }, raw: { url: `${ctx.raw}/health` } },
+  ...(await queryScenarios(ctx))
 ]

@@ -150,7 +150,8 @@ export const startNode = async (env: Record<string, string>): Promise<TestNode> 
     request: (method, path, options) => request(baseUrl, method, path, options),
     stop: (signal = "SIGTERM") =>
       new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve(child.exitCode)
+        // a child killed by a signal has signalCode set and exitCode null; its "exit" has fired already
+        if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode)
         const timer = setTimeout(() => child.kill("SIGKILL"), 15_000)
         child.once("exit", (code) => {
           clearTimeout(timer)

@@ -5,12 +5,14 @@
  * @since 0.1.0
  */
 import { HttpApi, OpenApi } from "effect/http-api"
+import { WebhooksApi } from "./events/WebhooksApi.ts"
 import { GroupsApi } from "./identity/GroupsApi.ts"
 import { MembersApi } from "./identity/MembersApi.ts"
 import { OidcApi } from "./identity/OidcApi.ts"
 import { documentPermissions } from "./identity/OpenApiPermissions.ts"
 import { ServiceAccountsApi } from "./identity/ServiceAccountsApi.ts"
 import { WorkspacesApi } from "./identity/WorkspacesApi.ts"
+import { QueryApi } from "./query/QueryApi.ts"
 import { RecordsApi } from "./records/RecordsApi.ts"
 import { StructuresApi } from "./structures/StructuresApi.ts"
 import { SystemApi } from "./System.ts"
@@ -23,6 +25,8 @@ export class Api extends HttpApi.make("troupe")
   .add(SystemApi)
   .add(OidcApi, WorkspacesApi, MembersApi, ServiceAccountsApi, GroupsApi)
   .add(StructuresApi, RecordsApi)
+  .add(QueryApi)
+  .add(WebhooksApi)
   .annotateMerge(OpenApi.annotations({
     title: "Troupe API",
     description: "Workspace-scoped backend-as-a-service: structures, records, queries, webhooks, identity.",

@@ -66,7 +66,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
     }).annotate(RequiredPermission, "read:webhooks").annotate(RateClass, "reads"),
     HttpApiEndpoint.post("test", "/:id/test", {
       params: idParams,
-      payload: Schema.optional(WebhookTestRequest),
+      payload: [WebhookTestRequest, Schema.Null],
       success: WebhookTestResult,
       error: NotFound
     }).annotate(RequiredPermission, "write:webhooks").annotate(RateClass, "writes"),

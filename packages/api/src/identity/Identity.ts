@@ -4,9 +4,17 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import { Context, Schema } from "effect"
 import { Permissions, Role } from "../Authorization.ts"
 import { WorkspaceSlug } from "../Workspace.ts"
+
+/**
+ * Marks a group or endpoint that only people may call (compute-and-auth.md §4.6: service-account management uses a
+ * user token): a service-account token gets 403 even when it holds the permission. @category annotations
+ */
+export const RequiresUserToken = Context.Reference<boolean>("@troupe/api/identity/RequiresUserToken", {
+  defaultValue: () => false
+})
 
 const Timestamp = Schema.String.annotate({ description: "ISO-8601 timestamp" })
 

@@ -18,7 +18,8 @@ import {
   ServiceAccountCreated,
   ServiceAccountId,
   ServiceAccountList,
-  ServiceAccountRotated
+  ServiceAccountRotated,
+  RequiresUserToken
 } from "./Identity.ts"
 
 const idParams = { ...WorkspaceParams, id: ServiceAccountId }
@@ -77,6 +78,7 @@ export class ServiceAccountsApi extends HttpApiGroup.make("serviceAccounts")
   )
   .middleware(Authorization)
   .prefix(`${workspaceBase}/service-accounts`)
+  .annotate(RequiresUserToken, true)
   .annotateMerge(OpenApi.annotations({
     title: "Service accounts",
     description: "Machine clients (client credentials). The secret is shown at creation and rotation only."

@@ -2,6 +2,10 @@
  * Record routes, both generations (data-service.md §4.2, §4.3). Handlers answer with the exact bodies and status
  * codes of the spec (201 vs 200 on upsert, etc.); the schemas here document them.
  *
+ * Bulk routes (docs/records.md): at most 1,000 items (413), non-atomic by default: 201/200 when every item
+ * succeeded, 207 with per-item `errors` when some failed, the contract error body when all failed. `atomic: true`
+ * runs the batch in one transaction and fails it entirely (the failing item's status) on the first bad item.
+ *
  * @since 0.1.0
  */
 import { Schema } from "effect"
@@ -73,7 +77,7 @@ export class RecordsApi extends HttpApiGroup.make("records")
     bulk(HttpApiEndpoint.patch("bulkUpdate", "/records/bulk", {
       params: WorkspaceParams,
       payload: Schema.Struct({
-        updates: Schema.Array(Schema.Struct({ id: Schema.String, data: RecordData })),
+        updates: Schema.Array(Schema.Struct({ id: Schema.String, data: RecordData, expectedVersion: Schema.optionalKey(Schema.Number) })),
         options: Schema.optionalKey(Schema.Struct({
           skipValidation: Schema.optionalKey(Schema.Boolean),
           createVersions: Schema.optionalKey(Schema.Boolean),
@@ -103,7 +107,7 @@ export class RecordsApi extends HttpApiGroup.make("records")
     read(HttpApiEndpoint.get("listBySlug", "/records/slug/:slug", { params: Slug, query: SlugListQuery, success: SlugRecordList, error: errors })),
     read(HttpApiEndpoint.get("get", "/records/:id", {
       params: Id,
-      query: { ...SlugListQuery, includeHistory: str, includeChangelog: str, version: str },
+      query: { ...SlugListQuery, includeHistory: str, includeChangelog: str, version: str, includeDeleted: str },
       success: RecordOrList,
       error: errors
     })),
@@ -114,6 +118,7 @@ export class RecordsApi extends HttpApiGroup.make("records")
         data: Schema.Record(Schema.String, Schema.Json),
         metadata: Schema.optionalKey(RecordData),
         expectedVersion: Schema.optionalKey(Schema.Number),
+        reason: Schema.optionalKey(Schema.String),
         options: Schema.optionalKey(Schema.Struct({
           createVersion: Schema.optionalKey(Schema.Boolean),
           skipValidation: Schema.optionalKey(Schema.Boolean)
@@ -125,13 +130,18 @@ export class RecordsApi extends HttpApiGroup.make("records")
     write(HttpApiEndpoint.put("replace", "/records/:id", {
       params: Id,
       query: { reveal: str },
-      payload: Schema.Struct({ data: RecordData, metadata: Schema.optionalKey(RecordData), expectedVersion: Schema.optionalKey(Schema.Number) }),
+      payload: Schema.Struct({
+        data: RecordData,
+        metadata: Schema.optionalKey(RecordData),
+        expectedVersion: Schema.optionalKey(Schema.Number),
+        reason: Schema.optionalKey(Schema.String)
+      }),
       success: DataRecord,
       error: errors
     })),
     write(HttpApiEndpoint.delete("delete", "/records/:id", {
       params: Id,
-      query: { permanent: str },
+      query: { permanent: str, reason: str },
       success: Schema.Struct({ success: Schema.Boolean, id: Schema.String, deletedAt: Schema.String }),
       error: errors
     })),
@@ -168,13 +178,17 @@ export class RecordsApi extends HttpApiGroup.make("records")
     })),
     bulk(HttpApiEndpoint.patch("bulkUpdateA", "/structures/:slug/records/bulk", {
       params: Slug,
-      payload: Schema.Struct({ query: Schema.optionalKey(Schema.String), updates: FlatRecord }),
+      payload: Schema.Struct({ query: Schema.optionalKey(Schema.String), updates: FlatRecord, atomic: Schema.optionalKey(Schema.Boolean) }),
       success: BulkResult,
       error: errors
     })),
     bulk(HttpApiEndpoint.post("bulkDeleteA", "/structures/:slug/records/bulk-delete", {
       params: Slug,
-      payload: Schema.Struct({ query: Schema.optionalKey(Schema.String), permanent: Schema.optionalKey(Schema.Boolean) }),
+      payload: Schema.Struct({
+        query: Schema.optionalKey(Schema.String),
+        permanent: Schema.optionalKey(Schema.Boolean),
+        atomic: Schema.optionalKey(Schema.Boolean)
+      }),
       success: BulkResult,
       error: errors
     })),
@@ -184,7 +198,7 @@ export class RecordsApi extends HttpApiGroup.make("records")
     write(HttpApiEndpoint.put("replaceA", "/structures/:slug/records/:id", { params: { ...Slug, id: Schema.String }, payload: FlatRecord, success: FlatRecord, error: errors })),
     write(HttpApiEndpoint.delete("deleteA", "/structures/:slug/records/:id", {
       params: { ...Slug, id: Schema.String },
-      query: { permanent: str },
+      query: { permanent: str, reason: str },
       success: Schema.Struct({ success: Schema.Boolean, id: Schema.String, deletedAt: Schema.String }),
       error: errors
     })),

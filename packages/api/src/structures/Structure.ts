@@ -46,7 +46,10 @@ const common = {
   default: optional(Schema.Json.annotate({ description: "Must satisfy the property's own constraints" })),
   enum: optional(Schema.Array(Schema.Json)),
   isUnique: optional(Schema.Boolean),
-  immutable: optional(Schema.Boolean)
+  immutable: optional(Schema.Boolean),
+  indexed: optional(Schema.Boolean.annotate({
+    description: "Top-level number, string or reference: keep a database index so filters and sorts on it stay fast"
+  }))
 }
 
 const computed = {
@@ -58,18 +61,18 @@ const computed = {
 }
 
 const stringConstraints = {
-  minLength: optional(Schema.Number),
-  maxLength: optional(Schema.Number),
+  minLength: optional(Schema.Finite),
+  maxLength: optional(Schema.Finite),
   pattern: optional(Schema.String.annotate({ description: "RE2 syntax (linear-time matching), unanchored" })),
   format: optional(StringFormat)
 }
 
 const numberConstraints = {
-  minimum: optional(Schema.Number),
-  maximum: optional(Schema.Number),
+  minimum: optional(Schema.Finite),
+  maximum: optional(Schema.Finite),
   exclusiveMinimum: optional(Schema.Boolean),
   exclusiveMaximum: optional(Schema.Boolean),
-  multipleOf: optional(Schema.Number),
+  multipleOf: optional(Schema.Finite),
   integer: optional(Schema.Boolean)
 }
 
@@ -99,7 +102,7 @@ export const NumberProperty = Schema.Struct({
   type: Schema.Literal("number"),
   ...numberConstraints,
   not: optional(Schema.Array(Schema.Json)),
-  autoIncrement: optional(Schema.Struct({ startAt: optional(Schema.Number), incrementBy: optional(Schema.Number) })),
+  autoIncrement: optional(Schema.Struct({ startAt: optional(Schema.Finite), incrementBy: optional(Schema.Finite) })),
   ...computed
 }).annotate({ identifier: "NumberProperty" })
 /** @category models */
@@ -132,8 +135,8 @@ export const ReferenceProperty = Schema.Struct({
   referenceStructure: optional(Schema.String.annotate({ description: "Older name of `target`" })),
   targetField: optional(Schema.String),
   displayField: optional(Schema.String),
-  relationship: optional(Relationship),
-  onDelete: optional(OnDelete)
+  relationship: Relationship,
+  onDelete: OnDelete
 }).annotate({ identifier: "ReferenceProperty" })
 /** @category models */
 export type ReferenceProperty = typeof ReferenceProperty.Type
@@ -155,7 +158,7 @@ type Common = typeof CommonFields.Type
 /** @category models */
 export interface ArrayProperty extends Common {
   readonly type: "array"
-  readonly items?: ArrayItems
+  readonly items: ArrayItems
   readonly itemSchema?: ReadonlyArray<PropertyDefinition>
   readonly isStrict?: boolean
   readonly minItems?: number
@@ -187,11 +190,11 @@ const nested = Schema.Array(Schema.suspend((): Schema.Codec<PropertyDefinition> 
 export const ArrayProperty: Schema.Codec<ArrayProperty> = Schema.Struct({
   ...common,
   type: Schema.Literal("array"),
-  items: optional(ArrayItems),
+  items: ArrayItems,
   itemSchema: optional(nested),
   isStrict: optional(Schema.Boolean.annotate({ description: "Default true: object items reject undeclared keys" })),
-  minItems: optional(Schema.Number),
-  maxItems: optional(Schema.Number),
+  minItems: optional(Schema.Finite),
+  maxItems: optional(Schema.Finite),
   uniqueItems: optional(Schema.Boolean)
 }).annotate({ identifier: "ArrayProperty" })
 
@@ -228,9 +231,9 @@ export type SchemaDiscoveryMode = typeof SchemaDiscoveryMode.Type
 
 /** @category models */
 export const RetentionPolicy = Schema.Struct({
-  maxVersions: optional(Schema.Number),
-  maxAgeDays: optional(Schema.Number),
-  cleanupIntervalHours: optional(Schema.Number),
+  maxVersions: optional(Schema.Finite),
+  maxAgeDays: optional(Schema.Finite),
+  cleanupIntervalHours: optional(Schema.Finite),
   pinnedVersionsRetained: optional(Schema.Boolean)
 }).annotate({ identifier: "RetentionPolicy" })
 /** @category models */
@@ -238,18 +241,18 @@ export type RetentionPolicy = typeof RetentionPolicy.Type
 
 /** As sent: every key optional (defaults batchSize 10, maxKeysPerRecord 100, maxNestingDepth 3, maxStringLengthSampled 1000). @category models */
 export const SchemaDiscoveryConfigInput = Schema.Struct({
-  batchSize: optional(Schema.Number),
-  maxKeysPerRecord: optional(Schema.Number),
-  maxNestingDepth: optional(Schema.Number),
-  maxStringLengthSampled: optional(Schema.Number)
+  batchSize: optional(Schema.Finite),
+  maxKeysPerRecord: optional(Schema.Finite),
+  maxNestingDepth: optional(Schema.Finite),
+  maxStringLengthSampled: optional(Schema.Finite)
 })
 
 /** As stored and answered: defaults filled in. @category models */
 export const SchemaDiscoveryConfig = Schema.Struct({
-  batchSize: Schema.Number,
-  maxKeysPerRecord: Schema.Number,
-  maxNestingDepth: Schema.Number,
-  maxStringLengthSampled: Schema.Number
+  batchSize: Schema.Finite,
+  maxKeysPerRecord: Schema.Finite,
+  maxNestingDepth: Schema.Finite,
+  maxStringLengthSampled: Schema.Finite
 }).annotate({ identifier: "SchemaDiscoveryConfig" })
 /** @category models */
 export type SchemaDiscoveryConfig = typeof SchemaDiscoveryConfig.Type
@@ -264,6 +267,22 @@ export const StructureMetadata = Schema.Struct({
 }).annotate({ identifier: "StructureMetadata" })
 /** @category models */
 export type StructureMetadata = typeof StructureMetadata.Type
+
+/**
+ * Body of the platform-admin route `PUT /structures/{id}/metadata`: the keys sent replace the stored ones, `null`
+ * clears the id fields. Migration tooling sets the locks here; ordinary create and update bodies cannot.
+ *
+ * @category models
+ */
+export const StructureMetadataUpdate = Schema.Struct({
+  recordWritesLocked: optional(Schema.Boolean),
+  structureWritesLocked: optional(Schema.Boolean),
+  migrationInProgress: optional(Schema.Boolean),
+  migrationJobId: optional(Schema.NullOr(Schema.String)),
+  lastMigrationId: optional(Schema.NullOr(Schema.String))
+}).annotate({ identifier: "StructureMetadataUpdate" })
+/** @category models */
+export type StructureMetadataUpdate = typeof StructureMetadataUpdate.Type
 
 /**
  * Create body (and body of `POST /structures/validate`): `name` and `properties` required.
@@ -284,7 +303,7 @@ export const StructureInput = Schema.Struct({
   retentionPolicy: optional(RetentionPolicy),
   defaultSearchField: optional(Schema.String),
   schemaDiscoveryConfig: optional(SchemaDiscoveryConfigInput),
-  defaultTtlSeconds: optional(Schema.Number),
+  defaultTtlSeconds: optional(Schema.Finite),
   tags: optional(Schema.Array(Schema.String))
 }).annotate({ identifier: "StructureInput" })
 /** @category models */
@@ -308,7 +327,7 @@ export const StructureUpdate = Schema.Struct({
   retentionPolicy: optional(Schema.NullOr(RetentionPolicy)),
   defaultSearchField: optional(Schema.NullOr(Schema.String)),
   schemaDiscoveryConfig: optional(SchemaDiscoveryConfigInput),
-  defaultTtlSeconds: optional(Schema.NullOr(Schema.Number)),
+  defaultTtlSeconds: optional(Schema.NullOr(Schema.Finite)),
   tags: optional(Schema.Array(Schema.String))
 }).annotate({ identifier: "StructureUpdate" })
 /** @category models */
@@ -329,7 +348,7 @@ export const Structure = Schema.Struct({
   retentionPolicy: optional(Schema.NullOr(RetentionPolicy)),
   defaultSearchField: optional(Schema.NullOr(Schema.String)),
   schemaDiscoveryConfig: SchemaDiscoveryConfig,
-  defaultTtlSeconds: optional(Schema.NullOr(Schema.Number)),
+  defaultTtlSeconds: optional(Schema.NullOr(Schema.Finite)),
   metadata: StructureMetadata,
   tags: Schema.Array(Schema.String),
   createdBy: Schema.NullOr(Schema.String),
@@ -337,7 +356,7 @@ export const Structure = Schema.Struct({
   createdAt: Schema.String.annotate({ description: "ISO 8601" }),
   updatedAt: Schema.String.annotate({ description: "ISO 8601" }),
   isDeleted: Schema.Boolean,
-  version: Schema.Number
+  version: Schema.Finite
 }).annotate({ identifier: "Structure" })
 /** @category models */
 export type Structure = typeof Structure.Type
@@ -358,7 +377,7 @@ export type StructureValidation = typeof StructureValidation.Type
 /** Answer of `GET /structures`. @category models */
 export const StructureList = Schema.Struct({
   data: Schema.Array(Structure),
-  meta: Schema.Struct({ total: Schema.Number, page: Schema.Number, pageSize: Schema.Number })
+  meta: Schema.Struct({ total: Schema.Finite, page: Schema.Finite, pageSize: Schema.Finite })
 }).annotate({ identifier: "StructureList" })
 /** @category models */
 export type StructureList = typeof StructureList.Type

@@ -153,6 +153,8 @@ const runSweeper = Effect.gen(function*() {
 
 /** Everything the singleton owner runs: relay, dispatcher (with its kick listener and safety scan), sweeper. */
 export const runEventsSingleton = Effect.gen(function*() {
+  yield* Effect.logInfo("events: outbox relay and webhook dispatcher running on this node")
+  yield* Effect.addFinalizer(() => Effect.logInfo("events: outbox relay and webhook dispatcher stopped on this node"))
   const notifier = yield* Notifier
   const dispatcher = yield* makeDispatcher
   yield* Effect.forkScoped(runRelay(dispatcher))

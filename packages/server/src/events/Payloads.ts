@@ -39,11 +39,15 @@ export const deliveryPayload = (e: StoredEvent): Record<string, unknown> => {
 }
 
 /** The SSE message: the stored event body plus its id (the same id as the SSE `id:` line). */
-export const realtimeMessage = (e: StoredEvent): Record<string, unknown> => ({
-  id: e.id,
-  event: e.type,
-  workspace: e.workspace,
-  timestamp: e.createdAt,
-  ...e.payload,
-  ...(e.payload.structure === undefined && e.recordSlug !== null ? { structure: e.recordSlug } : {})
-})
+export const realtimeMessage = (e: StoredEvent): Record<string, unknown> => {
+  const { event, workspace, timestamp, structure, data, ...rest } = e.payload
+  return {
+    ...rest,
+    id: e.id,
+    event: event ?? e.type,
+    workspace: workspace ?? e.workspace,
+    timestamp: timestamp ?? e.createdAt,
+    structure: structure ?? e.recordSlug,
+    data: data ?? null
+  }
+}

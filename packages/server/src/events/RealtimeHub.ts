@@ -6,7 +6,7 @@
 // buffered without bound — it reconnects with Last-Event-ID and catches up from the table.
 // Resume: the subscriber registers first, then replays `seq > seq(Last-Event-ID)` from the table, then takes live
 // events, skipping any seq it already sent, so nothing falls between replay and live.
-import { Context, Duration, Effect, Layer, Option, Queue, Stream } from "effect"
+import { Cause, Context, Duration, Effect, Layer, Option, Queue, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { num } from "../lib/rows.ts"
 import { Notifier } from "../platform/Notifier.ts"
@@ -40,7 +40,7 @@ const PAGE = 500
 const POLL_INTERVAL = Duration.seconds(1)
 
 interface Subscriber {
-  readonly queue: Queue.Queue<HubEvent, Queue.Done>
+  readonly queue: Queue.Queue<HubEvent, Cause.Done>
   readonly matches: (e: StoredEvent) => boolean
 }
 
@@ -110,6 +110,31 @@ export class RealtimeHub extends Context.Service<RealtimeHub, RealtimeHubShape>(
       }
     })
 
+    // A stream never finishes by itself, and the HTTP server drains open requests before the layers below it stop:
+    // end every stream as soon as the process is asked to stop, so clients reconnect (to another node) at once.
+    let closing = false
+    const endAll = () => {
+      closing = true
+      for (const [workspace, set] of byWorkspace) {
+        for (const sub of set) {
+          Queue.endUnsafe(sub.queue)
+          drop(workspace, sub)
+        }
+      }
+    }
+    yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        process.on("SIGTERM", endAll)
+        process.on("SIGINT", endAll)
+      }),
+      () =>
+        Effect.sync(() => {
+          process.off("SIGTERM", endAll)
+          process.off("SIGINT", endAll)
+          endAll()
+        })
+    )
+
     const wake = yield* Queue.sliding<void>(1)
     yield* Stream.runForEach(notifier.subscribe(RELAYED_TOPIC), () => Queue.offer(wake, undefined)).pipe(Effect.forkScoped)
     yield* Effect.gen(function*() {
@@ -121,11 +146,19 @@ export class RealtimeHub extends Context.Service<RealtimeHub, RealtimeHubShape>(
       Effect.forkScoped
     )
 
+    // The seq to resume after: that of the given event; for an id no longer (or never) stored, just before the
+    // first retained event with a larger id (so `0` replays everything retained).
     const seqOf = (workspace: string, id: string) =>
       /^\d{1,18}$/.test(id)
-        ? sql`SELECT seq FROM events WHERE id = ${id}::bigint AND workspace = ${workspace} AND seq IS NOT NULL`.pipe(
-          Effect.map((rows) => rows.length > 0 ? Option.some(num((rows[0] as any).seq)) : Option.none<number>())
-        )
+        ? sql`SELECT coalesce(
+              (SELECT seq FROM events WHERE id = ${id}::bigint AND workspace = ${workspace} AND seq IS NOT NULL),
+              (SELECT min(seq) - 1 FROM events WHERE workspace = ${workspace} AND id > ${id}::bigint AND seq IS NOT NULL)
+            ) AS seq`.pipe(
+            Effect.map((rows) => {
+              const seq = (rows[0] as any)?.seq
+              return seq === null || seq === undefined ? Option.none<number>() : Option.some(num(seq))
+            })
+          )
         : Effect.succeed(Option.none<number>())
 
     const replay = (workspace: string, after: number, matches: (e: StoredEvent) => boolean) =>
@@ -146,8 +179,9 @@ export class RealtimeHub extends Context.Service<RealtimeHub, RealtimeHubShape>(
     const subscribe = (options: SubscribeOptions): Stream.Stream<HubEvent> =>
       Stream.unwrap(Effect.gen(function*() {
         const matches = eventFilter(options)
-        const queue = yield* Queue.bounded<HubEvent, Queue.Done>(SUBSCRIBER_BUFFER)
+        const queue = yield* Queue.bounded<HubEvent, Cause.Done>(SUBSCRIBER_BUFFER)
         const sub: Subscriber = { queue, matches }
+        if (closing) return Stream.empty
         yield* Effect.acquireRelease(
           Effect.sync(() => {
             let set = byWorkspace.get(options.workspace)

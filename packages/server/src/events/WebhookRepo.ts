@@ -245,7 +245,7 @@ export class WebhookRepo extends Context.Service<WebhookRepo, WebhookRepoShape>(
       rows.length === 0 ? Effect.void : sql`INSERT INTO webhook_deliveries
           (id, webhook_id, event_id, event, payload, status, attempts, next_attempt_at)
         SELECT id, webhook_id, event_id, event, payload, 'pending', 0, now()
-        FROM jsonb_to_recordset(${
+        FROM json_to_recordset(${
         JSON.stringify(rows.map((r, i) => ({
           i,
           id: r.id,
@@ -254,7 +254,7 @@ export class WebhookRepo extends Context.Service<WebhookRepo, WebhookRepoShape>(
           event: r.event,
           payload: r.payload
         })))
-      }::jsonb) AS v(i int, id uuid, webhook_id uuid, event_id bigint, event text, payload jsonb)
+      }::json) AS v(i int, id uuid, webhook_id uuid, event_id bigint, event text, payload json)
         ORDER BY i`.pipe(Effect.asVoid)
 
     const insertRedelivery = (id: string, original: DeliveryRow) =>

@@ -66,7 +66,7 @@ export interface WebhookServiceShape {
   readonly test: (
     workspace: string,
     id: string,
-    input: { readonly event?: string | undefined; readonly data?: unknown } | undefined
+    input: { readonly event?: string | undefined; readonly data?: unknown } | null | undefined
   ) => Effect.Effect<WebhookTestResult, NotFound>
 }
 
@@ -219,7 +219,7 @@ export class WebhookService extends Context.Service<WebhookService, WebhookServi
     const test = Effect.fn("WebhookService.test")(function*(
       workspace: string,
       id: string,
-      input: { readonly event?: string | undefined; readonly data?: unknown } | undefined
+      input: { readonly event?: string | undefined; readonly data?: unknown } | null | undefined
     ) {
       const hook = yield* find(workspace, id)
       const now = yield* DateTime.now

@@ -5,11 +5,15 @@
 //   - and by a poll of the `identity_version` counter every second, should a notification be missed.
 import type { Principal, Role } from "@troupe/api/Authorization"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Option, Queue, Schedule, Semaphore } from "effect"
+import { Context, Deferred, Effect, Layer, Option, Queue, Schedule, Semaphore } from "effect"
 import { SqlClient } from "effect/sql"
+import * as Crypto from "node:crypto"
 import { isRole, type PolicyStatement, resolvePermissions } from "./Permissions.ts"
 
 export const identityChannel = "troupe_identity"
+
+/** Tags this process's notifications, so it does not reload for its own changes twice. */
+const nodeTag = Crypto.randomUUID()
 
 interface UserEntry {
   readonly id: string
@@ -60,8 +64,11 @@ export interface TokenSubject {
 }
 
 export interface AccessCacheShape {
-  /** The caller a verified token stands for, or undefined when it no longer may act (revoked, removed...). */
-  readonly principal: (subject: TokenSubject) => Principal | undefined
+  /**
+   * The caller a verified token stands for, or undefined when it no longer may act (revoked, removed...). Waits
+   * for a reload another node has just announced, so its change holds here from the moment it was answered there.
+   */
+  readonly principal: (subject: TokenSubject) => Effect.Effect<Principal | undefined>
   /** Reloads now (after a local change, before answering). */
   readonly refresh: Effect.Effect<void>
 }
@@ -70,7 +77,7 @@ export interface AccessCacheShape {
 export const markIdentityChanged = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`UPDATE settings SET value = (value::bigint + 1)::text WHERE key = 'identity_version'`
-  if (sql.driver !== "pglite") yield* sql`SELECT pg_notify(${identityChannel}, '')`
+  if (sql.driver !== "pglite") yield* sql`SELECT pg_notify(${identityChannel}, ${nodeTag})`
 })
 
 const load = (sql: SqlClient.SqlClient) =>
@@ -165,6 +172,7 @@ export class AccessCache extends Context.Service<AccessCache, AccessCacheShape>(
       const sql = yield* SqlClient.SqlClient
       let current = yield* Effect.orDie(load(sql))
       const lock = yield* Semaphore.make(1)
+      let pending: Deferred.Deferred<void> | undefined
       const refresh = lock.withPermits(1)(
         Effect.flatMap(load(sql), (next) => Effect.sync(() => void (current = next)))
       ).pipe(Effect.orDie, Effect.withSpan("AccessCache.refresh"))
@@ -180,26 +188,41 @@ export class AccessCache extends Context.Service<AccessCache, AccessCacheShape>(
       if (Option.isSome(pg)) {
         const listen = Effect.scoped(Effect.gen(function*() {
           const queue = yield* pg.value.listen(identityChannel)
-          const tryRefresh = Effect.catchCause(refresh, () => Effect.void)
-          yield* tryRefresh // changes made while (re)connecting
+          const announced = Effect.gen(function*() {
+            // Requests arriving from now on wait for the reload instead of using what is about to be stale.
+            const done = yield* Deferred.make<void>()
+            pending = done
+            yield* Effect.catchCause(refresh, () => Effect.void)
+            if (pending === done) pending = undefined
+            yield* Deferred.succeed(done, undefined)
+          })
+          yield* announced // changes made while (re)connecting
           while (true) {
-            yield* Queue.take(queue)
-            yield* tryRefresh
+            const note = yield* Queue.take(queue)
+            // this node's own changes were applied before they were answered
+            if (note.payload !== nodeTag) yield* announced
           }
         }))
         yield* Effect.forkScoped(Effect.retry(listen, Schedule.spaced("2 seconds")))
       }
 
+      const lookup = (subject: TokenSubject) => {
+        const snapshot = current
+        const k = key(subject.kind, subject.sub, subject.workspace, String(subject.secretVersion ?? ""))
+        const memo = snapshot.principals.get(k)
+        if (memo !== undefined) return memo ?? undefined
+        const resolved = resolve(snapshot, subject)
+        if (snapshot.principals.size > 50_000) snapshot.principals.clear()
+        snapshot.principals.set(k, resolved ?? null)
+        return resolved
+      }
+
       return AccessCache.of({
         principal: (subject) => {
-          const snapshot = current
-          const k = key(subject.kind, subject.sub, subject.workspace, String(subject.secretVersion ?? ""))
-          const memo = snapshot.principals.get(k)
-          if (memo !== undefined) return memo ?? undefined
-          const resolved = resolve(snapshot, subject)
-          if (snapshot.principals.size > 50_000) snapshot.principals.clear()
-          snapshot.principals.set(k, resolved ?? null)
-          return resolved
+          const waiting = pending
+          return waiting === undefined
+            ? Effect.sync(() => lookup(subject))
+            : Effect.andThen(Deferred.await(waiting), Effect.sync(() => lookup(subject)))
         },
         refresh
       })

@@ -42,7 +42,7 @@ export class Authenticator extends Context.Service<Authenticator, AuthenticatorS
           if (typeof ws !== "string" || ws.length === 0 || (kind !== "true" && kind !== "false") || typeof claims.sub !== "string") {
             return yield* Effect.fail(unauthorized("Invalid token"))
           }
-          const principal = cache.principal({
+          const principal = yield* cache.principal({
             kind: kind === "true" ? "service" : "user",
             sub: claims.sub,
             workspace: ws,

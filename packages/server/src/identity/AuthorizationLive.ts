@@ -1,7 +1,8 @@
 // The server side of @troupe/api's Authorization middleware: reads the bearer token, the URL's `workspace` param
 // and the endpoint's RequiredPermission / RateClass annotations, and provides CurrentPrincipal to the handler.
 import { Authorization, CurrentPrincipal, type Permission, RateClass, RequiredPermission } from "@troupe/api/Authorization"
-import type { TooManyRequests } from "@troupe/api/Errors"
+import { forbidden, type TooManyRequests } from "@troupe/api/Errors"
+import { RequiresUserToken } from "@troupe/api/identity/Identity"
 import { Context, Data, Effect, Layer, Option, Redacted } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
@@ -11,6 +12,7 @@ import type { RateClassName } from "./RateLimiter.ts"
 interface Needs {
   readonly permission: Permission | undefined
   readonly rateClass: RateClassName | undefined
+  readonly userOnly: boolean
 }
 
 const isLimit = (e: unknown): e is TooManyRequests => (e as { statusCode?: unknown }).statusCode === 429
@@ -23,7 +25,11 @@ const needsOf = (endpoint: HttpApiEndpoint.Top, group: HttpApiGroup.Top): Needs 
   let needs = needsCache.get(endpoint)
   if (needs === undefined) {
     const annotations = Context.merge(group.annotations, endpoint.annotations)
-    needs = { permission: Context.get(annotations, RequiredPermission), rateClass: Context.get(annotations, RateClass) }
+    needs = {
+      permission: Context.get(annotations, RequiredPermission),
+      rateClass: Context.get(annotations, RateClass),
+      userOnly: Context.get(annotations, RequiresUserToken)
+    }
     needsCache.set(endpoint, needs)
   }
   return needs
@@ -62,6 +68,9 @@ export const AuthorizationLive: Layer.Layer<Authorization, never, Authenticator>
             permission: needs.permission,
             rateClass: needs.rateClass
           }).pipe(Effect.catchIf(isLimit, (error) => Effect.fail(new Limited({ error }))))
+          if (needs.userOnly && principal.kind !== "user") {
+            return yield* Effect.fail(forbidden("This route needs a user token; service-account tokens cannot manage identities"))
+          }
           return yield* Effect.provideService(httpEffect, CurrentPrincipal, principal)
         }).pipe(
           // HttpApi would encode a declared error by its schema alone, dropping Retry-After: answer 429 here.

@@ -1,9 +1,10 @@
 // Per-workspace, per-class request limits (CONTRACT.md §1: reads, writes, bulk, functions, queries per minute;
 // 0 = off), counted in fixed windows aligned to the clock.
 // No query per request: each node counts in memory and, about once a second, adds its new hits to the shared row
-// in `rate_counters` and reads back the cluster-wide total. A node thus decides with the others' counts as of its
-// last sync: the cluster may admit up to (nodes - 1) x one second of extra traffic per window; one node alone is
-// exact. TROUPE_LIMIT_WINDOW_SECONDS (default 60) shortens the window for tests.
+// in `rate_counters` and reads back the cluster-wide total; a counter that has not synced for 2 s (new window, idle
+// workspace) reads the total once before deciding. A node thus decides with the others' counts at most ~2 s old:
+// the cluster may admit up to about (nodes - 1) x one second of extra traffic per window; one node alone is exact.
+// TROUPE_LIMIT_WINDOW_SECONDS (default 60) shortens the window for tests.
 import { tooManyRequests, type TooManyRequests } from "@troupe/api/Errors"
 import { Clock, Config, Context, Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
@@ -21,7 +22,12 @@ interface Counter {
   shared: number
   /** last time a request touched it, to stop syncing idle counters */
   touched: number
+  /** last time it learnt the cluster-wide count */
+  syncedAt: number
 }
+
+/** A counter whose cluster-wide count is older than this reads it before deciding. */
+const staleAfterMs = 2000
 
 export interface RateLimiterShape {
   /** Counts one request, or fails with 429 QUOTA_EXCEEDED (`retryAfter` seconds) when over the limit. */
@@ -35,6 +41,23 @@ export const makeRateLimiter = (limits: Readonly<Record<RateClassName, number>>,
     const sql = yield* SqlClient.SqlClient
     const counters = new Map<string, Counter>()
 
+    const select = (c: Counter) =>
+      sql<{ count: number }>`
+        SELECT count::int AS count FROM rate_counters
+        WHERE workspace = ${c.workspace} AND class = ${c.rateClass} AND window_start = ${c.window * windowMs}`
+
+    /** A counter not synced lately (new window, or idle) first learns the cluster's count: one query, not per request. */
+    const catchUp = (c: Counter, now: number) => {
+      c.syncedAt = now
+      const window = c.window
+      return select(c).pipe(
+        Effect.map((rows) => {
+          if (c.window === window) c.shared = Math.max(c.shared, Number(rows[0]?.count ?? 0))
+        }),
+        Effect.catchCause(() => Effect.void)
+      )
+    }
+
     const hit = (workspace: string, rateClass: RateClassName) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const limit = limits[rateClass]
@@ -43,24 +66,29 @@ export const makeRateLimiter = (limits: Readonly<Record<RateClassName, number>>,
         const k = `${workspace}\u0000${rateClass}`
         let c = counters.get(k)
         if (c === undefined) {
-          c = { workspace, rateClass, window, pending: 0, shared: 0, touched: now }
+          c = { workspace, rateClass, window, pending: 0, shared: 0, touched: now, syncedAt: 0 }
           counters.set(k, c)
         }
         if (c.window !== window) {
           c.window = window
           c.pending = 0
           c.shared = 0
+          c.syncedAt = 0
         }
         c.touched = now
-        if (c.shared + c.pending >= limit) {
-          const retryAfter = Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000))
-          return Effect.fail(Object.assign(
-            tooManyRequests(`Rate limit exceeded: ${limit} ${rateClass} per ${windowMs / 1000} s for workspace ${workspace}`),
-            { retryAfter }
-          ))
-        }
-        c.pending++
-        return Effect.void
+        const counter = c
+        const decide = Effect.suspend(() => {
+          if (counter.shared + counter.pending >= limit) {
+            const retryAfter = Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000))
+            return Effect.fail(Object.assign(
+              tooManyRequests(`Rate limit exceeded: ${limit} ${rateClass} per ${windowMs / 1000} s for workspace ${workspace}`),
+              { retryAfter }
+            ))
+          }
+          counter.pending++
+          return Effect.void
+        })
+        return now - c.syncedAt > staleAfterMs ? Effect.andThen(catchUp(c, now), decide) : decide
       })
 
     const sync = Effect.gen(function*() {
@@ -75,15 +103,14 @@ export const makeRateLimiter = (limits: Readonly<Record<RateClassName, number>>,
         // an idle counter needs no news of other nodes until it is used again
         if (delta === 0 && now - c.touched > 5000) continue
         const windowStart = c.window * windowMs
+        c.syncedAt = now
         const rows = delta > 0
           ? yield* sql<{ count: number }>`
               INSERT INTO rate_counters (workspace, class, window_start, count)
               VALUES (${c.workspace}, ${c.rateClass}, ${windowStart}, ${delta})
               ON CONFLICT (workspace, class, window_start) DO UPDATE SET count = rate_counters.count + ${delta}
               RETURNING count::int AS count`
-          : yield* sql<{ count: number }>`
-              SELECT count::int AS count FROM rate_counters
-              WHERE workspace = ${c.workspace} AND class = ${c.rateClass} AND window_start = ${windowStart}`
+          : yield* select(c)
         // Requests counted while the statement ran stay pending for the next sync.
         if (c.window === window) {
           c.pending -= delta

@@ -1,7 +1,8 @@
 // Events, webhooks and realtime on top of 0001's outbox and webhook tables.
 // - events.seq: the order in which the relay handed events on (commit order, not id order: a transaction that took a
 //   smaller id can commit later). Realtime hubs follow it, and SSE resume looks it up from the event id.
-// - webhook_deliveries.seq: queue order per webhook; redelivery_of links a manual redelivery to its original.
+// - webhook_deliveries.seq: queue order per webhook; redelivery_of links a manual redelivery to its original;
+//   payload becomes json (not jsonb) so the body keeps the relay's key order byte for byte.
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
@@ -13,6 +14,7 @@ export default Effect.gen(function*() {
   yield* sql`CREATE INDEX events_workspace_seq ON events (workspace, seq) WHERE seq IS NOT NULL`
   yield* sql`CREATE INDEX events_processed_at ON events (processed_at) WHERE processed_at IS NOT NULL`
   yield* sql`CREATE INDEX webhooks_workspace ON webhooks (workspace, created_at)`
+  yield* sql`ALTER TABLE webhook_deliveries ALTER COLUMN payload TYPE json USING payload::json`
   yield* sql`ALTER TABLE webhook_deliveries ADD COLUMN seq bigserial`
   yield* sql`ALTER TABLE webhook_deliveries ADD COLUMN redelivery_of uuid`
   yield* sql`ALTER TABLE webhook_deliveries ADD COLUMN delivered_at timestamptz`

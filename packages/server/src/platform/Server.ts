@@ -4,14 +4,22 @@ import { Api } from "@troupe/api/Api"
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { createServer } from "node:http"
+import { EventsLayer } from "../events/EventsLayer.ts"
+import { WebhooksHandlers } from "../events/http.ts"
+import { RealtimeRoute, realtimeRoutes } from "../events/RealtimeRoute.ts"
 import { IdentityHandlers } from "../identity/http.ts"
 import { IdentityLayer } from "../identity/IdentityLayer.ts"
+import { QueryHandlers } from "../query/http.ts"
+import { QueryIndexesLayer } from "../query/QueryIndexes.ts"
+import { QueryService } from "../query/QueryService.ts"
 import { RecordEntityLayer, RecordKeyEntityLayer, RecordWriter } from "../records/RecordEntity.ts"
 import { RecordsHandlers } from "../records/http.ts"
 import { RecordQuery } from "../records/RecordQuery.ts"
 import { RecordService } from "../records/RecordService.ts"
+import { TtlSweeperLayer } from "../records/TtlSweeper.ts"
 import { StructuresHandlers } from "../structures/http.ts"
 import { StructureService } from "../structures/StructureService.ts"
+import { VersionRetentionLayer } from "../structures/VersionRetention.ts"
 import { AppConfig } from "./AppConfig.ts"
 import { ClusterLayer, NodeProbeLayer } from "./Cluster.ts"
 import { DatabaseLayer } from "./Database.ts"
@@ -20,13 +28,13 @@ import { serve } from "./HttpEdge.ts"
 import { Notifier } from "./Notifier.ts"
 
 /** Every HttpApi group's handlers. */
-const Handlers = Layer.mergeAll(SystemHandlers, IdentityHandlers, StructuresHandlers, RecordsHandlers)
+const Handlers = Layer.mergeAll(SystemHandlers, IdentityHandlers, StructuresHandlers, RecordsHandlers, WebhooksHandlers, QueryHandlers)
 
-/** Every cluster entity hosted by this node. */
-const Entities = Layer.mergeAll(NodeProbeLayer, RecordEntityLayer, RecordKeyEntityLayer)
+/** Every cluster entity and singleton hosted by this node. */
+const Entities = Layer.mergeAll(NodeProbeLayer, RecordEntityLayer, RecordKeyEntityLayer, TtlSweeperLayer(), VersionRetentionLayer())
 
 /** Domain services, each needing only the database, the cluster and the identity layer below it. */
-const Domains = Layer.mergeAll(RecordWriter.layer, RecordQuery.layer).pipe(
+const Domains = Layer.mergeAll(RecordWriter.layer, RecordQuery.layer, EventsLayer, QueryService.layer, QueryIndexesLayer).pipe(
   Layer.provideMerge(RecordService.layer),
   Layer.provideMerge(StructureService.layer),
   Layer.provideMerge(Notifier.layer)
@@ -34,7 +42,7 @@ const Domains = Layer.mergeAll(RecordWriter.layer, RecordQuery.layer).pipe(
 
 const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(Layer.provide(Handlers))
 const DocsRoute = HttpApiScalar.layer(Api, { path: "/docs" })
-const Routes = Layer.mergeAll(ApiRoutes, DocsRoute)
+const Routes = Layer.mergeAll(ApiRoutes, DocsRoute, RealtimeRoute)
 
 const Runtime = Entities.pipe(
   Layer.provideMerge(Domains),
@@ -46,7 +54,7 @@ const Runtime = Entities.pipe(
 
 const HttpLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
-  return serve(Api, Routes, [["GET", "/docs"], ["GET", "/openapi.json"]]).pipe(
+  return serve(Api, Routes, [["GET", "/docs"], ["GET", "/openapi.json"], ...realtimeRoutes]).pipe(
     Layer.provide(NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
   )
 }))

@@ -83,7 +83,12 @@ export type AggregateFn = "count" | "sum" | "avg" | "min" | "max"
 export type SelectItem =
   | { readonly _tag: "SelectField"; readonly field: FieldRef; readonly alias: string }
   /** `field` is undefined for `COUNT(*)`. */
-  | { readonly _tag: "Aggregate"; readonly fn: AggregateFn; readonly field: FieldRef | undefined; readonly alias: string }
+  | {
+    readonly _tag: "Aggregate"
+    readonly fn: AggregateFn
+    readonly field: FieldRef | undefined
+    readonly alias: string
+  }
 
 /** `INCLUDE author` or `INCLUDE author FROM Users WHERE ...`. */
 export interface Include {
@@ -180,3 +185,7 @@ export const untyped = (raw: string): Literal => {
 }
 
 export const numberPattern = /^-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/
+
+/** Whether a query-language statement computes groups/aggregates (compileAggregate) rather than listing records. */
+export const isAggregate = (query: Query): boolean =>
+  query.groupBy !== undefined || (query.select ?? []).some((s) => s._tag === "Aggregate")

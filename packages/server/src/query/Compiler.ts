@@ -100,16 +100,17 @@ export interface ResolvedField {
   readonly asText: boolean
 }
 
-const columnSql: Readonly<Record<Exclude<Ast.ColumnName, "recordSlug" | "workspaceSlug">, readonly [string, ScalarType]>> =
-  {
-    id: ["r.id", "uuid"],
-    status: ["r.status", "text"],
-    createdAt: ["r.created_at", "timestamptz"],
-    updatedAt: ["r.updated_at", "timestamptz"],
-    version: ["r.version", "numeric"],
-    createdBy: ["r.created_by", "text"],
-    updatedBy: ["r.updated_by", "text"]
-  }
+type StoredColumn = Exclude<Ast.ColumnName, "recordSlug" | "workspaceSlug">
+
+const columnSql: Readonly<Record<StoredColumn, readonly [string, ScalarType]>> = {
+  id: ["r.id", "uuid"],
+  status: ["r.status", "text"],
+  createdAt: ["r.created_at", "timestamptz"],
+  updatedAt: ["r.updated_at", "timestamptz"],
+  version: ["r.version", "numeric"],
+  createdBy: ["r.created_by", "text"],
+  updatedBy: ["r.updated_by", "text"]
+}
 
 const scalarOf = (type: string | undefined): ScalarType | "object" | "unknown" => {
   switch (type) {
@@ -145,6 +146,8 @@ const resolveColumn = (name: Ast.ColumnName, ctx: CompileContext): ResolvedField
   return { label: name, kind: "column", type: columnSql[name][1], path: [], column: name, asText: false }
 }
 
+const prefix = (path: ReadonlyArray<string>, i: number) => path.slice(0, i + 1).join(".")
+
 const resolveData = (label: string, path: ReadonlyArray<string>, ctx: CompileContext): ResolvedField => {
   if (path.length === 0 || path.some((p) => p === "")) return fail(label, `Invalid field name '${label}'`)
   if (ctx.mode === "schemaless") return { label, kind: "data", type: "text", path, asText: true }
@@ -164,8 +167,8 @@ const resolveData = (label: string, path: ReadonlyArray<string>, ctx: CompileCon
     const last = i === path.length - 1
     if (!last) {
       if (prop.type === "object") props = prop.properties
-      else if (prop.type === "array") return fail(label, `Cannot address inside array field '${path.slice(0, i + 1).join(".")}'`)
-      else return fail(label, `Field '${path.slice(0, i + 1).join(".")}' is a ${prop.type} and has no sub-fields`)
+      else if (prop.type === "array") return fail(label, `Cannot address inside array field '${prefix(path, i)}'`)
+      else return fail(label, `Field '${prefix(path, i)}' is a ${prop.type} and has no sub-fields`)
     }
   }
   const p = prop!
@@ -182,6 +185,8 @@ const resolveData = (label: string, path: ReadonlyArray<string>, ctx: CompileCon
 export const resolveField = (field: Ast.FieldRef, ctx: CompileContext): Result.Result<ResolvedField, QueryFieldError> =>
   run(() => resolve(field, ctx))
 
+const columnNameSet: ReadonlySet<string> = new Set(Ast.columnNames)
+
 const resolve = (field: Ast.FieldRef, ctx: CompileContext): ResolvedField => {
   const label = Ast.fieldLabel(field)
   switch (field._tag) {
@@ -191,7 +196,7 @@ const resolve = (field: Ast.FieldRef, ctx: CompileContext): ResolvedField => {
       return resolveData(label, field.path, ctx)
     case "Name": {
       const first = field.path[0]
-      if (field.path.length === 1 && first !== undefined && (Ast.columnNames as ReadonlyArray<string>).includes(first)) {
+      if (field.path.length === 1 && first !== undefined && columnNameSet.has(first)) {
         if (Ast.hardColumns.has(first) || !ctx.properties.has(first) || ctx.mode === "schemaless") {
           return resolveColumn(first as Ast.ColumnName, ctx)
         }
@@ -211,7 +216,8 @@ const FALSE = lit("FALSE")
 
 // Stored datetimes are cast only when they look like ISO 8601, so one malformed value cannot fail the query.
 const DATETIME_SQL_RE = lit(
-  "'^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])([T ]([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9]([.][0-9]+)?)?([Zz]|[+-][0-9]{2}(:?[0-9]{2})?)?)?$'"
+  "'^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])" +
+    "([T ]([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9]([.][0-9]+)?)?([Zz]|[+-][0-9]{2}(:?[0-9]{2})?)?)?$'"
 )
 
 /** `(r.data -> $1::text -> $2::text)`: the jsonb value at the path. */
@@ -238,7 +244,7 @@ const scalarType = (f: ResolvedField): ScalarType => {
 /** The field as a typed scalar expression (NULL where a stored value does not have the declared type). */
 const typedExpr = (sql: Sql, f: ResolvedField): Fragment => {
   if (f.kind === "const") return sql`${f.constValue!}::text`
-  if (f.kind === "column") return lit(columnSql[f.column as keyof typeof columnSql][0])
+  if (f.kind === "column") return lit(columnSql[f.column as StoredColumn][0])
   if (f.asText) return textPath(sql, f.path)
   switch (scalarType(f)) {
     case "numeric": {
@@ -262,7 +268,7 @@ const typedExpr = (sql: Sql, f: ResolvedField): Fragment => {
 const textExpr = (sql: Sql, f: ResolvedField): Fragment => {
   if (f.kind === "const") return sql`${f.constValue!}::text`
   if (f.kind === "column") {
-    const [column, type] = columnSql[f.column as keyof typeof columnSql]
+    const [column, type] = columnSql[f.column as StoredColumn]
     return lit(type === "text" ? column : `${column}::text`)
   }
   return textPath(sql, f.path)
@@ -273,8 +279,10 @@ const textExpr = (sql: Sql, f: ResolvedField): Fragment => {
 
 const uuidPattern = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/
 const jsonNumberPattern = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/
-const datetimePattern =
-  /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:\s*(?:[Zz]|[+-](\d{2})(?::?(\d{2}))?))?)?$/
+const datetimePattern = new RegExp(
+  "^(\\d{4})-(\\d{2})-(\\d{2})" +
+    "(?:[T ](\\d{2}):(\\d{2})(?::(\\d{2})(?:\\.\\d{1,9})?)?(?:\\s*(?:[Zz]|[+-](\\d{2})(?::?(\\d{2}))?))?)?$"
+)
 
 /** ISO 8601 date or date-time that PostgreSQL will certainly accept (real calendar day, sane offset). */
 export const isDateTime = (s: string): boolean => {
@@ -282,7 +290,8 @@ export const isDateTime = (s: string): boolean => {
   if (m === null) return false
   const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])]
   if (month < 1 || month > 12 || day < 1) return false
-  const days = [31, year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)
+  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
   if (day > days[month - 1]!) return false
   if (m[4] !== undefined && (Number(m[4]) > 23 || Number(m[5]) > 59 || Number(m[6] ?? 0) > 59)) return false
   if (m[7] !== undefined && (Number(m[7]) > 15 || Number(m[8] ?? 0) > 59)) return false
@@ -394,7 +403,8 @@ const notOf = (sql: Sql, f: Fragment): Fragment => sql`(NOT ${f})`
 
 const elementsText = (sql: Sql, f: ResolvedField): Fragment => {
   const j = jsonPath(sql, f.path)
-  return sql`jsonb_array_elements_text(CASE WHEN jsonb_typeof(${j}) = 'array' THEN ${jsonPath(sql, f.path)} ELSE '[]'::jsonb END)`
+  const array = sql`CASE WHEN jsonb_typeof(${j}) = 'array' THEN ${jsonPath(sql, f.path)} ELSE '[]'::jsonb END`
+  return sql`jsonb_array_elements_text(${array})`
 }
 
 /** Array membership: `includes` (one value), `hasAny`, `hasAll`. */
@@ -523,9 +533,11 @@ const compileSearch = (sql: Sql, e: Extract<Ast.Expr, { _tag: "Search" }>, ctx: 
     : []
   if (refs.length === 0) {
     // every string value anywhere in data
-    const like = sql`EXISTS (SELECT 1 FROM jsonb_path_query(r.data, 'strict $.**') AS q_s(v) WHERE jsonb_typeof(q_s.v) = 'string' AND (q_s.v #>> '{}') ILIKE ${pattern}::text)`
+    const like = sql`EXISTS (SELECT 1 FROM jsonb_path_query(r.data, 'strict $.**') AS q_s(v)
+      WHERE jsonb_typeof(q_s.v) = 'string' AND (q_s.v #>> '{}') ILIKE ${pattern}::text)`
     if (!fullText) return sql`(${like})`
-    return sql`(jsonb_to_tsvector('simple', r.data, '["string"]') @@ plainto_tsquery('simple', ${term}::text) OR ${like})`
+    const query = sql`plainto_tsquery('simple', ${term}::text)`
+    return sql`(jsonb_to_tsvector('simple', r.data, '["string"]') @@ ${query} OR ${like})`
   }
   return orAll(
     sql,
@@ -534,7 +546,8 @@ const compileSearch = (sql: Sql, e: Extract<Ast.Expr, { _tag: "Search" }>, ctx: 
       const t = textExpr(sql, f)
       const like = sql`${t} ILIKE ${pattern}::text`
       if (!fullText) return sql`(${like})`
-      return sql`(to_tsvector('simple', coalesce(${textExpr(sql, f)}, '')) @@ plainto_tsquery('simple', ${term}::text) OR ${like})`
+      const query = sql`plainto_tsquery('simple', ${term}::text)`
+      return sql`(to_tsvector('simple', coalesce(${textExpr(sql, f)}, '')) @@ ${query} OR ${like})`
     })
   )
 }
@@ -781,8 +794,23 @@ export const compileCursor = (
       if (after !== undefined) branches.push(andAll(sql, [...equal, after]))
       equal.push(same)
     })
-    return paren(sql, orAll(sql, branches))
+    // A redundant bound on the first key, so an index on it can start the scan at the cursor instead of filtering
+    // from the first row: after a non-null value nothing smaller follows in descending order (nulls came first), and
+    // nothing smaller follows in ascending order on a NOT NULL column.
+    const first = terms[0]!
+    const v0 = payload.v[0]!
+    const bound = v0 === null
+      ? undefined
+      : first.direction === "desc"
+      ? sql`(${typedExpr(sql, first.field)} <= ${cursorBind(sql, v0, first.type)})`
+      : first.field.kind === "column" && notNullColumns.has(first.field.column!)
+      ? sql`(${typedExpr(sql, first.field)} >= ${cursorBind(sql, v0, first.type)})`
+      : undefined
+    const after = orAll(sql, branches)
+    return paren(sql, bound === undefined ? after : sql`${after} AND ${bound}`)
   })
+
+const notNullColumns: ReadonlySet<Ast.ColumnName> = new Set(["id", "createdAt", "updatedAt", "version", "status"])
 
 // ---------------------------------------------------------------------------------------------------------------
 // Aggregation

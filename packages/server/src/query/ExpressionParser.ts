@@ -194,7 +194,9 @@ class Parser {
       if (t.text === "") this.fail("Empty field name", t)
       return { field: Ast.name(t.text) }
     }
-    if (t.kind !== "ident" || reserved.has(t.text.toUpperCase())) this.fail(`Expected a field name, found ${describe(t)}`)
+    if (t.kind !== "ident" || reserved.has(t.text.toUpperCase())) {
+      this.fail(`Expected a field name, found ${describe(t)}`)
+    }
     this.next()
     let text = t.text
     let end = t.end
@@ -236,7 +238,9 @@ class Parser {
         this.next()
         const at = this.peek()
         const value = this.parseValue(`after '${t.text}'`)
-        if (value.value === null && op !== "eq" && op !== "ne") this.fail(`Cannot compare with null using '${t.text}'`, at)
+        if (value.value === null && op !== "eq" && op !== "ne") {
+          this.fail(`Cannot compare with null using '${t.text}'`, at)
+        }
         return Ast.compare(op, field, value)
       }
     }
@@ -288,7 +292,9 @@ class Parser {
   parseList(): Array<Ast.Literal> {
     if (this.peek().kind === "param") return this.parameterList(this.next())
     const close = this.isOp("[") ? "]" : ")"
-    if (!this.acceptOp("(") && !this.acceptOp("[")) this.fail(`Expected '(' to start the list, found ${describe(this.peek())}`)
+    if (!this.acceptOp("(") && !this.acceptOp("[")) {
+      this.fail(`Expected '(' to start the list, found ${describe(this.peek())}`)
+    }
     const values: Array<Ast.Literal> = []
     if (this.isOp(close)) this.fail("Expected at least one value in the list")
     do {
@@ -350,10 +356,8 @@ class Parser {
         break
       }
     }
-    return this.fail(
-      `Expected a value ${context}, found ${describe(t)}${this.dialect === "query" ? " (strings take single quotes)" : ""}`,
-      t
-    )
+    const hint = this.dialect === "query" ? " (strings take single quotes)" : ""
+    return this.fail(`Expected a value ${context}, found ${describe(t)}${hint}`, t)
   }
 
   // Query language -----------------------------------------------------------------------------------------------
@@ -542,9 +546,8 @@ const run = <A>(
   f: (p: Parser) => A
 ): Result.Result<A, QueryParseError> => {
   if (input.length > MAX_QUERY_LENGTH) {
-    return Result.fail(
-      new QueryParseError({ message: `Query longer than ${MAX_QUERY_LENGTH} characters`, position: MAX_QUERY_LENGTH, input })
-    )
+    const message = `Query longer than ${MAX_QUERY_LENGTH} characters`
+    return Result.fail(new QueryParseError({ message, position: MAX_QUERY_LENGTH, input }))
   }
   try {
     return Result.succeed(f(new Parser(input, dialect, parameters)))

@@ -67,7 +67,10 @@ describe("parseFilterB", () => {
         Ast.text("contains", n("name"), L("x"))
       ])
     ],
-    [" price : > 10 , name:x ", Ast.and([Ast.compare("gt", n("price"), U("10")), Ast.compare("eq", n("name"), L("x"))])],
+    [
+      " price : > 10 , name:x ",
+      Ast.and([Ast.compare("gt", n("price"), U("10")), Ast.compare("eq", n("name"), L("x"))])
+    ],
     ["", Ast.all]
   ]
   for (const [input, expected] of cases) {
@@ -236,9 +239,16 @@ describe("parseSort", () => {
     ])
     assert.deepStrictEqual(ok(parseSort("")), [])
   })
-  const errors: ReadonlyArray<readonly [string, number]> = [["price,,name", 6], ["-", 1], ["name;drop", 4], ["a,b c", 3]]
+  const errors: ReadonlyArray<readonly [string, number]> = [
+    ["price,,name", 6],
+    ["-", 1],
+    ["name;drop", 4],
+    ["a,b c", 3]
+  ]
   for (const [input, position] of errors) {
-    it(`reports ${JSON.stringify(input)} at ${position}`, () => assert.strictEqual(err(parseSort(input)).position, position))
+    it(`reports ${JSON.stringify(input)} at ${position}`, () => {
+      assert.strictEqual(err(parseSort(input)).position, position)
+    })
   }
 })
 
@@ -271,7 +281,10 @@ describe("parseExpressionA", () => {
     ],
     [
       "a == 1 && b == 2 || c == 3",
-      Ast.or([Ast.and([Ast.compare("eq", n("a"), U("1")), Ast.compare("eq", n("b"), U("2"))]), Ast.compare("eq", n("c"), U("3"))])
+      Ast.or([
+        Ast.and([Ast.compare("eq", n("a"), U("1")), Ast.compare("eq", n("b"), U("2"))]),
+        Ast.compare("eq", n("c"), U("3"))
+      ])
     ],
     [
       "a == 1 and (b == 2 or not c == 3)",
@@ -388,7 +401,8 @@ describe("parseQueryLanguage", () => {
 
   it("binds parameters", () => {
     const q = ok(parseQueryLanguage(
-      "FROM p WHERE price BETWEEN :lo AND :hi AND category IN :cats AND name = :name AND x IN (:one, 2) LIMIT :n OFFSET :o",
+      "FROM p WHERE price BETWEEN :lo AND :hi AND category IN :cats AND name = :name AND x IN (:one, 2) " +
+        "LIMIT :n OFFSET :o",
       { lo: 1, hi: 5, cats: ["a", "b"], name: "it's", one: null, n: 3, o: 6 }
     ))
     assert.deepStrictEqual(q.where, Ast.and([
@@ -412,8 +426,9 @@ describe("parseQueryLanguage", () => {
       include: [{ field: "author" }]
     })
     assert.deepStrictEqual(
-      ok(parseQueryLanguage("FROM Posts WHERE a = 1 INCLUDE author, editor INCLUDE comments FROM Comments WHERE approved = true"))
-        .include,
+      ok(parseQueryLanguage(
+        "FROM Posts WHERE a = 1 INCLUDE author, editor INCLUDE comments FROM Comments WHERE approved = true"
+      )).include,
       [
         { field: "author" },
         { field: "editor" },
@@ -421,6 +436,9 @@ describe("parseQueryLanguage", () => {
       ]
     )
     assert.deepStrictEqual(ok(parseQueryLanguage("SELECT * FROM x")), { from: "x", orderBy: [], include: [] })
+    assert.isFalse(Ast.isAggregate(ok(parseQueryLanguage("SELECT a, b FROM x"))))
+    assert.isTrue(Ast.isAggregate(ok(parseQueryLanguage("SELECT a, COUNT(*) FROM x"))))
+    assert.isTrue(Ast.isAggregate(ok(parseQueryLanguage("SELECT a FROM x GROUP BY a"))))
     assert.deepStrictEqual(ok(parseQueryLanguage("FROM x SELECT COUNT(*)")).select, [
       { _tag: "Aggregate", fn: "count", field: undefined, alias: "count" }
     ])
@@ -467,7 +485,13 @@ describe("aggregate requests", () => {
     const r = ok(parseAggregateRequest({
       filter: { status: "active" },
       groupBy: ["data.category"],
-      operations: { n: { count: "*" }, total: { sum: "data.price" }, mean: { avg: "price" }, lo: { min: "price" }, hi: { max: "price" } }
+      operations: {
+        n: { count: "*" },
+        total: { sum: "data.price" },
+        mean: { avg: "price" },
+        lo: { min: "price" },
+        hi: { max: "price" }
+      }
     }))
     assert.deepStrictEqual(r, {
       where: Ast.compare("eq", n("status"), L("active")),

@@ -9,8 +9,8 @@ import { Rpc } from "effect/rpc"
 import * as Crypto from "node:crypto"
 import { canonicalJson } from "../structures/Formats.ts"
 import { StructureService } from "../structures/StructureService.ts"
-import { fromRow, type RecordRow, Writer } from "./model.ts"
-import { type RecordError, RecordService, type UpdateInput, type WriteResult } from "./RecordService.ts"
+import { fromRow, isUuid, type RecordRow, Writer } from "./model.ts"
+import { type RecordError, recordNotFound, RecordService, type UpdateInput, type WriteResult } from "./RecordService.ts"
 
 const WriteError = Schema.Union([BadRequest, NotFound, Conflict, Locked, Unprocessable])
 const Row = Schema.Json
@@ -23,7 +23,7 @@ const Written = Schema.Struct({
 export const RecordEntity = Entity.make("Record", [
   Rpc.make("Update", { payload: { input: Schema.Json, writer: Writer }, success: Written, error: WriteError }),
   Rpc.make("Delete", {
-    payload: { permanent: Schema.Boolean, writer: Writer },
+    payload: { permanent: Schema.Boolean, reason: Schema.optionalKey(Schema.String), writer: Writer },
     success: Schema.Struct({ id: Schema.String, deletedAt: Schema.String, structureId: Schema.String }),
     error: WriteError
   }),
@@ -44,7 +44,7 @@ export const RecordKeyEntity = Entity.make("RecordKey", [
       writer: Writer,
       idempotencyKey: Schema.optionalKey(Schema.String)
     },
-    success: Schema.Struct({ status: Schema.Number, body: Schema.Json }),
+    success: Schema.Struct({ status: Schema.Number, body: Schema.Json, replayed: Schema.Boolean }),
     error: WriteError
   })
 ])
@@ -70,7 +70,7 @@ export const RecordEntityLayer = RecordEntity.toLayer(Effect.gen(function*() {
     },
     Delete: ({ address, payload }) => {
       const { workspace, id } = split(address.entityId)
-      return Effect.map(records.remove(workspace, id, payload.permanent, payload.writer), (r) => ({
+      return Effect.map(records.remove(workspace, id, payload.permanent, payload.writer, payload.reason), (r) => ({
         id: r.id,
         deletedAt: r.deletedAt,
         structureId: r.structure.id
@@ -95,7 +95,7 @@ export const RecordKeyEntityLayer = RecordKeyEntity.toLayer(Effect.gen(function*
       const { workspace } = split(address.entityId)
       return Effect.flatMap(structures.resolve(workspace, payload.structureId), (structure) =>
         records.upsert(structure, payload.match, payload.data, payload.writer, payload.idempotencyKey)).pipe(
-        Effect.map((r) => ({ status: r.status, body: r.body as Schema.Json }))
+        Effect.map((r) => ({ status: r.status, body: r.body as Schema.Json, replayed: r.replayed }))
       )
     }
   })
@@ -119,10 +119,10 @@ const fromWire = (w: { row: unknown; previousVersion?: number; restoredFrom?: nu
 /** The write front: single-record writes and upserts routed to their actors, wherever they live. */
 export class RecordWriter extends Context.Service<RecordWriter, {
   readonly update: (workspace: string, id: string, input: UpdateInput, writer: Writer) => Effect.Effect<Written, RecordError>
-  readonly remove: (workspace: string, id: string, permanent: boolean, writer: Writer) => Effect.Effect<{ id: string; deletedAt: string; structureId: string }, RecordError>
+  readonly remove: (workspace: string, id: string, permanent: boolean, writer: Writer, reason?: string) => Effect.Effect<{ id: string; deletedAt: string; structureId: string }, RecordError>
   readonly restore: (workspace: string, id: string, version: number | undefined, reason: string | undefined, writer: Writer) => Effect.Effect<Written, RecordError>
   readonly revert: (workspace: string, id: string, reason: string | undefined, writer: Writer) => Effect.Effect<Written, RecordError>
-  readonly upsert: (workspace: string, structureId: string, match: Record<string, unknown>, data: Record<string, unknown>, writer: Writer, idempotencyKey?: string) => Effect.Effect<{ status: number; body: unknown }, RecordError>
+  readonly upsert: (workspace: string, structureId: string, match: Record<string, unknown>, data: Record<string, unknown>, writer: Writer, idempotencyKey?: string) => Effect.Effect<{ status: number; body: unknown; replayed: boolean }, RecordError>
 }>()("@troupe/server/records/RecordWriter") {
   static readonly layer = Layer.effect(RecordWriter, Effect.gen(function*() {
     const record = yield* RecordEntity.client
@@ -130,18 +130,22 @@ export class RecordWriter extends Context.Service<RecordWriter, {
     // Sharding failures (a node gone mid-call) surface as defects -> 500/503 for the caller to retry.
     const orDie = <A, E>(e: Effect.Effect<A, E | { readonly _tag: string }>) =>
       Effect.catchIf(e, (err: any) => err?._tag !== undefined && !("statusCode" in err), (err) => Effect.die(err)) as Effect.Effect<A, E>
+    // an id that is no record id never reaches an actor
+    const known = <A>(id: string, send: () => Effect.Effect<A, RecordError>): Effect.Effect<A, RecordError> =>
+      isUuid(id) ? send() : Effect.fail(recordNotFound(id))
     return RecordWriter.of({
       update: (workspace, id, input, writer) =>
-        orDie(record(`${workspace}/${id}`).Update({ input: defined(input) as unknown as Schema.Json, writer })).pipe(Effect.map(fromWire)) as any,
-      remove: (workspace, id, permanent, writer) => orDie(record(`${workspace}/${id}`).Delete({ permanent, writer })) as any,
+        known(id, () => orDie(record(`${workspace}/${id.toLowerCase()}`).Update({ input: defined(input) as unknown as Schema.Json, writer })).pipe(Effect.map(fromWire)) as any),
+      remove: (workspace, id, permanent, writer, reason) =>
+        known(id, () => orDie(record(`${workspace}/${id.toLowerCase()}`).Delete({ permanent, ...(reason !== undefined ? { reason } : {}), writer })) as any),
       restore: (workspace, id, version, reason, writer) =>
-        orDie(record(`${workspace}/${id}`).Restore({
+        known(id, () => orDie(record(`${workspace}/${id.toLowerCase()}`).Restore({
           ...(version !== undefined ? { version } : {}),
           ...(reason !== undefined ? { reason } : {}),
           writer
-        })).pipe(Effect.map(fromWire)) as any,
+        })).pipe(Effect.map(fromWire)) as any),
       revert: (workspace, id, reason, writer) =>
-        orDie(record(`${workspace}/${id}`).Revert({ ...(reason !== undefined ? { reason } : {}), writer })).pipe(Effect.map(fromWire)) as any,
+        known(id, () => orDie(record(`${workspace}/${id.toLowerCase()}`).Revert({ ...(reason !== undefined ? { reason } : {}), writer })).pipe(Effect.map(fromWire)) as any),
       upsert: (workspace, structureId, match, data, writer, idempotencyKey) => {
         const hash = Crypto.createHash("sha256").update(canonicalJson(match)).digest("hex")
         return orDie(key(`${workspace}/${structureId}/${hash}`).Upsert({

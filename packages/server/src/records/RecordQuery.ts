@@ -18,8 +18,12 @@ import {
 import type { QueryFieldError, QueryParseError } from "../query/QueryErrors.ts"
 import { num } from "../lib/rows.ts"
 import { StructureService } from "../structures/StructureService.ts"
-import { recordMode, referenceFields } from "../structures/Validator.ts"
-import { fromRow, isUuid, type RecordRow } from "./model.ts"
+import { applyVirtual, recordMode, referenceFields } from "../structures/Validator.ts"
+import { fromRow, isUuid, maskData, type RecordRow } from "./model.ts"
+
+/** A referenced record's data as any reader sees it: secrets masked, virtual computed fields added. */
+const shownOf = (structure: Structure, row: RecordRow): Record<string, unknown> =>
+  ({ ...applyVirtual(structure, maskData(structure, row.data), new Date()) })
 
 export type QueryError = ReturnType<typeof badRequest>
 
@@ -167,7 +171,7 @@ export class RecordQuery extends Context.Service<RecordQuery, {
             const one = (key: unknown) => {
               const t = typeof key === "string" ? found.get(key) : undefined
               if (t === undefined) return null
-              const item = { id: t.id, data: { ...t.data } }
+              const item = { id: t.id, data: shownOf(target, t) }
               nested.push(item)
               return item
             }
@@ -191,7 +195,7 @@ export class RecordQuery extends Context.Service<RecordQuery, {
             return Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : typeof v === "string" ? [v] : []
           })
           const found = yield* loadTargets(target, ref.targetField, keys)
-          const flat = (t: RecordRow) => ({ ...t.data, id: t.id, createdAt: t.createdAt, updatedAt: t.updatedAt, version: t.version })
+          const flat = (t: RecordRow) => ({ ...shownOf(target, t), id: t.id, createdAt: t.createdAt, updatedAt: t.updatedAt, version: t.version })
           for (const r of rows) {
             const v = r[field]
             if (Array.isArray(v)) r[field] = v.map((k) => (typeof k === "string" && found.has(k) ? flat(found.get(k)!) : k))

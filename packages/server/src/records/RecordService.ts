@@ -11,18 +11,22 @@ import * as Crypto from "node:crypto"
 import { appendEvent } from "../events/Outbox.ts"
 import { iso, json, num } from "../lib/rows.ts"
 import { Secrets } from "../platform/Secrets.ts"
-import { canonicalJson, jsonEqual } from "../structures/Formats.ts"
+import { canonicalJson, jsonEqual, parseDateTime } from "../structures/Formats.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { autoIncrementFields, referenceFields, uniqueFields, validatorFor } from "../structures/Validator.ts"
+import { inspectJson } from "./DataGuard.ts"
 import {
   type Changes,
   changelogChanges,
   diff,
   fromRow,
+  getAt,
   isUuid,
+  MASK,
   maskData,
   type RecordRow,
-  secretFields,
+  secretPaths,
+  setAt,
   type Writer
 } from "./model.ts"
 
@@ -39,6 +43,8 @@ export interface CreateInput {
   readonly ttlSeconds?: number | undefined
   readonly expiresAt?: string | undefined
   readonly skipValidation?: boolean | undefined
+  /** kept in the changelog entry's metadata */
+  readonly reason?: string | undefined
 }
 
 export interface UpdateInput {
@@ -52,6 +58,8 @@ export interface UpdateInput {
   readonly clearTtl?: boolean | undefined
   /** PUT: unspecified fields are removed */
   readonly replace?: boolean | undefined
+  /** kept in the changelog entry's metadata */
+  readonly reason?: string | undefined
 }
 
 export interface WriteResult {
@@ -61,27 +69,45 @@ export interface WriteResult {
   readonly restoredFrom?: number | null
 }
 
-export const recordNotFound = (id: string) => notFound({ message: `Record ${id} not found`, code: "RECORD_NOT_FOUND" })
+/** The item of an atomic batch that failed it, and why. */
+export interface BulkItemFailure {
+  readonly index: number
+  readonly error: RecordError
+}
+
+export const recordNotFound = (id: string) =>
+  notFound({ message: `Record ${id.length > 64 ? `${id.slice(0, 64)}...` : id} not found`, code: "RECORD_NOT_FOUND" })
 const validationFailed = (details: ReadonlyArray<ErrorDetail>, message = "Record failed validation") =>
   badRequest({ message, code: "VALIDATION_ERROR", details })
 const detail = (field: string, message: string): ErrorDetail => ({ field, property: field, message })
 
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+
 const isLive = (row: RecordRow, now: number) =>
   row.deletedAt === null && (row.expiresAt === null || Date.parse(row.expiresAt) > now)
 
-/** expiresAt wins over ttlSeconds; neither -> the structure's default TTL (on create). */
+/** Versions are int4 in the database. */
+const MAX_VERSION = 2_147_483_647
+
+/** Longest TTL accepted: 100 years (beyond it a date is no longer a TTL, and far enough beyond it is not a date). */
+export const MAX_TTL_SECONDS = 100 * 365 * 24 * 3600
+
+/**
+ * expiresAt wins over ttlSeconds; neither -> the structure's default TTL (on create). An explicit expiresAt must be
+ * in the future and within MAX_TTL_SECONDS; ttlSeconds must be a positive number up to MAX_TTL_SECONDS.
+ */
 const expiryOf = (input: { ttlSeconds?: number | undefined; expiresAt?: string | undefined }, fallbackSeconds: number | null | undefined, now: number) => {
   if (input.expiresAt !== undefined) {
-    const t = Date.parse(input.expiresAt)
-    if (!Number.isFinite(t) || !/^\d{4}-\d{2}-\d{2}T/.test(input.expiresAt)) {
-      return { error: validationFailed([detail("expiresAt", "expiresAt must be an ISO 8601 datetime")]) }
-    }
+    const t = parseDateTime(input.expiresAt)
+    if (t === undefined) return { error: validationFailed([detail("expiresAt", "expiresAt must be an ISO 8601 date-time")]) }
+    if (t <= now) return { error: validationFailed([detail("expiresAt", "expiresAt must be in the future")]) }
+    if (t > now + MAX_TTL_SECONDS * 1000) return { error: validationFailed([detail("expiresAt", "expiresAt must be within 100 years")]) }
     return { value: new Date(t).toISOString() }
   }
   const seconds = input.ttlSeconds ?? fallbackSeconds ?? undefined
   if (seconds === undefined || seconds === null) return { value: undefined }
-  if (!Number.isFinite(seconds) || seconds <= 0) {
-    return { error: validationFailed([detail("ttlSeconds", "ttlSeconds must be a positive number")]) }
+  if (!Number.isFinite(seconds) || seconds <= 0 || seconds > MAX_TTL_SECONDS) {
+    return { error: validationFailed([detail("ttlSeconds", `ttlSeconds must be a positive number of at most ${MAX_TTL_SECONDS}`)]) }
   }
   return { value: new Date(now + seconds * 1000).toISOString() }
 }
@@ -89,10 +115,10 @@ const expiryOf = (input: { ttlSeconds?: number | undefined; expiresAt?: string |
 export class RecordService extends Context.Service<RecordService, {
   readonly create: (structure: Structure, input: CreateInput, writer: Writer) => Effect.Effect<WriteResult, RecordError>
   readonly update: (workspace: string, id: string, input: UpdateInput, writer: Writer) => Effect.Effect<WriteResult, RecordError>
-  readonly remove: (workspace: string, id: string, permanent: boolean, writer: Writer) => Effect.Effect<{ id: string; deletedAt: string; structure: Structure }, RecordError>
+  readonly remove: (workspace: string, id: string, permanent: boolean, writer: Writer, reason?: string) => Effect.Effect<{ id: string; deletedAt: string; structure: Structure }, RecordError>
   readonly restore: (workspace: string, id: string, version: number | undefined, reason: string | undefined, writer: Writer) => Effect.Effect<WriteResult, RecordError>
   readonly revert: (workspace: string, id: string, reason: string | undefined, writer: Writer) => Effect.Effect<WriteResult, RecordError>
-  readonly upsert: (structure: Structure, match: Record<string, unknown>, data: Record<string, unknown>, writer: Writer, idempotencyKey?: string) => Effect.Effect<{ status: number; body: unknown }, RecordError>
+  readonly upsert: (structure: Structure, match: Record<string, unknown>, data: Record<string, unknown>, writer: Writer, idempotencyKey?: string) => Effect.Effect<{ status: number; body: unknown; replayed: boolean }, RecordError>
   /** A live record (or, with includeDeleted, a soft-deleted one). */
   readonly get: (workspace: string, id: string, options?: { includeDeleted?: boolean }) => Effect.Effect<{ row: RecordRow; structure: Structure }, RecordError>
   readonly getVersion: (workspace: string, id: string, version: number) => Effect.Effect<{ row: RecordRow; structure: Structure }, RecordError>
@@ -100,6 +126,14 @@ export class RecordService extends Context.Service<RecordService, {
   readonly changelog: (workspace: string, id: string, options: { limit?: number; startDate?: string; endDate?: string }) => Effect.Effect<{ structure: Structure; entries: ReadonlyArray<any> }, RecordError>
   /** Decrypts secret fields of stored data (callers with `secrets:reveal`). */
   readonly reveal: (structure: Structure, data: Record<string, unknown>) => Effect.Effect<Record<string, unknown>>
+  /** Atomic bulk create: every item in one transaction with the `record.bulk.created` event, or nothing. */
+  readonly createAll: (structure: Structure, items: ReadonlyArray<CreateInput>, writer: Writer) => Effect.Effect<ReadonlyArray<WriteResult>, BulkItemFailure | RecordError>
+  /** Atomic bulk update (rows locked in id order); `structureId` restricts the batch to one structure. */
+  readonly updateAll: (workspace: string, items: ReadonlyArray<{ id: string; input: UpdateInput }>, writer: Writer, structureId?: string) => Effect.Effect<ReadonlyArray<WriteResult>, BulkItemFailure | RecordError>
+  /** Atomic bulk delete. */
+  readonly removeAll: (workspace: string, ids: ReadonlyArray<string>, permanent: boolean, writer: Writer, structureId?: string) => Effect.Effect<ReadonlyArray<{ id: string; deletedAt: string; structureId: string }>, BulkItemFailure | RecordError>
+  /** The `record.bulk.*` event of a non-atomic batch, in a transaction of its own after the items. */
+  readonly publishBulk: (structure: Structure, type: "record.bulk.created" | "record.bulk.updated" | "record.bulk.deleted", ids: ReadonlyArray<string>, writer: Writer) => Effect.Effect<void>
 }>()("@troupe/server/records/RecordService") {
   static readonly layer = Layer.effect(RecordService, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -115,48 +149,87 @@ export class RecordService extends Context.Service<RecordService, {
         ? Effect.fail(locked({ message: "Record writes are locked while a migration runs", code: "RECORD_WRITES_LOCKED" }))
         : Effect.void
 
+    /** Encrypts every secret that is not the stored ciphertext already (new plaintext, whatever it looks like). */
     const encryptSecrets = (structure: Structure, data: Record<string, unknown>, previous?: Record<string, unknown>) => {
-      const fields = secretFields(structure)
-      if (fields.length === 0) return data
-      const out = { ...data }
-      for (const f of fields) {
-        const v = out[f]
-        if (typeof v !== "string" || secrets.isEncrypted(v)) continue
-        // unchanged plaintext cannot be told apart from a new value, so every plaintext is (re-)encrypted
-        out[f] = previous !== undefined && previous[f] === v ? v : secrets.encrypt(v, `${structure.id}:${f}`)
+      let out = data
+      for (const path of secretPaths(structure)) {
+        const v = getAt(out, path)
+        if (typeof v !== "string" || (previous !== undefined && v === getAt(previous, path))) continue
+        out = setAt(out, path, secrets.encrypt(v, `${structure.id}:${path.join(".")}`))
       }
       return out
     }
 
     const reveal = (structure: Structure, data: Record<string, unknown>) =>
       Effect.gen(function*() {
-        const fields = secretFields(structure)
-        if (fields.length === 0) return data
-        const out = { ...data }
-        for (const f of fields) {
-          const v = out[f]
+        let out = data
+        for (const path of secretPaths(structure)) {
+          const v = getAt(out, path)
           if (typeof v === "string" && secrets.isEncrypted(v)) {
-            out[f] = yield* secrets.decrypt(v, `${structure.id}:${f}`).pipe(Effect.orElseSucceed(() => null))
+            out = setAt(out, path, yield* secrets.decrypt(v, `${structure.id}:${path.join(".")}`).pipe(Effect.orElseSucceed(() => null)))
           }
         }
         return out
       })
 
-    const validate = (structure: Structure, data: unknown, mode: "create" | "update" | "replace", previous: Record<string, unknown> | undefined, skip: boolean) => {
-      if (skip && typeof data === "object" && data !== null && !Array.isArray(data)) {
-        const merged: Record<string, unknown> = mode === "update" ? { ...previous } : {}
-        for (const [k, v] of Object.entries(data)) {
-          if (k === "__proto__" || k === "constructor" || k === "prototype") {
-            return Effect.fail(validationFailed([detail(`data.${k}`, "reserved key")]))
-          }
-          if (v === null && mode === "update") delete merged[k]
-          else merged[k] = v
+    /**
+     * Validation sees plaintext: stored secrets are decrypted for the merge base, and a client that writes back what
+     * it read (the mask) gets the stored value in its place. Afterwards every secret equal to the stored plaintext
+     * is put back as the stored ciphertext, so an unchanged secret is no change (and is not re-encrypted).
+     */
+    const withPlainSecrets = (structure: Structure, input: Record<string, unknown>, previous: Record<string, unknown> | undefined) =>
+      Effect.gen(function*() {
+        if (previous === undefined || secretPaths(structure).length === 0) {
+          return { input, previous, restore: (out: Record<string, unknown>) => out }
         }
-        return Effect.succeed(merged)
-      }
-      const result = validatorFor(structure).validate(data, { mode, previous, now: new Date() })
-      return result.ok ? Effect.succeed(result.data) : Effect.fail(validationFailed(result.errors))
-    }
+        const plain = yield* reveal(structure, previous)
+        let patched = input
+        for (const path of secretPaths(structure)) {
+          const stored = getAt(plain, path)
+          if (getAt(patched, path) === MASK && typeof stored === "string") patched = setAt(patched, path, stored)
+        }
+        const restore = (out: Record<string, unknown>) => {
+          let result = out
+          for (const path of secretPaths(structure)) {
+            const v = getAt(result, path)
+            if (typeof v === "string" && v === getAt(plain, path)) result = setAt(result, path, getAt(previous, path))
+          }
+          return result
+        }
+        return { input: patched, previous: plain, restore }
+      })
+
+    /** Client data -> the data to store (new secrets still plaintext), or a 400 naming every problem. */
+    const validate = (structure: Structure, data: unknown, mode: "create" | "update" | "replace", stored: Record<string, unknown> | undefined, skip: boolean) =>
+      Effect.gen(function*() {
+        if (!isObject(data)) return yield* validationFailed([detail("data", "must be an object")])
+        const problems = inspectJson(data, "data", structure.properties)
+        if (problems.length > 0) return yield* validationFailed(problems)
+        const { input, previous, restore } = yield* withPlainSecrets(structure, data, stored)
+        let out: Record<string, unknown>
+        if (skip) {
+          // skipValidation: only the checks above; update keeps the shallow-patch semantics (null unsets)
+          out = mode === "update" ? { ...previous } : {}
+          for (const [k, v] of Object.entries(input)) {
+            if (v === null && mode === "update") delete out[k]
+            else out[k] = v
+          }
+        } else {
+          const result = validatorFor(structure).validate(input, { mode, previous, now: new Date() })
+          if (!result.ok) return yield* validationFailed(result.errors)
+          out = result.data
+        }
+        return restore(out)
+      })
+
+    /** Metadata is free-form, but stored JSON all the same. */
+    const checkMetadata = (metadata: unknown) =>
+      Effect.gen(function*() {
+        if (metadata === undefined) return
+        if (!isObject(metadata)) return yield* validationFailed([detail("metadata", "must be an object")])
+        const problems = inspectJson(metadata, "metadata")
+        if (problems.length > 0) return yield* validationFailed(problems)
+      })
 
     /** Referenced records must exist (live) in the target structure. */
     const checkReferences = (structure: Structure, data: Record<string, unknown>, previous: Record<string, unknown> | undefined) =>
@@ -189,10 +262,21 @@ export class RecordService extends Context.Service<RecordService, {
         }
       })
 
+    const oneToOneCache = new WeakMap<Structure, ReadonlySet<string>>()
+    const oneToOne = (structure: Structure) => {
+      let set = oneToOneCache.get(structure)
+      if (set === undefined) {
+        set = new Set(referenceFields(structure).filter((r) => r.relationship === "one-to-one").map((r) => r.field))
+        oneToOneCache.set(structure, set)
+      }
+      return set
+    }
+
     /** Values that must be unique: isUnique properties and one-to-one references. */
     const uniqueValues = (structure: Structure, data: Record<string, unknown>) => {
       const out: Array<[string, string]> = []
       for (const field of uniqueFields(structure)) {
+        if (oneToOne(structure).has(field)) continue // claimed below with its own message
         const v = data[field]
         if (v !== undefined && v !== null) out.push([field, canonicalJson(v)])
       }
@@ -215,8 +299,16 @@ export class RecordService extends Context.Service<RecordService, {
         }
         for (const [field, value] of after) {
           if (before.get(field) === value) continue
-          const rows = yield* sql`INSERT INTO record_unique_values (structure_id, field, value, record_id)
+          const insert = sql`INSERT INTO record_unique_values (structure_id, field, value, record_id)
             VALUES (${structure.id}, ${field}, ${value}, ${recordId}) ON CONFLICT DO NOTHING RETURNING record_id`
+          let rows = yield* insert
+          if (rows.length === 0) {
+            // an expired record is gone for every reader at once, so its value is free before the sweeper runs
+            const freed = yield* sql`DELETE FROM record_unique_values u USING records r
+              WHERE u.structure_id = ${structure.id} AND u.field = ${field} AND u.value = ${value} AND r.id = u.record_id
+                AND (r.expires_at <= now() OR r.deleted_at IS NOT NULL) RETURNING u.record_id`
+            if (freed.length > 0) rows = yield* insert
+          }
           if (rows.length === 0) {
             const name = field.startsWith("ref:") ? field.slice(4) : field
             return yield* Effect.fail(conflict({
@@ -297,6 +389,11 @@ export class RecordService extends Context.Service<RecordService, {
         )
         : Effect.succeed(undefined)
 
+    /** The structure of a record being written; a soft-deleted structure hides its records. */
+    const liveStructure = (workspace: string, row: RecordRow) =>
+      Effect.flatMap(structures.get(workspace, row.structureId).pipe(Effect.mapError(() => recordNotFound(row.id))), (s) =>
+        s.isDeleted ? Effect.fail(recordNotFound(row.id)) : Effect.succeed(s))
+
     const lockLive = (workspace: string, id: string) =>
       Effect.flatMap(lock(workspace, id), (row) =>
         row !== undefined && isLive(row, Date.now()) ? Effect.succeed(row) : Effect.fail(recordNotFound(id)))
@@ -308,6 +405,8 @@ export class RecordService extends Context.Service<RecordService, {
           isSqlError(e)
             ? e.reason._tag === "UniqueViolation"
               ? Effect.fail(conflict({ message: "A unique constraint was violated", code: "DUPLICATE_KEY" }))
+              : e.reason._tag === "DeadlockError" || e.reason._tag === "SerializationError" || e.reason._tag === "LockTimeoutError"
+              ? Effect.fail(conflict({ message: "The write collided with a concurrent write; retry it", code: "CONFLICT" }))
               : Effect.die(e)
             : Effect.fail(e))
       ) as any
@@ -321,6 +420,7 @@ export class RecordService extends Context.Service<RecordService, {
         const expiry = expiryOf(input, structure.defaultTtlSeconds, nowMs)
         if (expiry.error) return yield* expiry.error
         let data = yield* validate(structure, input.data, "create", undefined, input.skipValidation === true && writer.canSkipValidation)
+        yield* checkMetadata(input.metadata)
         yield* checkReferences(structure, data, undefined)
         data = yield* assignAutoIncrements(structure, data)
         data = encryptSecrets(structure, data)
@@ -333,7 +433,7 @@ export class RecordService extends Context.Service<RecordService, {
         yield* claimUnique(structure, id, data, undefined)
         const changes = diff(structure, {}, data)
         yield* writeVersion(row, changes, writer)
-        yield* writeChangelog(row, "create", changes, writer)
+        yield* writeChangelog(row, "create", changes, writer, input.reason ? { reason: input.reason } : {})
         yield* recordEvent("record.created", structure, row, null, changes, writer)
         return { row, structure }
       })
@@ -354,6 +454,7 @@ export class RecordService extends Context.Service<RecordService, {
         }
         const skip = input.skipValidation === true && writer.canSkipValidation
         let data = yield* validate(structure, input.data, input.replace ? "replace" : "update", row.data, skip)
+        yield* checkMetadata(input.metadata)
         yield* checkReferences(structure, data, row.data)
         data = encryptSecrets(structure, data, row.data)
         yield* claimUnique(structure, row.id, data, row.data)
@@ -377,7 +478,7 @@ export class RecordService extends Context.Service<RecordService, {
         } else {
           yield* writeVersion(next, changes, writer)
         }
-        yield* writeChangelog(next, action, changes, writer)
+        yield* writeChangelog(next, action, changes, writer, input.reason ? { reason: input.reason } : {})
         yield* recordEvent("record.updated", structure, next, row.data, changes, writer)
         return { row: next, structure, previousVersion: row.version }
       })
@@ -385,29 +486,34 @@ export class RecordService extends Context.Service<RecordService, {
     const update = (workspace: string, id: string, input: UpdateInput, writer: Writer) =>
       transaction(Effect.gen(function*() {
         const row = yield* lockLive(workspace, id)
-        const structure = yield* structures.get(workspace, row.structureId)
+        const structure = yield* liveStructure(workspace, row)
         return yield* updateInTx(row, structure, input, writer, input.replace ? "replace" : "update")
       }))
 
     // ---------------------------------------------------------------- delete (with onDelete of references)
 
-    /** Records of other structures that reference `row` through a reference property targeting its structure. */
-    const applyOnDelete = (structure: Structure, row: RecordRow, permanent: boolean, writer: Writer, depth: number): Effect.Effect<void, RecordError, never> =>
+    /**
+     * onDelete of every reference to `row`, in the same transaction: restrict refuses (409), cascade deletes the
+     * referencing records (transitively), set_null clears the reference (one new version per referencing record,
+     * whatever number of its fields pointed here; many-to-many arrays lose the id).
+     */
+    const applyOnDelete = (structure: Structure, row: RecordRow, permanent: boolean, writer: Writer, depth: number): Effect.Effect<void, RecordError | SqlError> =>
       Effect.gen(function*() {
         if (depth > 32) return yield* conflict({ message: "Cascade too deep", code: "CONFLICT" })
         const all = yield* structures.all(structure.workspaceSlug)
         for (const other of all) {
-          for (const ref of referenceFields(other)) {
-            if (ref.target !== structure.recordSlug) continue
+          const refs = referenceFields(other).filter((ref) => ref.target === structure.recordSlug)
+          if (refs.length === 0) continue
+          const cleared = new Map<string, { row: RecordRow; data: Record<string, unknown> }>()
+          const cascaded = new Set<string>()
+          for (const ref of refs) {
             const key = ref.targetField === "id" ? row.id : row.data[ref.targetField]
             if (key === undefined || key === null) continue
             const single = JSON.stringify({ [ref.field]: key })
             const many = JSON.stringify({ [ref.field]: [key] })
-            const referencing = yield* sql`SELECT * FROM records WHERE structure_id = ${other.id} AND deleted_at IS NULL
-                AND id <> ${row.id} AND (data @> ${single}::jsonb OR data @> ${many}::jsonb) FOR UPDATE`.pipe(
-              Effect.orDie,
-              Effect.map((rows) => rows.map(fromRow))
-            )
+            const referencing = (yield* sql`SELECT * FROM records WHERE structure_id = ${other.id} AND deleted_at IS NULL
+                AND (expires_at IS NULL OR expires_at > now()) AND id <> ${row.id}
+                AND (data @> ${single}::jsonb OR data @> ${many}::jsonb) ORDER BY id FOR UPDATE`).map(fromRow)
             if (referencing.length === 0) continue
             if (ref.onDelete === "restrict") {
               return yield* conflict({
@@ -418,20 +524,25 @@ export class RecordService extends Context.Service<RecordService, {
             }
             for (const r of referencing) {
               if (ref.onDelete === "cascade") {
+                if (cascaded.has(r.id)) continue
+                cascaded.add(r.id)
+                cleared.delete(r.id)
                 yield* deleteInTx(other, r, permanent, { ...writer, source: "cascade" }, depth + 1)
-              } else {
-                const value = r.data[ref.field]
-                const nextValue = Array.isArray(value) ? value.filter((x) => x !== key) : null
-                yield* updateInTx(r, other, { data: { ...r.data, [ref.field]: nextValue }, replace: true, skipValidation: true }, { ...writer, source: "set_null", canSkipValidation: true }).pipe(
-                  Effect.asVoid
-                )
+              } else if (!cascaded.has(r.id)) {
+                const entry = cleared.get(r.id) ?? { row: r, data: { ...r.data } }
+                const value = entry.data[ref.field]
+                entry.data[ref.field] = Array.isArray(value) ? value.filter((x) => x !== key) : null
+                cleared.set(r.id, entry)
               }
             }
           }
+          for (const { row: r, data } of cleared.values()) {
+            yield* updateInTx(r, other, { data, replace: true, skipValidation: true }, { ...writer, source: "set_null", canSkipValidation: true })
+          }
         }
-      }).pipe(Effect.catchTag("SqlError" as any, Effect.die)) as Effect.Effect<void, RecordError, never>
+      })
 
-    const deleteInTx = (structure: Structure, row: RecordRow, permanent: boolean, writer: Writer, depth = 0): Effect.Effect<string, RecordError, never> =>
+    const deleteInTx = (structure: Structure, row: RecordRow, permanent: boolean, writer: Writer, depth = 0, reason?: string): Effect.Effect<string, RecordError | SqlError> =>
       Effect.gen(function*() {
         yield* applyOnDelete(structure, row, permanent, writer, depth)
         const deletedAt = new Date().toISOString()
@@ -440,18 +551,18 @@ export class RecordService extends Context.Service<RecordService, {
         } else {
           yield* sql`UPDATE records SET deleted_at = ${deletedAt}, updated_by = ${writer.userId}, updated_at = now() WHERE id = ${row.id}`
           yield* sql`DELETE FROM record_unique_values WHERE record_id = ${row.id}`
-          yield* writeChangelog(row, "delete", {}, writer)
+          yield* writeChangelog(row, "delete", {}, writer, reason ? { reason } : {})
         }
         yield* recordEvent("record.deleted", structure, row, row.data, {}, writer)
         return deletedAt
-      }).pipe(Effect.catchTag("SqlError" as any, Effect.die)) as Effect.Effect<string, RecordError, never>
+      })
 
-    const remove = (workspace: string, id: string, permanent: boolean, writer: Writer) =>
+    const remove = (workspace: string, id: string, permanent: boolean, writer: Writer, reason?: string) =>
       transaction(Effect.gen(function*() {
         const row = yield* lock(workspace, id)
         if (row === undefined || (!permanent && !isLive(row, Date.now()))) return yield* recordNotFound(id)
-        const structure = yield* structures.get(workspace, row.structureId)
-        const deletedAt = yield* deleteInTx(structure, row, permanent, writer)
+        const structure = yield* liveStructure(workspace, row)
+        const deletedAt = yield* deleteInTx(structure, row, permanent, writer, 0, reason)
         return { id: row.id, deletedAt, structure }
       }))
 
@@ -464,7 +575,10 @@ export class RecordService extends Context.Service<RecordService, {
 
     const rewind = (row: RecordRow, structure: Structure, data: Record<string, unknown>, restoredFrom: number, event: string, action: string, reason: string | undefined, writer: Writer) =>
       Effect.gen(function*() {
-        yield* claimUnique(structure, row.id, data, row.data)
+        // a soft-deleted record gave its unique values up: it claims them (and checks its references) afresh
+        const before = row.deletedAt === null ? row.data : undefined
+        yield* checkReferences(structure, data, before)
+        yield* claimUnique(structure, row.id, data, before)
         const rows = yield* sql`UPDATE records SET data = ${JSON.stringify(data)}::jsonb, version = version + 1,
             updated_by = ${writer.userId}, updated_at = now(), deleted_at = NULL
           WHERE id = ${row.id} RETURNING *`
@@ -480,7 +594,7 @@ export class RecordService extends Context.Service<RecordService, {
       transaction(Effect.gen(function*() {
         const row = yield* lock(workspace, id)
         if (row === undefined || (row.expiresAt !== null && Date.parse(row.expiresAt) <= Date.now())) return yield* recordNotFound(id)
-        const structure = yield* structures.get(workspace, row.structureId)
+        const structure = yield* liveStructure(workspace, row)
         if (version === undefined) {
           // restore of a soft-deleted record: it comes back as it was
           if (row.deletedAt === null) {
@@ -489,7 +603,7 @@ export class RecordService extends Context.Service<RecordService, {
           return yield* rewind(row, structure, row.data, row.version, "record.restored", "restore", reason, writer)
         }
         if (row.deletedAt !== null) return yield* recordNotFound(id)
-        if (!Number.isInteger(version) || version < 1) return yield* validationFailed([detail("version", "version must be a positive integer")])
+        if (!Number.isInteger(version) || version < 1 || version > MAX_VERSION) return yield* validationFailed([detail("version", "version must be a positive integer")])
         const data = yield* snapshot(row.id, version)
         if (data === undefined) return yield* notFound({ message: `Version ${version} of record ${id} does not exist`, code: "VERSION_NOT_FOUND" })
         return yield* rewind(row, structure, data, version, "record.restored", "restore", reason, writer)
@@ -498,7 +612,7 @@ export class RecordService extends Context.Service<RecordService, {
     const revert = (workspace: string, id: string, reason: string | undefined, writer: Writer) =>
       transaction(Effect.gen(function*() {
         const row = yield* lockLive(workspace, id)
-        const structure = yield* structures.get(workspace, row.structureId)
+        const structure = yield* liveStructure(workspace, row)
         const previous = yield* sql`SELECT * FROM record_versions WHERE record_id = ${row.id} AND version < ${row.version}
           ORDER BY version DESC LIMIT 1`.pipe(Effect.map((rows) => rows[0]))
         if (previous === undefined) {
@@ -509,46 +623,64 @@ export class RecordService extends Context.Service<RecordService, {
 
     // ---------------------------------------------------------------- upsert
 
+    /**
+     * Upsert of one business key. Callers serialise per key (RecordKeyEntity); the row lock keeps it right against
+     * writes that reach the matched record another way. With an Idempotency-Key, the key is claimed in the same
+     * transaction as the write (a concurrent request with the same key waits on that claim), so a key maps to
+     * exactly one committed outcome, replayed for 24 hours; failures store nothing and may be retried.
+     */
     const upsert = (structure: Structure, match: Record<string, unknown>, data: Record<string, unknown>, writer: Writer, idempotencyKey?: string) =>
       Effect.gen(function*() {
+        const keys = Object.keys(match)
+        if (keys.length === 0) return yield* validationFailed([detail("match", "match must name at least one field")])
+        const problems = [...inspectJson(match, "match", structure.properties)]
+        const secretRoots = new Set(secretPaths(structure).map((p) => p[0]!))
+        for (const k of keys) {
+          const v = match[k]
+          if (v !== null && typeof v === "object") problems.push(detail(`match.${k}`, "match values are strings, numbers, booleans or null"))
+          if (secretRoots.has(k)) problems.push(detail(`match.${k}`, "secret fields are stored encrypted and cannot be matched"))
+        }
+        if (problems.length > 0) return yield* validationFailed(problems)
+        const workspace = structure.workspaceSlug
         const requestHash = Crypto.createHash("sha256").update(canonicalJson({ s: structure.id, match, data })).digest("hex")
-        if (idempotencyKey !== undefined) {
-          const stored = yield* sql`SELECT * FROM idempotency_keys WHERE workspace = ${structure.workspaceSlug} AND key = ${idempotencyKey}
-            AND created_at > now() - interval '24 hours'`.pipe(Effect.orDie)
-          if (stored[0]) {
-            if (stored[0].request_hash !== requestHash) {
-              return yield* unprocessable({ message: "This Idempotency-Key was used with a different request", code: "IDEMPOTENCY_KEY_REUSED" })
+        return yield* transaction(Effect.gen(function*() {
+          if (idempotencyKey !== undefined) {
+            const claimed = yield* sql`INSERT INTO idempotency_keys (workspace, key, request_hash, status, body)
+              VALUES (${workspace}, ${idempotencyKey}, ${requestHash}, 0, 'null'::jsonb)
+              ON CONFLICT (workspace, key) DO UPDATE SET request_hash = EXCLUDED.request_hash, status = 0, body = 'null'::jsonb, created_at = now()
+                WHERE idempotency_keys.created_at <= now() - interval '24 hours'
+              RETURNING key`
+            if (claimed.length === 0) {
+              const stored = (yield* sql`SELECT * FROM idempotency_keys WHERE workspace = ${workspace} AND key = ${idempotencyKey}`)[0]
+              if (stored === undefined || stored.request_hash !== requestHash) {
+                return yield* unprocessable({ message: "This Idempotency-Key was used with a different request", code: "IDEMPOTENCY_KEY_REUSED" })
+              }
+              return { status: num(stored.status), body: json(stored.body), replayed: true }
             }
-            return { status: num(stored[0].status), body: json(stored[0].body) }
           }
-        }
-        if (Object.keys(match).length === 0) {
-          return yield* validationFailed([detail("match", "match must name at least one field")])
-        }
-        const result = yield* transaction(Effect.gen(function*() {
           yield* writable(structure)
           const found = yield* sql`SELECT * FROM records WHERE structure_id = ${structure.id} AND deleted_at IS NULL
               AND (expires_at IS NULL OR expires_at > now()) AND data @> ${JSON.stringify(match)}::jsonb
             ORDER BY created_at, id LIMIT 1 FOR UPDATE`.pipe(Effect.map((rows) => rows.map(fromRow)))
           const existing = found[0]
+          let result: { status: number; body: unknown }
           if (existing !== undefined) {
             const patch = { ...data }
-            for (const key of Object.keys(match)) delete patch[key]
+            for (const key of keys) delete patch[key]
             const done = yield* updateInTx(existing, structure, { data: patch }, writer)
             const shown = maskData(structure, done.row.data)
-            return { status: 200, body: { data: { id: done.row.id, data: shown, version: done.row.version, updatedAt: done.row.updatedAt }, operation: "updated" } }
+            result = { status: 200, body: { data: { id: done.row.id, data: shown, version: done.row.version, updatedAt: done.row.updatedAt }, operation: "updated" } }
+          } else {
+            const done = yield* createInTx(structure, { data: { ...data, ...match } }, writer)
+            const shown = maskData(structure, done.row.data)
+            result = { status: 201, body: { data: { id: done.row.id, data: shown, version: done.row.version, createdAt: done.row.createdAt }, operation: "created" } }
           }
-          const done = yield* createInTx(structure, { data: { ...data, ...match } }, writer)
-          const shown = maskData(structure, done.row.data)
-          return { status: 201, body: { data: { id: done.row.id, data: shown, version: done.row.version, createdAt: done.row.createdAt }, operation: "created" } }
+          if (idempotencyKey !== undefined) {
+            yield* sql`UPDATE idempotency_keys SET status = ${result.status}, body = ${JSON.stringify(result.body)}::jsonb
+              WHERE workspace = ${workspace} AND key = ${idempotencyKey}`
+          }
+          return { ...result, replayed: false }
         }))
-        if (idempotencyKey !== undefined) {
-          yield* sql`INSERT INTO idempotency_keys (workspace, key, request_hash, status, body)
-            VALUES (${structure.workspaceSlug}, ${idempotencyKey}, ${requestHash}, ${result.status}, ${JSON.stringify(result.body)}::jsonb)
-            ON CONFLICT (workspace, key) DO UPDATE SET request_hash = EXCLUDED.request_hash, status = EXCLUDED.status,
-              body = EXCLUDED.body, created_at = now()`.pipe(Effect.orDie)
-        }
-        return result
       })
 
     // ---------------------------------------------------------------- reads
@@ -569,7 +701,7 @@ export class RecordService extends Context.Service<RecordService, {
     const getVersion = (workspace: string, id: string, version: number) =>
       Effect.gen(function*() {
         const { row, structure } = yield* get(workspace, id)
-        if (!Number.isInteger(version) || version < 1) return yield* validationFailed([detail("version", "version must be a positive integer")])
+        if (!Number.isInteger(version) || version < 1 || version > MAX_VERSION) return yield* validationFailed([detail("version", "version must be a positive integer")])
         const rows = yield* sql`SELECT * FROM record_versions WHERE record_id = ${row.id} AND version = ${version}`.pipe(Effect.orDie)
         if (!rows[0]) return yield* notFound({ message: `Version ${version} of record ${id} does not exist`, code: "VERSION_NOT_FOUND" })
         const v = rows[0]
@@ -626,6 +758,92 @@ export class RecordService extends Context.Service<RecordService, {
         }
       })
 
+    // ---------------------------------------------------------------- bulk
+
+    const bulkEventInTx = (structure: Structure, type: "record.bulk.created" | "record.bulk.updated" | "record.bulk.deleted", ids: ReadonlyArray<string>, writer: Writer) =>
+      ids.length === 0 ? Effect.void : appendEvent(sql, {
+        workspace: structure.workspaceSlug,
+        type,
+        structureId: structure.id,
+        recordSlug: structure.recordSlug,
+        recordId: null,
+        payload: {
+          event: type,
+          timestamp: new Date().toISOString(),
+          workspace: structure.workspaceSlug,
+          structure: structure.recordSlug,
+          data: { structure: structure.recordSlug, count: ids.length, recordIds: ids, metadata: { userId: writer.userId, source: writer.source } }
+        }
+      })
+
+    const publishBulk = (structure: Structure, type: "record.bulk.created" | "record.bulk.updated" | "record.bulk.deleted", ids: ReadonlyArray<string>, writer: Writer) =>
+      ids.length === 0 ? Effect.void : sql.withTransaction(bulkEventInTx(structure, type, ids, writer)).pipe(Effect.orDie)
+
+    /** Tags an item's failure with its index (SQL failures pass through to the transaction's own mapping). */
+    const at = (index: number) => <A, E>(effect: Effect.Effect<A, E, never>): Effect.Effect<A, BulkItemFailure | SqlError> =>
+      Effect.catch(effect, (e: any) => Effect.fail(isSqlError(e) ? e : { index, error: e as RecordError }))
+
+    /** Locks the rows of a batch in id order first, so two batches touching the same records cannot deadlock. */
+    const lockAll = (workspace: string, ids: ReadonlyArray<string>) => {
+      const wanted = [...new Set(ids.filter(isUuid))].sort()
+      return wanted.length === 0 ? Effect.void : sql`SELECT id FROM records WHERE workspace = ${workspace} AND id IN ${sql.in(wanted)} ORDER BY id FOR UPDATE`.pipe(Effect.asVoid)
+    }
+
+    /** Groups written rows by structure, for one bulk event per structure. */
+    const byStructure = (written: ReadonlyArray<{ row: RecordRow; structure: Structure }>) => {
+      const groups = new Map<string, { structure: Structure; ids: Array<string> }>()
+      for (const w of written) {
+        const g = groups.get(w.structure.id) ?? { structure: w.structure, ids: [] }
+        g.ids.push(w.row.id)
+        groups.set(w.structure.id, g)
+      }
+      return [...groups.values()]
+    }
+
+    const createAll = (structure: Structure, items: ReadonlyArray<CreateInput>, writer: Writer) =>
+      transaction(Effect.gen(function*() {
+        const written: Array<WriteResult> = []
+        for (let i = 0; i < items.length; i++) written.push(yield* at(i)(createInTx(structure, items[i]!, writer)))
+        yield* bulkEventInTx(structure, "record.bulk.created", written.map((w) => w.row.id), writer)
+        return written
+      }))
+
+    const updateAll = (workspace: string, items: ReadonlyArray<{ id: string; input: UpdateInput }>, writer: Writer, structureId?: string) =>
+      transaction(Effect.gen(function*() {
+        yield* lockAll(workspace, items.map((u) => u.id))
+        const written: Array<WriteResult> = []
+        for (let i = 0; i < items.length; i++) {
+          const { id, input } = items[i]!
+          written.push(yield* at(i)(Effect.gen(function*() {
+            const row = yield* lockLive(workspace, id)
+            if (structureId !== undefined && row.structureId !== structureId) return yield* recordNotFound(id)
+            const structure = yield* liveStructure(workspace, row)
+            return yield* updateInTx(row, structure, input, writer, input.replace ? "replace" : "update")
+          })))
+        }
+        for (const g of byStructure(written)) yield* bulkEventInTx(g.structure, "record.bulk.updated", g.ids, writer)
+        return written
+      }))
+
+    const removeAll = (workspace: string, ids: ReadonlyArray<string>, permanent: boolean, writer: Writer, structureId?: string) =>
+      transaction(Effect.gen(function*() {
+        yield* lockAll(workspace, ids)
+        const removed: Array<{ row: RecordRow; structure: Structure; deletedAt: string }> = []
+        for (let i = 0; i < ids.length; i++) {
+          const id = ids[i]!
+          removed.push(yield* at(i)(Effect.gen(function*() {
+            const row = yield* lock(workspace, id)
+            if (row === undefined || (!permanent && !isLive(row, Date.now()))) return yield* recordNotFound(id)
+            if (structureId !== undefined && row.structureId !== structureId) return yield* recordNotFound(id)
+            const structure = yield* liveStructure(workspace, row)
+            const deletedAt = yield* deleteInTx(structure, row, permanent, writer)
+            return { row, structure, deletedAt }
+          })))
+        }
+        for (const g of byStructure(removed)) yield* bulkEventInTx(g.structure, "record.bulk.deleted", g.ids, writer)
+        return removed.map((r) => ({ id: r.row.id, deletedAt: r.deletedAt, structureId: r.structure.id }))
+      }))
+
     return RecordService.of({
       create,
       update,
@@ -637,7 +855,11 @@ export class RecordService extends Context.Service<RecordService, {
       getVersion,
       history,
       changelog,
-      reveal
+      reveal,
+      createAll,
+      updateAll,
+      removeAll,
+      publishBulk
     })
   }))
 }

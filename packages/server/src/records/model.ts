@@ -4,6 +4,7 @@ import type { Structure } from "@troupe/api/structures/Structure"
 import { Schema } from "effect"
 import { iso, isoOrNull, json, num } from "../lib/rows.ts"
 import { jsonEqual } from "../structures/Formats.ts"
+import { secretFields as validatorSecretFields } from "../structures/Validator.ts"
 
 export interface RecordRow {
   readonly id: string
@@ -51,37 +52,64 @@ export type Writer = typeof Writer.Type
 
 export const MASK = "********"
 
-/** Names of top-level secret properties. */
-export const secretFields = (structure: Structure): ReadonlyArray<string> => {
+/** Secret string properties as paths below `data` (top level and inside objects), e.g. `["creds", "token"]`. */
+export const secretPaths = (structure: Structure): ReadonlyArray<ReadonlyArray<string>> => {
   const cached = secretCache.get(structure)
   if (cached) return cached
-  const fields = structure.properties.filter((p) => p.type === "string" && p.isSecret === true).map((p) => p.name)
-  secretCache.set(structure, fields)
-  return fields
+  const paths = validatorSecretFields(structure).map((f) => f.split("."))
+  secretCache.set(structure, paths)
+  return paths
 }
-const secretCache = new WeakMap<Structure, ReadonlyArray<string>>()
+const secretCache = new WeakMap<Structure, ReadonlyArray<ReadonlyArray<string>>>()
+
+/** Dotted names of the secret paths (the encryption context of each). */
+export const secretFields = (structure: Structure): ReadonlyArray<string> => secretPaths(structure).map((p) => p.join("."))
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+
+/** The value at a path, or undefined. */
+export const getAt = (data: unknown, path: ReadonlyArray<string>): unknown => {
+  let cur = data
+  for (const key of path) {
+    if (!isObject(cur) || !Object.hasOwn(cur, key)) return undefined
+    cur = cur[key]
+  }
+  return cur
+}
+
+/** A copy of `data` with the value at `path` replaced (copy on write along the path); the path must exist. */
+export const setAt = (data: Record<string, unknown>, path: ReadonlyArray<string>, value: unknown): Record<string, unknown> => {
+  const [head, ...rest] = path
+  if (head === undefined) return data
+  if (rest.length === 0) return { ...data, [head]: value }
+  const child = data[head]
+  return isObject(child) ? { ...data, [head]: setAt(child, rest, value) } : data
+}
 
 /** Stored data with secret values masked. */
 export const maskData = (structure: Structure, data: Record<string, unknown>): Record<string, unknown> => {
-  const secrets = secretFields(structure)
-  if (secrets.length === 0) return data
-  const out = { ...data }
-  for (const f of secrets) if (out[f] !== undefined && out[f] !== null) out[f] = MASK
+  const paths = secretPaths(structure)
+  if (paths.length === 0) return data
+  let out = data
+  for (const path of paths) {
+    const v = getAt(out, path)
+    if (v !== undefined && v !== null) out = setAt(out, path, MASK)
+  }
   return out
 }
 
 export type Changes = Record<string, { old: unknown; new: unknown }>
 
-/** Top-level fields whose values differ; secrets masked. */
+/** Top-level fields whose values differ; secrets (at any depth) masked. */
 export const diff = (structure: Structure | undefined, before: Record<string, unknown>, after: Record<string, unknown>): Changes => {
   const changes: Changes = {}
-  const secrets = structure ? secretFields(structure) : []
+  const masked = structure !== undefined && secretPaths(structure).length > 0
+  const shownBefore = masked ? maskData(structure, before) : before
+  const shownAfter = masked ? maskData(structure, after) : after
   for (const key of new Set([...Object.keys(before), ...Object.keys(after)])) {
     const a = before[key] ?? null
     const b = after[key] ?? null
-    if (!jsonEqual(a, b)) {
-      changes[key] = secrets.includes(key) ? { old: a === null ? null : MASK, new: b === null ? null : MASK } : { old: a, new: b }
-    }
+    if (!jsonEqual(a, b)) changes[key] = { old: shownBefore[key] ?? null, new: shownAfter[key] ?? null }
   }
   return changes
 }

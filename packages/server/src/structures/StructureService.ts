@@ -1,23 +1,46 @@
 // Structures: definitions stored as one jsonb document per structure (plus the columns queries need), checked by
 // rules.ts, versioned when `enableVersioning` is on, and cached per node. Every write publishes the id on the
 // Notifier so every node drops its cached copy and compiled validator.
-import { badRequest, conflict, type ErrorDetail, locked, notFound } from "@troupe/api/Errors"
+//
+// Decisions (docs/structures.md has the full list):
+// - A soft-deleted structure is gone for everything but the structure routes: `get`, `getBySlug`, `resolve` and
+//   `all` (what record routes use) answer 404 STRUCTURE_NOT_FOUND for it; `getAny` (GET /structures/{id}, versions)
+//   still shows it with `isDeleted: true`, and `?hard=true` removes it (records, versions go by FK cascade).
+// - A structure another live structure references cannot be deleted, nor change its recordSlug (409): the
+//   reference would dangle. Renaming or removing a property that another structure's reference names as
+//   targetField / displayField is refused the same way.
+// - Renaming a property (same id, new name) and deleting properties migrate the stored records' top-level data in
+//   the same transaction, so records stay valid under strict mode.
+import {
+  type BadRequest,
+  badRequest,
+  type Conflict,
+  conflict,
+  type ErrorDetail,
+  type Locked,
+  locked,
+  type NotFound,
+  notFound
+} from "@troupe/api/Errors"
 import type { Principal } from "@troupe/api/Authorization"
 import {
   type PropertyDefinition,
   type Structure,
   StructureInput,
   type StructureList,
+  type StructureMetadata,
+  type StructureMetadataUpdate,
   type StructureUpdate,
   type StructureValidation
 } from "@troupe/api/structures/Structure"
-import { Context, Effect, Layer, Schema, Stream } from "effect"
+import { Context, DateTime, Effect, Layer, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
 import * as Crypto from "node:crypto"
-import { flag, iso, isoOrNull, json, num } from "../lib/rows.ts"
-import { Notifier } from "../platform/Notifier.ts"
+import { iso, json, num } from "../lib/rows.ts"
 import { schemaDetails } from "../platform/HttpEdge.ts"
-import { checkStructure, normalizeStructure, slugify } from "./rules.ts"
+import { Notifier } from "../platform/Notifier.ts"
+import { checkStructure, type DefinitionProblem, mergeStructureUpdate, normalizeStructure, slugify } from "./rules.ts"
 import { clearValidatorCache } from "./Validator.ts"
 
 export interface ListQuery {
@@ -35,75 +58,182 @@ export interface StructureVersionEntry {
   readonly structureId: string
   readonly version: number
   readonly definition: Structure
+  readonly pinned: boolean
   readonly createdAt: string
   readonly createdBy: string | null
 }
 
-const notFoundError = (what: string) => notFound({ message: `Structure ${what} not found`, code: "STRUCTURE_NOT_FOUND" })
-const invalid = (details: ReadonlyArray<{ field: string; message: string }>) =>
-  badRequest({
-    message: "The structure definition is invalid",
-    code: "VALIDATION_ERROR",
-    details: details.map((d): ErrorDetail => ({ field: d.field, property: d.field, message: d.message }))
+/** The retention policy as applied: defaults filled in. */
+export interface EffectiveRetention {
+  readonly maxVersions: number | undefined
+  readonly maxAgeDays: number | undefined
+  readonly cleanupIntervalHours: number
+  readonly pinnedVersionsRetained: boolean
+}
+
+/** Defaults of a retention policy: clean up daily; pinned versions are kept unless the policy says otherwise. */
+export const effectiveRetention = (policy: Structure["retentionPolicy"]): EffectiveRetention => ({
+  maxVersions: policy?.maxVersions,
+  maxAgeDays: policy?.maxAgeDays,
+  cleanupIntervalHours: policy?.cleanupIntervalHours ?? 24,
+  pinnedVersionsRetained: policy?.pinnedVersionsRetained ?? true
+})
+
+/**
+ * Applies a retention policy to the stored versions of one structure: beyond the newest `maxVersions`, and older
+ * than `maxAgeDays`, versions are removed, except the newest one (the current definition) and, while
+ * `pinnedVersionsRetained`, pinned ones. Answers how many were removed.
+ */
+export const pruneVersions = (sql: SqlClient.SqlClient, structureId: string, policy: Structure["retentionPolicy"]) =>
+  Effect.gen(function*() {
+    const p = effectiveRetention(policy)
+    const keepPinned = p.pinnedVersionsRetained
+    let removed = 0
+    if (p.maxVersions !== undefined && p.maxVersions > 0) {
+      const rows = yield* sql`DELETE FROM structure_versions WHERE structure_id = ${structureId}
+        AND version NOT IN (SELECT version FROM structure_versions WHERE structure_id = ${structureId}
+          ORDER BY version DESC LIMIT ${Math.floor(p.maxVersions)})
+        AND NOT (pinned AND ${keepPinned}) RETURNING version`
+      removed += rows.length
+    }
+    if (p.maxAgeDays !== undefined && p.maxAgeDays > 0) {
+      const seconds = p.maxAgeDays * 86_400
+      const rows = yield* sql`DELETE FROM structure_versions WHERE structure_id = ${structureId}
+        AND version < (SELECT max(version) FROM structure_versions WHERE structure_id = ${structureId})
+        AND created_at < now() - make_interval(secs => ${seconds})
+        AND NOT (pinned AND ${keepPinned}) RETURNING version`
+      removed += rows.length
+    }
+    return removed
   })
 
-const slugPattern = /^[a-z0-9]+(-[a-z0-9]+)*$/
+const notFoundError = (what: string) => notFound({ message: `Structure ${what} not found`, code: "STRUCTURE_NOT_FOUND" })
+
+const toDetails = (problems: ReadonlyArray<DefinitionProblem>): Array<ErrorDetail> =>
+  problems.map((d) => ({ field: d.field, property: d.field, message: d.message }))
+
+const invalid = (problems: ReadonlyArray<DefinitionProblem>) =>
+  badRequest({ message: "The structure definition is invalid", code: "VALIDATION_ERROR", details: toDetails(problems) })
+
+const slugConflict = (slug: string) =>
+  conflict({
+    message: `A structure with recordSlug "${slug}" already exists in this workspace`,
+    code: "DUPLICATE_KEY",
+    details: [{ field: "recordSlug", property: "recordSlug", message: "already in use" }]
+  })
+
+const writesLocked = () =>
+  locked({ message: "Structure writes are locked while a migration runs", code: "STRUCTURE_WRITES_LOCKED" })
+
+const uuidRe = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const isUuid = (s: string) => uuidRe.test(s)
 
 /** Columns stored outside the definition document. */
 const rowColumns = ["id", "workspaceSlug", "recordSlug", "name", "isDeleted", "version", "createdAt", "updatedAt", "createdBy", "lastUpdatedBy"] as const
 
-const toStructure = (row: any): Structure => ({
-  ...json<Record<string, unknown>>(row.definition),
-  id: row.id,
-  workspaceSlug: row.workspace,
-  recordSlug: row.record_slug,
-  name: row.name,
-  isDeleted: row.is_deleted,
-  version: num(row.version),
-  createdAt: iso(row.created_at),
-  updatedAt: iso(row.updated_at),
-  createdBy: row.created_by ?? null,
-  lastUpdatedBy: row.updated_by ?? null
-}) as Structure
+const defaultMetadata: StructureMetadata = { recordWritesLocked: false, structureWritesLocked: false, migrationInProgress: false }
 
-const definitionOf = (s: Structure): Record<string, unknown> => {
+const toStructure = (row: any): Structure => {
+  const doc = json<Record<string, unknown>>(row.definition)
+  return {
+    ...doc,
+    metadata: { ...defaultMetadata, ...(doc.metadata as object | undefined) },
+    id: row.id,
+    workspaceSlug: row.workspace,
+    recordSlug: row.record_slug,
+    name: row.name,
+    isDeleted: row.is_deleted,
+    version: num(row.version),
+    createdAt: iso(row.created_at),
+    updatedAt: iso(row.updated_at),
+    createdBy: row.created_by ?? null,
+    lastUpdatedBy: row.updated_by ?? null
+  } as Structure
+}
+
+const definitionOf = (s: Record<string, unknown>): Record<string, unknown> => {
   const doc: Record<string, unknown> = { ...s }
   for (const key of rowColumns) delete doc[key]
   return doc
 }
 
-/** Property updates: an existing id replaces that property, `new` or no id appends, omission keeps. */
-const mergeProperties = (
-  existing: ReadonlyArray<PropertyDefinition>,
-  incoming: ReadonlyArray<PropertyDefinition>
-): { properties: Array<PropertyDefinition>; unknownIds: Array<[number, string]> } => {
-  const result = [...existing]
-  const unknownIds: Array<[number, string]> = []
-  incoming.forEach((p, i) => {
-    if (p.id === undefined || p.id === "new") {
-      result.push(p)
-      return
+/** JSON with object keys sorted, to compare definitions whatever order their keys were written in. */
+const canonical = (v: unknown): string =>
+  JSON.stringify(v, (_, x) =>
+    isObj(x) ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, x[k]])) : x)
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+
+/** Property ids must be unique within one list (top level, object properties, item schema) to address them. */
+const idProblems = (properties: unknown, at = "properties"): Array<DefinitionProblem> => {
+  if (!Array.isArray(properties)) return []
+  const seen = new Map<string, number>()
+  const out: Array<DefinitionProblem> = []
+  properties.forEach((p, i) => {
+    if (!isObj(p)) return
+    if (typeof p.id === "string" && p.id !== "new" && p.id !== "") {
+      const first = seen.get(p.id)
+      if (first !== undefined) out.push({ field: `${at}[${i}].id`, message: `duplicates the id of ${at}[${first}]` })
+      else seen.set(p.id, i)
     }
-    const at = result.findIndex((e) => e.id === p.id)
-    if (at < 0) unknownIds.push([i, p.id])
-    else result[at] = p
+    if (p.type === "object") out.push(...idProblems(p.properties, `${at}[${i}].properties`))
+    if (p.type === "array") out.push(...idProblems(p.itemSchema, `${at}[${i}].itemSchema`))
   })
-  return { properties: result, unknownIds }
+  return out
 }
 
+interface InboundReference {
+  /** the referencing structure */
+  readonly from: Structure
+  /** path of the reference property in it, e.g. `properties[2]` */
+  readonly at: string
+  readonly targetField: string | undefined
+  readonly displayField: string | undefined
+}
+
+/** Reference properties (nested ones included) of `from` that point at `slug`. */
+const referencesTo = (from: Structure, slug: string): Array<InboundReference> => {
+  const walk = (props: ReadonlyArray<PropertyDefinition> | undefined, at: string): Array<InboundReference> =>
+    (props ?? []).flatMap((p, i): Array<InboundReference> => {
+      const here = `${at}[${i}]`
+      if (p.type === "reference") {
+        return (p.target ?? p.referenceStructure) === slug
+          ? [{ from, at: here, targetField: p.targetField, displayField: p.displayField }]
+          : []
+      }
+      if (p.type === "object") return walk(p.properties, `${here}.properties`)
+      if (p.type === "array") return walk(p.itemSchema, `${here}.itemSchema`)
+      return []
+    })
+  return walk(from.properties, "properties")
+}
+
+const RECORD_COLUMNS = new Set(["id", "createdAt", "updatedAt", "version"])
+
+type ServiceError = BadRequest | Conflict | NotFound | Locked
+
 export class StructureService extends Context.Service<StructureService, {
-  readonly list: (workspace: string, query: ListQuery) => Effect.Effect<StructureList, ReturnType<typeof badRequest>>
-  readonly get: (workspace: string, id: string) => Effect.Effect<Structure, ReturnType<typeof notFound>>
-  readonly getBySlug: (workspace: string, slug: string) => Effect.Effect<Structure, ReturnType<typeof notFound>>
+  readonly list: (workspace: string, query: ListQuery) => Effect.Effect<StructureList, BadRequest>
+  /** A live structure by id; soft-deleted ones are not found. */
+  readonly get: (workspace: string, id: string) => Effect.Effect<Structure, NotFound>
+  /** A structure by id, soft-deleted ones included (the structure routes show them with `isDeleted: true`). */
+  readonly getAny: (workspace: string, id: string) => Effect.Effect<Structure, NotFound>
+  /** A live structure by recordSlug. */
+  readonly getBySlug: (workspace: string, slug: string) => Effect.Effect<Structure, NotFound>
   /** A live (not deleted) structure by id or slug: what record routes use. */
-  readonly resolve: (workspace: string, idOrSlug: string) => Effect.Effect<Structure, ReturnType<typeof notFound>>
-  readonly create: (workspace: string, input: StructureInput, by: Principal) => Effect.Effect<Structure, ReturnType<typeof badRequest> | ReturnType<typeof conflict>>
-  readonly update: (workspace: string, id: string, patch: StructureUpdate, by: Principal) => Effect.Effect<Structure, ReturnType<typeof badRequest> | ReturnType<typeof conflict> | ReturnType<typeof notFound> | ReturnType<typeof locked>>
-  readonly remove: (workspace: string, id: string, hard: boolean, by: Principal) => Effect.Effect<Structure, ReturnType<typeof notFound>>
-  readonly deleteProperties: (workspace: string, id: string, ids: ReadonlyArray<string>, by: Principal) => Effect.Effect<Structure, ReturnType<typeof badRequest> | ReturnType<typeof notFound> | ReturnType<typeof locked> | ReturnType<typeof conflict>>
+  readonly resolve: (workspace: string, idOrSlug: string) => Effect.Effect<Structure, NotFound>
+  /** Creates from a create body; the body is checked in full here, whatever decoded it before. */
+  readonly create: (workspace: string, input: unknown, by: Principal) => Effect.Effect<Structure, BadRequest | Conflict>
+  readonly update: (workspace: string, id: string, patch: StructureUpdate, by: Principal) => Effect.Effect<Structure, ServiceError>
+  readonly remove: (workspace: string, id: string, hard: boolean, by: Principal) => Effect.Effect<Structure, NotFound | Conflict | Locked>
+  readonly deleteProperties: (workspace: string, id: string, ids: ReadonlyArray<string>, by: Principal) => Effect.Effect<Structure, ServiceError>
+  /** Every problem of a would-be create body; never fails. */
   readonly validate: (workspace: string, body: unknown) => Effect.Effect<StructureValidation>
-  readonly versions: (workspace: string, id: string) => Effect.Effect<ReadonlyArray<StructureVersionEntry>, ReturnType<typeof notFound>>
-  readonly version: (workspace: string, id: string, version: number) => Effect.Effect<StructureVersionEntry, ReturnType<typeof notFound>>
+  readonly versions: (workspace: string, id: string) => Effect.Effect<ReadonlyArray<StructureVersionEntry>, NotFound>
+  readonly version: (workspace: string, id: string, version: number) => Effect.Effect<StructureVersionEntry, NotFound>
+  readonly pinVersion: (workspace: string, id: string, version: number, pinned: boolean) => Effect.Effect<StructureVersionEntry, NotFound>
+  /** Sets the read-only migration metadata (platform admins, migration tooling). */
+  readonly setMetadata: (workspace: string, id: string, patch: StructureMetadataUpdate, by: Principal) => Effect.Effect<Structure, NotFound>
   /** Every live structure of a workspace (rules need the whole graph for references). */
   readonly all: (workspace: string) => Effect.Effect<ReadonlyArray<Structure>>
 }>()("@troupe/server/structures/StructureService") {
@@ -136,9 +266,7 @@ export class StructureService extends Context.Service<StructureService, {
         Effect.map((rows) => (rows[0] ? toStructure(rows[0]) : undefined))
       )
 
-    const isUuid = (s: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s)
-
-    const get = (workspace: string, id: string) =>
+    const getAny = (workspace: string, id: string): Effect.Effect<Structure, NotFound> =>
       Effect.suspend(() => {
         const cached = byId.get(id)
         if (cached !== undefined && cached.workspaceSlug === workspace) return Effect.succeed(cached)
@@ -147,13 +275,14 @@ export class StructureService extends Context.Service<StructureService, {
           s === undefined ? Effect.fail(notFoundError(id)) : Effect.succeed(remember(s)))
       })
 
-    const getBySlug = (workspace: string, slug: string) =>
+    const get = (workspace: string, id: string): Effect.Effect<Structure, NotFound> =>
+      Effect.flatMap(getAny(workspace, id), (s) => (s.isDeleted ? Effect.fail(notFoundError(id)) : Effect.succeed(s)))
+
+    const getBySlug = (workspace: string, slug: string): Effect.Effect<Structure, NotFound> =>
       Effect.suspend(() => {
         const id = bySlug.get(`${workspace}/${slug}`)
-        if (id !== undefined) {
-          const cached = byId.get(id)
-          if (cached !== undefined) return Effect.succeed(cached)
-        }
+        const cached = id === undefined ? undefined : byId.get(id)
+        if (cached !== undefined) return Effect.succeed(cached)
         return sql`SELECT * FROM structures WHERE workspace = ${workspace} AND record_slug = ${slug} AND NOT is_deleted`.pipe(
           Effect.orDie,
           Effect.flatMap((rows) =>
@@ -162,9 +291,7 @@ export class StructureService extends Context.Service<StructureService, {
       })
 
     const resolve = (workspace: string, idOrSlug: string) =>
-      (isUuid(idOrSlug) ? get(workspace, idOrSlug) : getBySlug(workspace, idOrSlug)).pipe(
-        Effect.flatMap((s) => (s.isDeleted ? Effect.fail(notFoundError(idOrSlug)) : Effect.succeed(s)))
-      )
+      isUuid(idOrSlug) ? get(workspace, idOrSlug) : getBySlug(workspace, idOrSlug)
 
     const all = (workspace: string) =>
       sql`SELECT * FROM structures WHERE workspace = ${workspace} AND NOT is_deleted`.pipe(
@@ -172,18 +299,42 @@ export class StructureService extends Context.Service<StructureService, {
         Effect.map((rows) => rows.map(toStructure))
       )
 
-    /** Rules with the workspace's structure graph; `self` replaces its stored version in the graph. */
-    const check = (workspace: string, candidate: Structure | Record<string, unknown>, selfId?: string) =>
+    /** Rules against the workspace's structure graph; `selfId` (on update) is left out of the graph. */
+    const problemsOf = (workspace: string, candidate: unknown, selfId?: string) =>
       Effect.map(all(workspace), (structures) => {
         const graph = new Map<string, Structure>()
         for (const s of structures) if (s.id !== selfId) graph.set(s.recordSlug, s)
-        const selfSlug = (candidate as any).recordSlug as string | undefined
-        if (selfSlug !== undefined) graph.set(selfSlug, candidate as Structure)
-        return checkStructure(candidate as any, {
-          findStructureBySlug: (slug: string) => graph.get(slug) as any,
-          ...(selfSlug !== undefined ? { selfSlug } : {})
-        })
+        const problems = checkStructure(candidate, { findStructureBySlug: (slug) => graph.get(slug) })
+        problems.push(...idProblems(isObj(candidate) ? candidate.properties : undefined))
+        return { problems, others: structures.filter((s) => s.id !== selfId) }
       })
+
+    /**
+     * What other live structures would lose if `before` became `after` (undefined: deleted): references to its
+     * slug, or to fields it no longer has.
+     */
+    const brokenReferences = (others: ReadonlyArray<Structure>, before: Structure, after: Structure | undefined) => {
+      const inbound = others.flatMap((o) => referencesTo(o, before.recordSlug))
+      if (inbound.length === 0) return []
+      if (after === undefined || after.recordSlug !== before.recordSlug) {
+        return inbound.map((r): ErrorDetail => ({
+          field: after === undefined ? "id" : "recordSlug",
+          property: after === undefined ? "id" : "recordSlug",
+          message: `referenced by ${r.from.recordSlug}.${r.at}`
+        }))
+      }
+      const names = new Set(after.properties.map((p) => p.name))
+      return inbound.flatMap((r) =>
+        [r.targetField, r.displayField].flatMap((f): Array<ErrorDetail> =>
+          f === undefined || RECORD_COLUMNS.has(f) || names.has(f)
+            ? []
+            : [{ field: "properties", property: "properties", message: `'${f}' is used by ${r.from.recordSlug}.${r.at}` }]
+        )
+      )
+    }
+
+    const referencedConflict = (details: ReadonlyArray<ErrorDetail>) =>
+      conflict({ message: "Other structures reference this structure or its fields", code: "CONFLICT", details })
 
     const saveVersion = (s: Structure, by: string) =>
       s.enableVersioning
@@ -191,38 +342,42 @@ export class StructureService extends Context.Service<StructureService, {
           yield* sql`INSERT INTO structure_versions (structure_id, version, definition, created_by)
             VALUES (${s.id}, ${s.version}, ${JSON.stringify(s)}::jsonb, ${by})
             ON CONFLICT (structure_id, version) DO NOTHING`
-          const policy = s.retentionPolicy
-          if (policy?.maxVersions !== undefined && policy.maxVersions > 0) {
-            yield* sql`DELETE FROM structure_versions WHERE structure_id = ${s.id} AND version <= ${s.version - policy.maxVersions}
-              AND NOT (pinned AND ${policy.pinnedVersionsRetained === true})`
-          }
-          if (policy?.maxAgeDays !== undefined && policy.maxAgeDays > 0) {
-            yield* sql`DELETE FROM structure_versions WHERE structure_id = ${s.id} AND version < ${s.version}
-              AND created_at < now() - make_interval(days => ${Math.floor(policy.maxAgeDays)})
-              AND NOT (pinned AND ${policy.pinnedVersionsRetained === true})`
-          }
+          if (s.retentionPolicy) yield* pruneVersions(sql, s.id, s.retentionPolicy)
         })
         : Effect.void
 
-    const slugConflict = (slug: string) =>
-      conflict({ message: `A structure with recordSlug "${slug}" already exists in this workspace`, code: "DUPLICATE_KEY", details: [{ field: "recordSlug", property: "recordSlug", message: "already in use" }] })
+    /** Unique violations on the slug index become 409; any other database failure is a defect. */
+    const slugUnique = (slug: () => string) =>
+      <A, E, R>(effect: Effect.Effect<A, E | SqlError, R>): Effect.Effect<A, Exclude<E, SqlError> | Conflict, R> =>
+        Effect.catchIf(
+          effect,
+          (e): e is SqlError => (e as any)?._tag === "SqlError",
+          (e) => ((e as any).reason?._tag === "UniqueViolation" ? Effect.fail(slugConflict(slug())) : Effect.die(e))
+        ) as any
 
-    const create = Effect.fn("StructureService.create")(function*(workspace: string, input: StructureInput, by: Principal) {
-      const recordSlug = input.recordSlug ?? slugify(input.name)
-      if (input.name.trim().length === 0) return yield* invalid([{ field: "name", message: "name must not be empty" }])
-      if (!slugPattern.test(recordSlug)) {
-        return yield* invalid([{ field: "recordSlug", message: "recordSlug must be lowercase and hyphen-separated (a-z, 0-9, -)" }])
+    const decodeInput = (body: unknown): { input: StructureInput } | { problems: Array<DefinitionProblem> } => {
+      const decoded = Schema.decodeUnknownExit(StructureInput)(body, { errors: "all" })
+      if (decoded._tag === "Success") return { input: decoded.value }
+      const error = decoded.cause.reasons.find((r) => r._tag === "Fail") as { error?: unknown } | undefined
+      return {
+        problems: error !== undefined && Schema.isSchemaError(error.error)
+          ? schemaDetails(error.error).map((d) => ({ field: d.field, message: d.message }))
+          : [{ field: "body", message: "is not a structure definition" }]
       }
-      const now = new Date().toISOString()
-      const normalized = normalizeStructure({ ...input, recordSlug }) as Record<string, unknown>
+    }
+
+    const create = Effect.fn("StructureService.create")(function*(workspace: string, body: unknown, by: Principal) {
+      const { problems } = yield* problemsOf(workspace, body)
+      if (problems.length > 0) return yield* invalid(problems)
+      const decoded = decodeInput(body)
+      if ("problems" in decoded) return yield* invalid(decoded.problems)
+      const normalized = normalizeStructure(decoded.input)
+      const now = DateTime.formatIso(yield* DateTime.now)
       const structure = {
         ...normalized,
         id: Crypto.randomUUID(),
         workspaceSlug: workspace,
-        recordSlug,
-        name: input.name,
-        metadata: { recordWritesLocked: false, structureWritesLocked: false, migrationInProgress: false },
-        tags: input.tags ?? [],
+        metadata: defaultMetadata,
         createdBy: by.id,
         lastUpdatedBy: by.id,
         createdAt: now,
@@ -230,122 +385,191 @@ export class StructureService extends Context.Service<StructureService, {
         isDeleted: false,
         version: 1
       } as unknown as Structure
-      const problems = yield* check(workspace, structure)
-      if (problems.length > 0) return yield* invalid(problems)
       const row = yield* sql.withTransaction(Effect.gen(function*() {
         const rows = yield* sql`INSERT INTO structures (id, workspace, record_slug, name, definition, version, created_by, updated_by, created_at, updated_at)
-          VALUES (${structure.id}, ${workspace}, ${recordSlug}, ${structure.name}, ${JSON.stringify(definitionOf(structure))}::jsonb, 1, ${by.id}, ${by.id}, ${now}, ${now})
+          VALUES (${structure.id}, ${workspace}, ${structure.recordSlug}, ${structure.name}, ${JSON.stringify(definitionOf(structure))}::jsonb,
+            1, ${by.id}, ${by.id}, ${now}, ${now})
           RETURNING *`
-        yield* saveVersion(structure, by.id)
+        yield* saveVersion(toStructure(rows[0]), by.id)
         return rows[0]
-      })).pipe(
-        Effect.catchTag("SqlError", (e) => e.reason._tag === "UniqueViolation" ? Effect.fail(slugConflict(recordSlug)) : Effect.die(e))
-      )
+      })).pipe(slugUnique(() => structure.recordSlug))
       yield* changed(structure.id)
-      return toStructure(row)
+      return remember(toStructure(row))
     })
 
-    const persistUpdate = (existing: Structure, next: Structure, by: Principal) =>
+    /** The live row, locked for the rest of the transaction. */
+    const lockLive = (workspace: string, id: string) =>
       Effect.gen(function*() {
-        const problems = yield* check(existing.workspaceSlug, next, existing.id)
-        if (problems.length > 0) return yield* invalid(problems)
-        const row = yield* sql.withTransaction(Effect.gen(function*() {
-          const rows = yield* sql`UPDATE structures SET record_slug = ${next.recordSlug}, name = ${next.name},
-              definition = ${JSON.stringify(definitionOf(next))}::jsonb, version = version + 1, updated_by = ${by.id}, updated_at = now()
-            WHERE id = ${existing.id} AND version = ${existing.version} RETURNING *`
-          if (rows.length === 0) {
-            return yield* Effect.fail(conflict({ message: "The structure was changed concurrently; retry", code: "VERSION_CONFLICT" }))
-          }
-          yield* saveVersion(toStructure(rows[0]), by.id)
-          return rows[0]
-        })).pipe(
-          Effect.catchTag("SqlError", (e) => e.reason._tag === "UniqueViolation" ? Effect.fail(slugConflict(next.recordSlug)) : Effect.die(e))
-        )
-        yield* changed(existing.id)
-        return toStructure(row)
+        if (!isUuid(id)) return yield* notFoundError(id)
+        const rows = yield* sql`SELECT * FROM structures WHERE workspace = ${workspace} AND id = ${id} FOR UPDATE`.pipe(Effect.orDie)
+        const s = rows[0] ? toStructure(rows[0]) : undefined
+        if (s === undefined || s.isDeleted) return yield* notFoundError(id)
+        return s
       })
 
-    const live = (workspace: string, id: string) =>
-      Effect.flatMap(get(workspace, id), (s) => (s.isDeleted ? Effect.fail(notFoundError(id)) : Effect.succeed(s)))
+    /** Moves record data when properties are renamed or removed (top level only; see the header). */
+    const migrateRecords = (structureId: string, renames: ReadonlyArray<readonly [string, string]>, removed: ReadonlyArray<string>) =>
+      Effect.gen(function*() {
+        for (const [from, to] of renames) {
+          yield* sql`UPDATE records SET data = (data - ${from}) || jsonb_build_object(${to}::text, data -> ${from})
+            WHERE structure_id = ${structureId} AND data ? ${from}`
+          yield* sql`UPDATE record_unique_values SET field = ${to} WHERE structure_id = ${structureId} AND field = ${from}`
+          yield* sql`UPDATE auto_increments SET field = ${to} WHERE structure_id = ${structureId} AND field = ${from}`
+        }
+        for (const name of removed) {
+          yield* sql`UPDATE records SET data = data - ${name} WHERE structure_id = ${structureId} AND data ? ${name}`
+          yield* sql`DELETE FROM record_unique_values WHERE structure_id = ${structureId} AND field = ${name}`
+          yield* sql`DELETE FROM auto_increments WHERE structure_id = ${structureId} AND field = ${name}`
+        }
+      }).pipe(Effect.orDie)
 
-    const writable = (s: Structure) =>
-      s.metadata?.structureWritesLocked
-        ? Effect.fail(locked({ message: "Structure writes are locked while a migration runs", code: "STRUCTURE_WRITES_LOCKED" }))
-        : Effect.succeed(s)
+    /**
+     * Checks `candidate` (a full create-shaped body) as the next definition of `existing` and stores it as a new
+     * version, inside the caller's transaction.
+     */
+    const store = (existing: Structure, candidate: StructureInput, by: Principal, removed: ReadonlyArray<string> = []) =>
+      Effect.gen(function*() {
+        const { problems, others } = yield* problemsOf(existing.workspaceSlug, candidate, existing.id)
+        if (problems.length > 0) return yield* invalid(problems)
+        const normalized = normalizeStructure(candidate)
+        const next = { ...existing, ...normalized } as unknown as Structure
+        // Optional fields cleared by the update are absent from `normalized`: drop them from the stored document.
+        for (const key of ["description", "retentionPolicy", "defaultSearchField", "defaultTtlSeconds"] as const) {
+          if (!(key in normalized)) delete (next as any)[key]
+        }
+        if (canonical(definitionOf(next)) === canonical(definitionOf(existing)) && next.name === existing.name &&
+          next.recordSlug === existing.recordSlug) {
+          return existing // nothing changed: no new version
+        }
+        const broken = brokenReferences(others, existing, next)
+        if (broken.length > 0) return yield* referencedConflict(broken)
+        const renames = existing.properties.flatMap((p) => {
+          const now = next.properties.find((q) => q.id === p.id)
+          return now !== undefined && now.name !== p.name ? [[p.name, now.name] as const] : []
+        })
+        const rows = yield* sql`UPDATE structures SET record_slug = ${next.recordSlug}, name = ${next.name},
+            definition = ${JSON.stringify(definitionOf(next))}::jsonb, version = version + 1, updated_by = ${by.id}, updated_at = now()
+          WHERE id = ${existing.id} RETURNING *`
+        const stored = toStructure(rows[0])
+        if (renames.length > 0 || removed.length > 0) yield* migrateRecords(existing.id, renames, removed)
+        yield* saveVersion(stored, by.id)
+        return stored
+      })
+
+    const transact = <A>(id: string, slug: () => string, effect: Effect.Effect<A, ServiceError | SqlError>) =>
+      sql.withTransaction(effect).pipe(
+        slugUnique(slug),
+        Effect.tap(() => changed(id))
+      ) as Effect.Effect<A, ServiceError>
 
     const update = Effect.fn("StructureService.update")(function*(workspace: string, id: string, patch: StructureUpdate, by: Principal) {
-      const existing = yield* Effect.flatMap(live(workspace, id), writable)
-      const next: Record<string, unknown> = { ...existing }
-      for (const [key, value] of Object.entries(patch)) {
-        if (key === "properties" || value === undefined) continue
-        if (value === null) delete next[key]
-        else next[key] = value
-      }
-      if (patch.name !== undefined && patch.name.trim().length === 0) {
-        return yield* invalid([{ field: "name", message: "name must not be empty" }])
-      }
-      if (patch.recordSlug !== undefined && !slugPattern.test(patch.recordSlug)) {
-        return yield* invalid([{ field: "recordSlug", message: "recordSlug must be lowercase and hyphen-separated (a-z, 0-9, -)" }])
-      }
-      if (patch.properties !== undefined) {
-        const merged = mergeProperties(existing.properties, patch.properties)
-        if (merged.unknownIds.length > 0) {
-          return yield* invalid(merged.unknownIds.map(([i, pid]) => ({ field: `properties[${i}].id`, message: `no property with id "${pid}" (use "new" to add one)` })))
-        }
-        next.properties = merged.properties
-      }
-      const normalized = normalizeStructure(next as any) as unknown as Structure
-      return yield* persistUpdate(existing, { ...next, ...normalized } as Structure, by)
+      let slug = patch.recordSlug ?? ""
+      return yield* transact(id, () => slug, Effect.gen(function*() {
+        const existing = yield* lockLive(workspace, id)
+        if (existing.metadata.structureWritesLocked) return yield* writesLocked()
+        // The older isStrict, sent alone, still switches the mode (true: strict, false: auto-evolving).
+        const withMode: StructureUpdate = patch.isStrict !== undefined && patch.schemaDiscoveryMode === undefined
+          ? { ...patch, schemaDiscoveryMode: patch.isStrict ? "strict" : "auto-evolving" }
+          : patch
+        const candidate = mergeStructureUpdate(existing, withMode)
+        slug = candidate.recordSlug ?? existing.recordSlug
+        return yield* store(existing, candidate, by)
+      }))
     })
 
     const deleteProperties = Effect.fn("StructureService.deleteProperties")(function*(workspace: string, id: string, ids: ReadonlyArray<string>, by: Principal) {
-      const existing = yield* Effect.flatMap(live(workspace, id), writable)
-      const missing = ids.filter((pid) => !existing.properties.some((p) => p.id === pid))
-      if (missing.length > 0) {
-        return yield* invalid(missing.map((pid) => ({ field: "ids", message: `no property with id "${pid}"` })))
+      if (ids.length === 0) {
+        return yield* badRequest({ message: "ids must list at least one property id", code: "VALIDATION_ERROR", details: [{ field: "ids", property: "ids", message: "must not be empty" }] })
       }
-      const next = { ...existing, properties: existing.properties.filter((p) => !ids.includes(p.id ?? "")) }
-      return yield* persistUpdate(existing, next, by)
+      return yield* transact(id, () => "", Effect.gen(function*() {
+        const existing = yield* lockLive(workspace, id)
+        if (existing.metadata.structureWritesLocked) return yield* writesLocked()
+        const missing = ids.flatMap((pid, i) => existing.properties.some((p) => p.id === pid) ? [] : [{ field: `ids[${i}]`, message: `no property with id "${pid}"` }])
+        if (missing.length > 0) return yield* invalid(missing)
+        const removed = existing.properties.filter((p) => ids.includes(p.id ?? ""))
+        const kept = existing.properties.filter((p) => !ids.includes(p.id ?? ""))
+        const candidate = { ...mergeStructureUpdate(existing, {}), properties: kept }
+        return yield* store(existing, candidate, by, removed.map((p) => p.name))
+      }))
     })
 
     const remove = Effect.fn("StructureService.remove")(function*(workspace: string, id: string, hard: boolean, by: Principal) {
-      const existing = yield* get(workspace, id)
+      const existing = yield* getAny(workspace, id)
+      if (!existing.isDeleted) {
+        if (existing.metadata.structureWritesLocked) return yield* writesLocked()
+        const others = (yield* all(workspace)).filter((s) => s.id !== existing.id)
+        const broken = brokenReferences(others, existing, undefined)
+        if (broken.length > 0) return yield* referencedConflict(broken)
+      } else if (!hard) {
+        return yield* notFoundError(id)
+      }
       if (hard) {
+        // records, their versions, changelog and unique values, and the structure's versions go by FK cascade
         yield* sql`DELETE FROM structures WHERE id = ${existing.id}`.pipe(Effect.orDie)
         yield* changed(existing.id)
         return { ...existing, isDeleted: true }
       }
-      if (existing.isDeleted) return yield* notFoundError(id)
       const rows = yield* sql`UPDATE structures SET is_deleted = true, updated_by = ${by.id}, updated_at = now()
         WHERE id = ${existing.id} RETURNING *`.pipe(Effect.orDie)
       yield* changed(existing.id)
       return toStructure(rows[0])
     })
 
+    const setMetadata = Effect.fn("StructureService.setMetadata")(function*(workspace: string, id: string, patch: StructureMetadataUpdate, by: Principal) {
+      const existing = yield* get(workspace, id)
+      const metadata: Record<string, unknown> = { ...existing.metadata }
+      for (const [key, value] of Object.entries(patch)) {
+        if (value === null) delete metadata[key]
+        else if (value !== undefined) metadata[key] = value
+      }
+      // Metadata is not part of the definition: no new version, so compiled validators stay valid.
+      const rows = yield* sql`UPDATE structures SET definition = jsonb_set(definition, '{metadata}', ${JSON.stringify(metadata)}::jsonb),
+          updated_by = ${by.id}, updated_at = now()
+        WHERE id = ${existing.id} RETURNING *`.pipe(Effect.orDie)
+      yield* changed(existing.id)
+      return toStructure(rows[0])
+    })
+
+    const sortable: Record<string, string> = {
+      name: "name",
+      recordSlug: "record_slug",
+      createdAt: "created_at",
+      updatedAt: "updated_at",
+      version: "version",
+      status: "(definition->>'status')"
+    }
+
     const list = Effect.fn("StructureService.list")(function*(workspace: string, q: ListQuery) {
-      const page = Math.max(1, Math.floor(q.page ?? 1))
-      const limit = Math.min(500, Math.max(1, Math.floor(q.limit ?? 500)))
-      if (!Number.isFinite(page) || !Number.isFinite(limit)) return yield* badRequest({ message: "page and limit must be numbers", code: "VALIDATION_ERROR" })
-      const searchable: Record<string, string> = { name: "name", recordSlug: "record_slug", description: "description", id: "id" }
+      const bad = (field: string, message: string) =>
+        badRequest({ message: `${field} ${message}`, code: "VALIDATION_ERROR", details: [{ field, property: field, message }] })
+      const page = q.page ?? 1
+      if (!Number.isInteger(page) || page < 1) return yield* bad("page", "must be a whole number of at least 1")
+      const asked = q.limit ?? 500
+      if (!Number.isInteger(asked) || asked < 1) return yield* bad("limit", "must be a whole number of at least 1")
+      const limit = Math.min(500, asked)
       const searchField = q.searchField ?? "name"
-      if (!(searchField in searchable)) {
-        return yield* badRequest({ message: `searchField must be one of ${Object.keys(searchable).join(", ")}`, code: "VALIDATION_ERROR", details: [{ field: "searchField", property: "searchField", message: "unsupported" }] })
-      }
-      const sortable: Record<string, string> = { name: "name", recordSlug: "record_slug", createdAt: "created_at", updatedAt: "updated_at", version: "version" }
       const sortField = q["sort[field]"] ?? "createdAt"
-      if (!(sortField in sortable)) {
-        return yield* badRequest({ message: `sort[field] must be one of ${Object.keys(sortable).join(", ")}`, code: "VALIDATION_ERROR", details: [{ field: "sort[field]", property: "sort[field]", message: "unsupported" }] })
-      }
+      const sortColumn = sortable[sortField]
+      if (sortColumn === undefined) return yield* bad("sort[field]", `must be one of ${Object.keys(sortable).join(", ")}`)
       const desc = (q["sort[direction]"] ?? "asc").toLowerCase() === "desc"
-      const conditions = [sql`workspace = ${workspace}`]
-      conditions.push(sql`is_deleted = ${q["filter[isDeleted]"] === undefined ? false : flag(q["filter[isDeleted]"])}`)
+      const deleted = q["filter[isDeleted]"] === "true" || q["filter[isDeleted]"] === "1"
+      const conditions = [sql`workspace = ${workspace}`, sql`is_deleted = ${deleted}`]
       if (q["filter[status]"] !== undefined) conditions.push(sql`definition->>'status' = ${q["filter[status]"]}`)
       if (q.search !== undefined && q.search.length > 0) {
-        const column = searchField === "description" ? sql`definition->>'description'` : searchField === "id" ? sql`id::text` : sql(searchable[searchField]!)
+        const column = searchField === "description"
+          ? sql`coalesce(definition->>'description', '')`
+          : searchField === "id"
+          ? sql`id::text`
+          : searchField === "recordSlug"
+          ? sql`record_slug`
+          : searchField === "name"
+          ? sql`name`
+          : undefined
+        if (column === undefined) return yield* bad("searchField", "must be one of name, recordSlug, description, id")
         conditions.push(sql`${column} ILIKE ${"%" + q.search.replace(/[\\%_]/g, (c) => "\\" + c) + "%"}`)
       }
       const where = sql.and(conditions)
-      const order = sql.literal(`${sortable[sortField]} ${desc ? "DESC" : "ASC"}, id ASC`)
+      const order = sql.literal(`${sortColumn} ${desc ? "DESC" : "ASC"}, id ASC`)
       const [rows, count] = yield* Effect.all([
         sql`SELECT * FROM structures WHERE ${where} ORDER BY ${order} LIMIT ${limit} OFFSET ${(page - 1) * limit}`,
         sql`SELECT count(*)::int AS n FROM structures WHERE ${where}`
@@ -353,21 +577,19 @@ export class StructureService extends Context.Service<StructureService, {
       return { data: rows.map(toStructure), meta: { total: num(count[0]!.n), page, pageSize: limit } }
     })
 
-    const validate = (workspace: string, body: unknown) =>
+    const validate = (workspace: string, body: unknown): Effect.Effect<StructureValidation> =>
       Effect.gen(function*() {
-        const decoded = Schema.decodeUnknownExit(StructureInput)(body)
-        if (decoded._tag === "Failure") {
-          const error = decoded.cause.reasons.find((r) => r._tag === "Fail")
-          const details = error && Schema.isSchemaError((error as any).error) ? schemaDetails((error as any).error) : [{ field: "body", message: "invalid structure" }]
-          return { valid: false, errors: details.map((d) => ({ field: d.field, message: d.message })) }
+        const { problems, others } = yield* problemsOf(workspace, body)
+        if (problems.length === 0) {
+          const decoded = decodeInput(body)
+          if ("problems" in decoded) problems.push(...decoded.problems)
+          else {
+            const slug = decoded.input.recordSlug ?? slugify(decoded.input.name)
+            if (others.some((s) => s.recordSlug === slug)) {
+              problems.push({ field: "recordSlug", message: `'${slug}' is already used by another structure of this workspace` })
+            }
+          }
         }
-        const input = decoded.value
-        const recordSlug = input.recordSlug ?? slugify(input.name)
-        const problems: Array<{ field: string; message: string }> = []
-        if (input.name.trim().length === 0) problems.push({ field: "name", message: "name must not be empty" })
-        if (!slugPattern.test(recordSlug)) problems.push({ field: "recordSlug", message: "recordSlug must be lowercase and hyphen-separated" })
-        const normalized = normalizeStructure({ ...input, recordSlug }) as Record<string, unknown>
-        problems.push(...(yield* check(workspace, { ...normalized, recordSlug })))
         return { valid: problems.length === 0, errors: problems }
       })
 
@@ -375,26 +597,50 @@ export class StructureService extends Context.Service<StructureService, {
       structureId: row.structure_id,
       version: num(row.version),
       definition: json<Structure>(row.definition),
+      pinned: row.pinned === true,
       createdAt: iso(row.created_at),
       createdBy: row.created_by ?? null
     })
 
+    const versionNotFound = (n: number) => notFound({ message: `Structure version ${n} not found`, code: "NOT_FOUND" })
+
     const versions = (workspace: string, id: string) =>
-      Effect.flatMap(get(workspace, id), (s) =>
+      Effect.flatMap(getAny(workspace, id), (s) =>
         sql`SELECT * FROM structure_versions WHERE structure_id = ${s.id} ORDER BY version DESC`.pipe(
           Effect.orDie,
           Effect.map((rows) => rows.map(toVersion))
         ))
 
     const version = (workspace: string, id: string, n: number) =>
-      Effect.flatMap(get(workspace, id), (s) =>
+      Effect.flatMap(getAny(workspace, id), (s) =>
         sql`SELECT * FROM structure_versions WHERE structure_id = ${s.id} AND version = ${n}`.pipe(
           Effect.orDie,
-          Effect.flatMap((rows) =>
-            rows[0] ? Effect.succeed(toVersion(rows[0])) : Effect.fail(notFound({ message: `Structure version ${n} not found`, code: "NOT_FOUND" })))
+          Effect.flatMap((rows) => (rows[0] ? Effect.succeed(toVersion(rows[0])) : Effect.fail(versionNotFound(n))))
         ))
 
-    void isoOrNull
-    return StructureService.of({ list, get, getBySlug, resolve, create, update, remove, deleteProperties, validate, versions, version, all })
+    const pinVersion = (workspace: string, id: string, n: number, pinned: boolean) =>
+      Effect.flatMap(get(workspace, id), (s) =>
+        sql`UPDATE structure_versions SET pinned = ${pinned} WHERE structure_id = ${s.id} AND version = ${n} RETURNING *`.pipe(
+          Effect.orDie,
+          Effect.flatMap((rows) => (rows[0] ? Effect.succeed(toVersion(rows[0])) : Effect.fail(versionNotFound(n))))
+        ))
+
+    return StructureService.of({
+      list,
+      get,
+      getAny,
+      getBySlug,
+      resolve,
+      create,
+      update,
+      remove,
+      deleteProperties,
+      validate,
+      versions,
+      version,
+      pinVersion,
+      setMetadata,
+      all
+    })
   }))
 }

@@ -751,7 +751,7 @@ export const normalizeProperty = (p: PropertyDefinition): PropertyDefinition => 
       return { ...base, type: "datetime", ...computedMode }
     case "array": {
       const itemSchema = p.itemSchema === undefined ? {} : { itemSchema: p.itemSchema.map(normalizeProperty) }
-      return { ...base, type: "array", isStrict: p.isStrict ?? true, uniqueItems: p.uniqueItems ?? false, ...itemSchema }
+      return { ...base, type: "array", items: p.items, isStrict: p.isStrict ?? true, uniqueItems: p.uniqueItems ?? false, ...itemSchema }
     }
     case "object":
       return { ...base, type: "object", isStrict: p.isStrict ?? false, properties: (p.properties ?? []).map(normalizeProperty) }

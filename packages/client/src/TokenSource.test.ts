@@ -1,0 +1,72 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber, Layer } from "effect"
+import { HttpClient, HttpClientResponse } from "effect/http"
+import { TestClock } from "effect/testing"
+import { clientCredentials } from "./TokenSource.ts"
+
+/** A token endpoint that counts calls and answers `expires_in` 25200, or fails when told to. */
+const fakeEndpoint = (state: { calls: number; bodies: Array<string>; fail?: boolean }) =>
+  Layer.succeed(HttpClient.HttpClient)(HttpClient.make((request) =>
+    Effect.gen(function*() {
+      state.calls++
+      const body = request.body._tag === "Uint8Array" ? new TextDecoder().decode(request.body.body) : ""
+      state.bodies.push(body)
+      yield* Effect.sleep("10 millis")
+      const answer = state.fail
+        ? new Response(JSON.stringify({ error: "invalid_client", error_description: "Invalid client credentials" }), { status: 401 })
+        : new Response(JSON.stringify({ access_token: `token-${state.calls}`, token_type: "Bearer", expires_in: 25200, scope: "openid" }))
+      return HttpClientResponse.fromWeb(request, answer)
+    })
+  ))
+
+describe("TokenSource.clientCredentials", () => {
+  it.effect("caches the token until 60 s before expiry, then renews it", () => {
+    const state = { calls: 0, bodies: [] as Array<string> }
+    return Effect.gen(function*() {
+      const source = yield* clientCredentials({ baseUrl: "http://troupe.test/", clientId: "ci_1", clientSecret: "sk_1" })
+      const first = yield* Effect.forkChild(source.get)
+      yield* TestClock.adjust("10 millis")
+      assert.strictEqual(yield* Fiber.join(first), "token-1")
+      assert.include(state.bodies[0]!, "grant_type=client_credentials")
+      assert.include(state.bodies[0]!, "client_id=ci_1")
+      assert.strictEqual(yield* source.get, "token-1")
+      yield* TestClock.adjust(`${25200 - 61} seconds`)
+      assert.strictEqual(yield* source.get, "token-1")
+      assert.strictEqual(state.calls, 1)
+      yield* TestClock.adjust("2 seconds")
+      const renewed = yield* Effect.forkChild(source.get)
+      yield* TestClock.adjust("10 millis")
+      assert.strictEqual(yield* Fiber.join(renewed), "token-2")
+      assert.strictEqual(state.calls, 2)
+    }).pipe(Effect.provide(fakeEndpoint(state)))
+  })
+
+  it.effect("concurrent callers share one request; invalidate forces a new one", () => {
+    const state = { calls: 0, bodies: [] as Array<string> }
+    return Effect.gen(function*() {
+      const source = yield* clientCredentials({ baseUrl: "http://troupe.test", clientId: "ci_1", clientSecret: "sk_1" })
+      const fibers = yield* Effect.forEach([1, 2, 3, 4], () => Effect.forkChild(source.get))
+      yield* TestClock.adjust("20 millis")
+      const tokens = yield* Effect.forEach(fibers, Fiber.join)
+      assert.deepStrictEqual(tokens, ["token-1", "token-1", "token-1", "token-1"])
+      assert.strictEqual(state.calls, 1)
+      yield* source.invalidate
+      const again = yield* Effect.forkChild(source.get)
+      yield* TestClock.adjust("10 millis")
+      assert.strictEqual(yield* Fiber.join(again), "token-2")
+    }).pipe(Effect.provide(fakeEndpoint(state)))
+  })
+
+  it.effect("a refused request is a TokenError carrying the RFC 6749 error", () => {
+    const state = { calls: 0, bodies: [] as Array<string>, fail: true }
+    return Effect.gen(function*() {
+      const source = yield* clientCredentials({ baseUrl: "http://troupe.test", clientId: "ci_1", clientSecret: "sk_bad" })
+      const attempt = yield* Effect.forkChild(Effect.flip(source.get))
+      yield* TestClock.adjust("10 millis")
+      const error = yield* Fiber.join(attempt)
+      assert.strictEqual(error._tag, "TokenError")
+      assert.strictEqual(error.status, 401)
+      assert.strictEqual(error.error, "invalid_client")
+    }).pipe(Effect.provide(fakeEndpoint(state)))
+  })
+})

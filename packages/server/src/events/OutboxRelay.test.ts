@@ -1,0 +1,134 @@
+// The outbox and its relay against a real database (PGlite, or PostgreSQL when DATABASE_URL is set).
+import { assert, layer } from "@effect/vitest"
+import { Effect, Layer, Ref } from "effect"
+import { SqlClient } from "effect/sql"
+import { listen } from "./Listen.ts"
+import { appendEvent, appendEvents, EVENTS_CHANNEL, recordEvent, type StoredEvent } from "./Outbox.ts"
+import { EventConsumers, makeRelayStep } from "./OutboxRelay.ts"
+import { TEST_WORKSPACE, TestDatabase } from "./TestDatabase.ts"
+import { WebhookRepo } from "./WebhookRepo.ts"
+
+const ev = (slug: string, type: "record.created" | "record.updated", data: Record<string, unknown>, workspace = TEST_WORKSPACE) =>
+  recordEvent({
+    type,
+    workspace,
+    structure: { id: slug === "orders" ? "00000000-0000-4000-8000-000000000001" : "00000000-0000-4000-8000-000000000002", slug },
+    record: { id: crypto.randomUUID(), structureId: "s", data },
+    timestamp: "2024-01-01T00:00:00.000Z"
+  })
+
+const hook = (name: string, events: Array<string>, filters: object, workspace = TEST_WORKSPACE, enabled = true) =>
+  Effect.flatMap(Effect.service(WebhookRepo), (repo) =>
+    repo.insert({
+      id: crypto.randomUUID(),
+      workspace,
+      name,
+      url: "http://127.0.0.1:1/x",
+      events,
+      filters: filters as any,
+      secret: "s",
+      enabled,
+      status: enabled ? "active" : "disabled",
+      createdBy: null
+    }))
+
+const deliveriesOf = (webhookId: string) =>
+  Effect.flatMap(Effect.service(SqlClient.SqlClient), (sql) =>
+    sql`SELECT event_id::text AS event_id, event, payload FROM webhook_deliveries WHERE webhook_id = ${webhookId}::uuid ORDER BY seq`)
+
+const pending = Effect.flatMap(Effect.service(SqlClient.SqlClient), (sql) =>
+  sql`SELECT count(*)::int AS n FROM events WHERE processed_at IS NULL`.pipe(Effect.map((r) => Number((r[0] as any).n))))
+
+layer(WebhookRepo.layer.pipe(Layer.provideMerge(TestDatabase())), { excludeTestServices: true, timeout: 60_000 })("outbox relay", (it) => {
+  it.effect("an event appended in a rolled-back transaction never exists", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const before = yield* pending
+      yield* sql.withTransaction(Effect.andThen(appendEvent(sql, ev("orders", "record.created", {})), Effect.fail("boom"))).pipe(Effect.flip)
+      assert.strictEqual(yield* pending, before)
+    }))
+
+  it.effect("the NOTIFY of appendEvent arrives on commit, not before", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const seen = yield* Ref.make<Array<string>>([])
+      yield* listen(EVENTS_CHANNEL, (p) => Effect.runSync(Ref.update(seen, (a) => [...a, p])))
+      yield* Effect.sleep("200 millis")
+      yield* sql.withTransaction(Effect.gen(function*() {
+        yield* appendEvent(sql, ev("orders", "record.created", {}))
+        yield* Effect.sleep("200 millis")
+        assert.lengthOf(yield* Ref.get(seen), 0)
+      }))
+      for (let i = 0; i < 50 && (yield* Ref.get(seen)).length === 0; i++) yield* Effect.sleep("50 millis")
+      const got = yield* Ref.get(seen)
+      assert.lengthOf(got, 1)
+      assert.match(got[0]!, /^\d+$/)
+      // drain so later tests start clean
+      const step = yield* makeRelayStep
+      while ((yield* step).count > 0) {}
+    })))
+
+  it.effect("relays committed events in order to matching active webhooks, once", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const step = yield* makeRelayStep
+      while ((yield* step).count > 0) {}
+      const ordersCreated = yield* hook("a", ["record.created"], { structure: "orders" })
+      const paid = yield* hook("b", ["*"], { data: { status: "paid" } })
+      const other = yield* hook("c", ["*"], {}, "other")
+      const disabled = yield* hook("d", ["*"], {}, TEST_WORKSPACE, false)
+      const queried = yield* hook("e", ["record.*"], { query: "total > 100" })
+      yield* appendEvents(sql, [
+        ev("orders", "record.created", { status: "open", total: 50 }),
+        ev("orders", "record.updated", { status: "paid", total: 500 }),
+        ev("users", "record.created", { status: "paid" }),
+        ev("orders", "record.created", {}, "other")
+      ])
+      const result = yield* step
+      assert.strictEqual(result.count, 4)
+      assert.deepStrictEqual([...result.webhookIds].sort(), [ordersCreated.id, paid.id, other.id, queried.id].sort())
+      const ids = (yield* sql`SELECT id::text AS id, seq FROM events ORDER BY id DESC LIMIT 4`).map((r: any) => [r.id, Number(r.seq)]).reverse()
+      // seq follows id order within the batch
+      for (let i = 1; i < ids.length; i++) assert.isAbove(ids[i]![1] as number, ids[i - 1]![1] as number)
+      const [e1, e2, e3, e4] = ids.map((x) => x[0])
+      assert.deepStrictEqual((yield* deliveriesOf(ordersCreated.id)).map((r: any) => r.event_id), [e1])
+      assert.deepStrictEqual((yield* deliveriesOf(paid.id)).map((r: any) => r.event_id), [e2, e3])
+      assert.deepStrictEqual((yield* deliveriesOf(other.id)).map((r: any) => r.event_id), [e4])
+      assert.deepStrictEqual((yield* deliveriesOf(disabled.id)).map((r: any) => r.event_id), [])
+      assert.deepStrictEqual((yield* deliveriesOf(queried.id)).map((r: any) => r.event_id), [e2])
+      const body = (yield* deliveriesOf(paid.id))[0] as any
+      const payload = typeof body.payload === "string" ? JSON.parse(body.payload) : body.payload
+      assert.strictEqual(payload.event, "record.updated")
+      assert.deepStrictEqual(Object.keys(payload), ["event", "workspace", "timestamp", "data"])
+      assert.strictEqual(payload.data.record.status, "paid")
+      assert.strictEqual((yield* step).count, 0)
+      assert.strictEqual(yield* pending, 0)
+    }))
+
+  it.effect("a failing consumer rolls the whole batch back; the next step hands it over again", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const drain = yield* makeRelayStep
+      while ((yield* drain).count > 0) {}
+      const webhook = yield* hook("f", ["*"], { structure: "invoices" })
+      yield* appendEvent(sql, ev("invoices", "record.created", { n: 1 }))
+      const failing = yield* makeRelayStep.pipe(Effect.provideService(EventConsumers, [{
+        name: "broken",
+        handle: () => Effect.andThen(sql`SELECT 1`, Effect.die("consumer down"))
+      }]))
+      yield* Effect.exit(failing)
+      assert.strictEqual(yield* pending, 1)
+      assert.lengthOf(yield* deliveriesOf(webhook.id), 0)
+      const seen: Array<StoredEvent> = []
+      const working = yield* makeRelayStep.pipe(Effect.provideService(EventConsumers, [{
+        name: "collect",
+        handle: (events) => Effect.sync(() => void seen.push(...events))
+      }]))
+      assert.strictEqual((yield* working).count, 1)
+      assert.strictEqual(seen.length, 1)
+      assert.strictEqual(seen[0]!.type, "record.created")
+      assert.strictEqual(seen[0]!.recordSlug, "invoices")
+      assert.lengthOf(yield* deliveriesOf(webhook.id), 1)
+      assert.strictEqual(yield* pending, 0)
+    }))
+})

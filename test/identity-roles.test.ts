@@ -1,0 +1,193 @@
+// Table-driven access control: every role and several permission sets (users, service accounts with a role, with
+// explicit permissions, with none, with group policies) against every guarded operation the server documents in
+// /openapi.json. A caller holding the operation's x-required-permission gets past the Authorization middleware;
+// one lacking it gets 403 PERMISSION_DENIED; any token on another workspace gets 403.
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { createAccount, createUser } from "./support/IdentityHelpers.ts"
+import { startServer, type TestServer } from "./support/TestServer.ts"
+
+// CONTRACT.md §3, written out independently of the server's own table.
+const reads = ["read:structures", "read:records", "read:functions", "read:storage"]
+const developer = [...reads, "write:structures", "write:records", "write:functions", "execute:functions", "write:storage"]
+const admin = [
+  ...developer,
+  "read:webhooks",
+  "write:webhooks",
+  "read:triggers",
+  "write:triggers",
+  "read:service-accounts",
+  "write:service-accounts",
+  "secrets:reveal"
+]
+const owner = [...admin, "workspace:members"]
+const roleTable: Record<string, ReadonlyArray<string>> = { viewer: reads, developer, admin, owner }
+
+interface Caller {
+  readonly label: string
+  readonly kind: "user" | "service"
+  readonly platformAdmin: boolean
+  readonly permissions: ReadonlySet<string>
+  readonly token: string
+}
+
+interface Operation {
+  readonly method: string
+  readonly path: string
+  readonly operationId: string
+  readonly permission: string | null
+}
+
+let server: TestServer
+const callers: Array<Caller> = []
+let operations: Array<Operation> = []
+
+const uuid = "00000000-0000-4000-8000-000000000000"
+
+const placeholder = (name: string, schema: any): string => {
+  if (schema?.format === "uuid") return uuid
+  if (typeof schema?.pattern === "string" && schema.pattern.includes("\\d+")) return "999999"
+  if (schema?.type === "integer" || schema?.type === "number") return "999999"
+  if (name === "version") return "1"
+  if (/id$/i.test(name)) return uuid
+  return "placeholder"
+}
+
+beforeAll(async () => {
+  // limits off: this file makes hundreds of requests on purpose
+  server = await startServer({
+    env: {
+      TROUPE_LIMIT_READS: "0",
+      TROUPE_LIMIT_WRITES: "0",
+      TROUPE_LIMIT_BULK: "0",
+      TROUPE_LIMIT_FUNCTIONS: "0",
+      TROUPE_LIMIT_QUERIES: "0"
+    }
+  })
+  const root = await server.adminToken()
+  const all = new Set([...owner])
+  callers.push({ label: "platform admin (owner)", kind: "user", platformAdmin: true, permissions: all, token: root })
+  for (const role of ["viewer", "developer", "admin", "owner"]) {
+    const user = await createUser(server, root, role)
+    callers.push({ label: `user ${role}`, kind: "user", platformAdmin: false, permissions: new Set(roleTable[role]), token: user.token })
+  }
+  for (const role of ["viewer", "admin"]) {
+    const sa = await createAccount(server, root, { role })
+    callers.push({ label: `service account role ${role}`, kind: "service", platformAdmin: false, permissions: new Set(roleTable[role]), token: sa.token })
+  }
+  const explicit = ["read:records", "write:records", "read:service-accounts"]
+  const withPermissions = await createAccount(server, root, { permissions: explicit })
+  callers.push({ label: "service account with permissions", kind: "service", platformAdmin: false, permissions: new Set(explicit), token: withPermissions.token })
+  const nothing = await createAccount(server, root, {})
+  callers.push({ label: "service account with nothing", kind: "service", platformAdmin: false, permissions: new Set(), token: nothing.token })
+  // a service account whose only grants come from a group: manage structures, list webhooks
+  const grouped = await createAccount(server, root, {})
+  const group = await server.request("POST", `${server.base}/groups`, { token: root, body: { name: "Schema keepers" } })
+  await server.request("POST", `${server.base}/groups/${group.body.id}/policies`, { token: root, body: { action: "manage", resource: "structures" } })
+  await server.request("POST", `${server.base}/groups/${group.body.id}/policies`, { token: root, body: { action: "list", resource: "webhooks" } })
+  await server.request("POST", `${server.base}/groups/${group.body.id}/members`, { token: root, body: { serviceAccountId: grouped.id } })
+  callers.push({
+    label: "service account via group policies",
+    kind: "service",
+    platformAdmin: false,
+    permissions: new Set(["read:structures", "write:structures", "read:webhooks"]),
+    token: grouped.token
+  })
+  // a developer user who is also in a group allowing webhook reads
+  const devPlus = await createUser(server, root, "developer")
+  await server.request("POST", `${server.base}/groups/${group.body.id}/members`, { token: root, body: { userId: devPlus.userId } })
+  callers.push({
+    label: "user developer + group",
+    kind: "user",
+    platformAdmin: false,
+    permissions: new Set([...developer, "read:webhooks"]),
+    token: devPlus.token
+  })
+
+  const doc = await server.request("GET", "/openapi.json")
+  for (const [path, item] of Object.entries<any>(doc.body.paths)) {
+    for (const [method, op] of Object.entries<any>(item)) {
+      if (!Array.isArray(op?.security) || op.security.length === 0) continue
+      let concrete = path
+      for (const p of op.parameters ?? []) {
+        if (p.in !== "path") continue
+        concrete = concrete.replace(`{${p.name}}`, p.name === "workspace" ? server.workspace : placeholder(p.name, p.schema))
+      }
+      operations.push({ method: method.toUpperCase(), path: concrete, operationId: op.operationId, permission: op["x-required-permission"] ?? null })
+    }
+  }
+  operations = operations.sort((a, b) => a.operationId.localeCompare(b.operationId))
+})
+
+afterAll(async () => {
+  await server?.close()
+})
+
+const holds = (caller: Caller, permission: string | null) =>
+  permission === null || caller.platformAdmin ||
+  (permission !== "platform:admin" && caller.permissions.has(permission))
+
+const call = (caller: Caller, op: Operation, path = op.path) =>
+  server.request(op.method, path, {
+    token: caller.token,
+    ...(op.method === "POST" || op.method === "PUT" || op.method === "PATCH" ? { body: {} } : {})
+  })
+
+describe("roles and permission sets against every guarded operation", () => {
+  it("the document lists the guarded identity operations with their permissions", () => {
+    const byId = new Map(operations.map((o) => [o.operationId, o.permission]))
+    assert.strictEqual(byId.get("workspaces.create"), "platform:admin")
+    assert.strictEqual(byId.get("members.add"), "workspace:members")
+    assert.strictEqual(byId.get("serviceAccounts.list"), "read:service-accounts")
+    assert.strictEqual(byId.get("serviceAccounts.rotate"), "write:service-accounts")
+    assert.strictEqual(byId.get("groups.addPolicy"), "workspace:members")
+    assert.isNull(byId.get("members.me"))
+    assert.isAtLeast(operations.length, 30)
+  })
+
+  it("each caller passes exactly the operations its permissions allow", async () => {
+    const failures: Array<string> = []
+    for (const caller of callers) {
+      for (const op of operations) {
+        const res = await call(caller, op)
+        const label = `${caller.label} ${op.method} ${op.path} (${op.permission ?? "any"}) -> ${res.status} ${res.text.slice(0, 160)}`
+        const deniedByMiddleware = res.status === 403 && typeof res.body?.message === "string" &&
+          res.body.message.startsWith("Permission ")
+        if (res.status === 401 || res.status === 429) {
+          failures.push(`unexpected ${label}`)
+        } else if (holds(caller, op.permission)) {
+          // service-account management refuses service-account tokens (compute-and-auth.md §4.6)
+          if (caller.kind === "service" && op.operationId.startsWith("serviceAccounts.")) {
+            if (res.status !== 403 || res.body.code !== "PERMISSION_DENIED") failures.push(`expected user-token 403: ${label}`)
+          } else if (deniedByMiddleware) {
+            failures.push(`denied although allowed: ${label}`)
+          }
+        } else if (!(deniedByMiddleware && res.body.code === "PERMISSION_DENIED")) {
+          failures.push(`allowed although denied: ${label}`)
+        }
+      }
+    }
+    assert.deepStrictEqual(failures, [])
+  })
+
+  it("every caller's token is refused on another workspace", async () => {
+    const failures: Array<string> = []
+    for (const caller of callers) {
+      for (const op of operations.filter((o) => o.path.startsWith(`/workspace/${server.workspace}/`))) {
+        const res = await call(caller, op, op.path.replace(`/workspace/${server.workspace}/`, "/workspace/some-other-ws/"))
+        if (res.status !== 403 || res.body.code !== "PERMISSION_DENIED") {
+          failures.push(`${caller.label} ${op.method} ${op.path} on another workspace -> ${res.status}`)
+        }
+      }
+    }
+    assert.deepStrictEqual(failures, [])
+  })
+
+  it("no token at all is 401 on every guarded operation", async () => {
+    const failures: Array<string> = []
+    for (const op of operations) {
+      const res = await server.request(op.method, op.path, op.method === "GET" || op.method === "DELETE" ? {} : { body: {} })
+      if (res.status !== 401 || res.body.code !== "UNAUTHORIZED") failures.push(`${op.method} ${op.path} -> ${res.status}`)
+    }
+    assert.deepStrictEqual(failures, [])
+  })
+})

@@ -1,0 +1,216 @@
+// Index policy and statement timeout, on PostgreSQL only (PGlite cannot cancel a running statement, and the plans
+// worth checking are PostgreSQL's): properties marked `indexed: true` get partial expression indexes when the
+// structure is created; with 100,000 records a filtered, sorted page of 20 plans as an index scan (EXPLAIN of the
+// exact statement POST /query runs), and the HTTP routes use the index; a query past the statement timeout answers
+// 503 with the contract body.
+import { PgClient } from "@effect/sql-pg"
+import type { Structure } from "@troupe/api/structures/Structure"
+import { Effect, Result } from "effect"
+import { Statement } from "effect/sql"
+import postgres from "postgres"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as Ast from "../packages/server/src/query/Ast.ts"
+import { parseQueryLanguage } from "../packages/server/src/query/ExpressionParser.ts"
+import { compileCursor, compileOrderBy } from "../packages/server/src/query/Compiler.ts"
+import { pageStatement, scopeOf } from "../packages/server/src/query/QueryService.ts"
+import { contextOf } from "../packages/server/src/records/RecordQuery.ts"
+import { startServer, type TestServer } from "./support/TestServer.ts"
+
+const ROWS = 100_000
+
+// The PostgreSQL statement compiler with no connection: the same SQL text and parameters the server sends.
+const offline = Statement.make(Effect.die("offline"), PgClient.makeCompiler(), [], undefined)
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** Inserts `count` records of the shape below with one INSERT ... SELECT generate_series, then ANALYZE. */
+const seed = async (db: postgres.Sql, structureId: string, count: number) => {
+  await db`INSERT INTO records (id, workspace, structure_id, data, created_by, updated_by)
+    SELECT gen_random_uuid(), 'default', ${structureId}::uuid,
+      jsonb_build_object('name', 'item ' || lpad(g::text, 6, '0'), 'price', ((g::bigint * 7919) % 100000) / 100.0,
+        'category', 'c' || (g % 10), 'rank', g % 1000),
+      'seed', 'seed'
+    FROM generate_series(1, ${count}::int) g`
+  await db`ANALYZE records`
+}
+
+const createItems = async (server: TestServer, token: string, slug: string): Promise<Structure> => {
+  const res = await server.request("POST", `${server.base}/structures`, {
+    token,
+    body: {
+      name: slug,
+      recordSlug: slug,
+      properties: [
+        { name: "name", type: "string", indexed: true },
+        { name: "price", type: "number", indexed: true },
+        { name: "category", type: "string" },
+        { name: "rank", type: "number" }
+      ]
+    }
+  })
+  expect(res.status, res.text).toBeLessThan(300)
+  return res.body
+}
+
+const indexesOf = (db: postgres.Sql, structureId: string) =>
+  db<Array<{ indexname: string; indexdef: string }>>`SELECT indexname, indexdef FROM pg_indexes
+    WHERE tablename = 'records' AND indexname LIKE ${`rq\\_${structureId.replace(/-/g, "")}\\_%`}`
+
+/** Indexes follow the definition shortly after the change commits; seeding waits for them (ANALYZE and a
+ * concurrent index build would otherwise fight over the table lock). */
+const awaitIndexes = async (db: postgres.Sql, structureId: string, count: number) => {
+  for (let i = 0; i < 100 && (await indexesOf(db, structureId)).length < count; i++) await sleep(100)
+}
+
+describe.runIf(process.env.DATABASE_URL)("query indexes and statement timeout (PostgreSQL)", () => {
+  let server: TestServer
+  let db: postgres.Sql
+  let token: string
+  let items: Structure
+
+  beforeAll(async () => {
+    server = await startServer({ env: { TROUPE_LIMIT_READS: "0", TROUPE_LIMIT_QUERIES: "0" } })
+    token = await server.adminToken()
+    db = postgres(server.databaseUrl!, { max: 2, onnotice: () => {} })
+    items = await createItems(server, token, "items")
+    await awaitIndexes(db, items.id, 2)
+    await seed(db, items.id, ROWS)
+  })
+  afterAll(async () => {
+    await db?.end()
+    await server?.close()
+  })
+
+  it("creates one partial expression index per indexed property, named from ids", async () => {
+    const indexes = await indexesOf(db, items.id)
+    expect(indexes).toHaveLength(2)
+    for (const ix of indexes) {
+      expect(ix.indexname).toMatch(/^rq_[0-9a-f]{32}_[0-9a-f]{12}$/)
+      expect(ix.indexdef).toContain(`WHERE ((structure_id = '${items.id}'::uuid) AND (deleted_at IS NULL))`)
+    }
+    expect(indexes.some((ix) => ix.indexdef.includes("'price'::text))::numeric"))).toBe(true)
+    expect(indexes.some((ix) => ix.indexdef.includes("(data ->> 'name'::text)"))).toBe(true)
+    const [row] = await db`SELECT count(*)::int AS n FROM records WHERE structure_id = ${items.id}`
+    expect(row?.n).toBe(ROWS)
+  })
+
+  it("plans a filtered, sorted page of 20 over 100,000 records as an index scan", async () => {
+    const ctx = contextOf(items, server.workspace)
+    const queries = [
+      "FROM items WHERE price > 500 ORDER BY price DESC LIMIT 20",
+      "FROM items WHERE price BETWEEN 100 AND 200 ORDER BY price LIMIT 20",
+      "FROM items WHERE category = 'c3' AND price < 900 ORDER BY price DESC LIMIT 20",
+      "FROM items WHERE name >= 'item 050000' ORDER BY name LIMIT 20 OFFSET 20",
+      "FROM items WHERE rank = 7 ORDER BY price LIMIT 20"
+    ]
+    for (const text of queries) {
+      const parsed = parseQueryLanguage(text)
+      if (Result.isFailure(parsed)) throw new Error(parsed.failure.message)
+      const q = parsed.success
+      const statement = pageStatement(offline, {
+        structureId: items.id,
+        where: q.where ?? Ast.all,
+        sort: q.orderBy,
+        limit: q.limit ?? 100,
+        offset: q.offset ?? 0,
+        includeDeleted: false
+      }, ctx)
+      if (Result.isFailure(statement)) throw new Error(statement.failure.message)
+      const [sql, params] = statement.success.compile()
+      const plan = (await db.unsafe(`EXPLAIN ${sql}`, params as Array<any>)).map((r: any) => r["QUERY PLAN"]).join("\n")
+      expect(plan, `${text}\n${plan}`).not.toMatch(/Seq Scan on records/)
+      expect(plan, `${text}\n${plan}`).toMatch(/Index (Only )?Scan( Backward)? using rq_|Bitmap Index Scan on (rq_|records_data_gin)/)
+
+      // and through HTTP the answer is the page the database orders the same way
+      const res = await server.request("POST", `${server.base}/query`, { token, body: { query: text } })
+      expect(res.status, res.text).toBe(200)
+      expect(res.body.results).toHaveLength(20)
+    }
+  })
+
+  it("starts a keyset page at its cursor in the index", async () => {
+    const ctx = contextOf(items, server.workspace)
+    const page = await server.request("GET", `${server.base}/records?structureId=items&sort=-price&limit=20`, { token })
+    expect(page.status).toBe(200)
+    const cursor = page.body.pagination.nextCursor as string
+    const keys: ReadonlyArray<Ast.SortKey> = [{ field: Ast.name("price"), direction: "desc" }]
+    const unwrap = <A>(r: Result.Result<A, { message: string }>): A => {
+      if (Result.isFailure(r)) throw new Error(r.failure.message)
+      return r.success
+    }
+    const after = unwrap(compileCursor(offline, cursor, keys, ctx))
+    const order = unwrap(compileOrderBy(offline, keys, ctx))
+    const [sql, params] = offline`SELECT r.* FROM records r WHERE ${scopeOf(offline, items.id, false)} AND ${after}
+      ORDER BY ${order} LIMIT 20`.compile()
+    const plan = (await db.unsafe(`EXPLAIN ${sql}`, params as Array<any>)).map((r: any) => r["QUERY PLAN"]).join("\n")
+    expect(plan, plan).toMatch(/Index Scan Backward using rq_/)
+    expect(plan, plan).toMatch(/Index Cond: .*<= /)
+    // and the next page through HTTP continues exactly where the first ended
+    const next = await server.request("GET", `${server.base}/records?structureId=items&sort=-price&limit=20&cursor=${cursor}`, { token })
+    const both = [...page.body.results, ...next.body.results].map((r: any) => r.data.price)
+    expect(both).toEqual([...both].sort((a, b) => b - a))
+    const whole = await server.request("GET", `${server.base}/records?structureId=items&sort=-price&limit=40`, { token })
+    expect([...page.body.results, ...next.body.results].map((r: any) => r.id)).toEqual(whole.body.results.map((r: any) => r.id))
+  })
+
+  it("the list routes and POST /query read through the indexes", async () => {
+    const names = (await indexesOf(db, items.id)).map((ix) => ix.indexname)
+    const scans = async () => {
+      await db`SELECT pg_stat_clear_snapshot()`
+      const [row] = await db`SELECT coalesce(sum(idx_scan), 0)::int AS n FROM pg_stat_user_indexes WHERE indexrelname IN ${db(names)}`
+      return row?.n as number
+    }
+    const before = await scans()
+    const list = await server.request("GET", `${server.base}/records?structureId=items&filter=price:>900&sort=-price&limit=20`, { token })
+    expect(list.status).toBe(200)
+    expect(list.body.results.map((r: any) => r.data.price)).toEqual([...list.body.results.map((r: any) => r.data.price)].sort((a, b) => b - a))
+    expect(list.body.results[0].data.price).toBe(999.99)
+    const slug = await server.request("GET", `${server.base}/records/items?price[gte]=100&sort=price&pageSize=20`, { token })
+    expect(slug.status).toBe(200)
+    expect(slug.body.data[0].data.price).toBe(100)
+    expect(slug.body.meta.total).toBeGreaterThan(ROWS / 2)
+    // statistics reach the view within PostgreSQL's flush interval (at most about 10 s)
+    let after = before
+    for (let i = 0; i < 60 && after <= before; i++) {
+      await sleep(250)
+      after = await scans()
+    }
+    expect(after).toBeGreaterThan(before)
+  })
+
+  it("cancels a query at the statement timeout: 503 with the contract body", async () => {
+    const strict = await startServer({ env: { TROUPE_QUERY_TIMEOUT_MS: "1", TROUPE_LIMIT_QUERIES: "0", TROUPE_LIMIT_READS: "0" } })
+    const sdb = postgres(strict.databaseUrl!, { max: 1, onnotice: () => {} })
+    try {
+      const t = await strict.adminToken()
+      const slow = await createItems(strict, t, "slow")
+      await awaitIndexes(sdb, slow.id, 2)
+      await seed(sdb, slow.id, 20_000)
+      const viaQuery = await strict.request("POST", `${strict.base}/query`, {
+        token: t,
+        body: { query: "SELECT category, COUNT(*) AS n, AVG(price) AS mean FROM slow WHERE SEARCH('item') GROUP BY category" }
+      })
+      expect(viaQuery.status, viaQuery.text).toBe(503)
+      expect(viaQuery.body).toMatchObject({
+        error: "Service Unavailable",
+        code: "QUERY_TIMEOUT",
+        statusCode: 503,
+        details: []
+      })
+      expect(viaQuery.body.message).toContain("0.001 s")
+      const viaAggregate = await strict.request("POST", `${strict.base}/records/slow/aggregate`, {
+        token: t,
+        body: { filter: { name: { contains: "item" } }, groupBy: ["category"], operations: { n: { count: "*" } } }
+      })
+      expect(viaAggregate.status, viaAggregate.text).toBe(503)
+      expect(viaAggregate.body.code).toBe("QUERY_TIMEOUT")
+      // the connection that timed out is healthy again
+      const after = await strict.request("POST", `${strict.base}/query`, { token: t, body: { query: "FROM slow WHERE id = :id", parameters: { id: slow.id } } })
+      expect([200, 503]).toContain(after.status)
+      expect((await strict.request("GET", `${strict.base}/structures`, { token: t })).status).toBe(200)
+    } finally {
+      await sdb.end()
+      await strict.close()
+    }
+  })
+})

@@ -1,0 +1,193 @@
+// Records across two real nodes on one PostgreSQL: what one node writes the other reads, the RecordKey and Record
+// actors serialise upserts and updates wherever the request lands, and killing a node in the middle of a write load
+// loses no acknowledged write (the survivor reads every record, and takes over the dead node's actors to write
+// them). PostgreSQL only: PGlite is one process.
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type Response, startServer, type TestNode, type TestServer } from "./support/TestServer.ts"
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** Two nodes, an admin token and a structure `cluster-item` with a `key`, a number `n` and a `via`. */
+const cluster = async () => {
+  // one deployment, one public URL (the load balancer's): tokens name it as issuer, so either node accepts them
+  const a = await startServer({ env: { TROUPE_PUBLIC_URL: "http://troupe.test" } })
+  const b = await a.startPeer()
+  const token = await a.adminToken()
+  const res = await a.request("POST", `${a.base}/structures`, {
+    token,
+    body: {
+      name: "Cluster Item",
+      recordSlug: "cluster-item",
+      properties: [{ name: "key", type: "string" }, { name: "n", type: "number" }, { name: "via", type: "string" }]
+    }
+  })
+  if (res.status >= 300) throw new Error(`structure: ${res.status} ${res.text}`)
+  return { a, b, token, structureId: res.body.id as string }
+}
+
+describe.runIf(process.env.DATABASE_URL)("records across two nodes", () => {
+  let a: TestServer
+  let b: TestNode
+  let token: string
+  let structureId: string
+  beforeAll(async () => {
+    ;({ a, b, token, structureId } = await cluster())
+  })
+  afterAll(async () => {
+    await a?.close()
+  })
+
+  it("a record written through one node is read through the other", async () => {
+    const created = await a.request("POST", `${a.base}/records`, { token, body: { structureId, data: { key: "ab", n: 1, via: "a" } } })
+    expect(created.status).toBe(201)
+    const read = await b.request("GET", `${a.base}/records/${created.body.id}`, { token })
+    expect(read.status).toBe(200)
+    expect(read.body).toMatchObject({ id: created.body.id, structureId, version: 1, data: { key: "ab", n: 1, via: "a" } })
+    const patched = await b.request("PATCH", `${a.base}/records/${created.body.id}`, { token, body: { data: { n: 2, via: "b" } } })
+    expect(patched.status).toBe(200)
+    const back = await a.request("GET", `${a.base}/records/${created.body.id}`, { token })
+    expect(back.body).toMatchObject({ version: 2, data: { key: "ab", n: 2, via: "b" } })
+  })
+
+  it("50 concurrent upserts of one key through both nodes end as one record at version 50", async () => {
+    const nodes = [a, b]
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) =>
+      nodes[i % 2]!.request("POST", `${a.base}/records/slug/cluster-item/upsert`, {
+        token,
+        body: { match: { key: "same-key" }, data: { n: i, via: i % 2 === 0 ? "a" : "b" } }
+      })))
+    const statuses = results.map((r) => r.status)
+    expect(statuses.filter((s) => s === 201)).toHaveLength(1)
+    expect(statuses.filter((s) => s === 200)).toHaveLength(49)
+    const ids = new Set(results.map((r) => r.body.data.id))
+    expect(ids.size).toBe(1)
+    // each upsert saw the one before it: versions 1..50, each once
+    expect(results.map((r) => r.body.data.version).sort((x, y) => x - y)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1))
+    const id = [...ids][0]!
+    for (const node of nodes) {
+      const read = await node.request("GET", `${a.base}/records/${id}`, { token })
+      expect(read.status).toBe(200)
+      expect(read.body.version).toBe(50)
+      expect(read.body.data.key).toBe("same-key")
+    }
+    const list = await a.request("GET", `${a.base}/records?structureId=${structureId}&filter=${encodeURIComponent("key:same-key")}&includeCount=true`, { token })
+    expect(list.status).toBe(200)
+    expect(list.body.results.map((r: any) => r.id)).toEqual([id])
+  })
+
+  it("concurrent PATCHes of one record through both nodes get distinct consecutive versions", async () => {
+    const created = await a.request("POST", `${a.base}/records`, { token, body: { structureId, data: { key: "patched", n: 0 } } })
+    expect(created.status).toBe(201)
+    const id = created.body.id as string
+    const nodes = [a, b]
+    const results = await Promise.all(Array.from({ length: 30 }, (_, i) =>
+      nodes[i % 2]!.request("PATCH", `${a.base}/records/${id}`, { token, body: { data: { n: i + 1, via: i % 2 === 0 ? "a" : "b" } } })))
+    expect(results.map((r) => r.status)).toEqual(results.map(() => 200))
+    const versions = results.map((r) => r.body.version as number).sort((x, y) => x - y)
+    expect(versions).toEqual(Array.from({ length: 30 }, (_, i) => i + 2))
+    // each reply names the version it replaced: exactly the one before it
+    for (const r of results) expect(r.body.previousVersion).toBe(r.body.version - 1)
+    const history = await b.request("GET", `${a.base}/records/${id}/history`, { token })
+    expect(history.status).toBe(200)
+    expect(history.body.versions.map((v: any) => v.version)).toEqual(Array.from({ length: 31 }, (_, i) => 31 - i))
+    // the stored record is the last version written
+    const last = results.find((r) => r.body.version === 31)!
+    const read = await a.request("GET", `${a.base}/records/${id}`, { token })
+    expect(read.body).toMatchObject({ version: 31, data: { n: last.body.data.n } })
+  })
+})
+
+describe.runIf(process.env.DATABASE_URL)("a node killed during a write load", () => {
+  let a: TestServer
+  let b: TestNode
+  let token: string
+  let structureId: string
+  beforeAll(async () => {
+    ;({ a, b, token, structureId } = await cluster())
+  })
+  afterAll(async () => {
+    await a?.close()
+  })
+
+  it("loses no acknowledged write and the survivor serves every record", { timeout: 240_000 }, async () => {
+    const acked = new Map<string, { key: string; n: number; via: string }>()
+    let stopA = false
+    let stopB = false
+    let failedOnA = 0
+    const worker = async (node: TestNode, via: string, w: number, stopped: () => boolean) => {
+      for (let i = 0; !stopped(); i++) {
+        const data = { key: `${via}-${w}-${i}`, n: i, via }
+        let res: Response
+        try {
+          res = await node.request("POST", `${a.base}/records`, { token, body: { structureId, data } })
+        } catch {
+          // the connection died with the node: not acknowledged, so nothing is owed
+          if (node === b) return
+          failedOnA++
+          continue
+        }
+        if (res.status === 201) acked.set(res.body.id, data)
+        else if (node === a) failedOnA++
+      }
+    }
+    const workers = [
+      ...Array.from({ length: 6 }, (_, w) => worker(a, "a", w, () => stopA)),
+      ...Array.from({ length: 6 }, (_, w) => worker(b, "b", w, () => stopB))
+    ]
+    // kill B once both nodes have acknowledged writes
+    const count = (via: string) => [...acked.values()].filter((d) => d.via === via).length
+    const deadline = Date.now() + 60_000
+    while ((count("a") < 60 || count("b") < 60) && Date.now() < deadline) await sleep(20)
+    expect(count("b")).toBeGreaterThanOrEqual(60)
+    const exited = new Promise((resolve) => b.process.once("exit", resolve))
+    b.process.kill("SIGKILL")
+    await exited
+    stopB = true
+    // the survivor keeps taking writes
+    const before = count("a")
+    while (count("a") < before + 60 && Date.now() < deadline + 60_000) await sleep(20)
+    stopA = true
+    await Promise.all(workers)
+    expect(count("a")).toBeGreaterThanOrEqual(before + 60)
+    expect(failedOnA).toBe(0)
+
+    // every acknowledged write is there, read through the survivor
+    const entries = [...acked.entries()]
+    const pool = async <T>(items: ReadonlyArray<T>, n: number, f: (item: T) => Promise<void>) => {
+      let next = 0
+      await Promise.all(Array.from({ length: n }, async () => {
+        while (next < items.length) await f(items[next++]!)
+      }))
+    }
+    await pool(entries, 8, async ([id, data]) => {
+      const read = await a.request("GET", `${a.base}/records/${id}`, { token })
+      expect(read.status).toBe(200)
+      expect(read.body.data).toEqual(data)
+    })
+    const list = await a.request("GET", `${a.base}/records?structureId=${structureId}&includeCount=true&limit=1`, { token })
+    expect(list.body.pagination.total).toBeGreaterThanOrEqual(entries.length)
+
+    // and the survivor writes every record: the dead node's actors move to it once its death is noticed
+    const writeDeadline = Date.now() + 150_000
+    const versions = new Map<string, number>()
+    await pool(entries, 8, async ([id, data]) => {
+      while (true) {
+        const res = await a.request("PATCH", `${a.base}/records/${id}`, { token, body: { data: { n: data.n + 1000 } } })
+          .catch(() => undefined)
+        if (res?.status === 200) {
+          versions.set(id, res.body.version)
+          return
+        }
+        // only an unreachable shard is retried; anything else is a real failure
+        if (res !== undefined && res.status < 500) throw new Error(`PATCH ${id}: ${res.status} ${res.text}`)
+        if (Date.now() > writeDeadline) throw new Error(`PATCH ${id} still failing: ${res?.status} ${res?.text}`)
+        await sleep(500)
+      }
+    })
+    expect(versions.size).toBe(entries.length)
+    expect([...versions.values()].every((v) => v === 2)).toBe(true)
+    const sample = entries[entries.length - 1]!
+    const read = await a.request("GET", `${a.base}/records/${sample[0]}`, { token })
+    expect(read.body).toMatchObject({ version: 2, data: { ...sample[1], n: sample[1].n + 1000 } })
+  })
+})

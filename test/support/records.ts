@@ -1,0 +1,80 @@
+// Helpers for the record end-to-end tests: requests relative to the workspace base with a token, the contract
+// error shape, structures, service-account tokens, and (PostgreSQL runs only) reads of the test database itself.
+import postgres from "postgres"
+import { expect } from "vitest"
+import type { RequestOptions, Response, TestServer } from "./TestServer.ts"
+
+export interface Client {
+  readonly token: string
+  readonly call: <T = any>(method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<Response<T>>
+  readonly raw: (method: string, path: string, options: RequestOptions) => Promise<Response>
+}
+
+/** Requests under `/workspace/<ws>/api/v1` with the given token. */
+export const client = (server: TestServer, token: string): Client => ({
+  token,
+  call: (method, path, body, headers) =>
+    server.request(method, server.base + path, { token, ...(body !== undefined ? { body } : {}), ...(headers ? { headers } : {}) }),
+  raw: (method, path, options) => server.request(method, server.base + path, { token, ...options })
+})
+
+/** The one error body of CONTRACT.md §4 with this status and code. */
+export const expectError = (res: Response, status: number, code?: string) => {
+  if (res.status !== status) throw new Error(`expected ${status}, got ${res.status}: ${res.text.slice(0, 500)}`)
+  expect(res.body).toMatchObject({ statusCode: status })
+  if (code !== undefined) expect(res.body.code).toBe(code)
+  expect(typeof res.body.error).toBe("string")
+  expect(typeof res.body.message).toBe("string")
+  expect(typeof res.body.code).toBe("string")
+  expect(Array.isArray(res.body.details)).toBe(true)
+  for (const d of res.body.details) {
+    expect(typeof d.field).toBe("string")
+    expect(d.property).toBe(d.field)
+    expect(typeof d.message).toBe("string")
+  }
+}
+
+/** Asserts a status, showing the body when it differs. */
+export const expectStatus = (res: Response, status: number) => {
+  if (res.status !== status) throw new Error(`expected ${status}, got ${res.status}: ${res.text.slice(0, 800)}`)
+}
+
+let counter = 0
+/** A unique lowercase slug for one test's structure. */
+export const slug = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${(counter++).toString(36)}`
+
+/** Creates a structure and returns it (200 asserted). */
+export const createStructure = async (api: Client, definition: Record<string, unknown>) => {
+  const res = await api.call("POST", "/structures", definition)
+  if (res.status !== 200 && res.status !== 201) throw new Error(`structure: ${res.status} ${res.text}`)
+  return res.body as { id: string; recordSlug: string; properties: Array<{ id: string; name: string }> }
+}
+
+/** A service account with a role or permissions, signed in (client credentials). */
+export const serviceToken = async (server: TestServer, admin: Client, spec: { role?: string; permissions?: ReadonlyArray<string> }) => {
+  const res = await admin.call("POST", "/service-accounts", { name: `sa-${counter++}`, ...spec })
+  if (res.status !== 201 && res.status !== 200) throw new Error(`service account: ${res.status} ${res.text}`)
+  const token = await fetch(`${server.baseUrl}/oidc/token`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ grant_type: "client_credentials", client_id: res.body.clientId, client_secret: res.body.clientSecret })
+  })
+  const body = (await token.json()) as { access_token?: string }
+  if (!body.access_token) throw new Error(`token: ${JSON.stringify(body)}`)
+  return client(server, body.access_token)
+}
+
+/** How many live records a structure has (through the API). */
+export const countOf = async (api: Client, structure: string, includeDeleted = false) => {
+  const res = await api.call("GET", `/records?structureId=${structure}&includeCount=true&limit=1${includeDeleted ? "&includeDeleted=true" : ""}`)
+  expectStatus(res, 200)
+  return res.body.pagination.total as number
+}
+
+/** The test database (PostgreSQL runs only): on PGlite it lives inside the server process. */
+export const database = (server: TestServer) => {
+  if (!server.databaseUrl) throw new Error("database() needs DATABASE_URL")
+  return postgres(server.databaseUrl, { max: 2, onnotice: () => {} })
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
