@@ -1,8 +1,10 @@
 // `npm run bench`: a Troupe node and the raw baseline (node:http + postgres.js, same SQL) started in the same run on
 // the same PostgreSQL, each driven by autocannon (64 connections, BENCH_DURATION s, BENCH_ROUNDS rounds), and the
-// ratio Troupe/raw per scenario. Ratios, not absolute figures, are what to compare across machines.
+// ratio Troupe/raw per scenario. Ratios, not absolute figures, are what to compare across machines. Then the
+// in-process benches (scripts/bench-validator.ts, scripts/bench-events.ts when present) run as extra sections.
 import autocannon from "autocannon"
 import { type ChildProcess, spawn } from "node:child_process"
+import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { freePort, freshDatabase, request, startNode } from "../test/support/TestServer.ts"
 
@@ -20,26 +22,44 @@ export interface Target {
   /** a fixed body, or a factory called per request */
   readonly body?: unknown
   readonly bodyFactory?: () => unknown
+  /** a path (with query) per request, replacing the url's */
+  readonly pathFactory?: () => string
 }
 
 export interface Scenario {
   readonly name: string
   readonly troupe: Target
   readonly raw: Target | undefined
+  /** autocannon connections for this scenario (default BENCH_CONNECTIONS) */
+  readonly connections?: number
+  /** items each request writes (bulk): the table adds items/s */
+  readonly itemsPerRequest?: number
+  /** at least this many seconds per round (slow requests need a few to finish) */
+  readonly minDuration?: number
 }
 
 interface Figures { rps: number; p50: number; p99: number; errors: number }
 
-const drive = async (target: Target): Promise<Figures> => {
+const drive = async (target: Target, conns: number, seconds: number): Promise<Figures> => {
   const result: any = await autocannon({
     url: target.url,
     method: (target.method ?? "GET") as any,
-    connections,
-    duration,
+    connections: conns,
+    duration: seconds,
+    // a slow request (a bulk of 1,000) is measured, not dropped at autocannon's default 10 s
+    timeout: 120,
     headers: { "content-type": "application/json", ...target.headers },
     ...(target.body !== undefined ? { body: JSON.stringify(target.body) } : {}),
-    ...(target.bodyFactory
-      ? { requests: [{ setupRequest: (req: any) => ({ ...req, body: JSON.stringify(target.bodyFactory!()) }) }] }
+    ...(target.bodyFactory || target.pathFactory
+      ? {
+        requests: [{
+          setupRequest: (req: any) => ({
+            ...req,
+            ...(target.pathFactory ? { path: target.pathFactory() } : {}),
+            ...(target.bodyFactory ? { body: JSON.stringify(target.bodyFactory()) } : {})
+          })
+        }]
+      }
       : {})
   })
   return {
@@ -77,25 +97,30 @@ const main = async () => {
       if (only && !only.includes(scenario.name)) continue
       const t: Array<Figures> = []
       const r: Array<Figures> = []
+      const conns = scenario.connections ?? connections
+      const seconds = Math.max(duration, scenario.minDuration ?? 0)
       for (let i = 0; i < rounds; i++) {
-        t.push(await drive(scenario.troupe))
-        if (scenario.raw) r.push(await drive(scenario.raw))
+        t.push(await drive(scenario.troupe, conns, seconds))
+        if (scenario.raw) r.push(await drive(scenario.raw, conns, seconds))
       }
       const tr = median(t.map((f) => f.rps))
       const rr = scenario.raw ? median(r.map((f) => f.rps)) : NaN
+      const rate = (rps: number) =>
+        scenario.itemsPerRequest ? `${rps.toFixed(1)} (${(rps * scenario.itemsPerRequest).toFixed(0)} items/s)` : rps.toFixed(0)
       rows.push([
         scenario.name,
-        tr.toFixed(0), `${median(t.map((f) => f.p50))}/${median(t.map((f) => f.p99))}`,
-        scenario.raw ? rr.toFixed(0) : "-", scenario.raw ? `${median(r.map((f) => f.p50))}/${median(r.map((f) => f.p99))}` : "-",
+        String(conns),
+        rate(tr), `${median(t.map((f) => f.p50))}/${median(t.map((f) => f.p99))}`,
+        scenario.raw ? rate(rr) : "-", scenario.raw ? `${median(r.map((f) => f.p50))}/${median(r.map((f) => f.p99))}` : "-",
         scenario.raw ? `${((tr / rr) * 100).toFixed(0)} %` : "-",
         String(t.reduce((n, f) => n + f.errors, 0))
       ])
       process.stderr.write(`${scenario.name}: troupe ${tr.toFixed(0)} req/s, raw ${rr.toFixed(0)} req/s\n`)
     }
-    const header = ["scenario", "troupe req/s", "p50/p99 ms", "raw req/s", "p50/p99 ms", "troupe/raw", "errors"]
+    const header = ["scenario", "conns", "troupe req/s", "p50/p99 ms", "raw req/s", "p50/p99 ms", "troupe/raw", "errors"]
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
     const line = (cells: Array<string>) => "| " + cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ") + " |"
-    console.log(`\n${connections} connections, ${duration} s x ${rounds} rounds (medians), PostgreSQL, node ${process.version}\n`)
+    console.log(`\n${duration} s x ${rounds} rounds (medians), PostgreSQL, node ${process.version}\n`)
     console.log(line(header))
     console.log("|" + widths.map((w) => "-".repeat(w + 2)).join("|") + "|")
     for (const row of rows) console.log(line(row))
@@ -103,6 +128,28 @@ const main = async () => {
     raw.stop()
     await troupe.stop()
     await db.drop()
+  }
+  await extras()
+}
+
+/** The in-process benches, each a section of its own, run after the servers are gone (they want both cores). */
+const extras = async () => {
+  const sections: Array<[name: string, script: string]> = [
+    ["validator", "scripts/bench-validator.ts"],
+    ["events", "scripts/bench-events.ts"]
+  ]
+  for (const [name, script] of sections) {
+    if (only && !only.includes(name)) continue
+    const file = Path.join(root, script)
+    if (!Fs.existsSync(file)) continue
+    console.log(`\n## ${name} (${script})\n`)
+    const code = await new Promise<number | null>((resolve) => {
+      const child = spawn(process.execPath, [
+        "--no-node-snapshot", "--experimental-strip-types", "--disable-warning=ExperimentalWarning", file
+      ], { cwd: root, env: { ...process.env, DATABASE_URL: baseUrl }, stdio: ["ignore", "inherit", "inherit"] })
+      child.on("exit", resolve)
+    })
+    if (code !== 0) console.log(`(${script} exited with ${code})`)
   }
 }
 

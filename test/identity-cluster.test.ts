@@ -60,16 +60,28 @@ describe("identity across nodes", () => {
     const lastAdmin = await tokenRequest(last, { grant_type: "password", username: "admin", password: server.adminPassword })
     const adminOnLast = lastAdmin.body.access_token as string
     // a change on the first node is answered, then the other node is asked at once
-    assert.strictEqual((await first.request("POST", `${server.base}/service-accounts/${rotated.id}/rotate`, { token: admin })).status, 200)
+    assert.strictEqual(
+      (await first.request("POST", `${server.base}/service-accounts/${rotated.id}/rotate`, { token: admin })).status,
+      200
+    )
     assert.strictEqual((await me(last, rotated.token)).status, 401)
     // and the other way round
     await roomInWindow(5000)
-    assert.strictEqual((await last.request("POST", `${server.base}/service-accounts/${revoked.id}/revoke`, { token: adminOnLast })).status, 200)
+    assert.strictEqual(
+      (await last.request("POST", `${server.base}/service-accounts/${revoked.id}/revoke`, { token: adminOnLast })).status,
+      200
+    )
     assert.strictEqual((await me(first, revoked.token)).status, 401)
-    assert.strictEqual((await last.request("DELETE", `${server.base}/service-accounts/${deleted.id}`, { token: adminOnLast })).status, 204)
+    assert.strictEqual(
+      (await last.request("DELETE", `${server.base}/service-accounts/${deleted.id}`, { token: adminOnLast })).status,
+      204
+    )
     assert.strictEqual((await me(first, deleted.token)).status, 401)
     await roomInWindow(5000)
-    assert.strictEqual((await first.request("DELETE", `${server.base}/members/${user.userId}`, { token: admin })).status, 204)
+    assert.strictEqual(
+      (await first.request("DELETE", `${server.base}/members/${user.userId}`, { token: admin })).status,
+      204
+    )
     for (const node of nodes) assert.strictEqual((await me(node, user.token)).status, 401)
     // the old secret is refused by every node's token endpoint
     for (const node of nodes) {

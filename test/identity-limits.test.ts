@@ -55,7 +55,10 @@ describe("rate limits", () => {
     const retryAfter = Number(limited.headers.get("retry-after"))
     assert.isAtLeast(retryAfter, 1)
     assert.isAtMost(retryAfter, windowSeconds)
-    assert.strictEqual((await server.request("GET", `${server.base}/service-accounts`, { token: account.token })).status, 429)
+    assert.strictEqual(
+      (await server.request("GET", `${server.base}/service-accounts`, { token: account.token })).status,
+      429
+    )
     // another class and another workspace have their own budgets
     const write = await server.request("PUT", `${server.base}/service-accounts/${account.id}/description`, {
       token: admin,
@@ -127,7 +130,10 @@ describe("slowdown after bad credentials", () => {
     })
     assert.strictEqual(add.status, 201)
     for (let i = 0; i < 5; i++) {
-      assert.strictEqual((await tokenRequest(server, { grant_type: "password", username: "slowpoke", password: `guess-${i}` })).status, 401)
+      assert.strictEqual(
+        (await tokenRequest(server, { grant_type: "password", username: "slowpoke", password: `guess-${i}` })).status,
+        401
+      )
       failures++
     }
     const locked = await tokenRequest(server, { grant_type: "password", username: "slowpoke", password: "slowpoke-password" })

@@ -124,7 +124,11 @@ describe("tokens on guarded routes", () => {
   it("401 without a token, with a malformed, forged or expired one", async () => {
     expectError(await server.request("GET", `${base}/me`), 401, "UNAUTHORIZED")
     expectError(await server.request("GET", `${base}/me`, { token: "not-a-jwt" }), 401, "UNAUTHORIZED")
-    expectError(await server.request("GET", `${base}/me`, { headers: { authorization: "Basic YTpi" } }), 401, "UNAUTHORIZED")
+    expectError(
+      await server.request("GET", `${base}/me`, { headers: { authorization: "Basic YTpi" } }),
+      401,
+      "UNAUTHORIZED"
+    )
     // signed by a key the server does not know
     const stranger = await Jose.generateKeyPair("ES256")
     const forged = await new Jose.SignJWT({ workspace: "default", isServiceAccount: "false", groups: [] })
@@ -150,7 +154,11 @@ describe("tokens on guarded routes", () => {
     const res = await server.request("GET", "/workspace/another-ws/api/v1/me", { token: admin })
     expectError(res, 403, "PERMISSION_DENIED")
     // also through the /data and /iam aliases
-    expectError(await server.request("GET", "/iam/workspace/another-ws/api/v1/service-accounts", { token: admin }), 403, "PERMISSION_DENIED")
+    expectError(
+      await server.request("GET", "/iam/workspace/another-ws/api/v1/service-accounts", { token: admin }),
+      403,
+      "PERMISSION_DENIED"
+    )
   })
 })
 
@@ -192,11 +200,19 @@ describe("workspaces (platform administrators)", () => {
     assert.strictEqual(created.body.slug, "team-alpha")
     assert.strictEqual(created.body.name, "Team Alpha")
     assert.isString(created.body.createdAt)
-    expectError(await server.request("POST", "/workspace/api/v1/workspaces", { token: admin, body: { slug: "team-alpha" } }), 409, "CONFLICT")
+    expectError(
+      await server.request("POST", "/workspace/api/v1/workspaces", { token: admin, body: { slug: "team-alpha" } }),
+      409,
+      "CONFLICT"
+    )
     for (const slug of ["Team", "team_alpha", "-team", "team-", "a--b", "", "api", "x".repeat(64)]) {
       expectError(await server.request("POST", "/workspace/api/v1/workspaces", { token: admin, body: { slug } }), 400)
     }
-    expectError(await server.request("POST", "/workspace/api/v1/workspaces", { token: admin, body: {} }), 400, "VALIDATION_ERROR")
+    expectError(
+      await server.request("POST", "/workspace/api/v1/workspaces", { token: admin, body: {} }),
+      400,
+      "VALIDATION_ERROR"
+    )
     const list = await server.request("GET", "/workspace/api/v1/workspaces?limit=100", { token: admin })
     assert.strictEqual(list.status, 200)
     assert.includeMembers(list.body.data.map((w: any) => w.slug), ["default", "team-alpha"])
@@ -216,7 +232,10 @@ describe("workspaces (platform administrators)", () => {
     expectError(await server.request("GET", `${base}/me`, { token: alpha }), 403, "PERMISSION_DENIED")
     const sa = await createAccount(server, alpha, { role: "viewer" }, "team-alpha")
 
-    assert.strictEqual((await server.request("DELETE", "/workspace/api/v1/workspaces/team-alpha", { token: admin })).status, 204)
+    assert.strictEqual(
+      (await server.request("DELETE", "/workspace/api/v1/workspaces/team-alpha", { token: admin })).status,
+      204
+    )
     expectError(await server.request("GET", "/workspace/api/v1/workspaces/team-alpha", { token: admin }), 404)
     expectError(await server.request("DELETE", "/workspace/api/v1/workspaces/team-alpha", { token: admin }), 404)
     // everything inside went with it
@@ -227,7 +246,11 @@ describe("workspaces (platform administrators)", () => {
 
   it("is refused to everyone but platform administrators", async () => {
     const owner = await createUser(server, admin, "owner")
-    expectError(await server.request("GET", "/workspace/api/v1/workspaces", { token: owner.token }), 403, "PERMISSION_DENIED")
+    expectError(
+      await server.request("GET", "/workspace/api/v1/workspaces", { token: owner.token }),
+      403,
+      "PERMISSION_DENIED"
+    )
     expectError(
       await server.request("POST", "/workspace/api/v1/workspaces", { token: owner.token, body: { slug: "mine" } }),
       403,
@@ -261,7 +284,10 @@ describe("members", () => {
       await server.request("POST", `${base}/members`, { token: admin, body: { username: "carol", password: "another-pass-1", role: "admin" } }),
       409
     )
-    expectError(await server.request("POST", `${base}/members`, { token: admin, body: { username: "dave", role: "viewer" } }), 400)
+    expectError(
+      await server.request("POST", `${base}/members`, { token: admin, body: { username: "dave", role: "viewer" } }),
+      400
+    )
     expectError(
       await server.request("POST", `${base}/members`, { token: admin, body: { username: "dave", password: "short", role: "viewer" } }),
       400,
@@ -284,7 +310,10 @@ describe("members", () => {
     assert.strictEqual(list.body.limit, 50)
     const got = await server.request("GET", `${base}/members/${carolId}`, { token: admin })
     assert.strictEqual(got.body.username, "carol")
-    expectError(await server.request("GET", `${base}/members/00000000-0000-4000-8000-000000000000`, { token: admin }), 404)
+    expectError(
+      await server.request("GET", `${base}/members/00000000-0000-4000-8000-000000000000`, { token: admin }),
+      404
+    )
     expectError(await server.request("GET", `${base}/members/not-a-uuid`, { token: admin }), 400, "VALIDATION_ERROR")
 
     // a role change applies to tokens already issued
@@ -293,7 +322,10 @@ describe("members", () => {
     assert.strictEqual(promoted.status, 200)
     assert.strictEqual(promoted.body.role, "admin")
     assert.strictEqual((await server.request("GET", `${base}/me`, { token: carol })).body.role, "admin")
-    expectError(await server.request("PUT", `${base}/members/${carolId}/role`, { token: admin, body: { role: "god" } }), 400)
+    expectError(
+      await server.request("PUT", `${base}/members/${carolId}/role`, { token: admin, body: { role: "god" } }),
+      400
+    )
     expectError(
       await server.request("PUT", `${base}/members/00000000-0000-4000-8000-000000000000/role`, { token: admin, body: { role: "viewer" } }),
       404
@@ -318,7 +350,10 @@ describe("members", () => {
     })
     assert.strictEqual(readd.status, 201, readd.text)
     const carolBeta = await server.userToken("carol", "carol-password-1", "team-beta")
-    assert.strictEqual((await server.request("GET", "/workspace/team-beta/api/v1/me", { token: carolBeta })).body.role, "developer")
+    assert.strictEqual(
+      (await server.request("GET", "/workspace/team-beta/api/v1/me", { token: carolBeta })).body.role,
+      "developer"
+    )
   })
 
   it("a workspace keeps at least one owner", async () => {
@@ -332,7 +367,11 @@ describe("members", () => {
       409,
       "LAST_OWNER"
     )
-    expectError(await server.request("DELETE", `/workspace/solo/api/v1/members/${adminId}`, { token: solo }), 409, "LAST_OWNER")
+    expectError(
+      await server.request("DELETE", `/workspace/solo/api/v1/members/${adminId}`, { token: solo }),
+      409,
+      "LAST_OWNER"
+    )
     // with a second owner, the first may step down
     const other = await createUser(server, solo, "owner", "solo")
     const down = await server.request("PUT", `/workspace/solo/api/v1/members/${adminId}/role`, { token: solo, body: { role: "viewer" } })
@@ -442,7 +481,11 @@ describe("service accounts", () => {
     const adminUser = await createUser(server, admin, "admin")
     const ok = await server.request("POST", sa(), { token: adminUser.token, body: { name: "by-admin", role: "admin" } })
     assert.strictEqual(ok.status, 201)
-    expectError(await server.request("POST", sa(), { token: adminUser.token, body: { name: "too-much", role: "owner" } }), 403, "PERMISSION_DENIED")
+    expectError(
+      await server.request("POST", sa(), { token: adminUser.token, body: { name: "too-much", role: "owner" } }),
+      403,
+      "PERMISSION_DENIED"
+    )
     const robot = await createAccount(server, admin, { role: "owner" })
     for (const [method, path] of [["GET", sa()], ["POST", sa()], ["GET", sa(`/${ok.body.id}`)], ["POST", sa(`/${ok.body.id}/rotate`)]] as const) {
       const body = method === "POST" ? { name: "x" } : undefined
@@ -604,11 +647,26 @@ describe("IAM groups and policies", () => {
     expectError(read, 400, "VALIDATION_ERROR")
     assert.strictEqual(read.body.details[0].field, "action")
     assert.include(read.body.message, "read")
-    expectError(await server.request("POST", g(`/${group.id}/policies`), { token: admin, body: { action: "fly", resource: "records" } }), 400)
-    expectError(await server.request("POST", g(`/${group.id}/policies`), { token: admin, body: { action: "list", resource: "planets" } }), 400)
-    expectError(await server.request("POST", g(`/${group.id}/policies`), { token: admin, body: { action: "execute", resource: "records" } }), 400)
-    expectError(await server.request("POST", g(`/${group.id}/policies`), { token: admin, body: { action: "list", resource: "records", effect: "maybe" } }), 400)
-    expectError(await server.request("POST", g(`/${group.id}/policies`), { token: admin, body: { resource: "records" } }), 400)
+    expectError(
+      await server.request("POST", g(`/${group.id}/policies`), { token: admin, body: { action: "fly", resource: "records" } }),
+      400
+    )
+    expectError(
+      await server.request("POST", g(`/${group.id}/policies`), { token: admin, body: { action: "list", resource: "planets" } }),
+      400
+    )
+    expectError(
+      await server.request("POST", g(`/${group.id}/policies`), { token: admin, body: { action: "execute", resource: "records" } }),
+      400
+    )
+    expectError(
+      await server.request("POST", g(`/${group.id}/policies`), { token: admin, body: { action: "list", resource: "records", effect: "maybe" } }),
+      400
+    )
+    expectError(
+      await server.request("POST", g(`/${group.id}/policies`), { token: admin, body: { resource: "records" } }),
+      400
+    )
     for (const action of ["create", "retrieve", "list", "update", "delete", "manage", "validate"]) {
       const ok = await server.request("POST", g(`/${group.id}/policies`), { token: admin, body: { action, resource: "structures" } })
       assert.strictEqual(ok.status, 201, `${action}: ${ok.text}`)
@@ -637,9 +695,15 @@ describe("IAM groups and policies", () => {
     const added = await server.request("POST", g(`/${group.id}/members`), { token: admin, body: { serviceAccountId: account.id } })
     assert.strictEqual(added.status, 201, added.text)
     assert.deepStrictEqual(added.body.members.map((m: any) => m.type), ["service-account"])
-    expectError(await server.request("POST", g(`/${group.id}/members`), { token: admin, body: { serviceAccountId: account.id } }), 409)
+    expectError(
+      await server.request("POST", g(`/${group.id}/members`), { token: admin, body: { serviceAccountId: account.id } }),
+      409
+    )
     expectError(await server.request("POST", g(`/${group.id}/members`), { token: admin, body: {} }), 400)
-    expectError(await server.request("POST", g(`/${group.id}/members`), { token: admin, body: { serviceAccountId: 999999 } }), 404)
+    expectError(
+      await server.request("POST", g(`/${group.id}/members`), { token: admin, body: { serviceAccountId: 999999 } }),
+      404
+    )
     expectError(
       await server.request("POST", g(`/${group.id}/members`), { token: admin, body: { userId: "00000000-0000-4000-8000-000000000000" } }),
       404
@@ -661,13 +725,23 @@ describe("IAM groups and policies", () => {
     await server.request("POST", g(`/${deny.id}/policies`), { token: admin, body: { action: "manage", resource: "service-accounts", effect: "deny" } })
     const joined = await server.request("POST", g(`/${deny.id}/members`), { token: admin, body: { userId: user.userId } })
     assert.strictEqual(joined.status, 201)
-    expectError(await server.request("GET", `${base}/service-accounts`, { token: user.token }), 403, "PERMISSION_DENIED")
-    assert.strictEqual((await server.request("DELETE", g(`/${deny.id}/members/users/${user.userId}`), { token: admin })).status, 204)
+    expectError(
+      await server.request("GET", `${base}/service-accounts`, { token: user.token }),
+      403,
+      "PERMISSION_DENIED"
+    )
+    assert.strictEqual(
+      (await server.request("DELETE", g(`/${deny.id}/members/users/${user.userId}`), { token: admin })).status,
+      204
+    )
     expectError(await server.request("DELETE", g(`/${deny.id}/members/users/${user.userId}`), { token: admin }), 404)
     assert.strictEqual((await server.request("GET", `${base}/service-accounts`, { token: user.token })).status, 200)
 
     // removing the policy or the membership takes the permission away again
-    assert.strictEqual((await server.request("DELETE", g(`/${group.id}/policies/${policy.body.id}`), { token: admin })).status, 204)
+    assert.strictEqual(
+      (await server.request("DELETE", g(`/${group.id}/policies/${policy.body.id}`), { token: admin })).status,
+      204
+    )
     expectError(await server.request("DELETE", g(`/${group.id}/policies/${policy.body.id}`), { token: admin }), 404)
     expectError(await server.request("GET", `${base}/groups`, { token: account.token }), 403)
     await server.request("POST", g(`/${group.id}/policies`), { token: admin, body: { action: "list", resource: "service-accounts" } })
@@ -676,10 +750,17 @@ describe("IAM groups and policies", () => {
       (await server.request("DELETE", g(`/${group.id}/members/service-accounts/${account.id}`), { token: admin })).status,
       204
     )
-    expectError(await server.request("DELETE", g(`/${group.id}/members/service-accounts/${account.id}`), { token: admin }), 404)
+    expectError(
+      await server.request("DELETE", g(`/${group.id}/members/service-accounts/${account.id}`), { token: admin }),
+      404
+    )
     expectError(await server.request("GET", `${base}/groups`, { token: account.token }), 403)
     // only owners manage groups
-    expectError(await server.request("POST", g(), { token: user.token, body: { name: "Mine" } }), 403, "PERMISSION_DENIED")
+    expectError(
+      await server.request("POST", g(), { token: user.token, body: { name: "Mine" } }),
+      403,
+      "PERMISSION_DENIED"
+    )
   })
 })
 

@@ -49,6 +49,21 @@ describe.runIf(process.env.DATABASE_URL)("records across two nodes", () => {
     expect(back.body).toMatchObject({ version: 2, data: { key: "ab", n: 2, via: "b" } })
   })
 
+  it("a write's error crosses to the other node with its status and code", async () => {
+    const created = await a.request("POST", `${a.base}/records`, { token, body: { structureId, data: { key: "err", n: 1 } } })
+    expect(created.status).toBe(201)
+    const missingId = crypto.randomUUID()
+    // through both nodes, so one of the two calls reaches the record's actor on the other node
+    for (const node of [a, b]) {
+      const stale = await node.request("PATCH", `${a.base}/records/${created.body.id}`, { token, body: { data: { n: 2 }, expectedVersion: 7 } })
+      expect(stale.status).toBe(409)
+      expect(stale.body).toMatchObject({ statusCode: 409, code: "VERSION_CONFLICT" })
+      const missing = await node.request("PATCH", `${a.base}/records/${missingId}`, { token, body: { data: { n: 2 } } })
+      expect(missing.status).toBe(404)
+      expect(missing.body).toMatchObject({ statusCode: 404, code: "RECORD_NOT_FOUND" })
+    }
+  })
+
   it("50 concurrent upserts of one key through both nodes end as one record at version 50", async () => {
     const nodes = [a, b]
     const results = await Promise.all(Array.from({ length: 50 }, (_, i) =>

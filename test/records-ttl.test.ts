@@ -1,7 +1,7 @@
 // The TTL sweeper end to end: an expired record is hidden from reads at once, then removed from the table by the
 // sweeper (live or soft-deleted), which writes a `record.expired` event in the same transaction. Through HTTP the
-// removal shows as the event on the realtime stream and as its unique value becoming free again; the PostgreSQL run
-// also checks the rows themselves.
+// removal shows as that event on the realtime stream (it commits with the DELETE); the PostgreSQL run also checks
+// the rows themselves.
 import postgres from "postgres"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startServer, type TestServer } from "./support/TestServer.ts"
@@ -121,7 +121,7 @@ describe("record TTL sweeper", () => {
       })
       expect(typeof event.timestamp).toBe("string")
 
-      // the removal took the unique value with it: the code is free again
+      // an expired record's unique value is free again
       const again = await eventually(async () => {
         const res = await create({ code: "c-1" })
         return res.status === 409 ? undefined : res

@@ -273,6 +273,13 @@ describe("upsert, bulk and events", () => {
       expect(deleted.body).toMatchObject({ success: true, deleted: 1, failed: 0 })
       const left = await api.call("GET", `/structures/${flat.recordSlug}/records?sort=price`)
       expect(left.body.records.map((r: any) => [r.title, r.price])).toEqual([["cheap", 5], ["mid", 45]])
+      // the query is required: an empty body never touches every record; "*" does, explicitly
+      expectError(await api.call("POST", `/structures/${flat.recordSlug}/records/bulk-delete`, {}), 400, "VALIDATION_ERROR")
+      expectError(await api.call("POST", `/structures/${flat.recordSlug}/records/bulk-delete`, { query: " " }), 400, "VALIDATION_ERROR")
+      expectError(await api.call("PATCH", `/structures/${flat.recordSlug}/records/bulk`, { updates: { price: 1 } }), 400, "VALIDATION_ERROR")
+      const everything = await api.call("PATCH", `/structures/${flat.recordSlug}/records/bulk`, { query: "*", updates: { inStock: false } })
+      expectStatus(everything, 200)
+      expect(everything.body.updated).toBe(2)
       const atomicBad = await api.call("POST", `/structures/${flat.recordSlug}/records/bulk`, { records: [{ title: "ok" }, { price: 1 }], atomic: true })
       expectError(atomicBad, 400, "VALIDATION_ERROR")
       expect(atomicBad.body.details[0].field).toBe("records[1].data.title")

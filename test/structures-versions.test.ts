@@ -134,8 +134,8 @@ describe("structure versions", () => {
     const s = await ok("POST", "/structures", {
       name: unique("Aging"),
       enableVersioning: true,
-      // versions older than 8 s go; the singleton looks every ~0.4 s
-      retentionPolicy: { maxAgeDays: 8 / 86_400, cleanupIntervalHours: 0.4 / 3600 },
+      // versions older than 15 s go; the singleton looks every ~0.5 s
+      retentionPolicy: { maxAgeDays: 15 / 86_400, cleanupIntervalHours: 0.4 / 3600 },
       properties: []
     })
     await ok("PUT", `/structures/${s.id}`, { description: "two" })
@@ -146,7 +146,7 @@ describe("structure versions", () => {
     const left = await eventually(async () => {
       const numbers = await versionNumbers(s.id)
       return numbers.length === 2 ? numbers : undefined
-    })
+    }, 40_000)
     expect(left).toEqual([3, 1])
     expect((await ok("GET", `/structures/${s.id}`)).version).toBe(3)
   })

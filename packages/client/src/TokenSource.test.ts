@@ -9,12 +9,12 @@ const fakeEndpoint = (state: { calls: number; bodies: Array<string>; fail?: bool
   Layer.succeed(HttpClient.HttpClient)(HttpClient.make((request) =>
     Effect.gen(function*() {
       state.calls++
-      const body = request.body._tag === "Uint8Array" ? new TextDecoder().decode(request.body.body) : ""
-      state.bodies.push(body)
+      state.bodies.push(request.body._tag === "Uint8Array" ? new TextDecoder().decode(request.body.body) : "")
       yield* Effect.sleep("10 millis")
-      const answer = state.fail
-        ? new Response(JSON.stringify({ error: "invalid_client", error_description: "Invalid client credentials" }), { status: 401 })
-        : new Response(JSON.stringify({ access_token: `token-${state.calls}`, token_type: "Bearer", expires_in: 25200, scope: "openid" }))
+      const body = state.fail
+        ? { error: "invalid_client", error_description: "Invalid client credentials" }
+        : { access_token: `token-${state.calls}`, token_type: "Bearer", expires_in: 25200, scope: "openid" }
+      const answer = new Response(JSON.stringify(body), { status: state.fail ? 401 : 200 })
       return HttpClientResponse.fromWeb(request, answer)
     })
   ))
@@ -23,7 +23,11 @@ describe("TokenSource.clientCredentials", () => {
   it.effect("caches the token until 60 s before expiry, then renews it", () => {
     const state = { calls: 0, bodies: [] as Array<string> }
     return Effect.gen(function*() {
-      const source = yield* clientCredentials({ baseUrl: "http://troupe.test/", clientId: "ci_1", clientSecret: "sk_1" })
+      const source = yield* clientCredentials({
+        baseUrl: "http://troupe.test/",
+        clientId: "ci_1",
+        clientSecret: "sk_1"
+      })
       const first = yield* Effect.forkChild(source.get)
       yield* TestClock.adjust("10 millis")
       assert.strictEqual(yield* Fiber.join(first), "token-1")
@@ -60,7 +64,11 @@ describe("TokenSource.clientCredentials", () => {
   it.effect("a refused request is a TokenError carrying the RFC 6749 error", () => {
     const state = { calls: 0, bodies: [] as Array<string>, fail: true }
     return Effect.gen(function*() {
-      const source = yield* clientCredentials({ baseUrl: "http://troupe.test", clientId: "ci_1", clientSecret: "sk_bad" })
+      const source = yield* clientCredentials({
+        baseUrl: "http://troupe.test",
+        clientId: "ci_1",
+        clientSecret: "sk_bad"
+      })
       const attempt = yield* Effect.forkChild(Effect.flip(source.get))
       yield* TestClock.adjust("10 millis")
       const error = yield* Fiber.join(attempt)

@@ -48,6 +48,9 @@ export interface TokenSource {
   readonly invalidate: Effect.Effect<void>
 }
 
+const reveal = (secret: string | Redacted.Redacted<string>) =>
+  Redacted.isRedacted(secret) ? Redacted.value(secret) : secret
+
 interface Cached {
   readonly token: string
   /** epoch ms after which the token is renewed */
@@ -70,7 +73,7 @@ export const clientCredentials = (
     let cached: Option.Option<Cached> = Option.none()
 
     const fetchToken = Effect.gen(function*() {
-      const secret = Redacted.isRedacted(options.clientSecret) ? Redacted.value(options.clientSecret) : options.clientSecret
+      const secret = reveal(options.clientSecret)
       const request = HttpClientRequest.post(url).pipe(
         HttpClientRequest.acceptJson,
         HttpClientRequest.bodyUrlParams({
@@ -140,7 +143,7 @@ export const clientCredentialsFetch = (options: ClientCredentialsOptions & { rea
   let pending: Promise<string> | undefined
   const request = async () => {
     const started = now()
-    const secret = Redacted.isRedacted(options.clientSecret) ? Redacted.value(options.clientSecret) : options.clientSecret
+    const secret = reveal(options.clientSecret)
     const res = await fetch(url, {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
@@ -156,7 +159,9 @@ export const clientCredentialsFetch = (options: ClientCredentialsOptions & { rea
       throw new TokenError({
         status: res.status,
         error: typeof body.error === "string" ? body.error : "invalid_response",
-        description: typeof body.error_description === "string" ? body.error_description : `unexpected answer from ${url}`
+        description: typeof body.error_description === "string"
+          ? body.error_description
+          : `unexpected answer from ${url}`
       })
     }
     cached = {

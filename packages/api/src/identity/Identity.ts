@@ -274,10 +274,17 @@ const oauthFields = {
   details: Schema.Array(Schema.Unknown)
 }
 
-/** RFC 6749 §5.2 error: `invalid_request`, `unsupported_grant_type`, `invalid_scope`, `unauthorized_client`. @category errors */
-export class TokenBadRequest extends Schema.Error<TokenBadRequest>("TokenBadRequest")(oauthFields, { httpApiStatus: 400 }) {}
+/**
+ * RFC 6749 §5.2 error: `invalid_request`, `unsupported_grant_type`, `invalid_scope`, `unauthorized_client`.
+ * @category errors
+ */
+export class TokenBadRequest extends Schema.Error<TokenBadRequest>("TokenBadRequest")(
+  oauthFields, { httpApiStatus: 400 }
+) {}
 /** `invalid_client`: unknown client, wrong secret or password, revoked account. @category errors */
-export class TokenUnauthorized extends Schema.Error<TokenUnauthorized>("TokenUnauthorized")(oauthFields, { httpApiStatus: 401 }) {}
+export class TokenUnauthorized extends Schema.Error<TokenUnauthorized>("TokenUnauthorized")(
+  oauthFields, { httpApiStatus: 401 }
+) {}
 /** `slow_down`: too many bad credentials for this client or address; see `Retry-After`. @category errors */
 export class TokenSlowDown extends Schema.Error<TokenSlowDown>("TokenSlowDown")(oauthFields, { httpApiStatus: 429 }) {}
 

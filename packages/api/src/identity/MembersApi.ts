@@ -7,7 +7,16 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/ht
 import { Authorization, RateClass, RequiredPermission } from "../Authorization.ts"
 import { BadRequest, Conflict, Forbidden, NotFound } from "../Errors.ts"
 import { workspaceBase, WorkspaceParams } from "../Workspace.ts"
-import { Member, MemberCreate, MemberList, PageQuery, PasswordChange, PrincipalInfo, RoleUpdate, Uuid } from "./Identity.ts"
+import {
+  Member,
+  MemberCreate,
+  MemberList,
+  PageQuery,
+  PasswordChange,
+  PrincipalInfo,
+  RoleUpdate,
+  Uuid
+} from "./Identity.ts"
 
 const memberParams = { ...WorkspaceParams, userId: Uuid }
 

@@ -5,7 +5,15 @@
  * @since 0.1.0
  */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { Discovery, Jwks, TokenBadRequest, TokenRequest, TokenResponse, TokenSlowDown, TokenUnauthorized } from "./Identity.ts"
+import {
+  Discovery,
+  Jwks,
+  TokenBadRequest,
+  TokenRequest,
+  TokenResponse,
+  TokenSlowDown,
+  TokenUnauthorized
+} from "./Identity.ts"
 
 /** @category groups */
 export class OidcApi extends HttpApiGroup.make("oidc")

@@ -41,8 +41,12 @@ export const documentPermissions = (api: () => HttpApi.Top) => (spec: Record<str
       if (info.userOnly) op["x-user-token-only"] = true
       if (info.rateClass !== undefined) op["x-rate-class"] = info.rateClass
       const people = info.userOnly ? " Needs a user token (service-account tokens are refused)." : ""
-      const limit = info.rateClass === undefined ? "" : ` Counts against the workspace's \`${info.rateClass}\` rate limit.`
-      op.description = [op.description, needs + people + limit].filter((s) => typeof s === "string" && s.length > 0).join("\n\n")
+      const limit = info.rateClass === undefined
+        ? ""
+        : ` Counts against the workspace's \`${info.rateClass}\` rate limit.`
+      op.description = [op.description, needs + people + limit]
+        .filter((s) => typeof s === "string" && s.length > 0)
+        .join("\n\n")
     }
   }
   return spec

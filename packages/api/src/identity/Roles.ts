@@ -32,7 +32,16 @@ const owner: ReadonlyArray<Permission> = [...Permissions, "workspace:members"]
 export const rolePermissions: Readonly<Record<Role, ReadonlyArray<Permission>>> = { viewer, developer, admin, owner }
 
 /** IAM policy actions. `read` does not exist (use `retrieve` or `list`). @category models */
-export const PolicyActions = ["create", "retrieve", "list", "update", "delete", "manage", "validate", "execute"] as const
+export const PolicyActions = [
+  "create",
+  "retrieve",
+  "list",
+  "update",
+  "delete",
+  "manage",
+  "validate",
+  "execute"
+] as const
 export type PolicyAction = typeof PolicyActions[number]
 
 /** Resources a policy can name; `*` means every resource. @category models */
@@ -68,7 +77,8 @@ const single = (action: PolicyAction, resource: Exclude<PolicyResource, "*">): A
   const executable = resource === "compute-functions" || resource === "function-triggers"
   const out: Array<string> = []
   if (action === "retrieve" || action === "list" || action === "manage") out.push(`read:${noun}`)
-  if (action === "create" || action === "update" || action === "delete" || action === "validate" || action === "manage") {
+  const writes = action === "create" || action === "update" || action === "delete" || action === "validate"
+  if (writes || action === "manage") {
     out.push(`write:${noun}`)
   }
   if (executable && (action === "execute" || action === "manage")) out.push("execute:functions")
@@ -94,4 +104,5 @@ export const policyPermissions = (action: PolicyAction, resource: PolicyResource
 export const isPolicyAction = (u: string): u is PolicyAction => (PolicyActions as ReadonlyArray<string>).includes(u)
 
 /** True when `u` is a policy resource. @category guards */
-export const isPolicyResource = (u: string): u is PolicyResource => (PolicyResources as ReadonlyArray<string>).includes(u)
+export const isPolicyResource = (u: string): u is PolicyResource =>
+  (PolicyResources as ReadonlyArray<string>).includes(u)

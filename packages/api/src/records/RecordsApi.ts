@@ -9,7 +9,7 @@
  * @since 0.1.0
  */
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
 import { Authorization, RateClass, RequiredPermission } from "../Authorization.ts"
 import { BadRequest, Conflict, Forbidden, Locked, NotFound, PayloadTooLarge, TooManyRequests, Unprocessable } from "../Errors.ts"
 import { workspaceBase, WorkspaceParams } from "../Workspace.ts"
@@ -49,6 +49,12 @@ export const SlugListQuery = {
 
 const RecordOrList = Schema.Union([DataRecord, SlugRecordList])
 
+const created = <S extends Schema.Top>(schema: S) => schema.pipe(HttpApiSchema.status(201))
+/** A bulk answer: every item succeeded (201 for creates, else 200) or some failed (207 Multi-Status). */
+const bulkCreated = [BulkResult.pipe(HttpApiSchema.status(201)), BulkResult.pipe(HttpApiSchema.status(207))]
+const bulkDone = [BulkResult, BulkResult.pipe(HttpApiSchema.status(207))]
+const UpsertResult = Schema.Struct({ data: Schema.Json, operation: Schema.Literals(["created", "updated"]) })
+
 /** @category groups */
 export class RecordsApi extends HttpApiGroup.make("records")
   .add(
@@ -57,7 +63,7 @@ export class RecordsApi extends HttpApiGroup.make("records")
       params: WorkspaceParams,
       query: { ttlSeconds: str, expiresAt: str, reveal: str },
       payload: Schema.Struct({ structureId: Schema.String, data: RecordData, metadata: Schema.optionalKey(RecordData) }),
-      success: DataRecord,
+      success: created(DataRecord),
       error: errors
     })),
     bulk(HttpApiEndpoint.post("bulkCreate", "/records/bulk", {
@@ -71,7 +77,7 @@ export class RecordsApi extends HttpApiGroup.make("records")
           atomic: Schema.optionalKey(Schema.Boolean)
         }))
       }),
-      success: BulkResult,
+      success: bulkCreated,
       error: errors
     })),
     bulk(HttpApiEndpoint.patch("bulkUpdate", "/records/bulk", {
@@ -84,7 +90,7 @@ export class RecordsApi extends HttpApiGroup.make("records")
           atomic: Schema.optionalKey(Schema.Boolean)
         }))
       }),
-      success: BulkResult,
+      success: bulkDone,
       error: errors
     })),
     bulk(HttpApiEndpoint.delete("bulkDelete", "/records/bulk", {
@@ -94,14 +100,14 @@ export class RecordsApi extends HttpApiGroup.make("records")
         permanent: Schema.optionalKey(Schema.Boolean),
         atomic: Schema.optionalKey(Schema.Boolean)
       }),
-      success: BulkResult,
+      success: bulkDone,
       error: errors
     })),
     read(HttpApiEndpoint.get("list", "/records", { params: WorkspaceParams, query: ListQuery, success: RecordList, error: errors })),
     write(HttpApiEndpoint.post("upsert", "/records/slug/:slug/upsert", {
       params: Slug,
       payload: Schema.Struct({ match: Schema.Record(Schema.String, Schema.NullOr(Schema.Union([Schema.String, Schema.Number, Schema.Boolean]))), data: RecordData }),
-      success: Schema.Struct({ data: Schema.Json, operation: Schema.Literals(["created", "updated"]) }),
+      success: [UpsertResult, created(UpsertResult)],
       error: errors
     })),
     read(HttpApiEndpoint.get("listBySlug", "/records/slug/:slug", { params: Slug, query: SlugListQuery, success: SlugRecordList, error: errors })),
@@ -169,27 +175,31 @@ export class RecordsApi extends HttpApiGroup.make("records")
       error: errors
     })),
     // generation A
-    write(HttpApiEndpoint.post("createA", "/structures/:slug/records", { params: Slug, query: { ttlSeconds: str, expiresAt: str }, payload: FlatRecord, success: FlatRecord, error: errors })),
+    write(HttpApiEndpoint.post("createA", "/structures/:slug/records", { params: Slug, query: { ttlSeconds: str, expiresAt: str }, payload: FlatRecord, success: created(FlatRecord), error: errors })),
     bulk(HttpApiEndpoint.post("bulkCreateA", "/structures/:slug/records/bulk", {
       params: Slug,
       payload: Schema.Struct({ records: Schema.Array(FlatRecord), atomic: Schema.optionalKey(Schema.Boolean) }),
-      success: BulkResult,
+      success: bulkCreated,
       error: errors
     })),
     bulk(HttpApiEndpoint.patch("bulkUpdateA", "/structures/:slug/records/bulk", {
       params: Slug,
-      payload: Schema.Struct({ query: Schema.optionalKey(Schema.String), updates: FlatRecord, atomic: Schema.optionalKey(Schema.Boolean) }),
-      success: BulkResult,
+      payload: Schema.Struct({
+        query: Schema.String.annotate({ description: "filter expression; \"*\" matches every record" }),
+        updates: FlatRecord,
+        atomic: Schema.optionalKey(Schema.Boolean)
+      }),
+      success: bulkDone,
       error: errors
     })),
     bulk(HttpApiEndpoint.post("bulkDeleteA", "/structures/:slug/records/bulk-delete", {
       params: Slug,
       payload: Schema.Struct({
-        query: Schema.optionalKey(Schema.String),
+        query: Schema.String.annotate({ description: "filter expression; \"*\" matches every record" }),
         permanent: Schema.optionalKey(Schema.Boolean),
         atomic: Schema.optionalKey(Schema.Boolean)
       }),
-      success: BulkResult,
+      success: bulkDone,
       error: errors
     })),
     read(HttpApiEndpoint.get("listA", "/structures/:slug/records", { params: Slug, query: SlugListQuery, success: FlatRecordList, error: errors })),

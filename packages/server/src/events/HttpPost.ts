@@ -106,26 +106,21 @@ export const post = (
   headers: Record<string, string>,
   options: { readonly timeoutMs: number; readonly allowPrivate: boolean }
 ): Effect.Effect<PostResult> =>
-  Effect.tryPromise({
-    try: async (signal) => {
-      const start = performance.now()
-      let target: URL
-      try {
-        target = new URL(url)
-      } catch {
-        return { ok: false, status: null, error: "invalid url", durationMs: 0 }
-      }
-      if (!options.allowPrivate && isPrivateAddress(target.hostname)) {
-        return { ok: false, status: null, error: "url points to a private address", durationMs: 0 }
-      }
-      let attempt = await once(target, body, headers, options.timeoutMs, options.allowPrivate, signal)
-      if (attempt.status === null && attempt.reused && !signal.aborted) {
-        attempt = await once(target, body, headers, options.timeoutMs, options.allowPrivate, signal)
-      }
-      const durationMs = Math.round((performance.now() - start) * 100) / 100
-      const ok = attempt.status !== null && attempt.status >= 200 && attempt.status < 300
-      const error = ok ? null : attempt.error ?? `HTTP ${attempt.status}${attempt.statusText ? ` ${attempt.statusText}` : ""}`
-      return { ok, status: attempt.status, error, durationMs }
-    },
-    catch: (e) => e
+  Effect.gen(function*() {
+    if (!URL.canParse(url)) return { ok: false, status: null, error: "invalid url", durationMs: 0 }
+    const target = new URL(url)
+    if (!options.allowPrivate && isPrivateAddress(target.hostname)) {
+      return { ok: false, status: null, error: "url points to a private address", durationMs: 0 }
+    }
+    const start = performance.now()
+    const send = Effect.tryPromise({
+      try: (signal) => once(target, body, headers, options.timeoutMs, options.allowPrivate, signal),
+      catch: (e) => e
+    })
+    let attempt = yield* send
+    if (attempt.status === null && attempt.reused) attempt = yield* send
+    const durationMs = Math.round((performance.now() - start) * 100) / 100
+    const ok = attempt.status !== null && attempt.status >= 200 && attempt.status < 300
+    const error = ok ? null : attempt.error ?? `HTTP ${attempt.status}${attempt.statusText ? ` ${attempt.statusText}` : ""}`
+    return { ok, status: attempt.status, error, durationMs }
   }).pipe(Effect.catch((e) => Effect.succeed({ ok: false, status: null, error: String(e), durationMs: 0 })))

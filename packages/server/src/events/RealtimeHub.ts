@@ -2,8 +2,9 @@
 // "events.relayed" signal (NOTIFY on PostgreSQL, so every node hears it; in-process on PGlite) and polling as the
 // fallback, it reads each newly relayed batch once and offers every event to the node's matching subscribers.
 // Fan-out across nodes therefore costs one indexed query per batch per node, whatever the number of subscribers.
-// Each subscriber has a bounded buffer; one that falls that far behind is dropped (its stream ends) rather than
-// buffered without bound — it reconnects with Last-Event-ID and catches up from the table.
+// Each subscriber has a bounded buffer (plus the one chunk its stream is writing); one that falls that far behind is
+// dropped (its stream ends) rather than buffered without bound — it reconnects with Last-Event-ID and catches up from
+// the table. On SIGTERM/SIGINT every stream ends at once, so the HTTP server can drain and clients move elsewhere.
 // Resume: the subscriber registers first, then replays `seq > seq(Last-Event-ID)` from the table, then takes live
 // events, skipping any seq it already sent, so nothing falls between replay and live.
 import { Cause, Context, Duration, Effect, Layer, Option, Queue, Stream } from "effect"

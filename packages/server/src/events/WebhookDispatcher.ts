@@ -7,12 +7,14 @@
 //   each attempt's outcome and the next attempt time are written before waiting, so a restart resumes the schedule.
 // - After the last attempt the delivery is `failed`, the webhook `failed`, and its other queued deliveries
 //   `skipped` (WebhookRepo.markFailed).
-import { Clock, Data, Duration, Effect, Schedule, type Scope, Semaphore } from "effect"
+// - Successes are recorded in batches (one UPDATE per up to 20 deliveries or 200 ms, and before the worker looks at
+//   its queue again): a crash in between only means those deliveries are sent again, which at-least-once allows.
+import { Clock, Data, DateTime, Duration, Effect, Schedule, type Scope, Semaphore } from "effect"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { post } from "./HttpPost.ts"
 import { deliveryHeaders } from "./Signature.ts"
 import { DELIVERY_TIMEOUT_MS } from "./WebhookService.ts"
-import { type QueuedDelivery, WebhookRepo } from "./WebhookRepo.ts"
+import { type DeliveredMark, type QueuedDelivery, WebhookRepo } from "./WebhookRepo.ts"
 
 class RetryLater extends Data.TaggedError("RetryLater")<{}> {}
 
@@ -35,6 +37,8 @@ export interface Dispatcher {
 
 const BATCH = 50
 const MAX_OPEN_REQUESTS = 128
+const MARK_BATCH = 20
+const MARK_DELAY_MS = 200
 
 export const makeDispatcher: Effect.Effect<Dispatcher, never, Scope.Scope | WebhookRepo | AppConfig> = Effect.gen(
   function*() {
@@ -61,13 +65,17 @@ export const makeDispatcher: Effect.Effect<Dispatcher, never, Scope.Scope | Webh
         return yield* open.withPermits(1)(post(target.url, body, headers, { timeoutMs: DELIVERY_TIMEOUT_MS, allowPrivate }))
       })
 
-    /** Sends one delivery through all its remaining attempts. */
-    const deliver = (row: QueuedDelivery): Effect.Effect<DeliveryOutcome, unknown> =>
+    /** Sends one delivery through all its remaining attempts; a success is handed to `delivered` to record. */
+    const deliver = (
+      row: QueuedDelivery,
+      delivered: (mark: DeliveredMark) => Effect.Effect<void, unknown>
+    ): Effect.Effect<DeliveryOutcome, unknown> =>
       Effect.gen(function*() {
         const maxAttempts = Math.max(1 + delays.length, row.attempts + 1)
         let attempts = row.attempts
         let target: { url: string; secret: string } = { url: row.url, secret: row.secret }
-        if (row.nextAttemptAt !== null) {
+        // a stored retry waits for its time (a fresh delivery never does: the database clock may run ahead)
+        if (row.attempts > 0 && row.nextAttemptAt !== null) {
           const wait = Date.parse(row.nextAttemptAt) - (yield* Clock.currentTimeMillis)
           if (wait > 0) yield* Effect.sleep(Duration.millis(wait))
         }
@@ -83,7 +91,8 @@ export const makeDispatcher: Effect.Effect<Dispatcher, never, Scope.Scope | Webh
           const result = yield* attemptOnce(row, target)
           attempts += 1
           if (result.ok) {
-            yield* repo.markDelivered(row.id, attempts, result.status, result.durationMs)
+            const at = DateTime.formatIso(yield* DateTime.now)
+            yield* delivered({ id: row.id, attempts, status: result.status, durationMs: result.durationMs, at })
             return "delivered" as const
           }
           if (attempts >= maxAttempts) {
@@ -100,10 +109,20 @@ export const makeDispatcher: Effect.Effect<Dispatcher, never, Scope.Scope | Webh
         )
       })
 
-    const worker = (webhookId: string, state: { dirty: boolean }): Effect.Effect<void> =>
-      Effect.gen(function*() {
+    const worker = (webhookId: string, state: { dirty: boolean }): Effect.Effect<void> => {
+      const marks: Array<DeliveredMark> = []
+      let oldest = 0
+      const flush = Effect.suspend(() => marks.length === 0 ? Effect.void : repo.markDelivered(marks.splice(0)))
+      const delivered = (mark: DeliveredMark) =>
+        Effect.suspend(() => {
+          if (marks.length === 0) oldest = performance.now()
+          marks.push(mark)
+          return marks.length >= MARK_BATCH || performance.now() - oldest >= MARK_DELAY_MS ? flush : Effect.void
+        })
+      return Effect.gen(function*() {
         while (true) {
           state.dirty = false
+          yield* flush
           const batch = yield* repo.queue(webhookId, BATCH)
           if (batch.length === 0 || !batch[0]!.webhookActive) {
             // Leave the map in the same synchronous step as the last look, so a kick never falls in between.
@@ -116,16 +135,18 @@ export const makeDispatcher: Effect.Effect<Dispatcher, never, Scope.Scope | Webh
             continue
           }
           for (const row of batch) {
-            const outcome = yield* deliver(row)
+            const outcome = yield* deliver(row, delivered)
             if (outcome === "failed" || outcome === "inactive" || outcome === "retrying") return
           }
         }
       }).pipe(
+        Effect.ensuring(Effect.ignore(flush)),
         Effect.catchCause((cause) => Effect.logWarning(`webhook ${webhookId}: delivery worker stopped`, cause)),
         Effect.ensuring(Effect.sync(() => {
           if (workers.get(webhookId) === state) workers.delete(webhookId)
         }))
       )
+    }
 
     const start = (webhookId: string) =>
       Effect.suspend(() => {

@@ -48,6 +48,16 @@ export interface QueuedDelivery extends DeliveryRow {
   readonly webhookActive: boolean
 }
 
+/** A successful delivery to record. */
+export interface DeliveredMark {
+  readonly id: string
+  readonly attempts: number
+  readonly status: number | null
+  readonly durationMs: number
+  /** ISO 8601 */
+  readonly at: string
+}
+
 /** A new delivery the relay enqueues. */
 export interface NewDelivery {
   readonly id: string
@@ -164,7 +174,8 @@ export interface WebhookRepoShape {
   readonly target: (
     webhookId: string
   ) => Effect.Effect<{ readonly url: string; readonly secret: string; readonly active: boolean } | undefined, SqlError>
-  readonly markDelivered: (id: string, attempts: number, status: number | null, durationMs: number) => Effect.Effect<void, SqlError>
+  /** Marks many deliveries delivered in one statement (the dispatcher batches these marks). */
+  readonly markDelivered: (rows: ReadonlyArray<DeliveredMark>) => Effect.Effect<void, SqlError>
   readonly markRetrying: (
     id: string,
     attempts: number,
@@ -310,11 +321,20 @@ export class WebhookRepo extends Context.Service<WebhookRepo, WebhookRepoShape>(
         })
       )
 
-    const markDelivered = (id: string, attempts: number, status: number | null, durationMs: number) =>
-      sql`UPDATE webhook_deliveries SET status = 'delivered', attempts = ${attempts}, last_status = ${status},
-          last_error = NULL, duration_ms = ${Math.round(durationMs)}, next_attempt_at = NULL, delivered_at = now(),
-          updated_at = now()
-        WHERE id = ${id}::uuid`.pipe(Effect.asVoid)
+    const markDelivered = (rows: ReadonlyArray<DeliveredMark>) =>
+      rows.length === 0 ? Effect.void : sql`UPDATE webhook_deliveries d SET status = 'delivered', attempts = v.attempts,
+          last_status = v.status, last_error = NULL, duration_ms = v.duration_ms, next_attempt_at = NULL,
+          delivered_at = v.at, updated_at = now()
+        FROM json_to_recordset(${
+        JSON.stringify(rows.map((r) => ({
+          id: r.id,
+          attempts: r.attempts,
+          status: r.status,
+          duration_ms: Math.round(r.durationMs),
+          at: r.at
+        })))
+      }::json) AS v(id uuid, attempts int, status int, duration_ms int, at timestamptz)
+        WHERE d.id = v.id`.pipe(Effect.asVoid)
 
     const markRetrying = (
       id: string,

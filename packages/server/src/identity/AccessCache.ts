@@ -80,16 +80,29 @@ export const markIdentityChanged = Effect.gen(function*() {
   if (sql.driver !== "pglite") yield* sql`SELECT pg_notify(${identityChannel}, ${nodeTag})`
 })
 
+interface AccountRow {
+  readonly id: number
+  readonly clientId: string
+  readonly workspace: string
+  readonly name: string
+  readonly role: string | null
+  readonly permissions: unknown
+  readonly status: string
+  readonly secretVersion: number
+}
+
 const load = (sql: SqlClient.SqlClient) =>
   Effect.gen(function*() {
-    const version = (yield* sql<{ value: string }>`SELECT value FROM settings WHERE key = 'identity_version'`)[0]?.value ?? "0"
+    const versions = yield* sql<{ value: string }>`SELECT value FROM settings WHERE key = 'identity_version'`
+    const version = versions[0]?.value ?? "0"
     const [users, memberships, accounts, groups, members, policies] = yield* Effect.all([
       sql<{ id: string; username: string; isPlatformAdmin: boolean }>`
         SELECT id::text AS id, username, is_platform_admin AS "isPlatformAdmin" FROM users`,
       sql<{ workspace: string; userId: string; role: string }>`
         SELECT workspace, user_id::text AS "userId", role FROM memberships`,
-      sql<{ id: number; clientId: string; workspace: string; name: string; role: string | null; permissions: unknown; status: string; secretVersion: number }>`
-        SELECT id, client_id AS "clientId", workspace, name, role, permissions, status, secret_version AS "secretVersion"
+      sql<AccountRow>`
+        SELECT id, client_id AS "clientId", workspace, name, role, permissions, status,
+          secret_version AS "secretVersion"
         FROM service_accounts`,
       sql<{ id: string; workspace: string; name: string }>`SELECT id::text AS id, workspace, name FROM groups`,
       sql<{ groupId: string; memberType: string; memberId: string }>`
@@ -111,8 +124,14 @@ const load = (sql: SqlClient.SqlClient) =>
     }
     const snapshot: Snapshot = {
       version,
-      users: new Map(users.map((u) => [u.id, { id: u.id, username: u.username, isPlatformAdmin: u.isPlatformAdmin === true }])),
-      memberships: new Map(memberships.filter((m) => isRole(m.role)).map((m) => [key(m.workspace, m.userId), m.role as Role])),
+      users: new Map(users.map((u) => [u.id, {
+        id: u.id,
+        username: u.username,
+        isPlatformAdmin: u.isPlatformAdmin === true
+      }])),
+      memberships: new Map(
+        memberships.filter((m) => isRole(m.role)).map((m) => [key(m.workspace, m.userId), m.role as Role])
+      ),
       accounts: new Map(accounts.map((a) => [a.clientId, {
         id: Number(a.id),
         clientId: a.clientId,
@@ -165,7 +184,9 @@ const resolve = (snapshot: Snapshot, subject: TokenSubject): Principal | undefin
   }
 }
 
-export class AccessCache extends Context.Service<AccessCache, AccessCacheShape>()("@troupe/server/identity/AccessCache") {
+export class AccessCache extends Context.Service<AccessCache, AccessCacheShape>()(
+  "@troupe/server/identity/AccessCache"
+) {
   static readonly layer: Layer.Layer<AccessCache, never, SqlClient.SqlClient> = Layer.effect(
     AccessCache,
     Effect.gen(function*() {

@@ -39,17 +39,21 @@ export class Authenticator extends Context.Service<Authenticator, AuthenticatorS
           const claims = yield* keys.verify(token)
           const ws = claims.workspace
           const kind = claims.isServiceAccount
-          if (typeof ws !== "string" || ws.length === 0 || (kind !== "true" && kind !== "false") || typeof claims.sub !== "string") {
+          const sub = claims.sub
+          if (typeof ws !== "string" || ws.length === 0 || typeof sub !== "string") {
             return yield* Effect.fail(unauthorized("Invalid token"))
           }
+          if (kind !== "true" && kind !== "false") return yield* Effect.fail(unauthorized("Invalid token"))
           const principal = yield* cache.principal({
             kind: kind === "true" ? "service" : "user",
-            sub: claims.sub,
+            sub,
             workspace: ws,
             secretVersion: typeof claims.sv === "number" ? claims.sv : undefined
           })
           if (principal === undefined) {
-            return yield* Effect.fail(unauthorized("Token is no longer valid (account revoked, rotated, deleted or removed)"))
+            return yield* Effect.fail(
+              unauthorized("Token is no longer valid (account revoked, rotated, deleted or removed)")
+            )
           }
           if (options.workspace !== undefined && options.workspace !== ws) {
             return yield* Effect.fail(forbidden(`This token is not valid for workspace "${options.workspace}"`))

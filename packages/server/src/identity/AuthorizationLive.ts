@@ -1,6 +1,12 @@
 // The server side of @troupe/api's Authorization middleware: reads the bearer token, the URL's `workspace` param
 // and the endpoint's RequiredPermission / RateClass annotations, and provides CurrentPrincipal to the handler.
-import { Authorization, CurrentPrincipal, type Permission, RateClass, RequiredPermission } from "@troupe/api/Authorization"
+import {
+  Authorization,
+  CurrentPrincipal,
+  type Permission,
+  RateClass,
+  RequiredPermission
+} from "@troupe/api/Authorization"
 import { forbidden, type TooManyRequests } from "@troupe/api/Errors"
 import { RequiresUserToken } from "@troupe/api/identity/Identity"
 import { Context, Data, Effect, Layer, Option, Redacted } from "effect"
@@ -69,7 +75,9 @@ export const AuthorizationLive: Layer.Layer<Authorization, never, Authenticator>
             rateClass: needs.rateClass
           }).pipe(Effect.catchIf(isLimit, (error) => Effect.fail(new Limited({ error }))))
           if (needs.userOnly && principal.kind !== "user") {
-            return yield* Effect.fail(forbidden("This route needs a user token; service-account tokens cannot manage identities"))
+            return yield* Effect.fail(
+              forbidden("This route needs a user token; service-account tokens cannot manage identities")
+            )
           }
           return yield* Effect.provideService(httpEffect, CurrentPrincipal, principal)
         }).pipe(

@@ -11,7 +11,10 @@ import { hashPassword, newPassword } from "./Credentials.ts"
 export const bootstrap = Effect.gen(function*() {
   const config = yield* AppConfig
   const sql = yield* SqlClient.SqlClient
-  const noUsers = Effect.map(sql<{ n: number }>`SELECT count(*)::int AS n FROM users`, (r) => Number(r[0]?.n ?? 0) === 0)
+  const noUsers = Effect.map(
+    sql<{ n: number }>`SELECT count(*)::int AS n FROM users`,
+    (r) => Number(r[0]?.n ?? 0) === 0
+  )
   if (!(yield* noUsers)) return
   const generated = Option.isNone(config.adminPassword)
   const password = Option.getOrElse(config.adminPassword, newPassword)
@@ -20,8 +23,11 @@ export const bootstrap = Effect.gen(function*() {
     if (sql.driver !== "pglite") yield* sql`SELECT pg_advisory_xact_lock(7412003)`
     if (!(yield* noUsers)) return false
     const id = Crypto.randomUUID()
-    yield* sql`INSERT INTO workspaces (slug, name) VALUES (${config.workspace}, ${config.workspace}) ON CONFLICT (slug) DO NOTHING`
-    yield* sql`INSERT INTO users (id, username, password_hash, is_platform_admin) VALUES (${id}, 'admin', ${hash}, true)`
+    yield* sql`
+      INSERT INTO workspaces (slug, name)
+        VALUES (${config.workspace}, ${config.workspace}) ON CONFLICT (slug) DO NOTHING`
+    yield* sql`
+      INSERT INTO users (id, username, password_hash, is_platform_admin) VALUES (${id}, 'admin', ${hash}, true)`
     yield* sql`INSERT INTO memberships (workspace, user_id, role) VALUES (${config.workspace}, ${id}, 'owner')`
     yield* markIdentityChanged
     return true

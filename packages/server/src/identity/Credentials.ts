@@ -13,7 +13,8 @@ const keyLength = 32
 
 const scrypt = (password: string, salt: Buffer, n: number, rr: number, pp: number, length: number) =>
   Effect.callback<Buffer, Error>((resume) => {
-    Crypto.scrypt(password.normalize("NFKC"), salt, length, { N: n, r: rr, p: pp, maxmem: 128 * n * rr * 2 }, (err, key) =>
+    const options = { N: n, r: rr, p: pp, maxmem: 128 * n * rr * 2 }
+    Crypto.scrypt(password.normalize("NFKC"), salt, length, options, (err, key) =>
       resume(err ? Effect.fail(err) : Effect.succeed(key)))
   })
 
@@ -26,7 +27,14 @@ export const hashPassword = (password: string): Effect.Effect<string> =>
   })
 
 // A well-formed hash nobody knows the password of: unknown users cost as much as known ones (no timing oracle).
-const decoy = `scrypt$${N}$${r}$${p}$${Crypto.randomBytes(16).toString("base64")}$${Crypto.randomBytes(keyLength).toString("base64")}`
+const decoy = [
+  "scrypt",
+  N,
+  r,
+  p,
+  Crypto.randomBytes(16).toString("base64"),
+  Crypto.randomBytes(keyLength).toString("base64")
+].join("$")
 
 /** Constant-time check of a password against a stored hash; `undefined` hash = unknown user (still hashes). */
 export const verifyPassword = (password: string, stored: string | undefined): Effect.Effect<boolean> =>

@@ -10,7 +10,13 @@ import {
   type NotFound,
   notFound
 } from "@troupe/api/Errors"
-import { isPolicyAction, isPolicyResource, PolicyActions, PolicyResources, policyPermissions } from "@troupe/api/identity/Roles"
+import {
+  isPolicyAction,
+  isPolicyResource,
+  PolicyActions,
+  PolicyResources,
+  policyPermissions
+} from "@troupe/api/identity/Roles"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
@@ -51,7 +57,8 @@ export interface GroupServiceShape {
     workspace: string,
     input: { readonly name: string; readonly description?: string | null }
   ) => Effect.Effect<Group, Conflict>
-  readonly list: (workspace: string, page: Page) => Effect.Effect<{ data: Array<Group>; total: number; page: number; limit: number }>
+  readonly list: (workspace: string, page: Page) =>
+    Effect.Effect<{ data: Array<Group>; total: number; page: number; limit: number }>
   readonly get: (workspace: string, groupId: string) => Effect.Effect<Group, NotFound>
   readonly delete: (workspace: string, groupId: string) => Effect.Effect<void, NotFound>
   readonly addPolicy: (
@@ -73,7 +80,9 @@ export interface GroupServiceShape {
   ) => Effect.Effect<void, NotFound>
 }
 
-export class GroupService extends Context.Service<GroupService, GroupServiceShape>()("@troupe/server/identity/GroupService") {
+export class GroupService extends Context.Service<GroupService, GroupServiceShape>()(
+  "@troupe/server/identity/GroupService"
+) {
   static readonly layer: Layer.Layer<GroupService, never, SqlClient.SqlClient | AccessCache> = Layer.effect(
     GroupService,
     Effect.gen(function*() {
@@ -97,7 +106,8 @@ export class GroupService extends Context.Service<GroupService, GroupServiceShap
             WHERE ${sql.in("gm.group_id", ids)}
             UNION ALL
             SELECT gm.group_id::text, 'service-account', sa.id::text, sa.name
-            FROM group_members gm JOIN service_accounts sa ON gm.member_type = 'service-account' AND sa.id::text = gm.member_id
+            FROM group_members gm
+              JOIN service_accounts sa ON gm.member_type = 'service-account' AND sa.id::text = gm.member_id
             WHERE ${sql.in("gm.group_id", ids)}
             ORDER BY 2, 4`
           return groups.map((g): Group => ({
@@ -130,7 +140,10 @@ export class GroupService extends Context.Service<GroupService, GroupServiceShap
 
       /** Inside a change: the group must exist in this workspace. */
       const exists = (workspace: string, groupId: string) =>
-        Effect.flatMap(selectGroup(workspace, groupId), (rows) => rows.length === 0 ? Effect.fail(missing(groupId)) : Effect.void)
+        Effect.flatMap(
+          selectGroup(workspace, groupId),
+          (rows) => rows.length === 0 ? Effect.fail(missing(groupId)) : Effect.void
+        )
 
       const create = Effect.fn("GroupService.create")(function*(
         workspace: string,
@@ -138,7 +151,8 @@ export class GroupService extends Context.Service<GroupService, GroupServiceShap
       ) {
         const id = Crypto.randomUUID()
         yield* provide(identityChange(sql`
-          INSERT INTO groups (id, workspace, name, description) VALUES (${id}, ${workspace}, ${input.name}, ${input.description ?? null})`
+          INSERT INTO groups (id, workspace, name, description)
+            VALUES (${id}, ${workspace}, ${input.name}, ${input.description ?? null})`
           .pipe(uniqueOr(() => conflict(`A group named "${input.name}" already exists`)))))
         return yield* Effect.orDie(get(workspace, id))
       })
@@ -169,7 +183,9 @@ export class GroupService extends Context.Service<GroupService, GroupServiceShap
           return yield* Effect.fail(invalid("action", `the action "read" does not exist; use "retrieve" or "list"`))
         }
         if (!isPolicyAction(action)) {
-          return yield* Effect.fail(invalid("action", `unknown action "${action}"; expected one of ${PolicyActions.join(", ")}`))
+          return yield* Effect.fail(
+            invalid("action", `unknown action "${action}"; expected one of ${PolicyActions.join(", ")}`)
+          )
         }
         if (!isPolicyResource(resource)) {
           return yield* Effect.fail(
@@ -184,17 +200,24 @@ export class GroupService extends Context.Service<GroupService, GroupServiceShap
         const rows = yield* provide(identityChange(Effect.gen(function*() {
           yield* exists(workspace, groupId)
           return yield* sql<{ createdAt: Date }>`
-            INSERT INTO policies (id, group_id, action, resource, effect) VALUES (${id}, ${groupId}, ${action}, ${resource}, ${effect})
+            INSERT INTO policies (id, group_id, action, resource, effect)
+              VALUES (${id}, ${groupId}, ${action}, ${resource}, ${effect})
             RETURNING created_at AS "createdAt"`
         })))
         return { id, action, resource, effect, createdAt: iso(rows[0]!.createdAt) }
       })
 
-      const removePolicy = Effect.fn("GroupService.removePolicy")(function*(workspace: string, groupId: string, policyId: string) {
+      const removePolicy = Effect.fn("GroupService.removePolicy")(function*(
+        workspace: string,
+        groupId: string,
+        policyId: string
+      ) {
         yield* provide(identityChange(Effect.gen(function*() {
           yield* exists(workspace, groupId)
           const deleted = yield* sql`DELETE FROM policies WHERE group_id = ${groupId} AND id = ${policyId} RETURNING id`
-          if (deleted.length === 0) return yield* Effect.fail(notFound(`Policy ${policyId} not found in group ${groupId}`))
+          if (deleted.length === 0) {
+            return yield* Effect.fail(notFound(`Policy ${policyId} not found in group ${groupId}`))
+          }
         })))
       })
 
@@ -211,17 +234,25 @@ export class GroupService extends Context.Service<GroupService, GroupServiceShap
           let type: "user" | "service-account"
           let memberId: string
           if (input.userId !== undefined) {
-            const found = yield* sql`SELECT 1 FROM memberships WHERE workspace = ${workspace} AND user_id = ${input.userId}`
-            if (found.length === 0) return yield* Effect.fail(notFound(`User ${input.userId} is not a member of this workspace`))
+            const found = yield* sql`
+              SELECT 1 FROM memberships WHERE workspace = ${workspace} AND user_id = ${input.userId}`
+            if (found.length === 0) {
+              return yield* Effect.fail(notFound(`User ${input.userId} is not a member of this workspace`))
+            }
             type = "user"
             memberId = input.userId
           } else {
-            const found = yield* sql`SELECT 1 FROM service_accounts WHERE workspace = ${workspace} AND id = ${input.serviceAccountId!}`
-            if (found.length === 0) return yield* Effect.fail(notFound(`Service account ${input.serviceAccountId} not found`))
+            const found = yield* sql`
+              SELECT 1 FROM service_accounts WHERE workspace = ${workspace} AND id = ${input.serviceAccountId!}`
+            if (found.length === 0) {
+              return yield* Effect.fail(notFound(`Service account ${input.serviceAccountId} not found`))
+            }
             type = "service-account"
             memberId = String(input.serviceAccountId)
           }
-          yield* sql`INSERT INTO group_members (group_id, member_type, member_id) VALUES (${groupId}, ${type}, ${memberId})`.pipe(
+          yield* sql`
+            INSERT INTO group_members (group_id, member_type, member_id)
+              VALUES (${groupId}, ${type}, ${memberId})`.pipe(
             uniqueOr(() => conflict("Already a member of this group"))
           )
         })))

@@ -27,10 +27,16 @@ interface Row {
   readonly createdAt: Date
 }
 
-const toMember = (r: Row): Member => ({ userId: r.userId, username: r.username, role: r.role, createdAt: iso(r.createdAt) })
+const toMember = (r: Row): Member => ({
+  userId: r.userId,
+  username: r.username,
+  role: r.role,
+  createdAt: iso(r.createdAt)
+})
 
 export interface MemberServiceShape {
-  readonly list: (workspace: string, page: Page) => Effect.Effect<{ data: Array<Member>; total: number; page: number; limit: number }>
+  readonly list: (workspace: string, page: Page) =>
+    Effect.Effect<{ data: Array<Member>; total: number; page: number; limit: number }>
   readonly add: (
     workspace: string,
     input: { readonly username: string; readonly password?: string; readonly role: Role }
@@ -69,7 +75,8 @@ export class MemberService extends Context.Service<MemberService, MemberServiceS
           FROM memberships m JOIN users u ON u.id = m.user_id
           WHERE m.workspace = ${workspace}
           ORDER BY m.created_at, u.username LIMIT ${page.limit} OFFSET ${page.offset}`
-        const total = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM memberships WHERE workspace = ${workspace}`
+        const total = yield* sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM memberships WHERE workspace = ${workspace}`
         return { data: rows.map(toMember), total: Number(total[0]?.n ?? 0), page: page.page, limit: page.limit }
       }, Effect.orDie)
 
@@ -80,7 +87,8 @@ export class MemberService extends Context.Service<MemberService, MemberServiceS
         // Hash outside the transaction: scrypt takes tens of milliseconds.
         const hash = input.password === undefined ? undefined : yield* hashPassword(input.password)
         const userId = yield* provide(identityChange(Effect.gen(function*() {
-          const existing = yield* sql<{ id: string }>`SELECT id::text AS id FROM users WHERE username = ${input.username}`
+          const existing = yield* sql<{ id: string }>`
+            SELECT id::text AS id FROM users WHERE username = ${input.username}`
           let id = existing[0]?.id
           if (id !== undefined && hash !== undefined) {
             return yield* Effect.fail(conflict(`User "${input.username}" already exists; add them without a password`))
@@ -98,7 +106,8 @@ export class MemberService extends Context.Service<MemberService, MemberServiceS
               uniqueOr(() => conflict(`User "${input.username}" already exists`))
             )
           }
-          yield* sql`INSERT INTO memberships (workspace, user_id, role) VALUES (${workspace}, ${id}, ${input.role})`.pipe(
+          yield* sql`
+            INSERT INTO memberships (workspace, user_id, role) VALUES (${workspace}, ${id}, ${input.role})`.pipe(
             uniqueOr(() => conflict(`User "${input.username}" is already a member of this workspace`))
           )
           return id
@@ -117,9 +126,12 @@ export class MemberService extends Context.Service<MemberService, MemberServiceS
       const keepAnOwner = (workspace: string, userId: string) =>
         Effect.gen(function*() {
           const owners = yield* sql<{ userId: string }>`
-            SELECT user_id::text AS "userId" FROM memberships WHERE workspace = ${workspace} AND role = 'owner' FOR UPDATE`
+            SELECT user_id::text AS "userId" FROM memberships
+              WHERE workspace = ${workspace} AND role = 'owner' FOR UPDATE`
           if (owners.length === 1 && owners[0]!.userId === userId) {
-            return yield* Effect.fail(conflict({ message: "A workspace must keep at least one owner", code: "LAST_OWNER" }))
+            return yield* Effect.fail(
+              conflict({ message: "A workspace must keep at least one owner", code: "LAST_OWNER" })
+            )
           }
         })
 
@@ -127,7 +139,8 @@ export class MemberService extends Context.Service<MemberService, MemberServiceS
         yield* provide(identityChange(Effect.gen(function*() {
           if (role !== "owner") yield* keepAnOwner(workspace, userId)
           const updated = yield* sql`
-            UPDATE memberships SET role = ${role} WHERE workspace = ${workspace} AND user_id = ${userId} RETURNING user_id`
+            UPDATE memberships SET role = ${role}
+              WHERE workspace = ${workspace} AND user_id = ${userId} RETURNING user_id`
           if (updated.length === 0) return yield* Effect.fail(missing(userId))
         })))
         return yield* get(workspace, userId)
@@ -136,7 +149,8 @@ export class MemberService extends Context.Service<MemberService, MemberServiceS
       const remove = Effect.fn("MemberService.remove")(function*(workspace: string, userId: string) {
         yield* provide(identityChange(Effect.gen(function*() {
           yield* keepAnOwner(workspace, userId)
-          const deleted = yield* sql`DELETE FROM memberships WHERE workspace = ${workspace} AND user_id = ${userId} RETURNING user_id`
+          const deleted = yield* sql`
+            DELETE FROM memberships WHERE workspace = ${workspace} AND user_id = ${userId} RETURNING user_id`
           if (deleted.length === 0) return yield* Effect.fail(missing(userId))
           yield* sql`
             DELETE FROM group_members WHERE member_type = 'user' AND member_id = ${userId}
@@ -149,7 +163,8 @@ export class MemberService extends Context.Service<MemberService, MemberServiceS
         input: { readonly currentPassword: string; readonly newPassword: string }
       ) {
         if (principal.kind !== "user") return yield* Effect.fail(forbidden("Only users have passwords"))
-        const rows = yield* Effect.orDie(sql<{ hash: string }>`SELECT password_hash AS hash FROM users WHERE id = ${principal.id}`)
+        const rows = yield* Effect.orDie(sql<{ hash: string }>`
+          SELECT password_hash AS hash FROM users WHERE id = ${principal.id}`)
         const ok = yield* verifyPassword(input.currentPassword, rows[0]?.hash)
         if (!ok) {
           return yield* Effect.fail(badRequest({

@@ -5,11 +5,21 @@ import { resolvePermissions } from "./Permissions.ts"
 const sorted = (s: Iterable<string>) => [...s].sort()
 
 describe("role permissions (CONTRACT.md §3)", () => {
-  it("viewer reads, developer writes data and functions, admin adds webhooks/triggers/service accounts, owner all", () => {
-    assert.deepStrictEqual(sorted(rolePermissions.viewer), ["read:functions", "read:records", "read:storage", "read:structures"])
+  it("viewer reads; developer writes data and functions; admin adds webhooks, triggers, accounts; owner all", () => {
+    assert.deepStrictEqual(
+      sorted(rolePermissions.viewer),
+      ["read:functions", "read:records", "read:storage", "read:structures"]
+    )
     assert.deepStrictEqual(
       sorted(rolePermissions.developer),
-      sorted([...rolePermissions.viewer, "write:structures", "write:records", "write:functions", "execute:functions", "write:storage"])
+      sorted([
+        ...rolePermissions.viewer,
+        "write:structures",
+        "write:records",
+        "write:functions",
+        "execute:functions",
+        "write:storage"
+      ])
     )
     assert.deepStrictEqual(
       sorted(rolePermissions.admin),
@@ -41,10 +51,16 @@ describe("policies", () => {
       sorted(policyPermissions("manage", "compute-functions")),
       ["execute:functions", "read:functions", "write:functions"]
     )
-    assert.deepStrictEqual(sorted(policyPermissions("manage", "function-triggers")), ["execute:functions", "read:triggers", "write:triggers"])
+    assert.deepStrictEqual(
+      sorted(policyPermissions("manage", "function-triggers")),
+      ["execute:functions", "read:triggers", "write:triggers"]
+    )
     assert.deepStrictEqual(sorted(policyPermissions("retrieve", "secrets")), ["secrets:reveal"])
     assert.deepStrictEqual([...policyPermissions("execute", "records")], [])
-    assert.includeMembers([...policyPermissions("list", "*")], ["read:records", "read:webhooks", "read:service-accounts"])
+    assert.includeMembers(
+      [...policyPermissions("list", "*")],
+      ["read:records", "read:webhooks", "read:service-accounts"]
+    )
     assert.notInclude([...policyPermissions("list", "*")], "write:records")
   })
 
@@ -62,7 +78,8 @@ describe("policies", () => {
     assert.isFalse(denied.has("read:records"))
     assert.isTrue(denied.has("read:structures"))
     // unknown actions (such as "read") grant nothing
-    assert.deepStrictEqual(sorted(resolvePermissions(undefined, [], [{ action: "read", resource: "records", effect: "allow" }])), [])
+    const readPolicy = [{ action: "read", resource: "records", effect: "allow" }]
+    assert.deepStrictEqual(sorted(resolvePermissions(undefined, [], readPolicy)), [])
     assert.deepStrictEqual(sorted(resolvePermissions(undefined, [], [])), [])
   })
 })

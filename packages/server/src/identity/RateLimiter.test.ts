@@ -59,7 +59,8 @@ layer(PgliteClient.layer("memory://"))("RateLimiter", (it) => {
       const nodeC = yield* makeRateLimiter(limits, windowMs)
       assert.strictEqual(yield* status(nodeC.hit("ws", "reads")), 429)
       const sql = yield* SqlClient.SqlClient
-      const rows = yield* sql<{ count: number }>`SELECT count FROM rate_counters WHERE workspace = 'ws' AND class = 'reads'`
+      const rows = yield* sql<{ count: number }>`
+        SELECT count FROM rate_counters WHERE workspace = 'ws' AND class = 'reads'`
       assert.strictEqual(rows[0]?.count, 5)
     }))
 })

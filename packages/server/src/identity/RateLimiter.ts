@@ -46,7 +46,7 @@ export const makeRateLimiter = (limits: Readonly<Record<RateClassName, number>>,
         SELECT count::int AS count FROM rate_counters
         WHERE workspace = ${c.workspace} AND class = ${c.rateClass} AND window_start = ${c.window * windowMs}`
 
-    /** A counter not synced lately (new window, or idle) first learns the cluster's count: one query, not per request. */
+    /** A counter not synced lately (new window, idle) first learns the cluster's count: one query, not per request. */
     const catchUp = (c: Counter, now: number) => {
       c.syncedAt = now
       const window = c.window
@@ -81,7 +81,9 @@ export const makeRateLimiter = (limits: Readonly<Record<RateClassName, number>>,
           if (counter.shared + counter.pending >= limit) {
             const retryAfter = Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000))
             return Effect.fail(Object.assign(
-              tooManyRequests(`Rate limit exceeded: ${limit} ${rateClass} per ${windowMs / 1000} s for workspace ${workspace}`),
+              tooManyRequests(
+                `Rate limit exceeded: ${limit} ${rateClass} per ${windowMs / 1000} s for workspace ${workspace}`
+              ),
               { retryAfter }
             ))
           }
@@ -132,7 +134,9 @@ export const makeRateLimiter = (limits: Readonly<Record<RateClassName, number>>,
     }
   })
 
-export class RateLimiter extends Context.Service<RateLimiter, RateLimiterShape>()("@troupe/server/identity/RateLimiter") {
+export class RateLimiter extends Context.Service<RateLimiter, RateLimiterShape>()(
+  "@troupe/server/identity/RateLimiter"
+) {
   static readonly layer: Layer.Layer<RateLimiter, never, AppConfig | SqlClient.SqlClient> = Layer.effect(
     RateLimiter,
     Effect.gen(function*() {

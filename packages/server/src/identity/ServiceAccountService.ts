@@ -3,7 +3,15 @@
 // secret version (tokens carry it as `sv`), so tokens issued before are refused at once, as are a revoked or
 // deleted account's. Managed with a user token; nobody can grant permissions they do not hold themselves.
 import { type Permission, type Principal, type Role } from "@troupe/api/Authorization"
-import { type BadRequest, badRequest, details, type Forbidden, forbidden, type NotFound, notFound } from "@troupe/api/Errors"
+import {
+  type BadRequest,
+  badRequest,
+  details,
+  type Forbidden,
+  forbidden,
+  type NotFound,
+  notFound
+} from "@troupe/api/Errors"
 import type { ServiceAccount } from "@troupe/api/identity/Identity"
 import { rolePermissions } from "@troupe/api/identity/Roles"
 import { Context, Effect, Layer } from "effect"
@@ -74,7 +82,8 @@ export interface ServiceAccountServiceShape {
     page: Page
   ) => Effect.Effect<{ data: Array<ServiceAccount>; total: number; page: number; limit: number }, Forbidden>
   readonly get: (workspace: string, by: Principal, id: number) => Effect.Effect<ServiceAccount, NotFound | Forbidden>
-  readonly setName: (workspace: string, by: Principal, id: number, name: string) => Effect.Effect<ServiceAccount, NotFound | Forbidden>
+  readonly setName: (workspace: string, by: Principal, id: number, name: string) =>
+    Effect.Effect<ServiceAccount, NotFound | Forbidden>
   readonly setDescription: (
     workspace: string,
     by: Principal,
@@ -120,11 +129,15 @@ export class ServiceAccountService extends Context.Service<ServiceAccountService
             .filter((g) => g.length > 0)
         const unsupported = grantTypes.find((g) => !supportedGrantTypes.has(g))
         if (unsupported !== undefined || grantTypes.length === 0) {
-          return yield* Effect.fail(invalid("grant_types", `unsupported grant type "${unsupported ?? ""}"; use client_credentials`))
+          return yield* Effect.fail(
+            invalid("grant_types", `unsupported grant type "${unsupported ?? ""}"; use client_credentials`)
+          )
         }
         const scope = (input.scope ?? "openid").trim().split(/\s+/).filter((s) => s.length > 0)
         const foreign = scope.find((s) => s.startsWith("workspace:") && s !== `workspace:${workspace}`)
-        if (foreign !== undefined) return yield* Effect.fail(invalid("scope", `scope "${foreign}" names another workspace`))
+        if (foreign !== undefined) {
+          return yield* Effect.fail(invalid("scope", `scope "${foreign}" names another workspace`))
+        }
         const permissions = [...new Set(input.permissions ?? [])]
         const granted = input.role !== undefined ? rolePermissions[input.role] : permissions
         const beyond = by.isPlatformAdmin ? [] : granted.filter((p) => !by.permissions.has(p))
@@ -164,7 +177,12 @@ export class ServiceAccountService extends Context.Service<ServiceAccountService
       })
 
       /** One UPDATE ... RETURNING as an identity change; 404 when the account is not in this workspace. */
-      const update = (workspace: string, by: Principal, id: number, statement: Effect.Effect<ReadonlyArray<Row>, unknown>) =>
+      const update = (
+        workspace: string,
+        by: Principal,
+        id: number,
+        statement: Effect.Effect<ReadonlyArray<Row>, unknown>
+      ) =>
         Effect.gen(function*() {
           yield* requireUser(by)
           const rows = yield* provide(identityChange(Effect.flatMap(Effect.orDie(statement), (rows) =>
@@ -225,7 +243,8 @@ export class ServiceAccountService extends Context.Service<ServiceAccountService
       const remove = Effect.fn("ServiceAccountService.delete")(function*(workspace: string, by: Principal, id: number) {
         yield* requireUser(by)
         yield* provide(identityChange(Effect.gen(function*() {
-          const deleted = yield* sql`DELETE FROM service_accounts WHERE workspace = ${workspace} AND id = ${id} RETURNING id`
+          const deleted = yield* sql`
+            DELETE FROM service_accounts WHERE workspace = ${workspace} AND id = ${id} RETURNING id`
           if (deleted.length === 0) return yield* Effect.fail(missing(id))
           yield* sql`DELETE FROM group_members WHERE member_type = 'service-account' AND member_id = ${String(id)}`
         })))

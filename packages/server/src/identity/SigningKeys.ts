@@ -49,7 +49,11 @@ const parseJson = (u: unknown) => (typeof u === "string" ? JSON.parse(u) : u) as
 
 const verifiedCacheSize = 10_000
 
-export class SigningKeys extends Context.Service<SigningKeys, SigningKeysShape>()("@troupe/server/identity/SigningKeys") {
+const importKey = (jwk: Jose.JWK) => Effect.promise(() => Jose.importJWK(jwk, alg) as Promise<Jose.CryptoKey>)
+
+export class SigningKeys extends Context.Service<SigningKeys, SigningKeysShape>()(
+  "@troupe/server/identity/SigningKeys"
+) {
   static readonly layer: Layer.Layer<SigningKeys, never, AppConfig | SqlClient.SqlClient | Secrets> = Layer.effect(
     SigningKeys,
     Effect.gen(function*() {
@@ -58,6 +62,7 @@ export class SigningKeys extends Context.Service<SigningKeys, SigningKeysShape>(
       const secrets = yield* Secrets
       const issuer = config.publicUrl
       const audience = config.publicUrl
+      const verifyOptions = { issuer, audience, algorithms: [alg], requiredClaims: ["exp", "iat", "sub"] }
 
       const lockKeys = sql.driver === "pglite" ? Effect.void : Effect.asVoid(sql`SELECT pg_advisory_xact_lock(7412002)`)
 
@@ -91,19 +96,31 @@ export class SigningKeys extends Context.Service<SigningKeys, SigningKeysShape>(
       let verifiers = new Map<string, Jose.CryptoKey>()
       let lastLoad = 0
 
-      const load = Effect.gen(function*() {
+      const rotateUnloaded = sql.withTransaction(Effect.gen(function*() {
+        yield* lockKeys
+        const created = yield* insertKey
+        yield* sql`UPDATE signing_keys SET active = false, retired_at = now() WHERE active AND kid <> ${created.kid}`
+        return created
+      })).pipe(Effect.orDie)
+
+      const load: Effect.Effect<void> = Effect.gen(function*() {
         const rows = yield* Effect.orDie(selectKeys)
         const next = new Map<string, Jose.CryptoKey>()
         for (const row of rows) {
-          next.set(row.kid, (yield* Effect.promise(() => Jose.importJWK(parseJson(row.publicJwk), alg))) as Jose.CryptoKey)
-        }
-        const active = rows.find((r) => r.active)
-        if (active !== undefined && active.kid !== signer?.kid) {
-          const jwk = yield* Effect.orDie(secrets.decrypt(active.privateEnc, `signing-key:${active.kid}`))
-          const key = (yield* Effect.promise(() => Jose.importJWK(JSON.parse(jwk) as Jose.JWK, alg))) as Jose.CryptoKey
-          signer = { kid: active.kid, key }
+          next.set(row.kid, yield* importKey(parseJson(row.publicJwk)))
         }
         verifiers = next
+        const active = rows.find((r) => r.active)
+        if (active !== undefined && active.kid !== signer?.kid) {
+          const jwk = yield* Effect.result(secrets.decrypt(active.privateEnc, `signing-key:${active.kid}`))
+          if (jwk._tag === "Failure") {
+            // TROUPE_ENCRYPTION_KEY changed: the key can still verify, but signing needs a new one.
+            yield* Effect.logWarning("the active signing key cannot be decrypted with the current key; rotating")
+            return yield* Effect.andThen(rotateUnloaded, load)
+          }
+          const key = yield* importKey(JSON.parse(jwk.success) as Jose.JWK)
+          signer = { kid: active.kid, key }
+        }
         lastLoad = yield* Clock.currentTimeMillis
       })
       yield* load
@@ -121,7 +138,9 @@ export class SigningKeys extends Context.Service<SigningKeys, SigningKeysShape>(
           } catch {
             return yield* Effect.fail(unauthorized("Invalid token"))
           }
-          if (header.alg !== alg || typeof header.kid !== "string") return yield* Effect.fail(unauthorized("Invalid token"))
+          if (header.alg !== alg || typeof header.kid !== "string") {
+            return yield* Effect.fail(unauthorized("Invalid token"))
+          }
           const known = verifiers.get(header.kid)
           if (known !== undefined) return known
           // Unknown kid: perhaps rotated on another node. Reload at most once a second (no query flood from junk).
@@ -143,7 +162,7 @@ export class SigningKeys extends Context.Service<SigningKeys, SigningKeysShape>(
           }
           const key = yield* keyFor(token)
           const result = yield* Effect.tryPromise({
-            try: () => Jose.jwtVerify(token, key, { issuer, audience, algorithms: [alg], requiredClaims: ["exp", "iat", "sub"] }),
+            try: () => Jose.jwtVerify(token, key, verifyOptions),
             catch: (e) => unauthorized(e instanceof Jose.errors.JWTExpired ? "Token expired" : "Invalid token")
           })
           const payload = result.payload
@@ -179,12 +198,7 @@ export class SigningKeys extends Context.Service<SigningKeys, SigningKeysShape>(
       })
 
       const rotate = Effect.gen(function*() {
-        const info = yield* sql.withTransaction(Effect.gen(function*() {
-          yield* lockKeys
-          const created = yield* insertKey
-          yield* sql`UPDATE signing_keys SET active = false, retired_at = now() WHERE active AND kid <> ${created.kid}`
-          return created
-        })).pipe(Effect.orDie)
+        const info = yield* rotateUnloaded
         yield* load
         return info
       })

@@ -37,7 +37,9 @@ const decoySecretHash = hashClientSecret("sk_decoy")
 const scopeWorkspaces = (scope: string | undefined) =>
   (scope ?? "").split(/\s+/).filter((s) => s.startsWith("workspace:")).map((s) => s.slice("workspace:".length))
 
-export class TokenService extends Context.Service<TokenService, TokenServiceShape>()("@troupe/server/identity/TokenService") {
+export class TokenService extends Context.Service<TokenService, TokenServiceShape>()(
+  "@troupe/server/identity/TokenService"
+) {
   static readonly layer: Layer.Layer<TokenService, never, AppConfig | SqlClient.SqlClient | SigningKeys> = Layer.effect(
     TokenService,
     Effect.gen(function*() {
@@ -84,18 +86,23 @@ export class TokenService extends Context.Service<TokenService, TokenServiceShap
               secret_version AS "secretVersion"
             FROM service_accounts WHERE client_id = ${clientId}`)
           const account = rows[0]
-          const matches = clientSecretMatches(clientSecret, account?.secretHash ?? decoySecretHash) && account !== undefined
+          const secretOk = clientSecretMatches(clientSecret, account?.secretHash ?? decoySecretHash)
+          const matches = secretOk && account !== undefined
           if (!matches) {
             yield* throttle.failure([[clientKey, clientRule], [addressKey, addressRule]])
             return yield* Effect.fail(invalidClient("Invalid client credentials"))
           }
           if (account.status !== "active") return yield* Effect.fail(invalidClient("The service account is revoked"))
           if (!jsonStrings(account.grantTypes).includes("client_credentials")) {
-            return yield* Effect.fail(badRequest("unauthorized_client", "This client may not use the client_credentials grant"))
+            return yield* Effect.fail(
+              badRequest("unauthorized_client", "This client may not use the client_credentials grant")
+            )
           }
           const foreign = scopeWorkspaces(input.params.scope).find((w) => w !== account.workspace)
           if (foreign !== undefined) {
-            return yield* Effect.fail(badRequest("invalid_scope", `This client belongs to another workspace than "${foreign}"`))
+            return yield* Effect.fail(
+              badRequest("invalid_scope", `This client belongs to another workspace than "${foreign}"`)
+            )
           }
           yield* throttle.success(clientKey)
           const groups = yield* Effect.orDie(sql<{ name: string }>`
@@ -135,7 +142,9 @@ export class TokenService extends Context.Service<TokenService, TokenServiceShap
           }
           yield* throttle.success(userKey)
           const requested = [...new Set(scopeWorkspaces(input.params.scope))]
-          if (requested.length > 1) return yield* Effect.fail(badRequest("invalid_scope", "Ask for one workspace per token"))
+          if (requested.length > 1) {
+            return yield* Effect.fail(badRequest("invalid_scope", "Ask for one workspace per token"))
+          }
           const memberships = yield* Effect.orDie(sql<{ workspace: string; role: string }>`
             SELECT workspace, role FROM memberships WHERE user_id = ${user.id} ORDER BY workspace`)
           let workspace = requested[0]
@@ -153,7 +162,9 @@ export class TokenService extends Context.Service<TokenService, TokenServiceShap
             const exists = user.isPlatformAdmin
               ? (yield* Effect.orDie(sql`SELECT 1 FROM workspaces WHERE slug = ${workspace}`)).length > 0
               : false
-            if (!exists) return yield* Effect.fail(badRequest("invalid_scope", `Not a member of workspace "${workspace}"`))
+            if (!exists) {
+              return yield* Effect.fail(badRequest("invalid_scope", `Not a member of workspace "${workspace}"`))
+            }
           }
           const groups = yield* Effect.orDie(sql<{ name: string }>`
             SELECT g.name FROM groups g JOIN group_members gm ON gm.group_id = g.id
@@ -178,7 +189,9 @@ export class TokenService extends Context.Service<TokenService, TokenServiceShap
         }
         if (grant === "client_credentials") return clientCredentials(input)
         if (grant === "password") return password(input)
-        return Effect.fail(badRequest("unsupported_grant_type", `Unsupported grant_type "${grant}"; use client_credentials or password`))
+        return Effect.fail(
+          badRequest("unsupported_grant_type", `Unsupported grant_type "${grant}"; use client_credentials or password`)
+        )
       }
 
       return TokenService.of({ token: (input) => Effect.withSpan(token(input), "TokenService.token") })

@@ -2,7 +2,15 @@
 // removes everything in it: rows reached by foreign keys cascade, and every other table with a `workspace` column
 // is cleared in the same transaction.
 import type { Principal } from "@troupe/api/Authorization"
-import { type BadRequest, badRequest, type Conflict, conflict, details, type NotFound, notFound } from "@troupe/api/Errors"
+import {
+  type BadRequest,
+  badRequest,
+  type Conflict,
+  conflict,
+  details,
+  type NotFound,
+  notFound
+} from "@troupe/api/Errors"
 import type { WorkspaceInfo } from "@troupe/api/identity/Identity"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
@@ -19,14 +27,20 @@ interface Row {
   readonly createdBy: string | null
 }
 
-const toInfo = (r: Row): WorkspaceInfo => ({ slug: r.slug, name: r.name, createdAt: iso(r.createdAt), createdBy: r.createdBy })
+const toInfo = (r: Row): WorkspaceInfo => ({
+  slug: r.slug,
+  name: r.name,
+  createdAt: iso(r.createdAt),
+  createdBy: r.createdBy
+})
 
 export interface WorkspaceServiceShape {
   readonly create: (
     input: { readonly slug: string; readonly name?: string },
     by: Principal
   ) => Effect.Effect<WorkspaceInfo, BadRequest | Conflict>
-  readonly list: (page: Page) => Effect.Effect<{ data: Array<WorkspaceInfo>; total: number; page: number; limit: number }>
+  readonly list: (page: Page) =>
+    Effect.Effect<{ data: Array<WorkspaceInfo>; total: number; page: number; limit: number }>
   readonly get: (slug: string) => Effect.Effect<WorkspaceInfo, NotFound>
   readonly delete: (slug: string) => Effect.Effect<void, NotFound>
 }
@@ -43,7 +57,8 @@ export class WorkspaceService extends Context.Service<WorkspaceService, Workspac
         e.pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.provideService(AccessCache, cache))
 
       const select = (slug: string) =>
-        sql<Row>`SELECT slug, name, created_at AS "createdAt", created_by AS "createdBy" FROM workspaces WHERE slug = ${slug}`
+        sql<Row>`
+          SELECT slug, name, created_at AS "createdAt", created_by AS "createdBy" FROM workspaces WHERE slug = ${slug}`
 
       const create = Effect.fn("WorkspaceService.create")(function*(
         input: { readonly slug: string; readonly name?: string },
@@ -59,7 +74,8 @@ export class WorkspaceService extends Context.Service<WorkspaceService, Workspac
         const createdBy = by.kind === "user" ? by.id : null
         return yield* provide(identityChange(Effect.gen(function*() {
           const rows = yield* sql<Row>`
-            INSERT INTO workspaces (slug, name, created_by) VALUES (${input.slug}, ${input.name ?? input.slug}, ${createdBy})
+            INSERT INTO workspaces (slug, name, created_by)
+              VALUES (${input.slug}, ${input.name ?? input.slug}, ${createdBy})
             RETURNING slug, name, created_at AS "createdAt", created_by AS "createdBy"`.pipe(
             uniqueOr(() => conflict(`Workspace "${input.slug}" already exists`))
           )
@@ -94,7 +110,19 @@ export class WorkspaceService extends Context.Service<WorkspaceService, Workspac
             JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
             WHERE c.table_schema = current_schema() AND c.column_name = 'workspace' AND t.table_type = 'BASE TABLE'
             ORDER BY 1`
-          for (const { table } of tables) yield* sql`DELETE FROM ${sql(table)} WHERE workspace = ${slug}`
+          // Foreign keys between these tables may want another order: a table that cannot be cleared yet (its
+          // savepoint rolls back) is retried after the others.
+          let remaining = tables.map((t) => t.table)
+          for (let pass = 0; pass < 5 && remaining.length > 0; pass++) {
+            const blocked: Array<string> = []
+            for (const table of remaining) {
+              const done = yield* Effect.result(sql.withTransaction(sql`
+                DELETE FROM ${sql(table)} WHERE workspace = ${slug}`))
+              if (done._tag === "Failure") blocked.push(table)
+            }
+            remaining = blocked
+          }
+          if (remaining.length > 0) return yield* Effect.die(new Error(`could not clear ${remaining.join(", ")}`))
         })))
       })
 

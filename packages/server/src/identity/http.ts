@@ -16,6 +16,10 @@ import { WorkspaceService } from "./WorkspaceService.ts"
 
 const noStore = { "cache-control": "no-store", pragma: "no-cache" }
 
+/** The caller, as the Authorization middleware resolved it. */
+const withPrincipal = <A, E>(f: (p: Principal) => Effect.Effect<A, E>) =>
+  Effect.flatMap(Effect.service(CurrentPrincipal), f)
+
 const oauthCodes: Record<number, string> = { 400: "BAD_REQUEST", 401: "UNAUTHORIZED", 429: "QUOTA_EXCEEDED" }
 
 const oauthResponse = (e: OAuthError, basicUsed: boolean) =>
@@ -42,12 +46,21 @@ const basicCredentials = (header: string | undefined) => {
   if (header === undefined || !/^basic /i.test(header)) return Effect.succeed(undefined)
   const decoded = Buffer.from(header.slice(6).trim(), "base64").toString("utf8")
   const colon = decoded.indexOf(":")
-  if (colon < 0) return Effect.fail(new OAuthError({ status: 401, error: "invalid_client", description: "Malformed Basic credentials" }))
+  if (colon < 0) {
+    return Effect.fail(
+      new OAuthError({ status: 401, error: "invalid_client", description: "Malformed Basic credentials" })
+    )
+  }
   try {
     const unescape = (s: string) => decodeURIComponent(s.replace(/\+/g, " "))
-    return Effect.succeed({ clientId: unescape(decoded.slice(0, colon)), clientSecret: unescape(decoded.slice(colon + 1)) })
+    return Effect.succeed({
+      clientId: unescape(decoded.slice(0, colon)),
+      clientSecret: unescape(decoded.slice(colon + 1))
+    })
   } catch {
-    return Effect.fail(new OAuthError({ status: 401, error: "invalid_client", description: "Malformed Basic credentials" }))
+    return Effect.fail(
+      new OAuthError({ status: 401, error: "invalid_client", description: "Malformed Basic credentials" })
+    )
   }
 }
 
@@ -99,7 +112,21 @@ export const OidcHandlers = HttpApiBuilder.group(Api, "oidc", Effect.fn(function
     subject_types_supported: ["public"],
     id_token_signing_alg_values_supported: [alg],
     scopes_supported: ["openid", "workspace:<slug>"],
-    claims_supported: ["sub", "iss", "aud", "iat", "exp", "jti", "workspace", "isServiceAccount", "groups", "scope", "client_id", "preferred_username", "role"]
+    claims_supported: [
+      "sub",
+      "iss",
+      "aud",
+      "iat",
+      "exp",
+      "jti",
+      "workspace",
+      "isServiceAccount",
+      "groups",
+      "scope",
+      "client_id",
+      "preferred_username",
+      "role"
+    ]
   }
   return handlers
     .handleRaw("token", ({ request }) => {
@@ -112,7 +139,8 @@ export const OidcHandlers = HttpApiBuilder.group(Api, "oidc", Effect.fn(function
       }).pipe(Effect.catchTag("OAuthError", (e) => Effect.succeed(oauthResponse(e, basicUsed))))
     })
     .handleRaw("jwks", () =>
-      Effect.map(keys.jwks, (set) => HttpServerResponse.jsonUnsafe(set, { headers: { "cache-control": "public, max-age=60" } })))
+      Effect.map(keys.jwks, (set) =>
+        HttpServerResponse.jsonUnsafe(set, { headers: { "cache-control": "public, max-age=60" } })))
     .handle("discovery", () => Effect.succeed(discovery))
 }))
 
@@ -120,7 +148,7 @@ export const WorkspacesHandlers = HttpApiBuilder.group(Api, "workspaces", Effect
   const workspaces = yield* WorkspaceService
   const keys = yield* SigningKeys
   return handlers
-    .handle("create", ({ payload }) => Effect.flatMap(Effect.service(CurrentPrincipal), (p) => workspaces.create(payload, p)))
+    .handle("create", ({ payload }) => withPrincipal((p) => workspaces.create(payload, p)))
     .handle("list", ({ query }) => workspaces.list(paging(query)))
     .handle("get", ({ params }) => workspaces.get(params.slug))
     .handle("delete", ({ params }) => workspaces.delete(params.slug))
@@ -147,17 +175,17 @@ export const MembersHandlers = HttpApiBuilder.group(Api, "members", Effect.fn(fu
     .handle("setRole", ({ params, payload }) => members.setRole(params.workspace, params.userId, payload.role))
     .handle("remove", ({ params }) => members.remove(params.workspace, params.userId))
     .handle("me", () => Effect.map(Effect.service(CurrentPrincipal), principalInfo))
-    .handle("changePassword", ({ payload }) => Effect.flatMap(Effect.service(CurrentPrincipal), (p) => members.changePassword(p, payload)))
+    .handle("changePassword", ({ payload }) => withPrincipal((p) => members.changePassword(p, payload)))
 }))
 
 export const ServiceAccountsHandlers = HttpApiBuilder.group(Api, "serviceAccounts", Effect.fn(function*(handlers) {
   const accounts = yield* ServiceAccountService
-  const withPrincipal = <A, E>(f: (p: Principal) => Effect.Effect<A, E>) => Effect.flatMap(Effect.service(CurrentPrincipal), f)
   return handlers
     .handle("create", ({ params, payload }) => withPrincipal((p) => accounts.create(params.workspace, p, payload)))
     .handle("list", ({ params, query }) => withPrincipal((p) => accounts.list(params.workspace, p, paging(query))))
     .handle("get", ({ params }) => withPrincipal((p) => accounts.get(params.workspace, p, params.id)))
-    .handle("setName", ({ params, payload }) => withPrincipal((p) => accounts.setName(params.workspace, p, params.id, payload.name)))
+    .handle("setName", ({ params, payload }) =>
+      withPrincipal((p) => accounts.setName(params.workspace, p, params.id, payload.name)))
     .handle("setDescription", ({ params, payload }) =>
       withPrincipal((p) => accounts.setDescription(params.workspace, p, params.id, payload.description)))
     .handle("rotate", ({ params }) => withPrincipal((p) => accounts.rotate(params.workspace, p, params.id)))
@@ -182,4 +210,10 @@ export const GroupsHandlers = HttpApiBuilder.group(Api, "groups", Effect.fn(func
 }))
 
 /** Every identity group's handlers. */
-export const IdentityHandlers = Layer.mergeAll(OidcHandlers, WorkspacesHandlers, MembersHandlers, ServiceAccountsHandlers, GroupsHandlers)
+export const IdentityHandlers = Layer.mergeAll(
+  OidcHandlers,
+  WorkspacesHandlers,
+  MembersHandlers,
+  ServiceAccountsHandlers,
+  GroupsHandlers
+)

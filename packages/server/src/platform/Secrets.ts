@@ -45,7 +45,9 @@ export const makeSecrets = (keys: ReadonlyArray<Buffer>, current: Buffer): Secre
   }
   const decrypt = (ciphertext: string, context?: string) =>
     Effect.suspend(() => {
-      if (!ciphertext.startsWith(prefix)) return Effect.fail(new SecretDecryptError({ reason: "not an encrypted value" }))
+      if (!ciphertext.startsWith(prefix)) {
+        return Effect.fail(new SecretDecryptError({ reason: "not an encrypted value" }))
+      }
       const rest = ciphertext.slice(prefix.length)
       const colon = rest.indexOf(":")
       const key = colon > 0 ? ring.get(rest.slice(0, colon)) : undefined
@@ -59,7 +61,9 @@ export const makeSecrets = (keys: ReadonlyArray<Buffer>, current: Buffer): Secre
         const plain = Buffer.concat([decipher.update(raw.subarray(12, raw.length - 16)), decipher.final()])
         return Effect.succeed(plain.toString("utf8"))
       } catch {
-        return Effect.fail(new SecretDecryptError({ reason: "authentication failed (wrong key, context or tampered value)" }))
+        return Effect.fail(
+          new SecretDecryptError({ reason: "authentication failed (wrong key, context or tampered value)" })
+        )
       }
     })
   return { encrypt, decrypt, isEncrypted: (value) => value.startsWith(prefix), currentKeyId }
@@ -91,7 +95,9 @@ const load = Effect.gen(function*() {
       )
     }
   }
-  if (stored === undefined || stored.length !== 32) return yield* Effect.die(new Error("stored encryption key is invalid"))
+  if (stored === undefined || stored.length !== 32) {
+    return yield* Effect.die(new Error("stored encryption key is invalid"))
+  }
   return makeSecrets([], stored)
 })
 

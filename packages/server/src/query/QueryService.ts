@@ -2,6 +2,11 @@
 // parse, resolve the structure, compile to one parameterised statement scoped to the structure's live records, run
 // it under the statement timeout, and shape the rows (generation B records with secrets masked, or flat group
 // rows). The SQL shape of a page is the one the record lists use, so the per-property indexes serve both.
+//
+// On PostgreSQL these statements run on a pool of their own whose sessions start with `statement_timeout` set:
+// one round trip per statement (a SET LOCAL would need BEGIN, SET, the query and COMMIT), and a slow query can
+// never hold the connections writes need.
+import { PgClient } from "@effect/sql-pg"
 import {
   badRequest,
   type BadRequest,
@@ -11,8 +16,10 @@ import {
 } from "@troupe/api/Errors"
 import type { AggregateRequest } from "@troupe/api/query/QueryApi"
 import type { Structure } from "@troupe/api/structures/Structure"
-import { Config, Context, Effect, Layer, Result } from "effect"
+import { Config, Context, Effect, Layer, Option, Redacted, Result } from "effect"
+import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient, type SqlError, Statement } from "effect/sql"
+import { AppConfig } from "../platform/AppConfig.ts"
 import { fromRow, maskData, toRecordB } from "../records/model.ts"
 import { contextOf, fromResult, RecordQuery } from "../records/RecordQuery.ts"
 import { StructureService } from "../structures/StructureService.ts"
@@ -39,12 +46,25 @@ export const DEFAULT_LIMIT = 100
 export const MAX_LIMIT = 1000
 /** Default statement timeout (data-service.md §8: HTTP query timeout 30 s); `TROUPE_QUERY_TIMEOUT_MS` overrides. */
 export const DEFAULT_TIMEOUT_MS = 30_000
+/** Connections of the query pool (PostgreSQL); `TROUPE_QUERY_POOL_SIZE` overrides. */
+export const DEFAULT_POOL_SIZE = 8
 
 export type QueryFailure = BadRequest | NotFound | ServiceUnavailable
 
 export interface QueryOptions {
   /** also match soft-deleted records */
   readonly includeDeleted?: boolean | undefined
+}
+
+// Structures are cached objects, replaced (never mutated) on change: their compile context can be kept beside them.
+const contexts = new WeakMap<Structure, CompileContext>()
+const contextFor = (structure: Structure, workspace: string): CompileContext => {
+  let ctx = contexts.get(structure)
+  if (ctx === undefined || ctx.workspace !== workspace) {
+    ctx = contextOf(structure, workspace)
+    contexts.set(structure, ctx)
+  }
+  return ctx
 }
 
 const invalid = (field: string, message: string): BadRequest =>
@@ -163,33 +183,39 @@ export class QueryService extends Context.Service<QueryService, {
   static readonly layerNoDeps = Layer.effect(
     QueryService,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
+      const main = yield* SqlClient.SqlClient
       const structures = yield* StructureService
       const records = yield* RecordQuery
+      const config = yield* AppConfig
       const timeoutMs = yield* Config.Int("TROUPE_QUERY_TIMEOUT_MS").pipe(Config.withDefault(DEFAULT_TIMEOUT_MS))
+      const poolSize = yield* Config.Int("TROUPE_QUERY_POOL_SIZE").pipe(Config.withDefault(DEFAULT_POOL_SIZE))
       // PGlite runs a statement to completion on the event loop: nothing can cancel it, so no timeout there.
-      const enforceTimeout = sql.driver !== "pglite" && timeoutMs > 0
+      const sql: SqlClient.SqlClient = main.driver !== "pglite" && Option.isSome(config.databaseUrl) && timeoutMs > 0
+        ? yield* PgClient.make({
+          url: Redacted.make(config.databaseUrl.value),
+          maxConnections: Math.max(1, poolSize),
+          idleTimeout: "60 seconds",
+          applicationName: "troupe-query",
+          startupParameters: { statement_timeout: String(timeoutMs) }
+        }).pipe(Effect.provide(Reactivity.layer), Effect.orDie)
+        : main
 
-      /** Runs one statement under the statement timeout; a timeout is 503, a bad value (SQLSTATE 22) 400. */
+      /** Runs one statement; a statement timeout is 503, a bad value (SQLSTATE 22) 400, anything else a defect. */
       const timed = <A>(effect: Effect.Effect<A, SqlError.SqlError>): Effect.Effect<A, BadRequest | ServiceUnavailable> =>
-        (enforceTimeout
-          ? sql.withTransaction(
-            Effect.andThen(sql`SELECT set_config('statement_timeout', ${String(timeoutMs)}, true)`, effect)
-          )
-          : effect).pipe(
-            Effect.catchTag("SqlError", (e) => {
-              if (e.reason._tag === "StatementTimeoutError") {
-                return Effect.fail(serviceUnavailable({
-                  message: `The query ran longer than ${timeoutMs / 1000} s and was cancelled; narrow it or add an index`,
-                  code: "QUERY_TIMEOUT"
-                }))
-              }
-              if (sqlState(e)?.startsWith("22")) {
-                return Effect.fail(invalid("query", `A value in the query is out of range: ${e.reason.message}`))
-              }
-              return Effect.die(e)
-            })
-          )
+        effect.pipe(
+          Effect.catchTag("SqlError", (e) => {
+            if (e.reason._tag === "StatementTimeoutError") {
+              return Effect.fail(serviceUnavailable({
+                message: `The query ran longer than ${timeoutMs / 1000} s and was cancelled; narrow it or add an index`,
+                code: "QUERY_TIMEOUT"
+              }))
+            }
+            if (sqlState(e)?.startsWith("22")) {
+              return Effect.fail(invalid("query", `A value in the query is out of range: ${e.reason.message}`))
+            }
+            return Effect.die(e)
+          })
+        )
 
       /** `FROM` names a structure by slug (or id), else by name (exact, then case-insensitive). */
       const resolveFrom = (workspace: string, from: string) =>
@@ -247,7 +273,7 @@ export class QueryService extends Context.Service<QueryService, {
           }
           const ids = [...new Set(rows.flatMap((r) => embedded(r).map((e) => e.id)))]
           if (ids.length === 0 || include.where === undefined) return
-          const ctx = contextOf(target, workspace)
+          const ctx = contextFor(target, workspace)
           const where = yield* fromResult("query", compileWhere(sql, include.where, ctx))
           const matched = yield* timed(
             sql`SELECT r.id FROM records r WHERE ${scopeOf(sql, target.id, false)} AND r.id IN ${sql.in(ids)}
@@ -297,7 +323,7 @@ export class QueryService extends Context.Service<QueryService, {
         Effect.gen(function*() {
           const parsed = yield* fromResult("query", parseQueryLanguage(text, parameters))
           const structure = yield* resolveFrom(workspace, parsed.from)
-          const ctx = contextOf(structure, workspace)
+          const ctx = contextFor(structure, workspace)
           const limit = yield* checkLimit(parsed.limit)
           const offset = parsed.offset ?? 0
           const includeDeleted = options.includeDeleted === true
@@ -352,7 +378,7 @@ export class QueryService extends Context.Service<QueryService, {
           const { where, groupBy, aggregates } = request.success
           const limit = body.limit ?? MAX_LIMIT
           if (limit < 1 || limit > MAX_LIMIT) return yield* invalid("limit", `limit must be between 1 and ${MAX_LIMIT}`)
-          return yield* runAggregate(structure.id, contextOf(structure, workspace), where, {
+          return yield* runAggregate(structure.id, contextFor(structure, workspace), where, {
             groupBy,
             select: aggregates,
             orderBy: groupBy.map((field): Ast.SortKey => ({ field, direction: "asc" }))

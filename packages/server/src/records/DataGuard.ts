@@ -26,7 +26,8 @@ const childOf = (shape: Shape, key: string): Shape => {
     return prop === undefined ? undefined : { kind: "prop", prop }
   }
   const p = shape.prop
-  return p.type === "object" && p.properties !== undefined ? childOf({ kind: "props", props: p.properties }, key) : undefined
+  if (p.type !== "object" || p.properties === undefined) return undefined
+  return childOf({ kind: "props", props: p.properties }, key)
 }
 
 const itemOf = (shape: Shape): Shape => {
@@ -42,13 +43,21 @@ const allowedLength = (shape: Shape): number => {
 }
 
 const textProblem = (s: string): string | undefined =>
-  s.includes("\u0000") ? "must not contain NUL characters" : s.isWellFormed() ? undefined : "must be valid Unicode (no lone surrogates)"
+  s.includes("\u0000")
+    ? "must not contain NUL characters"
+    : s.isWellFormed()
+    ? undefined
+    : "must be valid Unicode (no lone surrogates)"
 
 /**
  * Problems of a JSON value (paths start at `root`, e.g. `data`); empty when it may be stored. `props` are the
  * structure's properties, which can raise the string limit through `maxLength`.
  */
-export const inspectJson = (value: unknown, root: string, props?: ReadonlyArray<PropertyDefinition>): Array<ErrorDetail> => {
+export const inspectJson = (
+  value: unknown,
+  root: string,
+  props?: ReadonlyArray<PropertyDefinition>
+): Array<ErrorDetail> => {
   const problems: Array<ErrorDetail> = []
   const push = (field: string, message: string) => {
     if (problems.length < MAX_PROBLEMS) problems.push({ field, property: field, message })
@@ -57,7 +66,8 @@ export const inspectJson = (value: unknown, root: string, props?: ReadonlyArray<
     if (problems.length >= MAX_PROBLEMS) return
     if (typeof v === "string") {
       if (v.length > MAX_STRING_LENGTH && v.length > allowedLength(shape)) {
-        push(path, `must be at most ${allowedLength(shape)} characters long (records refuse longer strings unless the property's maxLength allows them)`)
+        const limit = allowedLength(shape)
+        push(path, `must be at most ${limit} characters long (more needs a property maxLength that allows it)`)
       } else {
         const problem = textProblem(v)
         if (problem !== undefined) push(path, problem)

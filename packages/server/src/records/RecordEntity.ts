@@ -2,7 +2,7 @@
 // versions never race and history is exact; `RecordKey` (id `<workspace>/<structureId>/<sha256(match)>`) serialises
 // upserts of one business key anywhere in the cluster. Messages are volatile RPCs: durability is the handler's own
 // transaction, and a caller whose node dies mid-call gets an error it may retry.
-import { BadRequest, Conflict, Locked, NotFound, Unprocessable } from "@troupe/api/Errors"
+import { badRequest, conflict, ErrorDetail, locked, notFound, unprocessable } from "@troupe/api/Errors"
 import { Context, Effect, Layer, Schema } from "effect"
 import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
@@ -12,7 +12,26 @@ import { StructureService } from "../structures/StructureService.ts"
 import { fromRow, isUuid, type RecordRow, Writer } from "./model.ts"
 import { type RecordError, recordNotFound, RecordService, type UpdateInput, type WriteResult } from "./RecordService.ts"
 
-const WriteError = Schema.Union([BadRequest, NotFound, Conflict, Locked, Unprocessable])
+/**
+ * Write errors cross the cluster as one tagged shape, rebuilt as the contract's class by the caller: the socket
+ * transport's binary codec cannot encode a union of the contract error classes (same fields, no `_tag`), and a
+ * reply it cannot encode never reaches the calling node (the request hangs).
+ */
+class WriteFailure extends Schema.TaggedError<WriteFailure>()("WriteFailure", {
+  statusCode: Schema.Int,
+  message: Schema.String,
+  code: Schema.String,
+  details: Schema.Array(ErrorDetail)
+}) {}
+const WriteError = WriteFailure
+const toFailure = (e: RecordError) => new WriteFailure({ statusCode: e.statusCode, message: e.message, code: e.code, details: e.details })
+const fromFailure = (e: WriteFailure): RecordError => {
+  const init = { message: e.message, code: e.code, details: e.details }
+  return e.statusCode === 404 ? notFound(init) : e.statusCode === 409 ? conflict(init) : e.statusCode === 423 ? locked(init)
+    : e.statusCode === 422 ? unprocessable(init) : badRequest(init)
+}
+/** A handler's errors in wire form. */
+const onWire = <A, R>(effect: Effect.Effect<A, RecordError, R>) => Effect.mapError(effect, toFailure)
 const Row = Schema.Json
 const Written = Schema.Struct({
   row: Row,
@@ -66,23 +85,23 @@ export const RecordEntityLayer = RecordEntity.toLayer(Effect.gen(function*() {
   return RecordEntity.of({
     Update: ({ address, payload }) => {
       const { workspace, id } = split(address.entityId)
-      return Effect.map(records.update(workspace, id, payload.input as unknown as UpdateInput, payload.writer), written)
+      return onWire(Effect.map(records.update(workspace, id, payload.input as unknown as UpdateInput, payload.writer), written))
     },
     Delete: ({ address, payload }) => {
       const { workspace, id } = split(address.entityId)
-      return Effect.map(records.remove(workspace, id, payload.permanent, payload.writer, payload.reason), (r) => ({
+      return onWire(Effect.map(records.remove(workspace, id, payload.permanent, payload.writer, payload.reason), (r) => ({
         id: r.id,
         deletedAt: r.deletedAt,
         structureId: r.structure.id
-      }))
+      })))
     },
     Restore: ({ address, payload }) => {
       const { workspace, id } = split(address.entityId)
-      return Effect.map(records.restore(workspace, id, payload.version, payload.reason, payload.writer), written)
+      return onWire(Effect.map(records.restore(workspace, id, payload.version, payload.reason, payload.writer), written))
     },
     Revert: ({ address, payload }) => {
       const { workspace, id } = split(address.entityId)
-      return Effect.map(records.revert(workspace, id, payload.reason, payload.writer), written)
+      return onWire(Effect.map(records.revert(workspace, id, payload.reason, payload.writer), written))
     }
   })
 }), { maxIdleTime: "2 minutes" })
@@ -95,7 +114,8 @@ export const RecordKeyEntityLayer = RecordKeyEntity.toLayer(Effect.gen(function*
       const { workspace } = split(address.entityId)
       return Effect.flatMap(structures.resolve(workspace, payload.structureId), (structure) =>
         records.upsert(structure, payload.match, payload.data, payload.writer, payload.idempotencyKey)).pipe(
-        Effect.map((r) => ({ status: r.status, body: r.body as Schema.Json, replayed: r.replayed }))
+        Effect.map((r) => ({ status: r.status, body: r.body as Schema.Json, replayed: r.replayed })),
+        onWire
       )
     }
   })
@@ -129,7 +149,8 @@ export class RecordWriter extends Context.Service<RecordWriter, {
     const key = yield* RecordKeyEntity.client
     // Sharding failures (a node gone mid-call) surface as defects -> 500/503 for the caller to retry.
     const orDie = <A, E>(e: Effect.Effect<A, E | { readonly _tag: string }>) =>
-      Effect.catchIf(e, (err: any) => err?._tag !== undefined && !("statusCode" in err), (err) => Effect.die(err)) as Effect.Effect<A, E>
+      Effect.catch(e, (err: any) =>
+        err?._tag === "WriteFailure" ? Effect.fail(fromFailure(err)) : err?._tag !== undefined && !("statusCode" in err) ? Effect.die(err) : Effect.fail(err)) as Effect.Effect<A, E>
     // an id that is no record id never reaches an actor
     const known = <A>(id: string, send: () => Effect.Effect<A, RecordError>): Effect.Effect<A, RecordError> =>
       isUuid(id) ? send() : Effect.fail(recordNotFound(id))

@@ -434,10 +434,12 @@ export const RecordsHandlers = HttpApiBuilder.group(Api, "records", Effect.fn(fu
         return respond(failures.length === 0 ? 200 : 207, body)
       }))
 
-  /** Ids of the live records of a structure matching a generation A `query` (all of them when absent). */
-  const matching = (structure: Structure, expression: string | undefined) =>
+  /** Ids of the live records of a structure matching a generation A `query`: `*` is every record, an empty query is refused. */
+  const matching = (structure: Structure, expression: string) =>
     Effect.gen(function*() {
-      const where = expression && expression.trim() !== "" ? yield* fromResult("query", parseExpressionA(expression)) : Ast.all
+      const text = expression.trim()
+      if (text === "") return yield* badParam("query", "query is required (\"*\" matches every record)")
+      const where = text === "*" ? Ast.all : yield* fromResult("query", parseExpressionA(text))
       const result = yield* query.list({
         workspace: structure.workspaceSlug,
         structure,

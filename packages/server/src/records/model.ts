@@ -63,7 +63,8 @@ export const secretPaths = (structure: Structure): ReadonlyArray<ReadonlyArray<s
 const secretCache = new WeakMap<Structure, ReadonlyArray<ReadonlyArray<string>>>()
 
 /** Dotted names of the secret paths (the encryption context of each). */
-export const secretFields = (structure: Structure): ReadonlyArray<string> => secretPaths(structure).map((p) => p.join("."))
+export const secretFields = (structure: Structure): ReadonlyArray<string> =>
+  secretPaths(structure).map((p) => p.join("."))
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
@@ -78,7 +79,11 @@ export const getAt = (data: unknown, path: ReadonlyArray<string>): unknown => {
 }
 
 /** A copy of `data` with the value at `path` replaced (copy on write along the path); the path must exist. */
-export const setAt = (data: Record<string, unknown>, path: ReadonlyArray<string>, value: unknown): Record<string, unknown> => {
+export const setAt = (
+  data: Record<string, unknown>,
+  path: ReadonlyArray<string>,
+  value: unknown
+): Record<string, unknown> => {
   const [head, ...rest] = path
   if (head === undefined) return data
   if (rest.length === 0) return { ...data, [head]: value }
@@ -101,7 +106,11 @@ export const maskData = (structure: Structure, data: Record<string, unknown>): R
 export type Changes = Record<string, { old: unknown; new: unknown }>
 
 /** Top-level fields whose values differ; secrets (at any depth) masked. */
-export const diff = (structure: Structure | undefined, before: Record<string, unknown>, after: Record<string, unknown>): Changes => {
+export const diff = (
+  structure: Structure | undefined,
+  before: Record<string, unknown>,
+  after: Record<string, unknown>
+): Changes => {
   const changes: Changes = {}
   const masked = structure !== undefined && secretPaths(structure).length > 0
   const shownBefore = masked ? maskData(structure, before) : before

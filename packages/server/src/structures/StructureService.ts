@@ -35,7 +35,7 @@ import {
 } from "@troupe/api/structures/Structure"
 import { Context, DateTime, Effect, Layer, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql"
-import type { SqlError } from "effect/sql/SqlError"
+import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import * as Crypto from "node:crypto"
 import { iso, json, num } from "../lib/rows.ts"
 import { schemaDetails } from "../platform/HttpEdge.ts"
@@ -351,9 +351,9 @@ export class StructureService extends Context.Service<StructureService, {
       <A, E, R>(effect: Effect.Effect<A, E | SqlError, R>): Effect.Effect<A, Exclude<E, SqlError> | Conflict, R> =>
         Effect.catchIf(
           effect,
-          (e): e is SqlError => (e as any)?._tag === "SqlError",
-          (e) => ((e as any).reason?._tag === "UniqueViolation" ? Effect.fail(slugConflict(slug())) : Effect.die(e))
-        ) as any
+          isSqlError,
+          (e) => (e.reason._tag === "UniqueViolation" ? Effect.fail(slugConflict(slug())) : Effect.die(e))
+        ) as Effect.Effect<A, Exclude<E, SqlError> | Conflict, R>
 
     const decodeInput = (body: unknown): { input: StructureInput } | { problems: Array<DefinitionProblem> } => {
       const decoded = Schema.decodeUnknownExit(StructureInput)(body, { errors: "all" })
@@ -432,11 +432,12 @@ export class StructureService extends Context.Service<StructureService, {
         const { problems, others } = yield* problemsOf(existing.workspaceSlug, candidate, existing.id)
         if (problems.length > 0) return yield* invalid(problems)
         const normalized = normalizeStructure(candidate)
-        const next = { ...existing, ...normalized } as unknown as Structure
+        const merged: Record<string, unknown> = { ...existing, ...normalized }
         // Optional fields cleared by the update are absent from `normalized`: drop them from the stored document.
         for (const key of ["description", "retentionPolicy", "defaultSearchField", "defaultTtlSeconds"] as const) {
-          if (!(key in normalized)) delete (next as any)[key]
+          if (!(key in normalized)) delete merged[key]
         }
+        const next = merged as unknown as Structure
         if (canonical(definitionOf(next)) === canonical(definitionOf(existing)) && next.name === existing.name &&
           next.recordSlug === existing.recordSlug) {
           return existing // nothing changed: no new version
