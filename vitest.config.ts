@@ -5,7 +5,7 @@ export default defineConfig({
   test: {
     include: ["packages/*/src/**/*.test.ts", "test/**/*.test.ts"],
     testTimeout: 60_000,
-    hookTimeout: 120_000,
+    hookTimeout: 300_000,
     pool: "forks",
     maxWorkers: 2,
     reporters: ["default"]

@@ -79,6 +79,31 @@ describe("foundation", () => {
     expectContractError(res.body, 413, "PAYLOAD_TOO_LARGE")
   })
 
+  it("stamps the request id into errors raised by handlers and middleware", async () => {
+    const unauthorized = await server.request("GET", `${server.base}/structures`)
+    expect(unauthorized.status).toBe(401)
+    expectContractError(unauthorized.body, 401, "UNAUTHORIZED")
+    expect(unauthorized.body.requestId).toBe(unauthorized.headers.get("x-request-id"))
+    const token = await server.adminToken()
+    const missing = await server.request("GET", `${server.base}/structures/00000000-0000-4000-8000-000000000000`, { token })
+    expect(missing.status).toBe(404)
+    expectContractError(missing.body, 404, "STRUCTURE_NOT_FOUND")
+    expect(missing.body.requestId).toBe(missing.headers.get("x-request-id"))
+  })
+
+  it("400 with the contract body for malformed JSON and for schema failures", async () => {
+    const token = await server.adminToken()
+    const malformed = await server.request("POST", `${server.base}/records`, { token, raw: "{not json", headers: { "content-type": "application/json" } })
+    expect(malformed.status).toBe(400)
+    expect(malformed.body.statusCode).toBe(400)
+    expect(typeof malformed.body.requestId).toBe("string")
+    const wrongShape = await server.request("POST", `${server.base}/records`, { token, body: { structureId: 42 } })
+    expect(wrongShape.status).toBe(400)
+    expect(wrongShape.body.details.length).toBeGreaterThan(0)
+    expect(wrongShape.body.details[0]).toHaveProperty("field")
+    expect(wrongShape.body.details[0]).toHaveProperty("property")
+  })
+
   it("serves the probe entity through the cluster runner", async () => {
     const res = await server.request("GET", "/cluster/probe/abc")
     expect(res.status).toBe(200)

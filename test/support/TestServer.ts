@@ -101,7 +101,7 @@ export const request = async <T = any>(baseUrl: string, method: string, path: st
   return { status: res.status, headers: res.headers, body: parsed as T, text }
 }
 
-const waitHealthy = async (baseUrl: string, child: ChildProcess, output: () => string, timeoutMs = 60_000) => {
+const waitHealthy = async (baseUrl: string, child: ChildProcess, output: () => string, timeoutMs = 180_000) => {
   const deadline = Date.now() + timeoutMs
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`troupe exited with ${child.exitCode}:\n${output()}`)

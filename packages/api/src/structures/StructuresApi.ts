@@ -35,10 +35,14 @@ export const StructureListQuery = {
   limit: Schema.optional(Schema.FiniteFromString.annotate({ description: "Page size (default 500, at most 500)" })),
   search: Schema.optional(Schema.String.annotate({ description: "Case-insensitive substring of `searchField`" })),
   searchField: Schema.optional(Schema.Literals(["name", "recordSlug", "description", "id"])),
-  "sort[field]": Schema.optional(Schema.Literals(["name", "recordSlug", "createdAt", "updatedAt", "version", "status"])),
+  "sort[field]": Schema.optional(
+    Schema.Literals(["name", "recordSlug", "createdAt", "updatedAt", "version", "status"])
+  ),
   "sort[direction]": Schema.optional(Schema.Literals(["asc", "desc", "ASC", "DESC"])),
   "filter[status]": Schema.optional(Schema.Literals(["active", "inactive"])),
-  "filter[isDeleted]": Schema.optional(QueryBoolean.annotate({ description: "true lists soft-deleted structures only (default false)" }))
+  "filter[isDeleted]": Schema.optional(
+    QueryBoolean.annotate({ description: "true lists soft-deleted structures only (default false)" })
+  )
 }
 
 /** One stored structure version (kept while `enableVersioning` is on). @category models */
@@ -46,7 +50,9 @@ export const StructureVersion = Schema.Struct({
   structureId: Schema.String,
   version: Schema.Finite,
   definition: Structure,
-  pinned: Schema.Boolean.annotate({ description: "Pinned versions survive retention while pinnedVersionsRetained is on" }),
+  pinned: Schema.Boolean.annotate({
+    description: "Pinned versions survive retention while pinnedVersionsRetained is on"
+  }),
   createdAt: Schema.String,
   createdBy: Schema.NullOr(Schema.String)
 }).annotate({ identifier: "StructureVersion" })
@@ -132,8 +138,18 @@ const VersionParams = { ...Id, version: Schema.FiniteFromString.check(Schema.isI
 /** @category groups */
 export class StructuresApi extends HttpApiGroup.make("structures")
   .add(
-    read(HttpApiEndpoint.get("list", "/structures", { params: WorkspaceParams, query: StructureListQuery, success: StructureList, error: errors })),
-    write(HttpApiEndpoint.post("create", "/structures", { params: WorkspaceParams, payload: CreateBody, success: Structure, error: errors }))
+    read(HttpApiEndpoint.get("list", "/structures", {
+      params: WorkspaceParams,
+      query: StructureListQuery,
+      success: StructureList,
+      error: errors
+    })),
+    write(HttpApiEndpoint.post("create", "/structures", {
+      params: WorkspaceParams,
+      payload: CreateBody,
+      success: Structure,
+      error: errors
+    }))
       .annotate(OpenApi.Transform, documentBodyAsStructureInput),
     read(HttpApiEndpoint.post("validate", "/structures/validate", {
       params: WorkspaceParams,
@@ -147,8 +163,18 @@ export class StructuresApi extends HttpApiGroup.make("structures")
       error: errors
     })),
     read(HttpApiEndpoint.get("get", "/structures/:id", { params: Id, success: Structure, error: errors })),
-    write(HttpApiEndpoint.put("update", "/structures/:id", { params: Id, payload: StructureUpdate, success: Structure, error: errors })),
-    write(HttpApiEndpoint.patch("patch", "/structures/:id", { params: Id, payload: StructureUpdate, success: Structure, error: errors })),
+    write(HttpApiEndpoint.put("update", "/structures/:id", {
+      params: Id,
+      payload: StructureUpdate,
+      success: Structure,
+      error: errors
+    })),
+    write(HttpApiEndpoint.patch("patch", "/structures/:id", {
+      params: Id,
+      payload: StructureUpdate,
+      success: Structure,
+      error: errors
+    })),
     write(HttpApiEndpoint.delete("delete", "/structures/:id", {
       params: Id,
       query: { hard: Schema.optional(QueryBoolean) },
@@ -167,15 +193,46 @@ export class StructuresApi extends HttpApiGroup.make("structures")
       success: Structure,
       error: errors
     })),
-    read(HttpApiEndpoint.get("versions", "/structures/:id/versions", { params: Id, success: StructureVersionList, error: errors })),
-    read(HttpApiEndpoint.get("version", "/structures/:id/versions/:version", { params: VersionParams, success: StructureVersion, error: errors })),
-    write(HttpApiEndpoint.post("pinVersion", "/structures/:id/versions/:version/pin", { params: VersionParams, success: StructureVersion, error: errors })),
-    write(HttpApiEndpoint.post("unpinVersion", "/structures/:id/versions/:version/unpin", { params: VersionParams, success: StructureVersion, error: errors })),
+    read(HttpApiEndpoint.get("versions", "/structures/:id/versions", {
+      params: Id,
+      success: StructureVersionList,
+      error: errors
+    })),
+    read(HttpApiEndpoint.get("version", "/structures/:id/versions/:version", {
+      params: VersionParams,
+      success: StructureVersion,
+      error: errors
+    })),
+    write(HttpApiEndpoint.post("pinVersion", "/structures/:id/versions/:version/pin", {
+      params: VersionParams,
+      success: StructureVersion,
+      error: errors
+    })),
+    write(HttpApiEndpoint.post("unpinVersion", "/structures/:id/versions/:version/unpin", {
+      params: VersionParams,
+      success: StructureVersion,
+      error: errors
+    })),
     // The simplified `/collections` listing of the same resource.
-    read(HttpApiEndpoint.get("listCollections", "/collections", { params: WorkspaceParams, query: StructureListQuery, success: CollectionList, error: errors })),
-    write(HttpApiEndpoint.post("createCollection", "/collections", { params: WorkspaceParams, payload: CollectionInput, success: Collection, error: errors })),
+    read(HttpApiEndpoint.get("listCollections", "/collections", {
+      params: WorkspaceParams,
+      query: StructureListQuery,
+      success: CollectionList,
+      error: errors
+    })),
+    write(HttpApiEndpoint.post("createCollection", "/collections", {
+      params: WorkspaceParams,
+      payload: CollectionInput,
+      success: Collection,
+      error: errors
+    })),
     read(HttpApiEndpoint.get("getCollection", "/collections/:id", { params: Id, success: Collection, error: errors })),
-    write(HttpApiEndpoint.put("updateCollection", "/collections/:id", { params: Id, payload: CollectionUpdate, success: Collection, error: errors })),
+    write(HttpApiEndpoint.put("updateCollection", "/collections/:id", {
+      params: Id,
+      payload: CollectionUpdate,
+      success: Collection,
+      error: errors
+    })),
     write(HttpApiEndpoint.delete("deleteCollection", "/collections/:id", {
       params: Id,
       query: { hard: Schema.optional(QueryBoolean) },

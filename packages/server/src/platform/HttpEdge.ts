@@ -197,6 +197,8 @@ export const serve = <E, R>(
         // HttpApi answers some failures itself with an empty body: give them the contract body.
         if (response.status >= 400 && response.body._tag === "Empty") {
           response = errorResponse(response.status, codeFor(response.status), statusText(response.status), requestId, [], headersOf(response))
+        } else if (response.status >= 400) {
+          response = withRequestId(response, requestId)
         }
       }
       if (level <= 1) {
@@ -213,7 +215,29 @@ export const serve = <E, R>(
     return HttpServer.serve(wrapped)
   }))
 
-const headersOf = (response: HttpServerResponse.HttpServerResponse) => ({ ...response.headers }) as Record<string, string>
+const decoder = new TextDecoder()
+
+/** Declared errors are encoded by HttpApi as ordinary responses: stamp the request id into their contract body. */
+const withRequestId = (response: HttpServerResponse.HttpServerResponse, requestId: string) => {
+  const body = response.body
+  if (body._tag !== "Uint8Array" || !body.contentType.includes("json")) return response
+  try {
+    const parsed = JSON.parse(body.text ?? decoder.decode(body.body))
+    if (parsed === null || typeof parsed !== "object" || typeof parsed.statusCode !== "number" || parsed.requestId !== undefined) {
+      return response
+    }
+    return HttpServerResponse.jsonUnsafe({ ...parsed, requestId }, { status: response.status, headers: headersOf(response) })
+  } catch {
+    return response
+  }
+}
+
+const headersOf = (response: HttpServerResponse.HttpServerResponse) => {
+  const headers = { ...response.headers } as Record<string, string>
+  delete headers["content-length"]
+  delete headers["content-type"]
+  return headers
+}
 
 const codeFor = (status: number) =>
   ({ 400: "BAD_REQUEST", 401: "UNAUTHORIZED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 409: "CONFLICT", 413: "PAYLOAD_TOO_LARGE", 415: "UNSUPPORTED_MEDIA_TYPE", 422: "UNPROCESSABLE", 429: "QUOTA_EXCEEDED", 503: "UNAVAILABLE" } as Record<number, string>)[status] ?? "INTERNAL"

@@ -107,7 +107,8 @@ export const pruneVersions = (sql: SqlClient.SqlClient, structureId: string, pol
     return removed
   })
 
-const notFoundError = (what: string) => notFound({ message: `Structure ${what} not found`, code: "STRUCTURE_NOT_FOUND" })
+const notFoundError = (what: string) =>
+  notFound({ message: `Structure ${what} not found`, code: "STRUCTURE_NOT_FOUND" })
 
 const toDetails = (problems: ReadonlyArray<DefinitionProblem>): Array<ErrorDetail> =>
   problems.map((d) => ({ field: d.field, property: d.field, message: d.message }))
@@ -129,9 +130,15 @@ const uuidRe = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const isUuid = (s: string) => uuidRe.test(s)
 
 /** Columns stored outside the definition document. */
-const rowColumns = ["id", "workspaceSlug", "recordSlug", "name", "isDeleted", "version", "createdAt", "updatedAt", "createdBy", "lastUpdatedBy"] as const
+const rowColumns = [
+  "id", "workspaceSlug", "recordSlug", "name", "isDeleted", "version", "createdAt", "updatedAt", "createdBy", "lastUpdatedBy"
+] as const
 
-const defaultMetadata: StructureMetadata = { recordWritesLocked: false, structureWritesLocked: false, migrationInProgress: false }
+const defaultMetadata: StructureMetadata = {
+  recordWritesLocked: false,
+  structureWritesLocked: false,
+  migrationInProgress: false
+}
 
 const toStructure = (row: any): Structure => {
   const doc = json<Record<string, unknown>>(row.definition)
@@ -224,16 +231,41 @@ export class StructureService extends Context.Service<StructureService, {
   readonly resolve: (workspace: string, idOrSlug: string) => Effect.Effect<Structure, NotFound>
   /** Creates from a create body; the body is checked in full here, whatever decoded it before. */
   readonly create: (workspace: string, input: unknown, by: Principal) => Effect.Effect<Structure, BadRequest | Conflict>
-  readonly update: (workspace: string, id: string, patch: StructureUpdate, by: Principal) => Effect.Effect<Structure, ServiceError>
-  readonly remove: (workspace: string, id: string, hard: boolean, by: Principal) => Effect.Effect<Structure, NotFound | Conflict | Locked>
-  readonly deleteProperties: (workspace: string, id: string, ids: ReadonlyArray<string>, by: Principal) => Effect.Effect<Structure, ServiceError>
+  readonly update: (
+    workspace: string,
+    id: string,
+    patch: StructureUpdate,
+    by: Principal
+  ) => Effect.Effect<Structure, ServiceError>
+  readonly remove: (
+    workspace: string,
+    id: string,
+    hard: boolean,
+    by: Principal
+  ) => Effect.Effect<Structure, NotFound | Conflict | Locked>
+  readonly deleteProperties: (
+    workspace: string,
+    id: string,
+    ids: ReadonlyArray<string>,
+    by: Principal
+  ) => Effect.Effect<Structure, ServiceError>
   /** Every problem of a would-be create body; never fails. */
   readonly validate: (workspace: string, body: unknown) => Effect.Effect<StructureValidation>
   readonly versions: (workspace: string, id: string) => Effect.Effect<ReadonlyArray<StructureVersionEntry>, NotFound>
   readonly version: (workspace: string, id: string, version: number) => Effect.Effect<StructureVersionEntry, NotFound>
-  readonly pinVersion: (workspace: string, id: string, version: number, pinned: boolean) => Effect.Effect<StructureVersionEntry, NotFound>
+  readonly pinVersion: (
+    workspace: string,
+    id: string,
+    version: number,
+    pinned: boolean
+  ) => Effect.Effect<StructureVersionEntry, NotFound>
   /** Sets the read-only migration metadata (platform admins, migration tooling). */
-  readonly setMetadata: (workspace: string, id: string, patch: StructureMetadataUpdate, by: Principal) => Effect.Effect<Structure, NotFound>
+  readonly setMetadata: (
+    workspace: string,
+    id: string,
+    patch: StructureMetadataUpdate,
+    by: Principal
+  ) => Effect.Effect<Structure, NotFound>
   /** Every live structure of a workspace (rules need the whole graph for references). */
   readonly all: (workspace: string) => Effect.Effect<ReadonlyArray<Structure>>
 }>()("@troupe/server/structures/StructureService") {
@@ -249,7 +281,10 @@ export class StructureService extends Context.Service<StructureService, {
       byId.delete(id)
       clearValidatorCache(id)
     }
-    yield* notifier.subscribe("structures").pipe(Stream.runForEach((id) => Effect.sync(() => forget(id))), Effect.forkScoped)
+    yield* notifier.subscribe("structures").pipe(
+      Stream.runForEach((id) => Effect.sync(() => forget(id))),
+      Effect.forkScoped
+    )
     const changed = (id: string) => Effect.andThen(Effect.sync(() => forget(id)), notifier.publish("structures", id))
 
     const remember = (s: Structure) => {
@@ -283,7 +318,8 @@ export class StructureService extends Context.Service<StructureService, {
         const id = bySlug.get(`${workspace}/${slug}`)
         const cached = id === undefined ? undefined : byId.get(id)
         if (cached !== undefined) return Effect.succeed(cached)
-        return sql`SELECT * FROM structures WHERE workspace = ${workspace} AND record_slug = ${slug} AND NOT is_deleted`.pipe(
+        return sql`SELECT * FROM structures
+            WHERE workspace = ${workspace} AND record_slug = ${slug} AND NOT is_deleted`.pipe(
           Effect.orDie,
           Effect.flatMap((rows) =>
             rows[0] ? Effect.succeed(remember(toStructure(rows[0]))) : Effect.fail(notFoundError(slug)))
@@ -328,7 +364,11 @@ export class StructureService extends Context.Service<StructureService, {
         [r.targetField, r.displayField].flatMap((f): Array<ErrorDetail> =>
           f === undefined || RECORD_COLUMNS.has(f) || names.has(f)
             ? []
-            : [{ field: "properties", property: "properties", message: `'${f}' is used by ${r.from.recordSlug}.${r.at}` }]
+            : [{
+              field: "properties",
+              property: "properties",
+              message: `'${f}' is used by ${r.from.recordSlug}.${r.at}`
+            }]
         )
       )
     }
@@ -386,8 +426,10 @@ export class StructureService extends Context.Service<StructureService, {
         version: 1
       } as unknown as Structure
       const row = yield* sql.withTransaction(Effect.gen(function*() {
-        const rows = yield* sql`INSERT INTO structures (id, workspace, record_slug, name, definition, version, created_by, updated_by, created_at, updated_at)
-          VALUES (${structure.id}, ${workspace}, ${structure.recordSlug}, ${structure.name}, ${JSON.stringify(definitionOf(structure))}::jsonb,
+        const definition = JSON.stringify(definitionOf(structure))
+        const rows = yield* sql`INSERT INTO structures
+            (id, workspace, record_slug, name, definition, version, created_by, updated_by, created_at, updated_at)
+          VALUES (${structure.id}, ${workspace}, ${structure.recordSlug}, ${structure.name}, ${definition}::jsonb,
             1, ${by.id}, ${by.id}, ${now}, ${now})
           RETURNING *`
         yield* saveVersion(toStructure(rows[0]), by.id)
@@ -401,19 +443,26 @@ export class StructureService extends Context.Service<StructureService, {
     const lockLive = (workspace: string, id: string) =>
       Effect.gen(function*() {
         if (!isUuid(id)) return yield* notFoundError(id)
-        const rows = yield* sql`SELECT * FROM structures WHERE workspace = ${workspace} AND id = ${id} FOR UPDATE`.pipe(Effect.orDie)
+        const rows = yield* sql`SELECT * FROM structures WHERE workspace = ${workspace} AND id = ${id} FOR UPDATE`.pipe(
+          Effect.orDie
+        )
         const s = rows[0] ? toStructure(rows[0]) : undefined
         if (s === undefined || s.isDeleted) return yield* notFoundError(id)
         return s
       })
 
     /** Moves record data when properties are renamed or removed (top level only; see the header). */
-    const migrateRecords = (structureId: string, renames: ReadonlyArray<readonly [string, string]>, removed: ReadonlyArray<string>) =>
+    const migrateRecords = (
+      structureId: string,
+      renames: ReadonlyArray<readonly [string, string]>,
+      removed: ReadonlyArray<string>
+    ) =>
       Effect.gen(function*() {
         for (const [from, to] of renames) {
           yield* sql`UPDATE records SET data = (data - ${from}) || jsonb_build_object(${to}::text, data -> ${from})
             WHERE structure_id = ${structureId} AND data ? ${from}`
-          yield* sql`UPDATE record_unique_values SET field = ${to} WHERE structure_id = ${structureId} AND field = ${from}`
+          yield* sql`UPDATE record_unique_values SET field = ${to}
+            WHERE structure_id = ${structureId} AND field = ${from}`
           yield* sql`UPDATE auto_increments SET field = ${to} WHERE structure_id = ${structureId} AND field = ${from}`
         }
         for (const name of removed) {
@@ -427,7 +476,12 @@ export class StructureService extends Context.Service<StructureService, {
      * Checks `candidate` (a full create-shaped body) as the next definition of `existing` and stores it as a new
      * version, inside the caller's transaction.
      */
-    const store = (existing: Structure, candidate: StructureInput, by: Principal, removed: ReadonlyArray<string> = []) =>
+    const store = (
+      existing: Structure,
+      candidate: StructureInput,
+      by: Principal,
+      removed: ReadonlyArray<string> = []
+    ) =>
       Effect.gen(function*() {
         const { problems, others } = yield* problemsOf(existing.workspaceSlug, candidate, existing.id)
         if (problems.length > 0) return yield* invalid(problems)
@@ -449,7 +503,8 @@ export class StructureService extends Context.Service<StructureService, {
           return now !== undefined && now.name !== p.name ? [[p.name, now.name] as const] : []
         })
         const rows = yield* sql`UPDATE structures SET record_slug = ${next.recordSlug}, name = ${next.name},
-            definition = ${JSON.stringify(definitionOf(next))}::jsonb, version = version + 1, updated_by = ${by.id}, updated_at = now()
+            definition = ${JSON.stringify(definitionOf(next))}::jsonb, version = version + 1,
+            updated_by = ${by.id}, updated_at = now()
           WHERE id = ${existing.id} RETURNING *`
         const stored = toStructure(rows[0])
         if (renames.length > 0 || removed.length > 0) yield* migrateRecords(existing.id, renames, removed)
@@ -463,7 +518,12 @@ export class StructureService extends Context.Service<StructureService, {
         Effect.tap(() => changed(id))
       ) as Effect.Effect<A, ServiceError>
 
-    const update = Effect.fn("StructureService.update")(function*(workspace: string, id: string, patch: StructureUpdate, by: Principal) {
+    const update = Effect.fn("StructureService.update")(function*(
+      workspace: string,
+      id: string,
+      patch: StructureUpdate,
+      by: Principal
+    ) {
       let slug = patch.recordSlug ?? ""
       return yield* transact(id, () => slug, Effect.gen(function*() {
         const existing = yield* lockLive(workspace, id)
@@ -478,14 +538,19 @@ export class StructureService extends Context.Service<StructureService, {
       }))
     })
 
-    const deleteProperties = Effect.fn("StructureService.deleteProperties")(function*(workspace: string, id: string, ids: ReadonlyArray<string>, by: Principal) {
-      if (ids.length === 0) {
-        return yield* badRequest({ message: "ids must list at least one property id", code: "VALIDATION_ERROR", details: [{ field: "ids", property: "ids", message: "must not be empty" }] })
-      }
+    const deleteProperties = Effect.fn("StructureService.deleteProperties")(function*(
+      workspace: string,
+      id: string,
+      ids: ReadonlyArray<string>,
+      by: Principal
+    ) {
+      if (ids.length === 0) return yield* invalid([{ field: "ids", message: "must list at least one property id" }])
       return yield* transact(id, () => "", Effect.gen(function*() {
         const existing = yield* lockLive(workspace, id)
         if (existing.metadata.structureWritesLocked) return yield* writesLocked()
-        const missing = ids.flatMap((pid, i) => existing.properties.some((p) => p.id === pid) ? [] : [{ field: `ids[${i}]`, message: `no property with id "${pid}"` }])
+        const missing = ids.flatMap((pid, i) =>
+          existing.properties.some((p) => p.id === pid) ? [] : [{ field: `ids[${i}]`, message: `no property with id "${pid}"` }]
+        )
         if (missing.length > 0) return yield* invalid(missing)
         const removed = existing.properties.filter((p) => ids.includes(p.id ?? ""))
         const kept = existing.properties.filter((p) => !ids.includes(p.id ?? ""))
@@ -494,7 +559,12 @@ export class StructureService extends Context.Service<StructureService, {
       }))
     })
 
-    const remove = Effect.fn("StructureService.remove")(function*(workspace: string, id: string, hard: boolean, by: Principal) {
+    const remove = Effect.fn("StructureService.remove")(function*(
+      workspace: string,
+      id: string,
+      hard: boolean,
+      by: Principal
+    ) {
       const existing = yield* getAny(workspace, id)
       if (!existing.isDeleted) {
         if (existing.metadata.structureWritesLocked) return yield* writesLocked()
@@ -516,7 +586,12 @@ export class StructureService extends Context.Service<StructureService, {
       return toStructure(rows[0])
     })
 
-    const setMetadata = Effect.fn("StructureService.setMetadata")(function*(workspace: string, id: string, patch: StructureMetadataUpdate, by: Principal) {
+    const setMetadata = Effect.fn("StructureService.setMetadata")(function*(
+      workspace: string,
+      id: string,
+      patch: StructureMetadataUpdate,
+      by: Principal
+    ) {
       const existing = yield* get(workspace, id)
       const metadata: Record<string, unknown> = { ...existing.metadata }
       for (const [key, value] of Object.entries(patch)) {
@@ -524,7 +599,8 @@ export class StructureService extends Context.Service<StructureService, {
         else if (value !== undefined) metadata[key] = value
       }
       // Metadata is not part of the definition: no new version, so compiled validators stay valid.
-      const rows = yield* sql`UPDATE structures SET definition = jsonb_set(definition, '{metadata}', ${JSON.stringify(metadata)}::jsonb),
+      const rows = yield* sql`UPDATE structures
+          SET definition = jsonb_set(definition, '{metadata}', ${JSON.stringify(metadata)}::jsonb),
           updated_by = ${by.id}, updated_at = now()
         WHERE id = ${existing.id} RETURNING *`.pipe(Effect.orDie)
       yield* changed(existing.id)
@@ -542,7 +618,11 @@ export class StructureService extends Context.Service<StructureService, {
 
     const list = Effect.fn("StructureService.list")(function*(workspace: string, q: ListQuery) {
       const bad = (field: string, message: string) =>
-        badRequest({ message: `${field} ${message}`, code: "VALIDATION_ERROR", details: [{ field, property: field, message }] })
+        badRequest({
+          message: `${field} ${message}`,
+          code: "VALIDATION_ERROR",
+          details: [{ field, property: field, message }]
+        })
       const page = q.page ?? 1
       if (!Number.isInteger(page) || page < 1) return yield* bad("page", "must be a whole number of at least 1")
       const asked = q.limit ?? 500
@@ -551,7 +631,9 @@ export class StructureService extends Context.Service<StructureService, {
       const searchField = q.searchField ?? "name"
       const sortField = q["sort[field]"] ?? "createdAt"
       const sortColumn = sortable[sortField]
-      if (sortColumn === undefined) return yield* bad("sort[field]", `must be one of ${Object.keys(sortable).join(", ")}`)
+      if (sortColumn === undefined) {
+        return yield* bad("sort[field]", `must be one of ${Object.keys(sortable).join(", ")}`)
+      }
       const desc = (q["sort[direction]"] ?? "asc").toLowerCase() === "desc"
       const deleted = q["filter[isDeleted]"] === "true" || q["filter[isDeleted]"] === "1"
       const conditions = [sql`workspace = ${workspace}`, sql`is_deleted = ${deleted}`]
@@ -587,7 +669,10 @@ export class StructureService extends Context.Service<StructureService, {
           else {
             const slug = decoded.input.recordSlug ?? slugify(decoded.input.name)
             if (others.some((s) => s.recordSlug === slug)) {
-              problems.push({ field: "recordSlug", message: `'${slug}' is already used by another structure of this workspace` })
+              problems.push({
+                field: "recordSlug",
+                message: `'${slug}' is already used by another structure of this workspace`
+              })
             }
           }
         }
@@ -621,7 +706,8 @@ export class StructureService extends Context.Service<StructureService, {
 
     const pinVersion = (workspace: string, id: string, n: number, pinned: boolean) =>
       Effect.flatMap(get(workspace, id), (s) =>
-        sql`UPDATE structure_versions SET pinned = ${pinned} WHERE structure_id = ${s.id} AND version = ${n} RETURNING *`.pipe(
+        sql`UPDATE structure_versions SET pinned = ${pinned}
+          WHERE structure_id = ${s.id} AND version = ${n} RETURNING *`.pipe(
           Effect.orDie,
           Effect.flatMap((rows) => (rows[0] ? Effect.succeed(toVersion(rows[0])) : Effect.fail(versionNotFound(n))))
         ))

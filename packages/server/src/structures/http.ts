@@ -12,7 +12,10 @@ import { StructureService } from "./StructureService.ts"
 type Fields = Readonly<Record<string, Readonly<Record<string, unknown>>>>
 
 /** `{fields: {title: {type: "string", required: true}}}` -> properties; a name already stored keeps its id. */
-const fieldsToProperties = (fields: Fields, existing: ReadonlyArray<PropertyDefinition> = []): Array<PropertyDefinition> =>
+const fieldsToProperties = (
+  fields: Fields,
+  existing: ReadonlyArray<PropertyDefinition> = []
+): Array<PropertyDefinition> =>
   Object.entries(fields).map(([name, def]) => {
     const stored = existing.find((p) => p.name === name)
     return { ...def, name, id: stored?.id ?? "new" } as unknown as PropertyDefinition
@@ -21,7 +24,9 @@ const fieldsToProperties = (fields: Fields, existing: ReadonlyArray<PropertyDefi
 /** A collection body as a create / update body. */
 const fromCollection = (body: CollectionInput | CollectionUpdate, existing?: ReadonlyArray<PropertyDefinition>) => {
   const { fields, ...rest } = body
-  return fields === undefined ? rest : { ...rest, properties: [...(body.properties ?? []), ...fieldsToProperties(fields, existing)] }
+  return fields === undefined
+    ? rest
+    : { ...rest, properties: [...(body.properties ?? []), ...fieldsToProperties(fields, existing)] }
 }
 
 /** A structure with its simplified `fields` map (name -> the property without its name). */
@@ -40,7 +45,8 @@ export const StructuresHandlers = HttpApiBuilder.group(Api, "structures", Effect
     Effect.flatMap(principal, (p) => structures.update(workspace, id, payload, p))
   return handlers
     .handle("list", ({ params, query }) => structures.list(params.workspace, query))
-    .handle("create", ({ params, payload }) => Effect.flatMap(principal, (p) => structures.create(params.workspace, payload, p)))
+    .handle("create", ({ params, payload }) =>
+      Effect.flatMap(principal, (p) => structures.create(params.workspace, payload, p)))
     .handle("validate", ({ params, payload }) => structures.validate(params.workspace, payload))
     .handle("getBySlug", ({ params }) => structures.getBySlug(params.workspace, params.recordSlug))
     .handle("get", ({ params }) => structures.getAny(params.workspace, params.id))
@@ -52,7 +58,8 @@ export const StructuresHandlers = HttpApiBuilder.group(Api, "structures", Effect
       Effect.flatMap(principal, (p) => structures.deleteProperties(params.workspace, params.id, payload.ids, p)))
     .handle("setMetadata", ({ params, payload }) =>
       Effect.flatMap(principal, (p) => structures.setMetadata(params.workspace, params.id, payload, p)))
-    .handle("versions", ({ params }) => Effect.map(structures.versions(params.workspace, params.id), (versions) => ({ versions })))
+    .handle("versions", ({ params }) =>
+      Effect.map(structures.versions(params.workspace, params.id), (versions) => ({ versions })))
     .handle("version", ({ params }) => structures.version(params.workspace, params.id, params.version))
     .handle("pinVersion", ({ params }) => structures.pinVersion(params.workspace, params.id, params.version, true))
     .handle("unpinVersion", ({ params }) => structures.pinVersion(params.workspace, params.id, params.version, false))
@@ -60,11 +67,17 @@ export const StructuresHandlers = HttpApiBuilder.group(Api, "structures", Effect
       Effect.map(structures.list(params.workspace, query), (l) => ({ ...l, data: l.data.map(toCollection) })))
     .handle("createCollection", ({ params, payload }) =>
       Effect.flatMap(principal, (p) =>
-        Effect.map(structures.create(params.workspace, { properties: [], ...fromCollection(payload) }, p), toCollection)))
+        Effect.map(
+          structures.create(params.workspace, { properties: [], ...fromCollection(payload) }, p),
+          toCollection
+        )))
     .handle("getCollection", ({ params }) => Effect.map(structures.resolve(params.workspace, params.id), toCollection))
     .handle("updateCollection", ({ params, payload }) =>
       Effect.flatMap(structures.resolve(params.workspace, params.id), (s) =>
-        Effect.map(update(params.workspace, s.id, fromCollection(payload, s.properties) as StructureUpdate), toCollection)))
+        Effect.map(
+          update(params.workspace, s.id, fromCollection(payload, s.properties) as StructureUpdate),
+          toCollection
+        )))
     .handle("deleteCollection", ({ params, query }) =>
       Effect.flatMap(principal, (p) =>
         Effect.flatMap(structures.resolve(params.workspace, params.id), (s) =>
