@@ -195,7 +195,8 @@ describe.runIf(process.env.DATABASE_URL)("query indexes and statement timeout (P
         error: "Service Unavailable",
         code: "QUERY_TIMEOUT",
         statusCode: 503,
-        details: []
+        details: [],
+        requestId: expect.any(String)
       })
       expect(viaQuery.body.message).toContain("0.001 s")
       const viaAggregate = await strict.request("POST", `${strict.base}/records/slow/aggregate`, {

@@ -471,7 +471,7 @@ describe("queries through HTTP", () => {
 
     const missing = await req("POST", "/query", { query: "FROM nowhere" })
     expect(missing.status).toBe(404)
-    expect(missing.body).toMatchObject({ error: "Not Found", statusCode: 404, code: expect.any(String), details: [] })
+    expect(missing.body).toMatchObject({ error: "Not Found", statusCode: 404, code: expect.any(String), details: [], requestId: expect.any(String) })
   })
 
   it("POST /query: LIMIT defaults to 100", async () => {
@@ -543,7 +543,7 @@ describe("queries through HTTP", () => {
       expect(res.status, `${route} ${input}: ${res.text}`).toBe(400)
       expect(res.body.message, `${route} ${input}`).toContain(`position ${position}`)
       expect(res.body.details[0].message, `${route} ${input}`).toContain(`(position ${position})`)
-      expect(res.body).toMatchObject({ error: "Bad Request", statusCode: 400, code: expect.any(String) })
+      expect(res.body).toMatchObject({ error: "Bad Request", statusCode: 400, code: expect.any(String), requestId: expect.any(String) })
     }
   })
 

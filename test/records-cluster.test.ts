@@ -6,8 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Response, startServer, type TestNode, type TestServer } from "./support/TestServer.ts"
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const range = (n: number, from = 1) => Array.from({ length: n }, (_, i) => i + from)
 
-/** Two nodes, an admin token and a structure `cluster-item` with a `key`, a number `n` and a `via`. */
+/** Two nodes, an admin token, a structure `cluster-item` (`key`, a number `n`, `via`) and request helpers. */
 const cluster = async () => {
   // one deployment, one public URL (the load balancer's): tokens name it as issuer, so either node accepts them
   const a = await startServer({ env: { TROUPE_PUBLIC_URL: "http://troupe.test" } })
@@ -22,109 +23,115 @@ const cluster = async () => {
     }
   })
   if (res.status >= 300) throw new Error(`structure: ${res.status} ${res.text}`)
-  return { a, b, token, structureId: res.body.id as string }
+  const structureId = res.body.id as string
+  return {
+    a,
+    b,
+    structureId,
+    create: (node: TestNode, data: Record<string, unknown>) =>
+      node.request("POST", `${a.base}/records`, { token, body: { structureId, data } }),
+    patch: (node: TestNode, id: string, body: Record<string, unknown>) =>
+      node.request("PATCH", `${a.base}/records/${id}`, { token, body }),
+    upsert: (node: TestNode, match: Record<string, unknown>, data: Record<string, unknown>) =>
+      node.request("POST", `${a.base}/records/slug/cluster-item/upsert`, { token, body: { match, data } }),
+    read: (node: TestNode, path: string) => node.request("GET", `${a.base}${path}`, { token })
+  }
 }
+type Cluster = Awaited<ReturnType<typeof cluster>>
 
 describe.runIf(process.env.DATABASE_URL)("records across two nodes", () => {
-  let a: TestServer
-  let b: TestNode
-  let token: string
-  let structureId: string
+  let c: Cluster
   beforeAll(async () => {
-    ;({ a, b, token, structureId } = await cluster())
+    c = await cluster()
   })
   afterAll(async () => {
-    await a?.close()
+    await c?.a.close()
   })
 
   it("a record written through one node is read through the other", async () => {
-    const created = await a.request("POST", `${a.base}/records`, { token, body: { structureId, data: { key: "ab", n: 1, via: "a" } } })
+    const { a, b } = c
+    const created = await c.create(a, { key: "ab", n: 1, via: "a" })
     expect(created.status).toBe(201)
-    const read = await b.request("GET", `${a.base}/records/${created.body.id}`, { token })
+    const read = await c.read(b, `/records/${created.body.id}`)
     expect(read.status).toBe(200)
-    expect(read.body).toMatchObject({ id: created.body.id, structureId, version: 1, data: { key: "ab", n: 1, via: "a" } })
-    const patched = await b.request("PATCH", `${a.base}/records/${created.body.id}`, { token, body: { data: { n: 2, via: "b" } } })
+    expect(read.body).toMatchObject({ id: created.body.id, structureId: c.structureId, version: 1, data: { key: "ab", n: 1, via: "a" } })
+    const patched = await c.patch(b, created.body.id, { data: { n: 2, via: "b" } })
     expect(patched.status).toBe(200)
-    const back = await a.request("GET", `${a.base}/records/${created.body.id}`, { token })
+    const back = await c.read(a, `/records/${created.body.id}`)
     expect(back.body).toMatchObject({ version: 2, data: { key: "ab", n: 2, via: "b" } })
   })
 
   it("a write's error crosses to the other node with its status and code", async () => {
-    const created = await a.request("POST", `${a.base}/records`, { token, body: { structureId, data: { key: "err", n: 1 } } })
+    const created = await c.create(c.a, { key: "err", n: 1 })
     expect(created.status).toBe(201)
     const missingId = crypto.randomUUID()
     // through both nodes, so one of the two calls reaches the record's actor on the other node
-    for (const node of [a, b]) {
-      const stale = await node.request("PATCH", `${a.base}/records/${created.body.id}`, { token, body: { data: { n: 2 }, expectedVersion: 7 } })
+    for (const node of [c.a, c.b]) {
+      const stale = await c.patch(node, created.body.id, { data: { n: 2 }, expectedVersion: 7 })
       expect(stale.status).toBe(409)
       expect(stale.body).toMatchObject({ statusCode: 409, code: "VERSION_CONFLICT" })
-      const missing = await node.request("PATCH", `${a.base}/records/${missingId}`, { token, body: { data: { n: 2 } } })
+      const missing = await c.patch(node, missingId, { data: { n: 2 } })
       expect(missing.status).toBe(404)
       expect(missing.body).toMatchObject({ statusCode: 404, code: "RECORD_NOT_FOUND" })
     }
   })
 
   it("50 concurrent upserts of one key through both nodes end as one record at version 50", async () => {
-    const nodes = [a, b]
-    const results = await Promise.all(Array.from({ length: 50 }, (_, i) =>
-      nodes[i % 2]!.request("POST", `${a.base}/records/slug/cluster-item/upsert`, {
-        token,
-        body: { match: { key: "same-key" }, data: { n: i, via: i % 2 === 0 ? "a" : "b" } }
-      })))
+    const nodes = [c.a, c.b]
+    const results = await Promise.all(range(50, 0).map((i) =>
+      c.upsert(nodes[i % 2]!, { key: "same-key" }, { n: i, via: i % 2 === 0 ? "a" : "b" })))
     const statuses = results.map((r) => r.status)
     expect(statuses.filter((s) => s === 201)).toHaveLength(1)
     expect(statuses.filter((s) => s === 200)).toHaveLength(49)
     const ids = new Set(results.map((r) => r.body.data.id))
     expect(ids.size).toBe(1)
     // each upsert saw the one before it: versions 1..50, each once
-    expect(results.map((r) => r.body.data.version).sort((x, y) => x - y)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1))
+    expect(results.map((r) => r.body.data.version).sort((x, y) => x - y)).toEqual(range(50))
     const id = [...ids][0]!
     for (const node of nodes) {
-      const read = await node.request("GET", `${a.base}/records/${id}`, { token })
+      const read = await c.read(node, `/records/${id}`)
       expect(read.status).toBe(200)
       expect(read.body.version).toBe(50)
       expect(read.body.data.key).toBe("same-key")
     }
-    const list = await a.request("GET", `${a.base}/records?structureId=${structureId}&filter=${encodeURIComponent("key:same-key")}&includeCount=true`, { token })
+    const list = await c.read(c.a, `/records?structureId=${c.structureId}&filter=${encodeURIComponent("key:same-key")}`)
     expect(list.status).toBe(200)
     expect(list.body.results.map((r: any) => r.id)).toEqual([id])
   })
 
   it("concurrent PATCHes of one record through both nodes get distinct consecutive versions", async () => {
-    const created = await a.request("POST", `${a.base}/records`, { token, body: { structureId, data: { key: "patched", n: 0 } } })
+    const created = await c.create(c.a, { key: "patched", n: 0 })
     expect(created.status).toBe(201)
     const id = created.body.id as string
-    const nodes = [a, b]
-    const results = await Promise.all(Array.from({ length: 30 }, (_, i) =>
-      nodes[i % 2]!.request("PATCH", `${a.base}/records/${id}`, { token, body: { data: { n: i + 1, via: i % 2 === 0 ? "a" : "b" } } })))
+    const nodes = [c.a, c.b]
+    const results = await Promise.all(range(30, 0).map((i) =>
+      c.patch(nodes[i % 2]!, id, { data: { n: i + 1, via: i % 2 === 0 ? "a" : "b" } })))
     expect(results.map((r) => r.status)).toEqual(results.map(() => 200))
-    const versions = results.map((r) => r.body.version as number).sort((x, y) => x - y)
-    expect(versions).toEqual(Array.from({ length: 30 }, (_, i) => i + 2))
+    expect(results.map((r) => r.body.version as number).sort((x, y) => x - y)).toEqual(range(30, 2))
     // each reply names the version it replaced: exactly the one before it
     for (const r of results) expect(r.body.previousVersion).toBe(r.body.version - 1)
-    const history = await b.request("GET", `${a.base}/records/${id}/history`, { token })
+    const history = await c.read(c.b, `/records/${id}/history`)
     expect(history.status).toBe(200)
-    expect(history.body.versions.map((v: any) => v.version)).toEqual(Array.from({ length: 31 }, (_, i) => 31 - i))
+    expect(history.body.versions.map((v: any) => v.version)).toEqual(range(31).reverse())
     // the stored record is the last version written
     const last = results.find((r) => r.body.version === 31)!
-    const read = await a.request("GET", `${a.base}/records/${id}`, { token })
+    const read = await c.read(c.a, `/records/${id}`)
     expect(read.body).toMatchObject({ version: 31, data: { n: last.body.data.n } })
   })
 })
 
 describe.runIf(process.env.DATABASE_URL)("a node killed during a write load", () => {
-  let a: TestServer
-  let b: TestNode
-  let token: string
-  let structureId: string
+  let c: Cluster
   beforeAll(async () => {
-    ;({ a, b, token, structureId } = await cluster())
+    c = await cluster()
   })
   afterAll(async () => {
-    await a?.close()
+    await c?.a.close()
   })
 
   it("loses no acknowledged write and the survivor serves every record", { timeout: 240_000 }, async () => {
+    const a: TestServer = c.a
+    const b: TestNode = c.b
     const acked = new Map<string, { key: string; n: number; via: string }>()
     let stopA = false
     let stopB = false
@@ -134,7 +141,7 @@ describe.runIf(process.env.DATABASE_URL)("a node killed during a write load", ()
         const data = { key: `${via}-${w}-${i}`, n: i, via }
         let res: Response
         try {
-          res = await node.request("POST", `${a.base}/records`, { token, body: { structureId, data } })
+          res = await c.create(node, data)
         } catch {
           // the connection died with the node: not acknowledged, so nothing is owed
           if (node === b) return
@@ -146,8 +153,8 @@ describe.runIf(process.env.DATABASE_URL)("a node killed during a write load", ()
       }
     }
     const workers = [
-      ...Array.from({ length: 6 }, (_, w) => worker(a, "a", w, () => stopA)),
-      ...Array.from({ length: 6 }, (_, w) => worker(b, "b", w, () => stopB))
+      ...range(6, 0).map((w) => worker(a, "a", w, () => stopA)),
+      ...range(6, 0).map((w) => worker(b, "b", w, () => stopB))
     ]
     // kill B once both nodes have acknowledged writes
     const count = (via: string) => [...acked.values()].filter((d) => d.via === via).length
@@ -170,16 +177,16 @@ describe.runIf(process.env.DATABASE_URL)("a node killed during a write load", ()
     const entries = [...acked.entries()]
     const pool = async <T>(items: ReadonlyArray<T>, n: number, f: (item: T) => Promise<void>) => {
       let next = 0
-      await Promise.all(Array.from({ length: n }, async () => {
+      await Promise.all(range(n).map(async () => {
         while (next < items.length) await f(items[next++]!)
       }))
     }
     await pool(entries, 8, async ([id, data]) => {
-      const read = await a.request("GET", `${a.base}/records/${id}`, { token })
+      const read = await c.read(a, `/records/${id}`)
       expect(read.status).toBe(200)
       expect(read.body.data).toEqual(data)
     })
-    const list = await a.request("GET", `${a.base}/records?structureId=${structureId}&includeCount=true&limit=1`, { token })
+    const list = await c.read(a, `/records?structureId=${c.structureId}&includeCount=true&limit=1`)
     expect(list.body.pagination.total).toBeGreaterThanOrEqual(entries.length)
 
     // and the survivor writes every record: the dead node's actors move to it once its death is noticed
@@ -187,8 +194,7 @@ describe.runIf(process.env.DATABASE_URL)("a node killed during a write load", ()
     const versions = new Map<string, number>()
     await pool(entries, 8, async ([id, data]) => {
       while (true) {
-        const res = await a.request("PATCH", `${a.base}/records/${id}`, { token, body: { data: { n: data.n + 1000 } } })
-          .catch(() => undefined)
+        const res = await c.patch(a, id, { data: { n: data.n + 1000 } }).catch(() => undefined)
         if (res?.status === 200) {
           versions.set(id, res.body.version)
           return
@@ -201,8 +207,8 @@ describe.runIf(process.env.DATABASE_URL)("a node killed during a write load", ()
     })
     expect(versions.size).toBe(entries.length)
     expect([...versions.values()].every((v) => v === 2)).toBe(true)
-    const sample = entries[entries.length - 1]!
-    const read = await a.request("GET", `${a.base}/records/${sample[0]}`, { token })
-    expect(read.body).toMatchObject({ version: 2, data: { ...sample[1], n: sample[1].n + 1000 } })
+    const [sampleId, sample] = entries[entries.length - 1]!
+    const read = await c.read(a, `/records/${sampleId}`)
+    expect(read.body).toMatchObject({ version: 2, data: { ...sample, n: sample.n + 1000 } })
   })
 })

@@ -159,7 +159,10 @@ describe("record TTL sweeper", () => {
   it("keeps a record whose TTL was cleared", async () => {
     const r = await create({ code: "cleared" }, 3)
     expect(r.status).toBe(201)
-    const patched = await server.request("PATCH", `${server.base}/records/${r.body.id}?clearTtl=true`, { token, body: { data: {} } })
+    const patched = await server.request("PATCH", `${server.base}/records/${r.body.id}?clearTtl=true`, {
+      token,
+      body: { data: {} }
+    })
     expect(patched.status).toBe(200)
     expect(patched.body.expiresAt).toBeNull()
     // a marker expiring after the cleared record's old expiry: once it is swept, a sweep has passed that time too

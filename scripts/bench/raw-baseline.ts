@@ -5,6 +5,7 @@
 import * as Crypto from "node:crypto"
 import * as Http from "node:http"
 import postgres from "postgres"
+import { queryRoutes } from "./raw-query.ts"
 
 const sql = postgres(process.env.DATABASE_URL!, { max: 10, max_pipeline: 1, onnotice: () => {} } as any)
 const port = Number(process.env.PORT)
@@ -241,7 +242,9 @@ const routes: Array<[string, RegExp, Handler]> = [
         }))
     }
     send(res, errors.length === 0 ? 201 : 207, { success: errors.length === 0, created: ids.length, failed: errors.length, records: [], errors })
-  }]
+  }],
+  // query scenarios: seeding and the filtered, sorted page (scripts/bench/raw-query.ts)
+  ...queryRoutes(sql, send)
 ]
 
 Http.createServer((req, res) => {

@@ -1,6 +1,7 @@
 // The benchmarked endpoints: each Troupe endpoint beside the raw baseline doing the same SQL. The structure and the
 // token are made through Troupe's own API; the raw baseline writes into the same structure of the same database.
 import type { Scenario } from "../bench.ts"
+import { queryScenarios } from "./query.ts"
 
 export interface Context {
   readonly troupe: string
@@ -142,6 +143,8 @@ export const scenarios = async (ctx: Context): Promise<Array<Scenario>> => {
         method: "POST",
         bodyFactory: () => ({ records: Array.from({ length: BULK }, () => ({ data: item("br") })) })
       }
-    }
+    },
+    // filtered, sorted pages on 100k (and 1M with BENCH_LARGE=1) records (scripts/bench/query.ts)
+    ...(await queryScenarios(ctx))
   ]
 }

@@ -144,6 +144,18 @@ layer(Env, { excludeTestServices: true, timeout: 60_000 })("webhook dispatcher",
       assert.strictEqual(second.status, "skipped")
     })))
 
+  it.effect("deliveries that succeeded before the webhook failed stay delivered; only those behind are skipped", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const rx = yield* receiver((_h, n) => (n <= 2 ? 200 : 500))
+      const hook = yield* createHook(`${rx.url}/breaks`)
+      yield* emit(4)
+      const dispatcher = yield* makeDispatcher
+      yield* dispatcher.kick([hook.id])
+      yield* waitFor("failed webhook", webhookStatus(hook.id), (s) => s === "failed")
+      const log = yield* waitFor("settled log", rows(hook.id), (r) => r.every((d) => d.status !== "pending" && d.status !== "retrying"))
+      assert.deepStrictEqual(log.map((d) => d.status), ["delivered", "delivered", "failed", "skipped"])
+    })))
+
   it.effect("recovers when a retry succeeds", () =>
     Effect.scoped(Effect.gen(function*() {
       const rx = yield* receiver((_h, n) => (n === 1 ? 503 : 200))

@@ -68,7 +68,8 @@ export const makeDispatcher: Effect.Effect<Dispatcher, never, Scope.Scope | Webh
     /** Sends one delivery through all its remaining attempts; a success is handed to `delivered` to record. */
     const deliver = (
       row: QueuedDelivery,
-      delivered: (mark: DeliveredMark) => Effect.Effect<void, unknown>
+      delivered: (mark: DeliveredMark) => Effect.Effect<void, unknown>,
+      flush: Effect.Effect<void, unknown>
     ): Effect.Effect<DeliveryOutcome, unknown> =>
       Effect.gen(function*() {
         const maxAttempts = Math.max(1 + delays.length, row.attempts + 1)
@@ -77,7 +78,7 @@ export const makeDispatcher: Effect.Effect<Dispatcher, never, Scope.Scope | Webh
         // a stored retry waits for its time (a fresh delivery never does: the database clock may run ahead)
         if (row.attempts > 0 && row.nextAttemptAt !== null) {
           const wait = Date.parse(row.nextAttemptAt) - (yield* Clock.currentTimeMillis)
-          if (wait > 0) yield* Effect.sleep(Duration.millis(wait))
+          if (wait > 0) yield* Effect.andThen(flush, Effect.sleep(Duration.millis(wait)))
         }
         let fresh = row.attempts === 0
         const attempt = Effect.gen(function*() {
@@ -95,6 +96,8 @@ export const makeDispatcher: Effect.Effect<Dispatcher, never, Scope.Scope | Webh
             yield* delivered({ id: row.id, attempts, status: result.status, durationMs: result.durationMs, at })
             return "delivered" as const
           }
+          // earlier successes are recorded first: they must not be taken for queued deliveries
+          yield* flush
           if (attempts >= maxAttempts) {
             yield* repo.markFailed(row.id, row.webhookId, attempts, result.status, result.error, result.durationMs)
             return "failed" as const
@@ -135,7 +138,7 @@ export const makeDispatcher: Effect.Effect<Dispatcher, never, Scope.Scope | Webh
             continue
           }
           for (const row of batch) {
-            const outcome = yield* deliver(row, delivered)
+            const outcome = yield* deliver(row, delivered, flush)
             if (outcome === "failed" || outcome === "inactive" || outcome === "retrying") return
           }
         }

@@ -24,8 +24,10 @@ const options = Config.all({
   batchSize: Config.Int("TROUPE_TTL_SWEEP_BATCH").pipe(Config.withDefault(500))
 })
 
+type Sweep = Effect.Effect<number, SqlError, SqlClient.SqlClient | StructureService>
+
 /** Removes up to `batchSize` expired records in one transaction; answers how many it removed. */
-export const sweepBatch = (batchSize: number): Effect.Effect<number, SqlError, SqlClient.SqlClient | StructureService> =>
+export const sweepBatch = (batchSize: number): Sweep =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const structures = yield* StructureService
@@ -36,16 +38,16 @@ export const sweepBatch = (batchSize: number): Effect.Effect<number, SqlError, S
       if (rows.length === 0) return 0
       const timestamp = new Date().toISOString()
       const events = yield* Effect.forEach(rows, (row: any) =>
-        Effect.map(Effect.option(structures.get(row.workspace, row.structure_id)), (structure) =>
+        Effect.map(Effect.option(structures.get(row.workspace, row.structure_id)), (found) =>
           recordEvent({
             type: "record.expired",
             workspace: row.workspace,
-            structure: { id: row.structure_id, slug: Option.isSome(structure) ? structure.value.recordSlug : row.structure_id },
+            structure: { id: row.structure_id, slug: Option.isSome(found) ? found.value.recordSlug : row.structure_id },
             // without its structure the secret fields are unknown, so nothing of the data is shown
             record: {
               id: row.id,
               structureId: row.structure_id,
-              data: Option.isSome(structure) ? maskData(structure.value, json(row.data)) : {}
+              data: Option.isSome(found) ? maskData(found.value, json(row.data)) : {}
             },
             previous: null,
             changes: {},
@@ -58,7 +60,7 @@ export const sweepBatch = (batchSize: number): Effect.Effect<number, SqlError, S
   })
 
 /** Sweeps batch after batch until a batch comes back short; answers the total removed. */
-export const sweepExpired = (batchSize: number): Effect.Effect<number, SqlError, SqlClient.SqlClient | StructureService> =>
+export const sweepExpired = (batchSize: number): Sweep =>
   Effect.gen(function*() {
     let total = 0
     while (true) {
