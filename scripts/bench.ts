@@ -106,7 +106,9 @@ const main = async () => {
       const tr = median(t.map((f) => f.rps))
       const rr = scenario.raw ? median(r.map((f) => f.rps)) : NaN
       const rate = (rps: number) =>
-        scenario.itemsPerRequest ? `${rps.toFixed(1)} (${(rps * scenario.itemsPerRequest).toFixed(0)} items/s)` : rps.toFixed(0)
+        scenario.itemsPerRequest
+          ? `${rps.toFixed(1)} (${(rps * scenario.itemsPerRequest).toFixed(0)} items/s)`
+          : rps.toFixed(0)
       rows.push([
         scenario.name,
         String(conns),

@@ -62,8 +62,9 @@ describe.runIf(!process.env.DATABASE_URL)("webhook retries across a PGlite node 
     }
     expect(log.data).toHaveLength(1)
     expect(log.data[0]).toMatchObject({ status: "delivered", lastStatus: 200 })
-    // the attempts made before the crash still count
-    expect(log.data[0].attempts).toBe(rx.hits.length)
+    // the attempts recorded before the crash still count (one in flight at the kill may go unrecorded: it is
+    // simply made again, as at-least-once allows)
     expect(log.data[0].attempts).toBeGreaterThan(1)
+    expect(log.data[0].attempts).toBeLessThanOrEqual(rx.hits.length)
   }, 180_000)
 })

@@ -54,7 +54,12 @@ describe.runIf(process.env.DATABASE_URL)("records across two nodes", () => {
     expect(created.status).toBe(201)
     const read = await c.read(b, `/records/${created.body.id}`)
     expect(read.status).toBe(200)
-    expect(read.body).toMatchObject({ id: created.body.id, structureId: c.structureId, version: 1, data: { key: "ab", n: 1, via: "a" } })
+    expect(read.body).toMatchObject({
+      id: created.body.id,
+      structureId: c.structureId,
+      version: 1,
+      data: { key: "ab", n: 1, via: "a" }
+    })
     const patched = await c.patch(b, created.body.id, { data: { n: 2, via: "b" } })
     expect(patched.status).toBe(200)
     const back = await c.read(a, `/records/${created.body.id}`)

@@ -12,6 +12,8 @@ const port = Number(process.env.PORT)
 const WORKSPACE = "default"
 const USER = "bench"
 const EVENTS_CHANNEL = "troupe_events"
+/** A jsonb parameter. (`${JSON.stringify(x)}::jsonb` would be encoded twice by postgres.js: a jsonb string.) */
+const json = (value: unknown) => sql.json(value as any)
 
 type Tx = postgres.TransactionSql<{}>
 type Data = Record<string, unknown>
@@ -38,7 +40,7 @@ const structureOf = (id: string) => {
     s = sql`SELECT record_slug, definition FROM structures WHERE id = ${id}`.then(([row]) => {
       if (!row) throw new HttpError(404, "structure not found")
       const definition = typeof row.definition === "string" ? JSON.parse(row.definition) : row.definition
-      const unique = (definition.properties ?? []).filter((p: any) => p.isUnique === true).map((p: any) => p.name as string)
+      const unique = (definition.properties ?? []).filter((p: any) => p.isUnique === true).map((p: any) => p.name)
       return { id, slug: row.record_slug as string, unique }
     })
     structures.set(id, s)
@@ -69,12 +71,14 @@ const changelogChanges = (changes: ReturnType<typeof diff>) =>
   Object.fromEntries(Object.entries(changes).map(([field, c]) => [field, { field, oldValue: c.old, newValue: c.new }]))
 
 const claimUnique = async (tx: Tx, s: StructureInfo, recordId: string, data: Data, previous: Data | undefined) => {
-  const valuesOf = (d: Data) => s.unique.flatMap((f) => (d[f] !== undefined && d[f] !== null ? [[f, canonicalJson(d[f])] as const] : []))
+  const valuesOf = (d: Data) =>
+    s.unique.flatMap((f) => (d[f] !== undefined && d[f] !== null ? [[f, canonicalJson(d[f])] as const] : []))
   const before = new Map(previous ? valuesOf(previous) : [])
   const after = valuesOf(data)
   for (const [field, value] of before) {
     if (!after.some(([f, v]) => f === field && v === value)) {
-      await tx`DELETE FROM record_unique_values WHERE structure_id = ${s.id} AND field = ${field} AND record_id = ${recordId}`
+      await tx`DELETE FROM record_unique_values
+        WHERE structure_id = ${s.id} AND field = ${field} AND record_id = ${recordId}`
     }
   }
   for (const [field, value] of after) {
@@ -94,21 +98,30 @@ const claimUnique = async (tx: Tx, s: StructureInfo, recordId: string, data: Dat
 
 const writeVersion = (tx: Tx, row: any, changes: unknown) =>
   tx`INSERT INTO record_versions (record_id, version, data, changes, restored_from, created_by)
-    VALUES (${row.id}, ${row.version}, ${JSON.stringify(row.data)}::jsonb, ${JSON.stringify(changes)}::jsonb, ${null}, ${USER})`
+    VALUES (${row.id}, ${row.version}, ${json(row.data)}, ${json(changes)},
+      ${null}, ${USER})`
 
 const writeChangelog = (tx: Tx, row: any, action: string, changes: ReturnType<typeof diff>, source: string) =>
   tx`INSERT INTO record_changelog (id, record_id, workspace, action, user_id, user_name, changes, metadata)
     VALUES (${Crypto.randomUUID()}, ${row.id}, ${WORKSPACE}, ${action}, ${USER}, ${USER},
-      ${JSON.stringify(changelogChanges(changes))}::jsonb, ${JSON.stringify({ source })}::jsonb)`
+      ${json(changelogChanges(changes))}, ${json({ source })})`
 
 const appendEvent = (tx: Tx | typeof sql, type: string, s: StructureInfo, recordId: string | null, payload: unknown) =>
   tx`WITH e AS (
     INSERT INTO events (workspace, type, structure_id, record_slug, record_id, payload)
-    VALUES (${WORKSPACE}, ${type}, ${s.id}::uuid, ${s.slug}, ${recordId}::uuid, ${JSON.stringify(payload)}::jsonb)
+    VALUES (${WORKSPACE}, ${type}, ${s.id}::uuid, ${s.slug}, ${recordId}::uuid, ${json(payload)})
     RETURNING id
   ) SELECT pg_notify(${EVENTS_CHANNEL}, id::text) FROM e`
 
-const recordEvent = (tx: Tx, type: string, s: StructureInfo, row: any, previous: Data | null, changes: unknown, source: string) =>
+const recordEvent = (
+  tx: Tx,
+  type: string,
+  s: StructureInfo,
+  row: any,
+  previous: Data | null,
+  changes: unknown,
+  source: string
+) =>
   appendEvent(tx, type, s, row.id, {
     event: type,
     timestamp: new Date().toISOString(),
@@ -124,8 +137,9 @@ const recordEvent = (tx: Tx, type: string, s: StructureInfo, row: any, previous:
 
 const createInTx = async (tx: Tx, s: StructureInfo, data: Data, source = "api") => {
   const id = Crypto.randomUUID()
-  const [row] = await tx`INSERT INTO records (id, workspace, structure_id, data, metadata, created_by, updated_by, expires_at)
-    VALUES (${id}, ${WORKSPACE}, ${s.id}, ${JSON.stringify(data)}::jsonb, ${"{}"}::jsonb, ${USER}, ${USER}, ${null})
+  const [row] = await tx`INSERT INTO records
+    (id, workspace, structure_id, data, metadata, created_by, updated_by, expires_at)
+    VALUES (${id}, ${WORKSPACE}, ${s.id}, ${json(data)}, ${json({})}, ${USER}, ${USER}, ${null})
     RETURNING *`
   await claimUnique(tx, s, id, data, undefined)
   const changes = diff({}, data)
@@ -143,7 +157,8 @@ const updateInTx = async (tx: Tx, s: StructureInfo, row: any, patch: Data) => {
     else data[k] = v
   }
   await claimUnique(tx, s, row.id, data, row.data)
-  const [next] = await tx`UPDATE records SET data = ${JSON.stringify(data)}::jsonb, metadata = ${JSON.stringify(row.metadata)}::jsonb,
+  const [next] = await tx`UPDATE records
+    SET data = ${json(data)}, metadata = ${json(row.metadata)},
       version = ${row.version + 1}, updated_by = ${USER}, updated_at = now(), expires_at = ${row.expires_at}
     WHERE id = ${row.id} RETURNING *`
   const changes = diff(row.data, data)
@@ -153,7 +168,8 @@ const updateInTx = async (tx: Tx, s: StructureInfo, row: any, patch: Data) => {
   return next!
 }
 
-const isLive = (row: any) => row.deleted_at === null && (row.expires_at === null || new Date(row.expires_at).getTime() > Date.now())
+const isLive = (row: any) =>
+  row.deleted_at === null && (row.expires_at === null || new Date(row.expires_at).getTime() > Date.now())
 
 // ------------------------------------------------------------------ HTTP
 
@@ -207,7 +223,7 @@ const routes: Array<[string, RegExp, Handler]> = [
     const s = await structureOf(m[1]!)
     const [status, row] = await sql.begin(async (tx) => {
       const [found] = await tx`SELECT * FROM records WHERE structure_id = ${s.id} AND deleted_at IS NULL
-          AND (expires_at IS NULL OR expires_at > now()) AND data @> ${JSON.stringify(body.match)}::jsonb
+          AND (expires_at IS NULL OR expires_at > now()) AND data @> ${json(body.match)}
         ORDER BY created_at, id LIMIT 1 FOR UPDATE`
       if (found) {
         const patch = { ...body.data }
@@ -216,7 +232,8 @@ const routes: Array<[string, RegExp, Handler]> = [
       }
       return [201, await createInTx(tx, s, { ...body.data, ...body.match })] as const
     })
-    send(res, status, { data: { id: row.id, data: row.data, version: row.version }, operation: status === 201 ? "created" : "updated" })
+    const operation = status === 201 ? "created" : "updated"
+    send(res, status, { data: { id: row.id, data: row.data, version: row.version }, operation })
   }],
   // bulk create (Troupe's default, non-atomic): one transaction per item, then the bulk event in its own
   ["POST", /^\/raw\/bulk\/([0-9a-f-]{36})$/, async (req, res, m) => {
@@ -241,7 +258,8 @@ const routes: Array<[string, RegExp, Handler]> = [
           data: { structure: s.slug, count: ids.length, recordIds: ids, metadata: { userId: USER, source: "api" } }
         }))
     }
-    send(res, errors.length === 0 ? 201 : 207, { success: errors.length === 0, created: ids.length, failed: errors.length, records: [], errors })
+    const answer = { success: errors.length === 0, created: ids.length, failed: errors.length, records: [], errors }
+    send(res, errors.length === 0 ? 201 : 207, answer)
   }],
   // query scenarios: seeding and the filtered, sorted page (scripts/bench/raw-query.ts)
   ...queryRoutes(sql, send)

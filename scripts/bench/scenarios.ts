@@ -19,7 +19,12 @@ export const scenarios = async (ctx: Context): Promise<Array<Scenario>> => {
   const tokenResponse = await fetch(`${ctx.troupe}/oidc/token`, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ grant_type: "password", username: "admin", password: ctx.password, scope: "openid workspace:default" })
+    body: new URLSearchParams({
+      grant_type: "password",
+      username: "admin",
+      password: ctx.password,
+      scope: "openid workspace:default"
+    })
   })
   const token = ((await tokenResponse.json()) as { access_token?: string }).access_token
   if (!token) throw new Error(`bench: no token (${tokenResponse.status})`)
@@ -69,12 +74,21 @@ export const scenarios = async (ctx: Context): Promise<Array<Scenario>> => {
     { name: "GET /health", troupe: { url: `${ctx.troupe}/health` }, raw: { url: `${ctx.raw}/health` } },
     {
       name: "create record",
-      troupe: { url: `${api}/records`, method: "POST", headers: auth, bodyFactory: () => ({ structureId: sid, data: item("ct") }) },
+      troupe: {
+        url: `${api}/records`,
+        method: "POST",
+        headers: auth,
+        bodyFactory: () => ({ structureId: sid, data: item("ct") })
+      },
       raw: { url: `${ctx.raw}/raw/records/${sid}`, method: "POST", bodyFactory: () => ({ data: item("cr") }) }
     },
     {
       name: "get by id",
-      troupe: { url: `${api}/records/${pool[0]}`, headers: auth, pathFactory: () => `/workspace/default/api/v1/records/${anyPooled()}` },
+      troupe: {
+        url: `${api}/records/${pool[0]}`,
+        headers: auth,
+        pathFactory: () => `/workspace/default/api/v1/records/${anyPooled()}`
+      },
       raw: { url: `${ctx.raw}/raw/records/${pool[0]}`, pathFactory: () => `/raw/records/${anyPooled()}` }
     },
     {
@@ -101,7 +115,11 @@ export const scenarios = async (ctx: Context): Promise<Array<Scenario>> => {
         headers: auth,
         bodyFactory: () => ({ match: { key: "hot-troupe" }, data: { n: next() } })
       },
-      raw: { url: `${ctx.raw}/raw/upsert/${sid}`, method: "POST", bodyFactory: () => ({ match: { key: "hot-raw" }, data: { n: next() } }) }
+      raw: {
+        url: `${ctx.raw}/raw/upsert/${sid}`,
+        method: "POST",
+        bodyFactory: () => ({ match: { key: "hot-raw" }, data: { n: next() } })
+      }
     },
     {
       name: "upsert, distinct keys",

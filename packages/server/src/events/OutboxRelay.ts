@@ -109,14 +109,16 @@ export const makeRelayStep = Effect.gen(function*() {
     // Other consumers (triggers)
     for (const consumer of consumers) yield* consumer.handle(events)
 
-    // Realtime order + done
-    const seqRows = yield* sql`SELECT nextval('events_seq') AS seq FROM generate_series(1, ${events.length})`
-    const seqs = seqRows.map((r: any) => num(r.seq)).sort((a, b) => a - b)
-    const assigned = events.map((e, i) => ({ id: Number(e.id), seq: seqs[i]! }))
-    yield* sql`UPDATE events SET processed_at = now(), seq = v.seq
-      FROM jsonb_to_recordset(${JSON.stringify(assigned)}::jsonb) AS v(id bigint, seq bigint)
-      WHERE events.id = v.id`
-    yield* notifier.publish(RELAYED_TOPIC, String(seqs[seqs.length - 1]))
+    // Realtime order + done: a block of `events_seq` (safe: relays never run at once), numbered in id order.
+    const n = events.length
+    const assigned = events.map((e, i) => ({ id: Number(e.id), i }))
+    const updated = yield* sql`WITH block AS (SELECT setval('events_seq', nextval('events_seq') + ${n - 1}) - ${n - 1} AS base)
+      UPDATE events SET processed_at = now(), seq = block.base + v.i
+      FROM block, json_to_recordset(${JSON.stringify(assigned)}::json) AS v(id bigint, i int)
+      WHERE events.id = v.id
+      RETURNING events.seq`
+    const last = updated.reduce((max, r: any) => Math.max(max, num(r.seq)), 0)
+    yield* notifier.publish(RELAYED_TOPIC, String(last))
     return { count: events.length, webhookIds }
   }))
 })

@@ -98,9 +98,14 @@ export class RealtimeHub extends Context.Service<RealtimeHub, RealtimeHubShape>(
       }
     }
 
+    // With no subscribers the hub reads nothing: the relay's signal carries the last seq. A lost signal can only
+    // leave the cursor behind (a new subscriber then sees a few older events), so it is re-read now and then.
+    let signalled = cursor
+    let idleRounds = 0
     const follow = Effect.gen(function*() {
       if (count === 0) {
-        cursor = Math.max(cursor, yield* maxSeq)
+        cursor = Math.max(cursor, signalled)
+        if (++idleRounds % 30 === 0) cursor = Math.max(cursor, yield* maxSeq)
         return
       }
       while (true) {
@@ -137,7 +142,11 @@ export class RealtimeHub extends Context.Service<RealtimeHub, RealtimeHubShape>(
     )
 
     const wake = yield* Queue.sliding<void>(1)
-    yield* Stream.runForEach(notifier.subscribe(RELAYED_TOPIC), () => Queue.offer(wake, undefined)).pipe(Effect.forkScoped)
+    yield* Stream.runForEach(notifier.subscribe(RELAYED_TOPIC), (payload) => {
+      const seq = Number(payload)
+      if (Number.isFinite(seq) && seq > signalled) signalled = seq
+      return Queue.offer(wake, undefined)
+    }).pipe(Effect.forkScoped)
     yield* Effect.gen(function*() {
       yield* follow
       yield* Effect.ignore(Effect.timeout(Queue.take(wake), POLL_INTERVAL))
