@@ -1,10 +1,11 @@
 // Events benchmark: starts a real node (embedded PGlite, or PostgreSQL when DATABASE_URL is set), writes records
 // through the HTTP API and measures what comes out the other side:
-// - webhook fan-out: events/s delivered to a local node:http receiver across W webhooks, and the latency from the
-//   write's 201 (commit) to the receiver getting the POST (p50/p99);
+// - webhook fan-out: deliveries/s to a local node:http receiver across W webhooks for a burst of writes, and the
+//   latency from each write's 201 (commit) to the receiver getting the POST (p50/p99), for the burst and for writes
+//   paced at a rate the node sustains (the burst's latency is mostly queueing behind the burst itself);
 // - realtime: events/s delivered to C open SSE connections (every connection gets every event).
 // Usage: node --experimental-strip-types scripts/bench-events.ts [--events 2000] [--webhooks 4] [--sse 1000]
-//        [--sse-events 200] [--concurrency 16] [--json]
+//        [--sse-events 200] [--concurrency 16] [--rate 20] [--paced-seconds 10] [--json]
 import * as Http from "node:http"
 import type * as Net from "node:net"
 import { startServer } from "../test/support/TestServer.ts"
@@ -18,6 +19,8 @@ const WEBHOOKS = arg("webhooks", 4)
 const SSE_CONNECTIONS = arg("sse", 1000)
 const SSE_EVENTS = arg("sse-events", 200)
 const CONCURRENCY = arg("concurrency", 16)
+const RATE = arg("rate", 20)
+const PACED_SECONDS = arg("paced-seconds", 10)
 const JSON_OUTPUT = process.argv.includes("--json")
 
 const log = (...a: Array<unknown>) => {
@@ -54,28 +57,33 @@ const main = async () => {
     }
 
     // Webhook fan-out
-    const committedAt = new Map<number, number>()
-    const latencies: Array<number> = []
-    let delivered = 0
-    let lastDelivery = 0
-    let allDelivered: () => void = () => {}
-    const done = new Promise<void>((r) => (allDelivered = r))
+    interface Run {
+      readonly expected: number
+      readonly committedAt: Map<number, number>
+      readonly latencies: Array<number>
+      delivered: number
+      last: number
+      done: () => void
+    }
+    const runs = new Map<string, Run>()
     const receiver = Http.createServer({ keepAlive: true }, (req, res) => {
       let body = ""
       req.on("data", (c) => (body += c))
       req.on("end", () => {
         res.writeHead(200).end()
         const now = performance.now()
+        let record: { n?: number; run?: string } | undefined
         try {
-          const n = JSON.parse(body).data?.record?.n as number
-          const at = committedAt.get(n)
-          if (at !== undefined) latencies.push(Math.max(0, now - at))
+          record = JSON.parse(body).data?.record
         } catch {
-          // not ours
+          return
         }
-        delivered++
-        lastDelivery = now
-        if (delivered === EVENTS * WEBHOOKS) allDelivered()
+        const run = runs.get(record?.run ?? "")
+        if (run === undefined) return
+        const at = run.committedAt.get(record!.n!)
+        if (at !== undefined) run.latencies.push(Math.max(0, now - at))
+        run.last = now
+        if (++run.delivered === run.expected) run.done()
       })
     })
     await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", () => r()))
@@ -83,26 +91,49 @@ const main = async () => {
     for (let i = 0; i < WEBHOOKS; i++) {
       const res = await server.request("POST", `${server.base}/webhooks`, {
         token,
-        body: { url: `${url}/hook-${i}`, events: ["record.created"], filters: { structure: "bench", data: { run: "webhooks" } } }
+        body: { url: `${url}/hook-${i}`, events: ["record.created"], filters: { structure: "bench", query: "run IN ('burst', 'paced')" } }
       })
       if (res.status !== 201) throw new Error(`webhook: ${res.status} ${res.text}`)
     }
-    log(`webhooks: ${EVENTS} writes x ${WEBHOOKS} webhooks, ${CONCURRENCY} writers`)
-    const start = performance.now()
-    await pool(EVENTS, CONCURRENCY, async (n) => {
-      committedAt.set(n, await write(n, "webhooks"))
-    })
-    const writesDone = performance.now()
-    await Promise.race([done, new Promise((_, reject) => setTimeout(() => reject(new Error("webhook deliveries timed out")), 300_000))])
-    latencies.sort((a, b) => a - b)
-    results.webhooks = {
-      writes: EVENTS,
-      webhooks: WEBHOOKS,
-      writesPerSecond: round(EVENTS / ((writesDone - start) / 1000)),
-      deliveriesPerSecond: round((EVENTS * WEBHOOKS) / ((lastDelivery - start) / 1000)),
-      latencyMs: { p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)), max: round(latencies[latencies.length - 1] ?? NaN) }
+    /** Writes `count` records (all at once with CONCURRENCY writers, or paced at `rate`/s) and waits for delivery. */
+    const webhookRun = async (name: string, count: number, rate?: number) => {
+      let done: () => void = () => {}
+      const finished = new Promise<void>((r) => (done = r))
+      const run: Run = { expected: count * WEBHOOKS, committedAt: new Map(), latencies: [], delivered: 0, last: 0, done }
+      runs.set(name, run)
+      const start = performance.now()
+      if (rate === undefined) {
+        await pool(count, CONCURRENCY, async (n) => {
+          run.committedAt.set(n, await write(n, name))
+        })
+      } else {
+        await Promise.all(Array.from({ length: count }, async (_, n) => {
+          await new Promise((r) => setTimeout(r, (n / rate) * 1000))
+          run.committedAt.set(n, await write(n, name))
+        }))
+      }
+      const writesDone = performance.now()
+      await Promise.race([finished, new Promise((_, reject) => setTimeout(() => reject(new Error(`${name}: deliveries timed out`)), 300_000))])
+      run.latencies.sort((a, b) => a - b)
+      return {
+        writes: count,
+        webhooks: WEBHOOKS,
+        ...(rate === undefined ? {} : { targetWritesPerSecond: rate }),
+        writesPerSecond: round(count / ((writesDone - start) / 1000)),
+        deliveriesPerSecond: round(run.expected / ((run.last - start) / 1000)),
+        commitToDeliveryMs: {
+          p50: round(percentile(run.latencies, 50)),
+          p99: round(percentile(run.latencies, 99)),
+          max: round(run.latencies[run.latencies.length - 1] ?? NaN)
+        }
+      }
     }
-    log("  ", results.webhooks)
+    log(`webhooks, burst: ${EVENTS} writes by ${CONCURRENCY} writers x ${WEBHOOKS} webhooks`)
+    results.webhooksBurst = await webhookRun("burst", EVENTS)
+    log("  ", results.webhooksBurst)
+    log(`webhooks, paced: ${RATE} writes/s for ${PACED_SECONDS} s x ${WEBHOOKS} webhooks`)
+    results.webhooksPaced = await webhookRun("paced", RATE * PACED_SECONDS, RATE)
+    log("  ", results.webhooksPaced)
     receiver.closeAllConnections()
     receiver.close()
 
