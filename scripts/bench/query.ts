@@ -1,7 +1,7 @@
 // Query scenarios of `npm run bench`: a filtered, sorted page of 20 through `GET /records` and through the
 // equivalent `POST /query`, on a structure of 100,000 records (and of 1,000,000 with BENCH_LARGE=1), each beside
 // the same SQL run raw. Records are seeded by the raw baseline with one INSERT ... SELECT generate_series; the
-// structure is created through Troupe, so its `indexed` properties get Troupe's indexes (docs/queries.md).
+// structure is created through Troupe, so its `indexed` properties get Troupe's indexes (README, "Queries").
 import type { Scenario } from "../bench.ts"
 import type { Context } from "./scenarios.ts"
 

@@ -108,7 +108,7 @@ export const scenarios = async (ctx: Context): Promise<Array<Scenario>> => {
       }
     },
     {
-      name: "upsert, one key",
+      name: "upsert one key",
       troupe: {
         url: `${api}/records/slug/bench-item/upsert`,
         method: "POST",
@@ -122,7 +122,7 @@ export const scenarios = async (ctx: Context): Promise<Array<Scenario>> => {
       }
     },
     {
-      name: "upsert, distinct keys",
+      name: "upsert distinct keys",
       troupe: {
         url: `${api}/records/slug/bench-item/upsert`,
         method: "POST",

@@ -2,7 +2,7 @@
  * Record routes, both generations (data-service.md §4.2, §4.3). Handlers answer with the exact bodies and status
  * codes of the spec (201 vs 200 on upsert, etc.); the schemas here document them.
  *
- * Bulk routes (docs/records.md): at most 1,000 items (413), non-atomic by default: 201/200 when every item
+ * Bulk routes (README, "Records"): at most 1,000 items (413), non-atomic by default: 201/200 when every item
  * succeeded, 207 with per-item `errors` when some failed, the contract error body when all failed. `atomic: true`
  * runs the batch in one transaction and fails it entirely (the failing item's status) on the first bad item.
  *

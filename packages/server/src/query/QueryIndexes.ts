@@ -1,4 +1,4 @@
-// Index policy (docs/queries.md): equality on typed data fields is containment (`data @> {...}`), served by the one
+// Index policy (README, "Queries"): equality on typed data fields is containment (`data @> {...}`), served by the one
 // GIN index on `records.data`. Ranges and sorts need btree indexes on the exact expressions the compiler emits, so
 // every top-level property marked `indexed: true` gets one partial expression index per structure:
 //   number             ((CASE WHEN jsonb_typeof(data -> 'f') = 'number' THEN (data -> 'f')::numeric END), id)

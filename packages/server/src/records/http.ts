@@ -1,7 +1,7 @@
 // Record routes of both generations. Handlers only translate: the body and status each route answers with, who is
 // writing, and which read or write service call does the work.
 //
-// Bulk semantics (docs/records.md): at most MAX_BULK_ITEMS items (413 beyond), an empty list is a 400.
+// Bulk semantics (README, "Records"): at most MAX_BULK_ITEMS items (413 beyond), an empty list is a 400.
 // - default (non-atomic): every item is its own transaction; the answer lists per-item results and errors.
 //   All succeeded -> 201 (create) / 200; some failed -> 207 with the same body and `success: false`; all failed ->
 //   the contract error body (the items' common status, else 400) whose `details` name each item (`records[3].data.x`).

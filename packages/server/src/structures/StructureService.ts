@@ -2,7 +2,7 @@
 // rules.ts, versioned when `enableVersioning` is on, and cached per node. Every write publishes the id on the
 // Notifier so every node drops its cached copy and compiled validator.
 //
-// Decisions (docs/structures.md has the full list):
+// Decisions (the README's "Structures" section has the full list):
 // - A soft-deleted structure is gone for everything but the structure routes: `get`, `getBySlug`, `resolve` and
 //   `all` (what record routes use) answer 404 STRUCTURE_NOT_FOUND for it; `getAny` (GET /structures/{id}, versions)
 //   still shows it with `isDeleted: true`, and `?hard=true` removes it (records, versions go by FK cascade).
