@@ -112,6 +112,7 @@ describe("webhooks over HTTP", () => {
         const res = await server.request("GET", `${hooks()}/${id}`, { token })
         expect(res.status).toBe(404)
         expect(res.body).toMatchObject({ error: "Not Found", statusCode: 404, code: "WEBHOOK_NOT_FOUND", details: [] })
+        expect(typeof res.body.requestId).toBe("string")
       }
       expect((await server.request("GET", `${hooks()}/not-a-uuid/failures`, { token })).status).toBe(404)
       expect((await server.request("POST", `${hooks()}/not-a-uuid/test`, { token })).status).toBe(404)
