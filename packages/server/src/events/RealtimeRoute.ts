@@ -6,7 +6,8 @@
 //   a `retry:` hint first, `: heartbeat` comments every TROUPE_SSE_HEARTBEAT_SECONDS (default 15).
 // - Resume: `Last-Event-ID` header (or `?lastEventId=`) replays what came after that event.
 import { badRequest, unauthorized } from "@troupe/api/Errors"
-import { Config, Effect, Stream } from "effect"
+import { Effect, Stream } from "effect"
+import { AppConfig } from "../platform/AppConfig.ts"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { authenticate, Authenticator } from "../identity/Authenticate.ts"
 import { validateEvents } from "./EventFilter.ts"
@@ -23,13 +24,12 @@ const list = (values: ReadonlyArray<string>) =>
 
 export const formatEvent = (e: HubEvent): string => `id: ${e.event.id}\ndata: ${JSON.stringify(realtimeMessage(e.event))}\n\n`
 
-const heartbeatSeconds = Config.Number("TROUPE_SSE_HEARTBEAT_SECONDS").pipe(Config.withDefault(15))
 
 export const RealtimeRoute = HttpRouter.use((router) =>
   Effect.gen(function*() {
     const hub = yield* RealtimeHub
     const authenticator = yield* Authenticator
-    const heartbeat = Math.max(0.05, yield* Effect.orDie(heartbeatSeconds))
+    const heartbeat = Math.max(0.05, (yield* AppConfig).sseHeartbeatSeconds)
     yield* router.add("GET", REALTIME_PATH, (request) =>
       Effect.gen(function*() {
         const params = yield* HttpRouter.params

@@ -6,7 +6,7 @@
 // the cluster may admit up to about (nodes - 1) x one second of extra traffic per window; one node alone is exact.
 // TROUPE_LIMIT_WINDOW_SECONDS (default 60) shortens the window for tests.
 import { tooManyRequests, type TooManyRequests } from "@troupe/api/Errors"
-import { Clock, Config, Context, Effect, Layer, Schedule } from "effect"
+import { Clock, Context, Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../platform/AppConfig.ts"
 
@@ -141,7 +141,7 @@ export class RateLimiter extends Context.Service<RateLimiter, RateLimiterShape>(
     RateLimiter,
     Effect.gen(function*() {
       const config = yield* AppConfig
-      const windowSeconds = yield* Config.Int("TROUPE_LIMIT_WINDOW_SECONDS").pipe(Config.withDefault(60), Effect.orDie)
+      const windowSeconds = config.limitWindowSeconds
       const limiter = yield* makeRateLimiter(config.limits, Math.max(1, windowSeconds) * 1000)
       yield* Effect.forkScoped(Effect.repeat(limiter.sync, Schedule.spaced("1 second")))
       yield* Effect.forkScoped(Effect.repeat(limiter.cleanup, Schedule.spaced("1 minute")))

@@ -26,6 +26,12 @@ const int = (name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTE
     return /^\d+$/.test(s) && n >= min && n <= max ? n : undefined
   }, `expected a whole number between ${min} and ${max}`)
 
+const seconds = (name: string, fallback: number) =>
+  parsed(name, fallback, (s) => {
+    const n = Number(s)
+    return /^\d+(\.\d+)?$/.test(s) && n > 0 ? n : undefined
+  }, "expected a positive number of seconds")
+
 const text = (name: string, fallback: string) => parsed(name, fallback, (s) => s, "expected text")
 
 const config = Effect.gen(function*() {
@@ -62,6 +68,16 @@ const config = Effect.gen(function*() {
     return key.length === 32 ? Option.some(key) : undefined
   }, "expected 32 bytes, base64-encoded")
   const maxBodyBytes = yield* int("TROUPE_MAX_BODY_BYTES", 10 * 1024 * 1024, 1024)
+  // Tuning knobs of single domains (README, Configuration).
+  const tuning = {
+    limitWindowSeconds: yield* int("TROUPE_LIMIT_WINDOW_SECONDS", 60, 1),
+    ttlSweepSeconds: yield* seconds("TROUPE_TTL_SWEEP_SECONDS", 5),
+    ttlSweepBatch: yield* int("TROUPE_TTL_SWEEP_BATCH", 500, 1),
+    structureRetentionTickSeconds: yield* seconds("TROUPE_STRUCTURE_RETENTION_TICK_SECONDS", 300),
+    queryTimeoutMs: yield* int("TROUPE_QUERY_TIMEOUT_MS", 30000),
+    queryPoolSize: yield* int("TROUPE_QUERY_POOL_SIZE", 8, 1),
+    sseHeartbeatSeconds: yield* seconds("TROUPE_SSE_HEARTBEAT_SECONDS", 15)
+  }
   const logLevel = yield* parsed("TROUPE_LOG_LEVEL", "info", (s) =>
     ["debug", "info", "warn", "error", "none"].includes(s) ? s : undefined, "expected debug, info, warn, error or none")
   return {
@@ -84,7 +100,8 @@ const config = Effect.gen(function*() {
     production: nodeEnv === "production",
     encryptionKey,
     maxBodyBytes,
-    logLevel
+    logLevel,
+    ...tuning
   } as const
 })
 

@@ -16,7 +16,7 @@ import {
 } from "@troupe/api/Errors"
 import type { AggregateRequest } from "@troupe/api/query/QueryApi"
 import type { Structure } from "@troupe/api/structures/Structure"
-import { Config, Context, Effect, Layer, Option, Redacted, Result } from "effect"
+import { Context, Effect, Layer, Option, Redacted, Result } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient, type SqlError, Statement } from "effect/sql"
 import { AppConfig } from "../platform/AppConfig.ts"
@@ -187,8 +187,8 @@ export class QueryService extends Context.Service<QueryService, {
       const structures = yield* StructureService
       const records = yield* RecordQuery
       const config = yield* AppConfig
-      const timeoutMs = yield* Config.Int("TROUPE_QUERY_TIMEOUT_MS").pipe(Config.withDefault(DEFAULT_TIMEOUT_MS))
-      const poolSize = yield* Config.Int("TROUPE_QUERY_POOL_SIZE").pipe(Config.withDefault(DEFAULT_POOL_SIZE))
+      const timeoutMs = config.queryTimeoutMs
+      const poolSize = config.queryPoolSize
       // PGlite runs a statement to completion on the event loop: nothing can cancel it, so no timeout there.
       const sql: SqlClient.SqlClient = main.driver !== "pglite" && Option.isSome(config.databaseUrl) && timeoutMs > 0
         ? yield* PgClient.make({

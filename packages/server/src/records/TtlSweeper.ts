@@ -3,12 +3,13 @@
 // is one transaction: rows are taken with SKIP LOCKED (a write holding one is not waited on and the row is swept
 // next time), deleted (versions, changelog and unique values go by cascade), and a `record.expired` event per record
 // is appended to the outbox, so the event exists exactly when the removal committed.
-import { Config, Effect, Layer, Option, Schedule } from "effect"
+import { Effect, Layer, Option, Schedule } from "effect"
 import { type Sharding, Singleton } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { appendEvents, recordEvent } from "../events/Outbox.ts"
 import { json } from "../lib/rows.ts"
+import { AppConfig } from "../platform/AppConfig.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { maskData } from "./model.ts"
 
@@ -19,10 +20,7 @@ export interface TtlSweeperOptions {
   readonly batchSize: number
 }
 
-const options = Config.all({
-  intervalSeconds: Config.Finite("TROUPE_TTL_SWEEP_SECONDS").pipe(Config.withDefault(5)),
-  batchSize: Config.Int("TROUPE_TTL_SWEEP_BATCH").pipe(Config.withDefault(500))
-})
+const options = Effect.map(Effect.service(AppConfig), (c) => ({ intervalSeconds: c.ttlSweepSeconds, batchSize: c.ttlSweepBatch }))
 
 type Sweep = Effect.Effect<number, SqlError, SqlClient.SqlClient | StructureService>
 
@@ -83,11 +81,11 @@ export const runTtlSweeper = (opts: TtlSweeperOptions) =>
 export const TtlSweeperLayer = (given?: Partial<TtlSweeperOptions>): Layer.Layer<
   never,
   never,
-  Sharding.Sharding | SqlClient.SqlClient | StructureService
+  Sharding.Sharding | SqlClient.SqlClient | StructureService | AppConfig
 > =>
   Singleton.make(
     "troupe-ttl-sweeper",
-    Effect.flatMap(Effect.orDie(options), (fromEnv) =>
+    Effect.flatMap(options, (fromEnv) =>
       runTtlSweeper({
         intervalSeconds: given?.intervalSeconds ?? fromEnv.intervalSeconds,
         batchSize: Math.max(1, Math.floor(given?.batchSize ?? fromEnv.batchSize))

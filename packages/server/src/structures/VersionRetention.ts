@@ -3,13 +3,14 @@
 // apply the policy too (StructureService), so maxVersions holds at once; this catches maxAgeDays.
 // It wakes every TROUPE_STRUCTURE_RETENTION_TICK_SECONDS (default 300) and cleans the structures that are due;
 // when the singleton moves to another node, the first tick there cleans every structure once.
-import { Clock, Config, Effect, Layer, Schedule } from "effect"
+import { Clock, Effect, Layer, Schedule } from "effect"
+import { AppConfig } from "../platform/AppConfig.ts"
 import { type Sharding, Singleton } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { json } from "../lib/rows.ts"
 import { effectiveRetention, pruneVersions } from "./StructureService.ts"
 
-const tickSeconds = Config.Finite("TROUPE_STRUCTURE_RETENTION_TICK_SECONDS").pipe(Config.withDefault(300))
+const tickSeconds = Effect.map(Effect.service(AppConfig), (c) => c.structureRetentionTickSeconds)
 
 /** One pass: prunes the versions of every structure whose cleanup interval has elapsed since `lastRun`. */
 export const retentionPass = (lastRun: Map<string, number>, now: number) =>
@@ -46,9 +47,9 @@ export const runVersionRetention = (seconds: number) =>
 export const VersionRetentionLayer = (given?: { readonly tickSeconds?: number }): Layer.Layer<
   never,
   never,
-  Sharding.Sharding | SqlClient.SqlClient
+  Sharding.Sharding | SqlClient.SqlClient | AppConfig
 > =>
   Singleton.make(
     "troupe-structure-version-retention",
-    Effect.flatMap(Effect.orDie(tickSeconds), (fromEnv) => runVersionRetention(given?.tickSeconds ?? fromEnv))
+    Effect.flatMap(tickSeconds, (fromEnv) => runVersionRetention(given?.tickSeconds ?? fromEnv))
   )
