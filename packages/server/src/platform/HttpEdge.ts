@@ -7,6 +7,7 @@ import { FindMyWay, HttpIncomingMessage, HttpRouter, HttpServer, HttpServerError
 import { HttpApi, HttpApiError } from "effect/http-api"
 import * as Crypto from "node:crypto"
 import { AppConfig } from "./AppConfig.ts"
+import { FastRoutes } from "./FastRoutes.ts"
 
 /** Alternate bases served by the same handlers: the canonical path is what the router knows. */
 const aliases: ReadonlyArray<readonly [RegExp, string]> = [
@@ -160,6 +161,16 @@ export const serve = <E, R>(
     const allowedMethods = makeMethodIndex(api, extraRoutes)
     const level = logLevels[config.logLevel as keyof typeof logLevels] ?? 1
     const maxBody = config.maxBodyBytes
+    const fastRoutes = yield* FastRoutes
+    /** The ordinary path, or a fast route's answer when one matches and takes the request. */
+    const route = (request: HttpServerRequest.HttpServerRequest, url: string) => {
+      for (const fast of fastRoutes) {
+        if (fast.method !== request.method) continue
+        const match = fast.pattern.exec(url)
+        if (match !== null) return Effect.flatMap(fast.run(match, request), (r) => r === undefined ? handler : Effect.succeed(r))
+      }
+      return handler
+    }
 
     const wrapped = Effect.gen(function*() {
       const original = yield* HttpServerRequest.HttpServerRequest
@@ -180,7 +191,7 @@ export const serve = <E, R>(
       ) {
         response = errorResponse(415, "UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json", requestId)
       } else {
-        const exit = yield* handler.pipe(
+        const exit = yield* route(request, url).pipe(
           Effect.provideService(HttpServerRequest.HttpServerRequest, request),
           Effect.provideService(HttpIncomingMessage.MaxBodySize, maxBody as any),
           Effect.exit

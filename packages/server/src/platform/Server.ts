@@ -13,6 +13,7 @@ import { QueryHandlers } from "../query/http.ts"
 import { QueryIndexesLayer } from "../query/QueryIndexes.ts"
 import { QueryService } from "../query/QueryService.ts"
 import { RecordEntityLayer, RecordKeyEntityLayer, RecordWriter } from "../records/RecordEntity.ts"
+import { FastReadLayer } from "../records/FastRead.ts"
 import { RecordsHandlers } from "../records/http.ts"
 import { RecordQuery } from "../records/RecordQuery.ts"
 import { RecordService } from "../records/RecordService.ts"
@@ -55,7 +56,8 @@ const Runtime = Entities.pipe(
 const HttpLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
   return serve(Api, Routes, [["GET", "/docs"], ["GET", "/openapi.json"], ...realtimeRoutes]).pipe(
-    Layer.provide(NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
+    Layer.provide(NodeHttpServer.layer(createServer, { port: config.port, host: config.host })),
+    Layer.provide(FastReadLayer)
   )
 }))
 

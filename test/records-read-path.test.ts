@@ -1,0 +1,107 @@
+// The plain `GET /records/{id}` is answered by a fast route at the edge (records/FastRead.ts); the same request with
+// any query option takes the ordinary HttpApi handler. Both must answer identically: same status, headers that
+// matter and body, for every outcome (found, masked secrets, computed fields, not found, deleted, expired, bad or
+// foreign token, missing permission), and the fast route must count against the reads limit.
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type Client, client, createStructure, expectError, expectStatus, serviceToken, slug, sleep } from "./support/records.ts"
+import { startServer, type TestServer } from "./support/TestServer.ts"
+
+const windowSeconds = 3
+
+describe("GET /records/{id}: fast route and ordinary handler agree", () => {
+  let server: TestServer
+  let api: Client
+  let other: Client
+  let structure: { id: string; recordSlug: string }
+
+  beforeAll(async () => {
+    server = await startServer({ env: { TROUPE_LIMIT_READS: "40", TROUPE_LIMIT_WINDOW_SECONDS: String(windowSeconds) } })
+    api = client(server, await server.adminToken())
+    const ws = await server.request("POST", "/workspace/api/v1/workspaces", { token: api.token, body: { slug: slug("ws") } })
+    expectStatus(ws, 201)
+    other = client(server, await server.userToken("admin", server.adminPassword, ws.body.slug))
+    structure = await createStructure(api, {
+      name: "Fast Read",
+      recordSlug: slug("fast"),
+      properties: [
+        { name: "name", type: "string" },
+        { name: "qty", type: "number" },
+        { name: "secret", type: "string", isSecret: true },
+        { name: "double", type: "number", expression: "qty * 2", computedMode: "virtual" }
+      ]
+    })
+  })
+  afterAll(async () => {
+    await server?.close()
+  })
+
+  /** A fresh window, so the reads limit never interferes with the comparisons. */
+  const nextWindow = () => sleep(windowSeconds * 1000 - (Date.now() % (windowSeconds * 1000)) + 50)
+
+  const both = async (who: Client, id: string) => {
+    const fast = await who.call("GET", `/records/${id}`)
+    const ordinary = await who.call("GET", `/records/${id}?reveal=false`)
+    return { fast, ordinary }
+  }
+
+  const expectSame = ({ fast, ordinary }: Awaited<ReturnType<typeof both>>) => {
+    expect(fast.status).toBe(ordinary.status)
+    expect(fast.headers.get("content-type")).toBe(ordinary.headers.get("content-type"))
+    expect(fast.headers.get("x-request-id")).toMatch(/.+/)
+    const strip = (b: any) => (b && typeof b === "object" ? { ...b, requestId: undefined } : b)
+    expect(strip(fast.body)).toEqual(strip(ordinary.body))
+    if (fast.status >= 400) expect(fast.body.requestId).toBe(fast.headers.get("x-request-id"))
+    return fast
+  }
+
+  it("a live record, secrets masked, computed field present", async () => {
+    await nextWindow()
+    const created = await api.call("POST", "/records", { structureId: structure.id, data: { name: "a", qty: 4, secret: "hush" } })
+    expectStatus(created, 201)
+    const fast = expectSame(await both(api, created.body.id))
+    expect(fast.status).toBe(200)
+    expect(fast.body.data.name).toBe("a")
+    expect(fast.body.data.secret).not.toBe("hush")
+    expect(fast.body.data.double).toBe(8)
+    expect(fast.body.version).toBe(1)
+  })
+
+  it("unknown, soft-deleted and expired records: the same 404", async () => {
+    await nextWindow()
+    expectError(expectSame(await both(api, "00000000-0000-4000-8000-000000000000")), 404)
+    const gone = await api.call("POST", "/records", { structureId: structure.id, data: { name: "b" } })
+    expectStatus(await api.call("DELETE", `/records/${gone.body.id}`), 200)
+    expectError(expectSame(await both(api, gone.body.id)), 404)
+    const brief = await api.call("POST", "/records?ttlSeconds=1", { structureId: structure.id, data: { name: "c" } })
+    expectStatus(brief, 201)
+    await sleep(1200)
+    expectError(expectSame(await both(api, brief.body.id)), 404)
+  })
+
+  it("bad token 401, another workspace's token 403, no read permission 403", async () => {
+    await nextWindow()
+    const created = await api.call("POST", "/records", { structureId: structure.id, data: { name: "d" } })
+    const id = created.body.id
+    expectError(expectSame(await both(client(server, "not-a-token"), id)), 401)
+    expectError(expectSame(await both(other, id)), 403)
+    const writerOnly = await serviceToken(server, api, { permissions: ["write:webhooks"] })
+    expectError(expectSame(await both(writerOnly, id)), 403)
+    // no token at all is the ordinary handler's 401 on both forms
+    const anonymous = await server.request("GET", `${server.base}/records/${id}`)
+    expectError(anonymous, 401)
+  })
+
+  it("the fast route counts against the reads limit: 429 with Retry-After past it", async () => {
+    await nextWindow()
+    const created = await api.call("POST", "/records", { structureId: structure.id, data: { name: "e" } })
+    let limited: Awaited<ReturnType<Client["call"]>> | undefined
+    for (let i = 0; i < 60 && limited === undefined; i++) {
+      const res = await api.call("GET", `/records/${created.body.id}`)
+      if (res.status === 429) limited = res
+      else expectStatus(res, 200)
+    }
+    expect(limited).toBeDefined()
+    expectError(limited!, 429, "QUOTA_EXCEEDED")
+    expect(Number(limited!.headers.get("retry-after"))).toBeGreaterThan(0)
+  })
+})
