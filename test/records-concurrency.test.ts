@@ -3,7 +3,7 @@
 // race, uniqueness and auto-increments hold under contention, and batches touching the same rows never deadlock
 // into a 500. (Across nodes: test/records-cluster.test.ts.)
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Client, client, countOf, createStructure, expectError, expectStatus, slug } from "./support/records.ts"
+import { type Client, client, countOf, createStructure, expectError, expectStatus, slug, sleep, subscribe } from "./support/records.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 
 const times = <A>(n: number, f: (i: number) => Promise<A>) => Promise.all(Array.from({ length: n }, (_, i) => f(i)))
@@ -42,6 +42,47 @@ describe("record writes under concurrency", () => {
     const list = await api.call("GET", `/records/slug/${things.recordSlug}?key=one-key`)
     expect(list.body.meta.total).toBe(1)
     expect(list.body.data[0].version).toBe(50)
+  })
+
+  it("upserts queued at one key commit together, each with its own version, history, changelog entry and event; a bad one fails alone", async () => {
+    const stream = await subscribe(server, api.token, `structure=${things.recordSlug}`)
+    try {
+      const path = `/records/slug/${things.recordSlug}/upsert`
+      const created = await api.call("POST", path, { match: { key: "batched" }, data: { n: 0 } })
+      expectStatus(created, 201)
+      const id = created.body.data.id
+      const bad = 17
+      const results = await times(40, (i) => api.call("POST", path, { match: { key: "batched" }, data: { n: i === bad ? "not a number" : i + 1 } }))
+      expectError(results[bad]!, 400, "VALIDATION_ERROR")
+      const ok = results.filter((_, i) => i !== bad)
+      for (const r of ok) expectStatus(r, 200)
+      expect(ok.map((r) => r.body.data.version).sort((a, b) => a - b)).toEqual(Array.from({ length: 39 }, (_, i) => i + 2))
+      // history: every version holds the data its upsert wrote and answered
+      const byVersion = new Map<number, number>([[1, 0], ...ok.map((r) => [r.body.data.version, r.body.data.data.n] as [number, number])])
+      const history = await api.call("GET", `/records/${id}/history`)
+      expect(history.body.versions.map((v: any) => v.version)).toEqual(Array.from({ length: 40 }, (_, i) => 40 - i))
+      for (const v of history.body.versions) expect(v.data.n).toBe(byVersion.get(v.version))
+      // changelog: one entry per write, newest first, each entry's change matching its version
+      const log = await api.call("GET", `/records/${id}/changelog?limit=100`)
+      expect(log.body.entries.map((e: any) => e.action)).toEqual([...Array(39).fill("update"), "create"])
+      log.body.entries.slice(0, 39).forEach((e: any, k: number) => {
+        expect(e.changes.n).toMatchObject({ oldValue: byVersion.get(39 - k), newValue: byVersion.get(40 - k) })
+      })
+      // events: one per write, in version order, each with the previous data and the change
+      const deadline = Date.now() + 15_000
+      const mine = () => stream.messages.filter((m) => m.data?.record?.id === id)
+      while (mine().length < 40 && Date.now() < deadline) await sleep(100)
+      const events = mine()
+      expect(events.map((m) => m.event)).toEqual(["record.created", ...Array(39).fill("record.updated")])
+      events.slice(1).forEach((m, k) => {
+        expect(m.data.record.version).toBe(k + 2)
+        expect(m.data.record.data.n).toBe(byVersion.get(k + 2))
+        expect(m.data.previous.data.n).toBe(byVersion.get(k + 1))
+        expect(m.data.changes.n).toEqual({ old: byVersion.get(k + 1), new: byVersion.get(k + 2) })
+      })
+    } finally {
+      await stream.close()
+    }
   })
 
   it("50 concurrent PATCHes of one record: versions 2..51, all distinct, history exact", async () => {

@@ -4,6 +4,7 @@
 // the rows themselves.
 import postgres from "postgres"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { subscribe } from "./support/records.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 
 /** Polls `probe` until it answers a value (bounded); the last failure is thrown when time runs out. */
@@ -14,40 +15,6 @@ const eventually = async <A>(probe: () => Promise<A | undefined>, timeoutMs = 20
     if (value !== undefined) return value
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`)
     await new Promise((r) => setTimeout(r, 200))
-  }
-}
-
-/** Subscribes to the workspace's server-sent events and keeps every message. */
-const subscribe = async (server: TestServer, token: string, query: string) => {
-  const controller = new AbortController()
-  const res = await fetch(`${server.baseUrl}/realtime/workspace/${server.workspace}/api/v1/events?${query}`, {
-    headers: { authorization: `Bearer ${token}` },
-    signal: controller.signal
-  })
-  expect(res.status).toBe(200)
-  const messages: Array<any> = []
-  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader()
-  let buffer = ""
-  const pump = (async () => {
-    while (true) {
-      const { done, value } = await reader.read()
-      if (done) return
-      buffer += value
-      let at: number
-      while ((at = buffer.indexOf("\n\n")) >= 0) {
-        const frame = buffer.slice(0, at)
-        buffer = buffer.slice(at + 2)
-        const data = frame.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n")
-        if (data.length > 0) messages.push(JSON.parse(data))
-      }
-    }
-  })().catch(() => {})
-  return {
-    messages,
-    close: async () => {
-      controller.abort()
-      await pump
-    }
   }
 }
 

@@ -3,9 +3,9 @@
 // upserts of one business key anywhere in the cluster. Messages are volatile RPCs: durability is the handler's own
 // transaction, and a caller whose node dies mid-call gets an error it may retry.
 import { badRequest, conflict, ErrorDetail, locked, notFound, unprocessable } from "@troupe/api/Errors"
-import { Context, Effect, Layer, Schema } from "effect"
-import { Entity } from "effect/cluster"
-import { Rpc } from "effect/rpc"
+import { Context, Effect, Layer, Queue, Schema } from "effect"
+import { Entity, type Envelope } from "effect/cluster"
+import { Rpc, type RpcGroup } from "effect/rpc"
 import * as Crypto from "node:crypto"
 import { canonicalJson } from "../structures/Formats.ts"
 import { StructureService } from "../structures/StructureService.ts"
@@ -106,19 +106,68 @@ export const RecordEntityLayer = RecordEntity.toLayer(Effect.gen(function*() {
   })
 }), { maxIdleTime: "2 minutes" })
 
-export const RecordKeyEntityLayer = RecordKeyEntity.toLayer(Effect.gen(function*() {
+/** The most upserts one transaction carries. */
+const MAX_UPSERT_BATCH = 128
+
+type UpsertRequest = Envelope.Request<Rpc.ExtractTag<RpcGroup.Rpcs<typeof RecordKeyEntity.protocol>, "Upsert">>
+
+/**
+ * One key's upserts, in arrival order. Whatever queued up while the previous transaction ran goes into the next
+ * one (RecordService.upsertMany); a request with an Idempotency-Key, or any batch that fails, runs on its own so
+ * every caller gets exactly its own outcome.
+ */
+export const RecordKeyEntityLayer = RecordKeyEntity.toLayerQueue(Effect.gen(function*() {
   const records = yield* RecordService
   const structures = yield* StructureService
-  return RecordKeyEntity.of({
-    Upsert: ({ address, payload }) => {
-      const { workspace } = split(address.entityId)
-      return Effect.flatMap(structures.resolve(workspace, payload.structureId), (structure) =>
-        records.upsert(structure, payload.match, payload.data, payload.writer, payload.idempotencyKey)).pipe(
+  return (queue, replier) => {
+    const structureOf = (request: UpsertRequest) =>
+      structures.resolve(split(request.address.entityId).workspace, request.payload.structureId)
+
+    const single = (request: UpsertRequest) => {
+      const p = request.payload
+      return Effect.flatMap(structureOf(request), (structure) =>
+        records.upsert(structure, p.match, p.data, p.writer, p.idempotencyKey)).pipe(
         Effect.map((r) => ({ status: r.status, body: r.body as Schema.Json, replayed: r.replayed })),
-        onWire
+        onWire,
+        Effect.exit,
+        Effect.flatMap((exit) => replier.complete(request, exit))
       )
     }
-  })
+
+    const batch = (requests: ReadonlyArray<UpsertRequest>) =>
+      Effect.flatMap(structureOf(requests[0]!), (structure) =>
+        records.upsertMany(structure, requests[0]!.payload.match, requests.map((r) => ({ data: r.payload.data, writer: r.payload.writer })))).pipe(
+        Effect.matchCauseEffect({
+          onSuccess: (results) =>
+            Effect.forEach(requests, (request, i) =>
+              replier.succeed(request, { status: results[i]!.status, body: results[i]!.body as Schema.Json, replayed: false }), { discard: true }),
+          onFailure: () => Effect.forEach(requests, single, { discard: true })
+        })
+      )
+
+    const run = (requests: ReadonlyArray<UpsertRequest>) => {
+      const steps: Array<Effect.Effect<void>> = []
+      let pending: Array<UpsertRequest> = []
+      const flush = () => {
+        if (pending.length === 1) steps.push(single(pending[0]!))
+        else if (pending.length > 1) steps.push(batch(pending))
+        pending = []
+      }
+      for (const request of requests) {
+        if (request.payload.idempotencyKey !== undefined) {
+          flush()
+          steps.push(single(request))
+        } else {
+          pending.push(request)
+          if (pending.length === MAX_UPSERT_BATCH) flush()
+        }
+      }
+      flush()
+      return Effect.forEach(steps, (step) => step, { discard: true })
+    }
+
+    return Effect.forever(Effect.flatMap(Queue.takeAll(queue), (envelopes) => run(envelopes as ReadonlyArray<UpsertRequest>)))
+  }
 }), { maxIdleTime: "1 minute" })
 
 export interface Written {

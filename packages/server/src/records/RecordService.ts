@@ -8,7 +8,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import * as Crypto from "node:crypto"
-import { appendEvent } from "../events/Outbox.ts"
+import { appendEvent, appendEvents, type OutboxEvent } from "../events/Outbox.ts"
 import { iso, json, num } from "../lib/rows.ts"
 import { Secrets } from "../platform/Secrets.ts"
 import { canonicalJson, jsonEqual, parseDateTime } from "../structures/Formats.ts"
@@ -45,6 +45,16 @@ export interface CreateInput {
   readonly skipValidation?: boolean | undefined
   /** kept in the changelog entry's metadata */
   readonly reason?: string | undefined
+}
+
+export interface UpsertItem {
+  readonly data: Record<string, unknown>
+  readonly writer: Writer
+}
+
+export interface UpsertResult {
+  readonly status: number
+  readonly body: unknown
 }
 
 export interface UpdateInput {
@@ -119,6 +129,8 @@ export class RecordService extends Context.Service<RecordService, {
   readonly restore: (workspace: string, id: string, version: number | undefined, reason: string | undefined, writer: Writer) => Effect.Effect<WriteResult, RecordError>
   readonly revert: (workspace: string, id: string, reason: string | undefined, writer: Writer) => Effect.Effect<WriteResult, RecordError>
   readonly upsert: (structure: Structure, match: Record<string, unknown>, data: Record<string, unknown>, writer: Writer, idempotencyKey?: string) => Effect.Effect<{ status: number; body: unknown; replayed: boolean }, RecordError>
+  /** Upserts of one match in one transaction, in order; fails as a whole (nothing written) when any item fails. */
+  readonly upsertMany: (structure: Structure, match: Record<string, unknown>, items: ReadonlyArray<UpsertItem>) => Effect.Effect<ReadonlyArray<UpsertResult>, RecordError>
   /** A live record (or, with includeDeleted, a soft-deleted one). */
   readonly get: (workspace: string, id: string, options?: { includeDeleted?: boolean }) => Effect.Effect<{ row: RecordRow; structure: Structure }, RecordError>
   readonly getVersion: (workspace: string, id: string, version: number) => Effect.Effect<{ row: RecordRow; structure: Structure }, RecordError>
@@ -338,6 +350,34 @@ export class RecordService extends Context.Service<RecordService, {
         return out
       })
 
+    /** The §6 event of one record write (secrets masked). */
+    const eventOf = (
+      type: string,
+      structure: Structure,
+      row: RecordRow,
+      previous: Record<string, unknown> | null,
+      changes: Changes,
+      writer: Writer
+    ): OutboxEvent => ({
+      workspace: structure.workspaceSlug,
+      type,
+      structureId: structure.id,
+      recordSlug: structure.recordSlug,
+      recordId: row.id,
+      payload: {
+        event: type,
+        timestamp: new Date().toISOString(),
+        workspace: structure.workspaceSlug,
+        structure: structure.recordSlug,
+        data: {
+          record: { id: row.id, structureId: structure.id, data: maskData(structure, row.data), version: row.version },
+          previous: previous === null ? null : { data: maskData(structure, previous) },
+          changes,
+          metadata: { userId: writer.userId, source: writer.source }
+        }
+      }
+    })
+
     const recordEvent = (
       type: string,
       structure: Structure,
@@ -345,26 +385,7 @@ export class RecordService extends Context.Service<RecordService, {
       previous: Record<string, unknown> | null,
       changes: Changes,
       writer: Writer
-    ) =>
-      appendEvent(sql, {
-        workspace: structure.workspaceSlug,
-        type,
-        structureId: structure.id,
-        recordSlug: structure.recordSlug,
-        recordId: row.id,
-        payload: {
-          event: type,
-          timestamp: new Date().toISOString(),
-          workspace: structure.workspaceSlug,
-          structure: structure.recordSlug,
-          data: {
-            record: { id: row.id, structureId: structure.id, data: maskData(structure, row.data), version: row.version },
-            previous: previous === null ? null : { data: maskData(structure, previous) },
-            changes,
-            metadata: { userId: writer.userId, source: writer.source }
-          }
-        }
-      })
+    ) => appendEvent(sql, eventOf(type, structure, row, previous, changes, writer))
 
     const changelogMeta = (writer: Writer, extra: Record<string, unknown> = {}) => ({
       ...(writer.clientAddress ? { clientAddress: writer.clientAddress } : {}),
@@ -373,14 +394,55 @@ export class RecordService extends Context.Service<RecordService, {
       ...extra
     })
 
+    const changelogRow = (row: RecordRow, action: string, changes: Changes, writer: Writer, meta: Record<string, unknown> = {}) => ({
+      id: Crypto.randomUUID(),
+      record_id: row.id,
+      workspace: row.workspace,
+      action,
+      user_id: writer.userId,
+      user_name: writer.userName,
+      changes: changelogChanges(changes),
+      metadata: changelogMeta(writer, meta)
+    })
+
+    const versionRow = (row: RecordRow, changes: Changes, writer: Writer, restoredFrom: number | null = null) => ({
+      record_id: row.id,
+      version: row.version,
+      data: row.data,
+      changes,
+      restored_from: restoredFrom,
+      created_by: writer.userId
+    })
+
+    /** Changelog rows in one statement (a batch of upserts writes many). */
+    const insertChangelog = (rows: ReadonlyArray<ReturnType<typeof changelogRow>>) =>
+      rows.length === 1
+        ? sql`INSERT INTO record_changelog (id, record_id, workspace, action, user_id, user_name, changes, metadata)
+          VALUES (${rows[0]!.id}, ${rows[0]!.record_id}, ${rows[0]!.workspace}, ${rows[0]!.action}, ${rows[0]!.user_id},
+            ${rows[0]!.user_name}, ${JSON.stringify(rows[0]!.changes)}::jsonb, ${JSON.stringify(rows[0]!.metadata)}::jsonb)`
+        // a transaction's entries share now(): a microsecond apart (after any single entry of the same transaction),
+        // they keep their order in the changelog
+        : sql`INSERT INTO record_changelog (id, record_id, workspace, action, user_id, user_name, changes, metadata, created_at)
+          SELECT id, record_id, workspace, action, user_id, user_name, changes, metadata, now() + i * interval '1 microsecond'
+          FROM jsonb_to_recordset(${JSON.stringify(rows.map((r, i) => ({ ...r, i: i + 1 })))}::jsonb) AS v(i int, id uuid,
+            record_id uuid, workspace text, action text, user_id text, user_name text, changes jsonb, metadata jsonb)`
+
+    /** Version rows in one statement. */
+    const insertVersions = (rows: ReadonlyArray<ReturnType<typeof versionRow>>) =>
+      rows.length === 1
+        ? sql`INSERT INTO record_versions (record_id, version, data, changes, restored_from, created_by)
+          VALUES (${rows[0]!.record_id}, ${rows[0]!.version}, ${JSON.stringify(rows[0]!.data)}::jsonb,
+            ${JSON.stringify(rows[0]!.changes)}::jsonb, ${rows[0]!.restored_from}, ${rows[0]!.created_by})`
+        : sql`INSERT INTO record_versions (record_id, version, data, changes, restored_from, created_by)
+          SELECT record_id, version, data, changes, restored_from, created_by
+          FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS v(record_id uuid, version int, data jsonb,
+            changes jsonb, restored_from int, created_by text)`
+
     const writeChangelog = (row: RecordRow, action: string, changes: Changes, writer: Writer, meta: Record<string, unknown> = {}) =>
-      sql`INSERT INTO record_changelog (id, record_id, workspace, action, user_id, user_name, changes, metadata)
-        VALUES (${Crypto.randomUUID()}, ${row.id}, ${row.workspace}, ${action}, ${writer.userId}, ${writer.userName},
-          ${JSON.stringify(changelogChanges(changes))}::jsonb, ${JSON.stringify(changelogMeta(writer, meta))}::jsonb)`
+      insertChangelog([changelogRow(row, action, changes, writer, meta)])
 
     const writeVersion = (row: RecordRow, changes: Changes, writer: Writer, restoredFrom: number | null = null) =>
-      sql`INSERT INTO record_versions (record_id, version, data, changes, restored_from, created_by)
-        VALUES (${row.id}, ${row.version}, ${JSON.stringify(row.data)}::jsonb, ${JSON.stringify(changes)}::jsonb, ${restoredFrom}, ${writer.userId})`
+      insertVersions([versionRow(row, changes, writer, restoredFrom)])
 
     const lock = (workspace: string, id: string) =>
       isUuid(id)
@@ -443,7 +505,11 @@ export class RecordService extends Context.Service<RecordService, {
 
     // ---------------------------------------------------------------- update / replace
 
-    const updateInTx = (row: RecordRow, structure: Structure, input: UpdateInput, writer: Writer, action = "update") =>
+    /**
+     * What an update makes of `row`: every check (version, validation, metadata, references, unique claims, expiry)
+     * and the new data, metadata, expiry and version. SQL only for references and unique values that change.
+     */
+    const planUpdate = (row: RecordRow, structure: Structure, input: UpdateInput, writer: Writer) =>
       Effect.gen(function*() {
         if (input.expectedVersion !== undefined && input.expectedVersion !== row.version) {
           return yield* Effect.fail(conflict({
@@ -458,28 +524,33 @@ export class RecordService extends Context.Service<RecordService, {
         yield* checkReferences(structure, data, row.data)
         data = encryptSecrets(structure, data, row.data)
         yield* claimUnique(structure, row.id, data, row.data)
-        const nowMs = Date.now()
         let expiresAt = row.expiresAt
         if (input.clearTtl === true) expiresAt = null
         else if (input.expiresAt !== undefined || input.ttlSeconds !== undefined) {
-          const expiry = expiryOf(input, undefined, nowMs)
+          const expiry = expiryOf(input, undefined, Date.now())
           if (expiry.error) return yield* expiry.error
           expiresAt = expiry.value ?? null
         }
         const metadata = input.metadata === undefined ? row.metadata : input.replace ? input.metadata : { ...row.metadata, ...input.metadata }
-        const newVersion = input.createVersion === false ? row.version : row.version + 1
-        const rows = yield* sql`UPDATE records SET data = ${JSON.stringify(data)}::jsonb, metadata = ${JSON.stringify(metadata)}::jsonb,
-            version = ${newVersion}, updated_by = ${writer.userId}, updated_at = now(), expires_at = ${expiresAt}
+        const version = input.createVersion === false ? row.version : row.version + 1
+        return { data, metadata, expiresAt, version, changes: diff(structure, row.data, data) }
+      })
+
+    const updateInTx = (row: RecordRow, structure: Structure, input: UpdateInput, writer: Writer, action = "update") =>
+      Effect.gen(function*() {
+        const plan = yield* planUpdate(row, structure, input, writer)
+        const rows = yield* sql`UPDATE records SET data = ${JSON.stringify(plan.data)}::jsonb,
+            metadata = ${JSON.stringify(plan.metadata)}::jsonb, version = ${plan.version}, updated_by = ${writer.userId},
+            updated_at = now(), expires_at = ${plan.expiresAt}
           WHERE id = ${row.id} RETURNING *`
         const next = fromRow(rows[0])
-        const changes = diff(structure, row.data, data)
-        if (newVersion === row.version) {
-          yield* sql`UPDATE record_versions SET data = ${JSON.stringify(data)}::jsonb WHERE record_id = ${row.id} AND version = ${row.version}`
+        if (plan.version === row.version) {
+          yield* sql`UPDATE record_versions SET data = ${JSON.stringify(plan.data)}::jsonb WHERE record_id = ${row.id} AND version = ${row.version}`
         } else {
-          yield* writeVersion(next, changes, writer)
+          yield* writeVersion(next, plan.changes, writer)
         }
-        yield* writeChangelog(next, action, changes, writer, input.reason ? { reason: input.reason } : {})
-        yield* recordEvent("record.updated", structure, next, row.data, changes, writer)
+        yield* writeChangelog(next, action, plan.changes, writer, input.reason ? { reason: input.reason } : {})
+        yield* recordEvent("record.updated", structure, next, row.data, plan.changes, writer)
         return { row: next, structure, previousVersion: row.version }
       })
 
@@ -629,18 +700,54 @@ export class RecordService extends Context.Service<RecordService, {
      * transaction as the write (a concurrent request with the same key waits on that claim), so a key maps to
      * exactly one committed outcome, replayed for 24 hours; failures store nothing and may be retried.
      */
+    /** A match names at least one field, each a scalar, none a secret. */
+    const checkMatch = (structure: Structure, match: Record<string, unknown>) => {
+      const keys = Object.keys(match)
+      if (keys.length === 0) return validationFailed([detail("match", "match must name at least one field")])
+      const problems = [...inspectJson(match, "match", structure.properties)]
+      const secretRoots = new Set(secretPaths(structure).map((p) => p[0]!))
+      for (const k of keys) {
+        const v = match[k]
+        if (v !== null && typeof v === "object") problems.push(detail(`match.${k}`, "match values are strings, numbers, booleans or null"))
+        if (secretRoots.has(k)) problems.push(detail(`match.${k}`, "secret fields are stored encrypted and cannot be matched"))
+      }
+      return problems.length > 0 ? validationFailed(problems) : Effect.void
+    }
+
+    /** The live record the match finds, locked, with the transaction's now() (the updatedAt of what it writes). */
+    const findMatch = (structure: Structure, match: Record<string, unknown>) =>
+      sql`SELECT *, now() AS tx_now FROM records WHERE structure_id = ${structure.id} AND deleted_at IS NULL
+          AND (expires_at IS NULL OR expires_at > now()) AND data @> ${JSON.stringify(match)}::jsonb
+        ORDER BY created_at, id LIMIT 1 FOR UPDATE`.pipe(
+        Effect.map((rows) => (rows[0] ? { row: fromRow(rows[0]), now: iso(rows[0].tx_now) } : undefined))
+      )
+
+    /** The data of an upsert that updates: the match is not written again. */
+    const withoutMatch = (data: Record<string, unknown>, match: Record<string, unknown>) => {
+      const patch = { ...data }
+      for (const key of Object.keys(match)) delete patch[key]
+      return patch
+    }
+
+    const upsertCreated = (structure: Structure, row: RecordRow): UpsertResult => ({
+      status: 201,
+      body: { data: { id: row.id, data: maskData(structure, row.data), version: row.version, createdAt: row.createdAt }, operation: "created" }
+    })
+
+    const upsertUpdated = (structure: Structure, row: RecordRow): UpsertResult => ({
+      status: 200,
+      body: { data: { id: row.id, data: maskData(structure, row.data), version: row.version, updatedAt: row.updatedAt }, operation: "updated" }
+    })
+
+    /**
+     * Upsert of one business key. Callers serialise per key (RecordKeyEntity); the row lock keeps it right against
+     * writes that reach the matched record another way. With an Idempotency-Key, the key is claimed in the same
+     * transaction as the write (a concurrent request with the same key waits on that claim), so a key maps to
+     * exactly one committed outcome, replayed for 24 hours; failures store nothing and may be retried.
+     */
     const upsert = (structure: Structure, match: Record<string, unknown>, data: Record<string, unknown>, writer: Writer, idempotencyKey?: string) =>
       Effect.gen(function*() {
-        const keys = Object.keys(match)
-        if (keys.length === 0) return yield* validationFailed([detail("match", "match must name at least one field")])
-        const problems = [...inspectJson(match, "match", structure.properties)]
-        const secretRoots = new Set(secretPaths(structure).map((p) => p[0]!))
-        for (const k of keys) {
-          const v = match[k]
-          if (v !== null && typeof v === "object") problems.push(detail(`match.${k}`, "match values are strings, numbers, booleans or null"))
-          if (secretRoots.has(k)) problems.push(detail(`match.${k}`, "secret fields are stored encrypted and cannot be matched"))
-        }
-        if (problems.length > 0) return yield* validationFailed(problems)
+        yield* checkMatch(structure, match)
         const workspace = structure.workspaceSlug
         const requestHash = Crypto.createHash("sha256").update(canonicalJson({ s: structure.id, match, data })).digest("hex")
         return yield* transaction(Effect.gen(function*() {
@@ -659,27 +766,70 @@ export class RecordService extends Context.Service<RecordService, {
             }
           }
           yield* writable(structure)
-          const found = yield* sql`SELECT * FROM records WHERE structure_id = ${structure.id} AND deleted_at IS NULL
-              AND (expires_at IS NULL OR expires_at > now()) AND data @> ${JSON.stringify(match)}::jsonb
-            ORDER BY created_at, id LIMIT 1 FOR UPDATE`.pipe(Effect.map((rows) => rows.map(fromRow)))
-          const existing = found[0]
-          let result: { status: number; body: unknown }
-          if (existing !== undefined) {
-            const patch = { ...data }
-            for (const key of keys) delete patch[key]
-            const done = yield* updateInTx(existing, structure, { data: patch }, writer)
-            const shown = maskData(structure, done.row.data)
-            result = { status: 200, body: { data: { id: done.row.id, data: shown, version: done.row.version, updatedAt: done.row.updatedAt }, operation: "updated" } }
-          } else {
-            const done = yield* createInTx(structure, { data: { ...data, ...match } }, writer)
-            const shown = maskData(structure, done.row.data)
-            result = { status: 201, body: { data: { id: done.row.id, data: shown, version: done.row.version, createdAt: done.row.createdAt }, operation: "created" } }
-          }
+          const found = yield* findMatch(structure, match)
+          const result = found !== undefined
+            ? upsertUpdated(structure, (yield* updateInTx(found.row, structure, { data: withoutMatch(data, match) }, writer)).row)
+            : upsertCreated(structure, (yield* createInTx(structure, { data: { ...data, ...match } }, writer)).row)
           if (idempotencyKey !== undefined) {
             yield* sql`UPDATE idempotency_keys SET status = ${result.status}, body = ${JSON.stringify(result.body)}::jsonb
               WHERE workspace = ${workspace} AND key = ${idempotencyKey}`
           }
           return { ...result, replayed: false }
+        }))
+      })
+
+    /**
+     * Several upserts of one match in one transaction, in order (group commit: what queued up at the key's actor
+     * while the previous transaction ran). The first creates the record when none matches; each update is planned
+     * in memory against the one before it, then the record row is written once and the versions, changelog entries
+     * and events of all of them in one statement each. Any failure fails the whole batch (nothing is written); the
+     * actor then runs the items one by one, so each gets its own outcome.
+     */
+    const upsertMany = (structure: Structure, match: Record<string, unknown>, items: ReadonlyArray<UpsertItem>) =>
+      Effect.gen(function*() {
+        yield* checkMatch(structure, match)
+        return yield* transaction(Effect.gen(function*() {
+          yield* writable(structure)
+          const results: Array<UpsertResult> = []
+          let found = yield* findMatch(structure, match)
+          let rest = items
+          if (found === undefined) {
+            const { row } = yield* createInTx(structure, { data: { ...items[0]!.data, ...match } }, items[0]!.writer)
+            results.push(upsertCreated(structure, row))
+            found = { row, now: row.updatedAt }
+            rest = items.slice(1)
+          }
+          const first = found.row
+          let current = first
+          const versions: Array<ReturnType<typeof versionRow>> = []
+          const changelog: Array<ReturnType<typeof changelogRow>> = []
+          const events: Array<OutboxEvent> = []
+          for (const item of rest) {
+            const plan = yield* planUpdate(current, structure, { data: withoutMatch(item.data, match) }, item.writer)
+            const next: RecordRow = {
+              ...current,
+              data: plan.data,
+              metadata: plan.metadata,
+              expiresAt: plan.expiresAt,
+              version: plan.version,
+              updatedBy: item.writer.userId,
+              updatedAt: found.now
+            }
+            versions.push(versionRow(next, plan.changes, item.writer))
+            changelog.push(changelogRow(next, "update", plan.changes, item.writer))
+            events.push(eventOf("record.updated", structure, next, current.data, plan.changes, item.writer))
+            results.push(upsertUpdated(structure, next))
+            current = next
+          }
+          if (current !== first) {
+            yield* sql`UPDATE records SET data = ${JSON.stringify(current.data)}::jsonb, version = ${current.version},
+                updated_by = ${current.updatedBy}, updated_at = now(), expires_at = ${current.expiresAt}
+              WHERE id = ${current.id}`
+            yield* insertVersions(versions)
+            yield* insertChangelog(changelog)
+            yield* appendEvents(sql, events)
+          }
+          return results
         }))
       })
 
@@ -851,6 +1001,7 @@ export class RecordService extends Context.Service<RecordService, {
       restore,
       revert,
       upsert: (structure, match, data, writer, key) => upsert(structure, match, data, writer, key),
+      upsertMany,
       get,
       getVersion,
       history,

@@ -1,0 +1,98 @@
+// RecordService.upsertMany against a real database (PGlite, or PostgreSQL when DATABASE_URL is set): the group
+// commit of one key's queued upserts. Over HTTP, batches form only when requests queue up while a transaction runs
+// (test/records-concurrency.test.ts); here they are formed on purpose.
+import type { Principal } from "@troupe/api/Authorization"
+import type { Structure } from "@troupe/api/structures/Structure"
+import { assert, layer } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { TEST_WORKSPACE, TestDatabase } from "../events/TestDatabase.ts"
+import { Secrets } from "../platform/Secrets.ts"
+import { StructureService } from "../structures/StructureService.ts"
+import type { Writer } from "./model.ts"
+import { RecordService } from "./RecordService.ts"
+
+const owner: Principal = {
+  kind: "user",
+  id: "u-1",
+  name: "owner",
+  workspace: TEST_WORKSPACE,
+  role: "owner",
+  permissions: new Set(["write:structures", "write:records", "read:records"]),
+  isPlatformAdmin: false,
+  groups: []
+}
+
+const writer: Writer = { workspace: TEST_WORKSPACE, userId: "u-1", userName: "owner", source: "api", canSkipValidation: true }
+
+const Services = RecordService.layer.pipe(
+  Layer.provideMerge(StructureService.layer),
+  Layer.provideMerge(Secrets.layer),
+  Layer.provideMerge(TestDatabase())
+)
+
+let counter = 0
+const structure = Effect.flatMap(Effect.service(StructureService), (s) =>
+  s.create(TEST_WORKSPACE, {
+    name: `Item ${counter}`,
+    recordSlug: `item-${counter++}`,
+    properties: [{ name: "key", type: "string" }, { name: "n", type: "number" }, { name: "pin", type: "string", isSecret: true }]
+  }, owner)).pipe(Effect.orDie)
+
+const rowsOf = (sql: SqlClient.SqlClient, table: string, id: string) =>
+  sql`SELECT * FROM ${sql(table)} WHERE record_id = ${id}`.pipe(Effect.orDie)
+
+layer(Services)("RecordService.upsertMany", (it) => {
+  it.effect("creates with the first item, updates with the rest: one version, changelog entry and event each, in order", () =>
+    Effect.gen(function*() {
+      const records = yield* RecordService
+      const sql = yield* SqlClient.SqlClient
+      const s: Structure = yield* structure
+      const items = [0, 1, 2, 3, 4].map((n) => ({ data: { n, pin: `p${n}` }, writer }))
+      const results = yield* records.upsertMany(s, { key: "k" }, items)
+      assert.deepStrictEqual(results.map((r) => r.status), [201, 200, 200, 200, 200])
+      const bodies = results.map((r) => (r.body as any).data)
+      assert.deepStrictEqual(bodies.map((b) => b.version), [1, 2, 3, 4, 5])
+      assert.deepStrictEqual(bodies.map((b) => b.data.n), [0, 1, 2, 3, 4])
+      assert.isTrue(bodies.every((b) => b.data.pin !== undefined && !String(b.data.pin).startsWith("p")), "secrets masked")
+      const id = bodies[0].id
+      assert.isTrue(bodies.every((b) => b.id === id))
+      const { row } = yield* records.get(TEST_WORKSPACE, id)
+      assert.strictEqual(row.version, 5)
+      assert.strictEqual(row.data.n, 4)
+      assert.strictEqual(row.updatedAt, bodies[4].updatedAt)
+      const versions = yield* rowsOf(sql, "record_versions", id)
+      assert.deepStrictEqual(versions.map((v: any) => Number(v.version)).sort(), [1, 2, 3, 4, 5])
+      const log = yield* records.changelog(TEST_WORKSPACE, id, {})
+      assert.deepStrictEqual(log.entries.map((e: any) => e.action), ["update", "update", "update", "update", "create"])
+      assert.deepStrictEqual(log.entries.map((e: any) => e.changes.n?.newValue), [4, 3, 2, 1, 0])
+      const events = yield* sql`SELECT type, payload FROM events WHERE record_id = ${id}::uuid ORDER BY id`.pipe(Effect.orDie)
+      assert.deepStrictEqual(events.map((e: any) => e.type), ["record.created", ...Array(4).fill("record.updated")])
+      const payloads = events.map((e: any) => (typeof e.payload === "string" ? JSON.parse(e.payload) : e.payload))
+      payloads.slice(1).forEach((p: any, k: number) => {
+        assert.strictEqual(p.data.record.version, k + 2)
+        assert.deepStrictEqual(p.data.changes.n, { old: k, new: k + 1 })
+        assert.strictEqual(p.data.previous.data.n, k)
+        assert.notStrictEqual(p.data.record.data.pin, `p${k + 1}`)
+      })
+    }))
+
+  it.effect("one bad item fails the whole batch and writes nothing", () =>
+    Effect.gen(function*() {
+      const records = yield* RecordService
+      const s: Structure = yield* structure
+      const first = yield* records.upsertMany(s, { key: "b" }, [{ data: { n: 1 }, writer }])
+      const id = (first[0]!.body as any).data.id
+      const failure = yield* Effect.flip(records.upsertMany(s, { key: "b" }, [
+        { data: { n: 2 }, writer },
+        { data: { n: "two" }, writer },
+        { data: { n: 3 }, writer }
+      ]))
+      assert.strictEqual(failure.statusCode, 400)
+      const { row } = yield* records.get(TEST_WORKSPACE, id)
+      assert.strictEqual(row.version, 1)
+      assert.strictEqual(row.data.n, 1)
+      const log = yield* records.changelog(TEST_WORKSPACE, id, {})
+      assert.strictEqual(log.entries.length, 1)
+    }))
+})
