@@ -23,6 +23,48 @@ describe("record constraints", () => {
     await server?.close()
   })
 
+  describe("uniqueness switched on an existing structure", () => {
+    it("isUnique set later claims the live records' values (409 while two share one), and unset gives them up", async () => {
+      const s = await createStructure(api, {
+        name: "Late Unique",
+        recordSlug: slug("late-unique"),
+        properties: [{ name: "code", type: "string" }, { name: "n", type: "number" }]
+      })
+      const prop = (isUnique: boolean) => ({ properties: [{ ...s.properties[0], isUnique }, s.properties[1]] })
+      const a = await create(s.id, { code: "X", n: 1 })
+      await create(s.id, { code: "Y", n: 2 })
+      const c = await create(s.id, { code: "X", n: 3 })
+      const refused = await api.call("PUT", `/structures/${s.id}`, prop(true))
+      expectError(refused, 409, "DUPLICATE_KEY")
+      expect((await api.call("GET", `/structures/${s.id}`)).body.version).toBe(1)
+      expectStatus(await api.call("DELETE", `/records/${c.id}`), 200)
+      expectStatus(await api.call("PUT", `/structures/${s.id}`, prop(true)), 200)
+      // the existing X now holds its value: a new X is refused, an upsert on X finds it
+      expectError(await api.call("POST", "/records", { structureId: s.id, data: { code: "X" } }), 409, "DUPLICATE_KEY")
+      const upserted = await api.call("POST", `/records/slug/${s.recordSlug}/upsert`, { match: { code: "X" }, data: { n: 10 } })
+      expectStatus(upserted, 200)
+      expect(upserted.body.data.id).toBe(a.id)
+      expect(upserted.body.data.version).toBe(2)
+      // unset: duplicates are allowed again; set again: refused while they exist
+      expectStatus(await api.call("PUT", `/structures/${s.id}`, prop(false)), 200)
+      await create(s.id, { code: "X" })
+      expectError(await api.call("PUT", `/structures/${s.id}`, prop(true)), 409, "DUPLICATE_KEY")
+    })
+
+    it("a renamed one-to-one reference keeps its claims", async () => {
+      const target = await createStructure(api, { name: "Seat", recordSlug: slug("seat"), properties: [{ name: "label", type: "string" }] })
+      const s = await createStructure(api, {
+        name: "Guest",
+        recordSlug: slug("guest"),
+        properties: [{ name: "seat", type: "reference", target: target.recordSlug, relationship: "one-to-one", onDelete: "set_null", nullable: true }]
+      })
+      const seat = await create(target.id, { label: "1A" })
+      await create(s.id, { seat: seat.id })
+      expectStatus(await api.call("PUT", `/structures/${s.id}`, { properties: [{ ...s.properties[0], name: "place" }] }), 200)
+      expectError(await api.call("POST", "/records", { structureId: s.id, data: { place: seat.id } }), 409, "DUPLICATE_KEY")
+    })
+  })
+
   describe("isUnique and immutable", () => {
     let users: { id: string; recordSlug: string }
     beforeAll(async () => {

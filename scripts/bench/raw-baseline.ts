@@ -222,9 +222,16 @@ const routes: Array<[string, RegExp, Handler]> = [
     const body = await readBody(req)
     const s = await structureOf(m[1]!)
     const [status, row] = await sql.begin(async (tx) => {
-      const [found] = await tx`SELECT * FROM records WHERE structure_id = ${s.id} AND deleted_at IS NULL
-          AND (expires_at IS NULL OR expires_at > now()) AND data @> ${json(body.match)}
-        ORDER BY created_at, id LIMIT 1 FOR UPDATE`
+      // a match on a unique property is looked up through its claim, as Troupe does
+      const unique = s.unique.find((f) => body.match[f] !== undefined && body.match[f] !== null)
+      const [found] = unique !== undefined
+        ? await tx`SELECT r.* FROM record_unique_values u JOIN records r ON r.id = u.record_id
+            WHERE u.structure_id = ${s.id} AND u.field = ${unique} AND u.value = ${canonicalJson(body.match[unique])}
+              AND r.deleted_at IS NULL AND (r.expires_at IS NULL OR r.expires_at > now()) AND r.data @> ${json(body.match)}
+            FOR UPDATE OF r`
+        : await tx`SELECT * FROM records WHERE structure_id = ${s.id} AND deleted_at IS NULL
+            AND (expires_at IS NULL OR expires_at > now()) AND data @> ${json(body.match)}
+          ORDER BY created_at, id LIMIT 1 FOR UPDATE`
       if (found) {
         const patch = { ...body.data }
         for (const k of Object.keys(body.match)) delete patch[k]

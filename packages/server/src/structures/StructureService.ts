@@ -41,7 +41,7 @@ import { iso, json, num } from "../lib/rows.ts"
 import { schemaDetails } from "../platform/HttpEdge.ts"
 import { Notifier } from "../platform/Notifier.ts"
 import { checkStructure, type DefinitionProblem, mergeStructureUpdate, normalizeStructure, slugify } from "./rules.ts"
-import { clearValidatorCache } from "./Validator.ts"
+import { claimKeyOf, claimsOf, clearValidatorCache } from "./Validator.ts"
 
 export interface ListQuery {
   readonly page?: number | undefined
@@ -461,8 +461,8 @@ export class StructureService extends Context.Service<StructureService, {
         for (const [from, to] of renames) {
           yield* sql`UPDATE records SET data = (data - ${from}) || jsonb_build_object(${to}::text, data -> ${from})
             WHERE structure_id = ${structureId} AND data ? ${from}`
-          yield* sql`UPDATE record_unique_values SET field = ${to}
-            WHERE structure_id = ${structureId} AND field = ${from}`
+          yield* sql`UPDATE record_unique_values SET field = CASE WHEN field = ${from} THEN ${to} ELSE ${"ref:" + to} END
+            WHERE structure_id = ${structureId} AND field IN (${from}, ${"ref:" + from})`
           yield* sql`UPDATE auto_increments SET field = ${to} WHERE structure_id = ${structureId} AND field = ${from}`
         }
         for (const name of removed) {
@@ -471,6 +471,60 @@ export class StructureService extends Context.Service<StructureService, {
           yield* sql`DELETE FROM auto_increments WHERE structure_id = ${structureId} AND field = ${name}`
         }
       }).pipe(Effect.orDie)
+
+    /**
+     * Keeps `record_unique_values` in step with the definition (after migrateRecords moved renamed claims): a
+     * property that stops claiming gives its claims up, and one that starts (isUnique set, a reference made
+     * one-to-one) claims the values of every live record now, or the update fails with 409 when records already
+     * share a value.
+     */
+    const reclaim = (before: Structure, after: Structure) =>
+      Effect.gen(function*() {
+        const keyOf = (s: Structure) =>
+          new Map(s.properties.flatMap((p) => {
+            const key = claimKeyOf(p)
+            return key !== undefined ? [[p.id ?? p.name, key.startsWith("ref:") ? "ref" : "value"] as const] : []
+          }))
+        const was = keyOf(before)
+        const kept: Array<string> = []
+        const added: Array<{ key: string; name: string; index: number }> = []
+        after.properties.forEach((p, index) => {
+          const key = claimKeyOf(p)
+          if (key === undefined) return
+          const kind = key.startsWith("ref:") ? "ref" : "value"
+          if (was.get(p.id ?? p.name) === kind) kept.push(key)
+          else added.push({ key, name: p.name, index })
+        })
+        yield* kept.length === 0
+          ? sql`DELETE FROM record_unique_values WHERE structure_id = ${after.id}`
+          : sql`DELETE FROM record_unique_values WHERE structure_id = ${after.id} AND NOT (field IN ${sql.in(kept)})`
+        if (added.length === 0) return
+        const live = yield* sql`SELECT id, data FROM records WHERE structure_id = ${after.id} AND deleted_at IS NULL
+          AND (expires_at IS NULL OR expires_at > now())`
+        const claims: Array<{ field: string; value: string; record_id: string }> = []
+        for (const { key, name, index } of added) {
+          const holder = new Map<string, string>()
+          for (const row of live) {
+            for (const [k, value] of claimsOf(after, json<Record<string, unknown>>(row.data))) {
+              if (k !== key) continue
+              if (holder.has(value)) {
+                return yield* conflict({
+                  message: `Records already share a value of "${name}", so it cannot become unique`,
+                  code: "DUPLICATE_KEY",
+                  details: [{ field: `properties[${index}]`, property: `properties[${index}]`, message: `records ${holder.get(value)} and ${row.id} share a value` }]
+                })
+              }
+              holder.set(value, row.id as string)
+              claims.push({ field: key, value, record_id: row.id as string })
+            }
+          }
+        }
+        for (let at = 0; at < claims.length; at += 5000) {
+          yield* sql`INSERT INTO record_unique_values (structure_id, field, value, record_id)
+            SELECT ${after.id}::uuid, field, value, record_id FROM jsonb_to_recordset(${JSON.stringify(claims.slice(at, at + 5000))}::jsonb)
+              AS v(field text, value text, record_id uuid)`
+        }
+      })
 
     /**
      * Checks `candidate` (a full create-shaped body) as the next definition of `existing` and stores it as a new
@@ -508,6 +562,7 @@ export class StructureService extends Context.Service<StructureService, {
           WHERE id = ${existing.id} RETURNING *`
         const stored = toStructure(rows[0])
         if (renames.length > 0 || removed.length > 0) yield* migrateRecords(existing.id, renames, removed)
+        yield* reclaim(existing, stored)
         yield* saveVersion(stored, by.id)
         return stored
       })

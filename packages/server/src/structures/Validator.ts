@@ -767,6 +767,27 @@ export const uniqueFields = (structure: ValidatorStructure): Array<string> =>
     p.isUnique === true || (p.type === "reference" && p.relationship === "one-to-one") ? [p.name] : []
   )
 
+/**
+ * The key under which a property claims its values in `record_unique_values`: its name for an isUnique property,
+ * `ref:<name>` for a one-to-one reference (one referrer per target), undefined when it claims nothing.
+ */
+export const claimKeyOf = (p: PropertyDefinition): string | undefined =>
+  p.type === "reference" && p.relationship === "one-to-one"
+    ? (p.target ?? p.referenceStructure) !== undefined ? `ref:${p.name}` : undefined
+    : p.isUnique === true
+    ? p.name
+    : undefined
+
+/** The claims a record's data makes: `[key, value]` (canonical JSON; a one-to-one reference's target id). */
+export const claimsOf = (structure: ValidatorStructure, data: Readonly<Record<string, unknown>>): Array<[string, string]> =>
+  structure.properties.flatMap((p): Array<[string, string]> => {
+    const key = claimKeyOf(p)
+    const v = data[p.name]
+    if (key === undefined || v === undefined || v === null) return []
+    if (key.startsWith("ref:")) return typeof v === "string" ? [[key, v]] : []
+    return [[key, canonicalJson(v)]]
+  })
+
 /** Paths (dotted, below `data`) of secret strings, top level and inside objects; the records layer encrypts them. */
 export const secretFields = (structure: ValidatorStructure): Array<string> => {
   const walk = (props: ReadonlyArray<PropertyDefinition>, prefix: string): Array<string> =>
