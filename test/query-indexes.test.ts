@@ -178,7 +178,7 @@ describe.runIf(process.env.DATABASE_URL)("query indexes and statement timeout (P
     expect(after).toBeGreaterThan(before)
   })
 
-  it("cancels a query at the statement timeout: 503 with the contract body", async () => {
+  it("cancels a query or a list at the statement timeout: 503 with the contract body", async () => {
     const strict = await startServer({ env: { TROUPE_QUERY_TIMEOUT_MS: "1", TROUPE_LIMIT_QUERIES: "0", TROUPE_LIMIT_READS: "0" } })
     const sdb = postgres(strict.databaseUrl!, { max: 1, onnotice: () => {} })
     try {
@@ -205,6 +205,12 @@ describe.runIf(process.env.DATABASE_URL)("query indexes and statement timeout (P
       })
       expect(viaAggregate.status, viaAggregate.text).toBe(503)
       expect(viaAggregate.body.code).toBe("QUERY_TIMEOUT")
+      // the record lists run on the same pool, under the same timeout
+      for (const path of [`/records?structureId=slow&search=item&includeCount=true`, `/records/slug/slow?search=item`]) {
+        const viaList = await strict.request("GET", `${strict.base}${path}`, { token: t })
+        expect(viaList.status, viaList.text).toBe(503)
+        expect(viaList.body).toMatchObject({ code: "QUERY_TIMEOUT", statusCode: 503, requestId: expect.any(String) })
+      }
       // the connection that timed out is healthy again
       const after = await strict.request("POST", `${strict.base}/query`, { token: t, body: { query: "FROM slow WHERE id = :id", parameters: { id: slow.id } } })
       expect([200, 503]).toContain(after.status)

@@ -13,7 +13,9 @@ export const queryRoutes = (sql: postgres.Sql<{}>, send: Send): Array<[string, R
     // wait for Troupe's indexes on the structure's `indexed` properties, so the data goes in beside them
     const prefix = `rq_${m[1]!.replace(/-/g, "")}_`
     for (let i = 0; i < 300 && params.get("indexes"); i++) {
-      const [row] = await sql`SELECT count(*)::int AS n FROM pg_indexes WHERE starts_with(indexname, ${prefix})`
+      // valid, not merely listed: ANALYZE beside a CREATE INDEX CONCURRENTLY still running can deadlock
+      const [row] = await sql`SELECT count(*)::int AS n FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid
+        WHERE starts_with(c.relname, ${prefix}) AND x.indisvalid AND x.indisready`
       if (row!.n >= Number(params.get("indexes"))) break
       await new Promise((r) => setTimeout(r, 100))
     }

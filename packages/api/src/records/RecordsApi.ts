@@ -11,7 +11,17 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
 import { Authorization, RateClass, RequiredPermission } from "../Authorization.ts"
-import { BadRequest, Conflict, Forbidden, Locked, NotFound, PayloadTooLarge, TooManyRequests, Unprocessable } from "../Errors.ts"
+import {
+  BadRequest,
+  Conflict,
+  Forbidden,
+  Locked,
+  NotFound,
+  PayloadTooLarge,
+  ServiceUnavailable,
+  TooManyRequests,
+  Unprocessable
+} from "../Errors.ts"
 import { workspaceBase, WorkspaceParams } from "../Workspace.ts"
 import {
   BulkResult,
@@ -25,7 +35,7 @@ import {
   SlugRecordList
 } from "./DataRecord.ts"
 
-const errors = [BadRequest, Forbidden, NotFound, Conflict, PayloadTooLarge, Unprocessable, Locked, TooManyRequests] as const
+const errors = [BadRequest, Forbidden, NotFound, Conflict, PayloadTooLarge, Unprocessable, Locked, TooManyRequests, ServiceUnavailable] as const
 const Id = { ...WorkspaceParams, id: Schema.String }
 const Slug = { ...WorkspaceParams, slug: Schema.String }
 const str = Schema.optional(Schema.String)

@@ -11,6 +11,7 @@ import { IdentityHandlers } from "../identity/http.ts"
 import { IdentityLayer } from "../identity/IdentityLayer.ts"
 import { QueryHandlers } from "../query/http.ts"
 import { QueryIndexesLayer } from "../query/QueryIndexes.ts"
+import { QueryPool } from "../query/QueryPool.ts"
 import { QueryService } from "../query/QueryService.ts"
 import { RecordEntityLayer, RecordKeyEntityLayer, RecordWriter } from "../records/RecordEntity.ts"
 import { FastReadLayer } from "../records/FastRead.ts"
@@ -36,6 +37,7 @@ const Entities = Layer.mergeAll(NodeProbeLayer, RecordEntityLayer, RecordKeyEnti
 
 /** Domain services, each needing only the database, the cluster and the identity layer below it. */
 const Domains = Layer.mergeAll(RecordWriter.layer, RecordQuery.layer, EventsLayer, QueryService.layer, QueryIndexesLayer).pipe(
+  Layer.provideMerge(QueryPool.layer),
   Layer.provideMerge(RecordService.layer),
   Layer.provideMerge(StructureService.layer),
   Layer.provideMerge(Notifier.layer)

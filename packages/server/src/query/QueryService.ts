@@ -3,10 +3,7 @@
 // it under the statement timeout, and shape the rows (generation B records with secrets masked, or flat group
 // rows). The SQL shape of a page is the one the record lists use, so the per-property indexes serve both.
 //
-// On PostgreSQL these statements run on a pool of their own whose sessions start with `statement_timeout` set:
-// one round trip per statement (a SET LOCAL would need BEGIN, SET, the query and COMMIT), and a slow query can
-// never hold the connections writes need.
-import { PgClient } from "@effect/sql-pg"
+// The statements run on the query pool (QueryPool.ts: statement timeout, custom plans).
 import {
   badRequest,
   type BadRequest,
@@ -17,9 +14,7 @@ import {
 import type { AggregateRequest } from "@troupe/api/query/QueryApi"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Context, Effect, Layer, Option, Redacted, Result } from "effect"
-import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient, type SqlError, Statement } from "effect/sql"
-import { AppConfig } from "../platform/AppConfig.ts"
 import { fromRow, maskData, toRecordB } from "../records/model.ts"
 import { contextOf, fromResult, RecordQuery } from "../records/RecordQuery.ts"
 import { StructureService } from "../structures/StructureService.ts"
@@ -36,6 +31,7 @@ import {
 import { parseQueryLanguage } from "./ExpressionParser.ts"
 import { parseAggregateRequest } from "./FilterParser.ts"
 import type { QueryFieldError } from "./QueryErrors.ts"
+import { QueryPool } from "./QueryPool.ts"
 
 type Sql = Statement.Constructor
 type Fragment = Statement.Fragment
@@ -106,11 +102,6 @@ export const pageStatement = (
 const defaultSort: ReadonlyArray<Ast.SortKey> = [{ field: Ast.column("createdAt"), direction: "asc" }]
 
 /** SQLSTATE of a database failure, when the driver kept it. */
-const sqlState = (e: SqlError.SqlError): string | undefined => {
-  const code = (e.reason.cause as { code?: unknown } | undefined)?.code
-  return typeof code === "string" ? code : undefined
-}
-
 // Projection ---------------------------------------------------------------------------------------------------
 
 /** The same properties with nothing secret: a projection may name a secret field (it comes back masked). */
@@ -183,39 +174,11 @@ export class QueryService extends Context.Service<QueryService, {
   static readonly layerNoDeps = Layer.effect(
     QueryService,
     Effect.gen(function*() {
-      const main = yield* SqlClient.SqlClient
       const structures = yield* StructureService
       const records = yield* RecordQuery
-      const config = yield* AppConfig
-      const timeoutMs = config.queryTimeoutMs
-      const poolSize = config.queryPoolSize
-      // PGlite runs a statement to completion on the event loop: nothing can cancel it, so no timeout there.
-      const sql: SqlClient.SqlClient = main.driver !== "pglite" && Option.isSome(config.databaseUrl) && timeoutMs > 0
-        ? yield* PgClient.make({
-          url: Redacted.make(config.databaseUrl.value),
-          maxConnections: Math.max(1, poolSize),
-          idleTimeout: "60 seconds",
-          applicationName: "troupe-query",
-          startupParameters: { statement_timeout: String(timeoutMs) }
-        }).pipe(Effect.provide(Reactivity.layer), Effect.orDie)
-        : main
-
-      /** Runs one statement; a statement timeout is 503, a bad value (SQLSTATE 22) 400, anything else a defect. */
-      const timed = <A>(effect: Effect.Effect<A, SqlError.SqlError>): Effect.Effect<A, BadRequest | ServiceUnavailable> =>
-        effect.pipe(
-          Effect.catchTag("SqlError", (e) => {
-            if (e.reason._tag === "StatementTimeoutError") {
-              return Effect.fail(serviceUnavailable({
-                message: `The query ran longer than ${timeoutMs / 1000} s and was cancelled; narrow it or add an index`,
-                code: "QUERY_TIMEOUT"
-              }))
-            }
-            if (sqlState(e)?.startsWith("22")) {
-              return Effect.fail(invalid("query", `A value in the query is out of range: ${e.reason.message}`))
-            }
-            return Effect.die(e)
-          })
-        )
+      const pool = yield* QueryPool
+      const sql = pool.sql
+      const timed = <A>(effect: Effect.Effect<A, SqlError.SqlError>) => pool.run("query", effect)
 
       /** `FROM` names a structure by slug (or id), else by name (exact, then case-insensitive). */
       const resolveFrom = (workspace: string, from: string) =>

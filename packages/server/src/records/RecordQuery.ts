@@ -1,7 +1,7 @@
 // Record reads in bulk: the three list routes compile their filter syntaxes through the one query model to one SQL
 // shape (live rows of one structure, typed filter, typed sort with an id tiebreaker, offset or keyset cursor), and
 // reference expansion loads each level with one query per field, never one per row.
-import { badRequest, type ErrorDetail } from "@troupe/api/Errors"
+import { badRequest, type BadRequest, type ErrorDetail, type ServiceUnavailable } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Context, Effect, Layer, Result } from "effect"
 import { SqlClient } from "effect/sql"
@@ -16,6 +16,7 @@ import {
   propertyMap
 } from "../query/Compiler.ts"
 import type { QueryFieldError, QueryParseError } from "../query/QueryErrors.ts"
+import { QueryPool } from "../query/QueryPool.ts"
 import { num } from "../lib/rows.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { applyVirtual, recordMode, referenceFields } from "../structures/Validator.ts"
@@ -25,7 +26,7 @@ import { fromRow, isUuid, maskData, type RecordRow } from "./model.ts"
 const shownOf = (structure: Structure, row: RecordRow): Record<string, unknown> =>
   ({ ...applyVirtual(structure, maskData(structure, row.data), new Date()) })
 
-export type QueryError = ReturnType<typeof badRequest>
+export type QueryError = BadRequest | ServiceUnavailable
 
 /** Parse and field errors -> 400 naming the parameter (and the position for syntax errors). */
 export const queryError = (param: string) => (e: QueryParseError | QueryFieldError): QueryError =>
@@ -96,6 +97,8 @@ export class RecordQuery extends Context.Service<RecordQuery, {
   static readonly layer = Layer.effect(RecordQuery, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const structures = yield* StructureService
+    // pages and counts are built from callers' filters: they run on the query pool (timeout, custom plans)
+    const pool = yield* QueryPool
 
     const list = (spec: ListSpec) =>
       Effect.gen(function*() {
@@ -115,8 +118,8 @@ export class RecordQuery extends Context.Service<RecordQuery, {
         }
         const cursorSelect = yield* fromResult("sort", compileCursorSelect(sql, spec.sort, ctx))
         const offset = spec.cursor ? 0 : spec.offset
-        const rows = yield* sql`SELECT r.*, ${cursorSelect} AS qcursor FROM records r WHERE ${sql.and(page)}
-          ORDER BY ${order} LIMIT ${spec.limit + 1} OFFSET ${offset}`.pipe(Effect.orDie)
+        const rows = yield* pool.run(spec.whereParam, pool.sql`SELECT r.*, ${cursorSelect} AS qcursor FROM records r
+          WHERE ${sql.and(page)} ORDER BY ${order} LIMIT ${spec.limit + 1} OFFSET ${offset}`)
         const hasMore = rows.length > spec.limit
         const shown = hasMore ? rows.slice(0, spec.limit) : rows
         let nextCursor: string | null = null
@@ -125,7 +128,7 @@ export class RecordQuery extends Context.Service<RecordQuery, {
           nextCursor = yield* fromResult("cursor", encodeCursor({ ...last, qcursor: parseCursorColumn(last.qcursor) }, spec.sort, ctx))
         }
         const total = spec.includeCount
-          ? num((yield* sql`SELECT count(*)::int AS n FROM records r WHERE ${filtered}`.pipe(Effect.orDie))[0]!.n)
+          ? num((yield* pool.run(spec.whereParam, pool.sql`SELECT count(*)::int AS n FROM records r WHERE ${filtered}`))[0]!.n)
           : undefined
         return { rows: shown.map(fromRow), total, hasMore, nextCursor }
       })
