@@ -1,7 +1,7 @@
 // `npm run bench`: a Troupe node and the raw baseline (node:http + postgres.js, same SQL) started in the same run on
-// the same PostgreSQL, each driven by autocannon (64 connections, BENCH_DURATION s, BENCH_ROUNDS rounds), and the
-// ratio Troupe/raw per scenario. Ratios, not absolute figures, are what to compare across machines. Then the
-// in-process benches (scripts/bench-validator.ts, scripts/bench-events.ts when present) run as extra sections.
+// the same PostgreSQL, each driven by autocannon (64 connections, BENCH_DURATION s, BENCH_ROUNDS rounds, after
+// BENCH_WARMUP s unmeasured per side), and the ratio Troupe/raw per scenario. Ratios, not absolute figures, are what
+// to compare across machines. Then the in-process benches (scripts/bench-validator.ts, scripts/bench-events.ts when present) run as extra sections.
 import autocannon from "autocannon"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as Fs from "node:fs"
@@ -13,6 +13,8 @@ const duration = Number(process.env.BENCH_DURATION ?? 10)
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 64)
 const only = process.env.BENCH_ONLY?.split(",")
+/** unmeasured seconds per target before its rounds (JIT, pools, plan caches, on both sides alike) */
+const warmup = Number(process.env.BENCH_WARMUP ?? 2)
 const baseUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 
 export interface Target {
@@ -99,6 +101,10 @@ const main = async () => {
       const r: Array<Figures> = []
       const conns = scenario.connections ?? connections
       const seconds = Math.max(duration, scenario.minDuration ?? 0)
+      if (warmup > 0) {
+        await drive(scenario.troupe, conns, warmup)
+        if (scenario.raw) await drive(scenario.raw, conns, warmup)
+      }
       for (let i = 0; i < rounds; i++) {
         t.push(await drive(scenario.troupe, conns, seconds))
         if (scenario.raw) r.push(await drive(scenario.raw, conns, seconds))

@@ -28,6 +28,8 @@ export class QueryPool extends Context.Service<QueryPool, {
         ? yield* PgClient.make({
           url: Redacted.make(config.databaseUrl.value),
           maxConnections: Math.max(1, config.queryPoolSize),
+          // opened at start: a burst of queries should not wait on connection setup
+          minConnections: Math.max(1, config.queryPoolSize),
           multiplex: true,
           idleTimeout: "60 seconds",
           applicationName: "troupe-query",

@@ -214,11 +214,16 @@ export const RecordsHandlers = HttpApiBuilder.group(Api, "records", Effect.fn(fu
   const listRows = (spec: ListSpec, principal: Principal, reveal: boolean, expand: ReadonlyArray<string>) =>
     Effect.gen(function*() {
       const result = yield* query.list(spec)
-      const items = yield* Effect.forEach(result.rows, (row) =>
-        Effect.gen(function*() {
-          const structure = spec.structure ?? (yield* structures.get(spec.workspace, row.structureId))
-          return { structure, row, data: yield* shown(structure, row.data, principal, reveal) }
-        }))
+      const one = spec.structure
+      const now = new Date()
+      // the common page (one structure, secrets masked) is shaped without an effect per row
+      const items = one !== undefined && !(reveal && can(principal, "secrets:reveal"))
+        ? result.rows.map((row) => ({ structure: one, row, data: applyVirtual(one, maskData(one, row.data), now) }))
+        : yield* Effect.forEach(result.rows, (row) =>
+          Effect.gen(function*() {
+            const structure = spec.structure ?? (yield* structures.get(spec.workspace, row.structureId))
+            return { structure, row, data: yield* shown(structure, row.data, principal, reveal) }
+          }))
       if (expand.length > 0) {
         if (spec.structure === undefined) return yield* badParam("expand", "expand needs a structureId")
         yield* query.expand(spec.structure, items.map((i) => ({ id: i.row.id, data: i.data })), expand)
