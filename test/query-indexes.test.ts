@@ -28,7 +28,8 @@ const seed = async (db: postgres.Sql, structureId: string, count: number) => {
   await db`INSERT INTO records (id, workspace, structure_id, data, created_by, updated_by)
     SELECT gen_random_uuid(), 'default', ${structureId}::uuid,
       jsonb_build_object('name', 'item ' || lpad(g::text, 6, '0'), 'price', ((g::bigint * 7919) % 100000) / 100.0,
-        'category', 'c' || (g % 10), 'rank', g % 1000),
+        'category', 'c' || (g % 10), 'rank', g % 1000,
+        'at', to_char(timestamp '2024-01-01' + g * interval '1 minute', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')),
       'seed', 'seed'
     FROM generate_series(1, ${count}::int) g`
   await db`ANALYZE records`
@@ -44,7 +45,8 @@ const createItems = async (server: TestServer, token: string, slug: string): Pro
         { name: "name", type: "string", indexed: true },
         { name: "price", type: "number", indexed: true },
         { name: "category", type: "string" },
-        { name: "rank", type: "number" }
+        { name: "rank", type: "number" },
+        { name: "at", type: "datetime", indexed: true }
       ]
     }
   })
@@ -54,10 +56,11 @@ const createItems = async (server: TestServer, token: string, slug: string): Pro
 
 const indexesOf = (db: postgres.Sql, structureId: string) =>
   db<Array<{ indexname: string; indexdef: string }>>`SELECT indexname, indexdef FROM pg_indexes
-    WHERE tablename = 'records' AND indexname LIKE ${`rq\\_${structureId.replace(/-/g, "")}\\_%`}`
+    WHERE tablename = 'records' AND indexname LIKE ${`rq\\_${structureId.replace(/-/g, "")}\\_%`}
+      AND (SELECT indisvalid FROM pg_index WHERE indexrelid = indexname::regclass)`
 
-/** Indexes follow the definition shortly after the change commits; seeding waits for them (ANALYZE and a
- * concurrent index build would otherwise fight over the table lock). */
+/** Indexes follow the definition shortly after the change commits; seeding waits for them to be valid (ANALYZE
+ * and a concurrent index build still running would otherwise fight over the table lock). */
 const awaitIndexes = async (db: postgres.Sql, structureId: string, count: number) => {
   for (let i = 0; i < 100 && (await indexesOf(db, structureId)).length < count; i++) await sleep(100)
 }
@@ -73,7 +76,7 @@ describe.runIf(process.env.DATABASE_URL)("query indexes and statement timeout (P
     token = await server.adminToken()
     db = postgres(server.databaseUrl!, { max: 2, onnotice: () => {} })
     items = await createItems(server, token, "items")
-    await awaitIndexes(db, items.id, 2)
+    await awaitIndexes(db, items.id, 3)
     await seed(db, items.id, ROWS)
   })
   afterAll(async () => {
@@ -83,13 +86,14 @@ describe.runIf(process.env.DATABASE_URL)("query indexes and statement timeout (P
 
   it("creates one partial expression index per indexed property, named from ids", async () => {
     const indexes = await indexesOf(db, items.id)
-    expect(indexes).toHaveLength(2)
+    expect(indexes).toHaveLength(3)
     for (const ix of indexes) {
       expect(ix.indexname).toMatch(/^rq_[0-9a-f]{32}_[0-9a-f]{12}$/)
       expect(ix.indexdef).toContain(`WHERE ((structure_id = '${items.id}'::uuid) AND (deleted_at IS NULL))`)
     }
     expect(indexes.some((ix) => ix.indexdef.includes("'price'::text))::numeric"))).toBe(true)
     expect(indexes.some((ix) => ix.indexdef.includes("(data ->> 'name'::text)"))).toBe(true)
+    expect(indexes.some((ix) => ix.indexdef.includes("troupe_datetime((data ->> 'at'::text))"))).toBe(true)
     const [row] = await db`SELECT count(*)::int AS n FROM records WHERE structure_id = ${items.id}`
     expect(row?.n).toBe(ROWS)
   })
@@ -101,7 +105,9 @@ describe.runIf(process.env.DATABASE_URL)("query indexes and statement timeout (P
       "FROM items WHERE price BETWEEN 100 AND 200 ORDER BY price LIMIT 20",
       "FROM items WHERE category = 'c3' AND price < 900 ORDER BY price DESC LIMIT 20",
       "FROM items WHERE name >= 'item 050000' ORDER BY name LIMIT 20 OFFSET 20",
-      "FROM items WHERE rank = 7 ORDER BY price LIMIT 20"
+      "FROM items WHERE rank = 7 ORDER BY price LIMIT 20",
+      "FROM items WHERE at > '2024-02-01T00:00:00Z' ORDER BY at DESC LIMIT 20",
+      "FROM items WHERE at BETWEEN '2024-01-10' AND '2024-01-20T12:00:00+02:00' ORDER BY at LIMIT 20"
     ]
     for (const text of queries) {
       const parsed = parseQueryLanguage(text)
@@ -126,6 +132,21 @@ describe.runIf(process.env.DATABASE_URL)("query indexes and statement timeout (P
       expect(res.status, res.text).toBe(200)
       expect(res.body.results).toHaveLength(20)
     }
+  })
+
+  it("compares datetimes as instants: no offset means UTC, other offsets are converted", async () => {
+    const at = async (text: string) => {
+      const res = await server.request("POST", `${server.base}/query`, { token, body: { query: text } })
+      expect(res.status, res.text).toBe(200)
+      return res.body.results.map((r: any) => r.data.at)
+    }
+    // record g = 61 holds 2024-01-01T01:01:00Z
+    expect(await at("FROM items WHERE at = '2024-01-01T01:01:00' LIMIT 5")).toEqual(["2024-01-01T01:01:00Z"])
+    expect(await at("FROM items WHERE at = '2024-01-01T02:01:00+01:00' LIMIT 5")).toEqual(["2024-01-01T01:01:00Z"])
+    expect(await at("FROM items WHERE at < '2024-01-01T00:03' ORDER BY at LIMIT 5")).toEqual(["2024-01-01T00:01:00Z", "2024-01-01T00:02:00Z"])
+    const list = await server.request("GET", `${server.base}/records?structureId=items&filter=${encodeURIComponent("at:>=2024-03-01")}&sort=at&limit=1`, { token })
+    expect(list.status, list.text).toBe(200)
+    expect(list.body.results[0].data.at).toBe("2024-03-01T00:00:00Z")
   })
 
   it("starts a keyset page at its cursor in the index", async () => {
@@ -184,7 +205,7 @@ describe.runIf(process.env.DATABASE_URL)("query indexes and statement timeout (P
     try {
       const t = await strict.adminToken()
       const slow = await createItems(strict, t, "slow")
-      await awaitIndexes(sdb, slow.id, 2)
+      await awaitIndexes(sdb, slow.id, 3)
       await seed(sdb, slow.id, 20_000)
       const viaQuery = await strict.request("POST", `${strict.base}/query`, {
         token: t,

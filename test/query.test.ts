@@ -272,6 +272,14 @@ const cases: ReadonlyArray<Case> = [
     q: ["published > '2024-01-31T12:00:00Z'"]
   },
   {
+    title: "datetimes are instants: another offset, or none (UTC)",
+    expect: ["banana", "carrot", "phone"],
+    b: ["published:>2024-02-01T01:00:00+02:00", "published:>2024-01-31T23:00:00"],
+    k: [[["published[gt]", "2024-01-31T23:00:00"]]],
+    a: ["published>'2024-01-31T19:00:00-04:00'"],
+    q: ["published > '2024-01-31T23:00'", "published >= '2024-02-01'"]
+  },
+  {
     title: "is null (missing)",
     expect: ["carrot", LAMP],
     b: ["qty:null"],

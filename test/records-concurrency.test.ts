@@ -177,3 +177,34 @@ describe("record writes under concurrency", () => {
     }
   })
 })
+
+describe("a node at its entity cap", () => {
+  let server: TestServer
+  let api: Client
+  let slugName: string
+
+  beforeAll(async () => {
+    server = await startServer({ env: { TROUPE_MAX_ENTITIES: "30", TROUPE_LIMIT_WRITES: "0" } })
+    api = client(server, await server.adminToken())
+    slugName = (await createStructure(api, { name: "Capped", recordSlug: slug("capped"), properties: [{ name: "key", type: "string" }] })).recordSlug
+  })
+  afterAll(async () => {
+    await server?.close()
+  })
+
+  it("refuses writes that need a new entity with 503 and Retry-After (never a 500), and recovers once entities idle out", async () => {
+    const results = await times(100, (i) => api.call("POST", `/records/slug/${slugName}/upsert`, { match: { key: `k-${i}` }, data: {} }))
+    for (const r of results) expect([201, 503], r.text).toContain(r.status)
+    const refused = results.filter((r) => r.status === 503)
+    expect(refused.length).toBeGreaterThan(0)
+    expectError(refused[0]!, 503, "UNAVAILABLE")
+    expect(refused[0]!.headers.get("retry-after")).toBe("1")
+    // idle entities leave after 10 s (the cluster's reaper looks every 10 to 30 s), and a retried write goes through
+    let retried = await api.call("POST", `/records/slug/${slugName}/upsert`, { match: { key: "k-late" }, data: {} })
+    for (let i = 0; i < 60 && retried.status === 503; i++) {
+      await sleep(1000)
+      retried = await api.call("POST", `/records/slug/${slugName}/upsert`, { match: { key: "k-late" }, data: {} })
+    }
+    expectStatus(retried, 201)
+  }, 90_000)
+})

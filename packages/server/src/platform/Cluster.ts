@@ -28,17 +28,21 @@ export const NodeProbeLayer = NodeProbe.toLayer(Effect.gen(function*() {
 
 export const ClusterLayer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
+  // Every write to a distinct record or business key activates an entity (records/RecordEntity.ts): resident
+  // entities = distinct keys written per second x idle time (10 s). Past TROUPE_MAX_ENTITIES a new entity is
+  // refused and the write answers 503 with Retry-After; the default 50,000 serves ~5,000 distinct keys/s per node.
+  const shardingDefaults = { entityMessagePollInterval: "5 seconds", maxResidentEntities: config.maxResidentEntities } as const
   if (!config.clustered) {
     return SingleRunner.layer({
       runnerStorage: "sql",
-      shardingConfig: { entityMessagePollInterval: "5 seconds" }
+      shardingConfig: shardingDefaults
     }).pipe(Layer.provide(NodeCrypto.layerDigest))
   }
   return NodeClusterSocket.layer({
     storage: "sql",
     shardingConfig: {
-      runnerAddress: Option.some(RunnerAddress.make(config.runnerHost, config.runnerPort)),
-      entityMessagePollInterval: "5 seconds"
+      ...shardingDefaults,
+      runnerAddress: Option.some(RunnerAddress.make(config.runnerHost, config.runnerPort))
     }
   })
 })) as Layer.Layer<Sharding.Sharding, never, AppConfig | SqlClient.SqlClient>

@@ -6,6 +6,7 @@ import { Migrator, SqlClient } from "effect/sql"
 import migration0001 from "../migrations/0001_core.ts"
 import migration0002 from "../migrations/0002_identity.ts"
 import migration0003 from "../migrations/0003_events.ts"
+import migration0004 from "../migrations/0004_datetime.ts"
 import { AppConfig } from "./AppConfig.ts"
 import * as PgliteClient from "./PgliteClient.ts"
 
@@ -13,7 +14,8 @@ import * as PgliteClient from "./PgliteClient.ts"
 export const migrations = {
   "0001_core": migration0001,
   "0002_identity": migration0002,
-  "0003_events": migration0003
+  "0003_events": migration0003,
+  "0004_datetime": migration0004
 }
 
 const runMigrations = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

@@ -5,6 +5,7 @@ import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Redacted, Result } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
+import datetimeFunction from "../migrations/0004_datetime.ts"
 import * as PgliteClient from "../platform/PgliteClient.ts"
 import * as Ast from "./Ast.ts"
 import {
@@ -154,6 +155,7 @@ const fixture = (table: string) =>
     const sql = yield* SqlClient.SqlClient
     const t = sql.literal(table)
     const create = Effect.gen(function*() {
+      yield* datetimeFunction
       yield* sql`CREATE TABLE ${t} (
         id uuid PRIMARY KEY,
         workspace text NOT NULL,

@@ -166,13 +166,12 @@ describe("typed comparisons", () => {
   it("casts numbers, datetimes and booleans by property type, all values bound", () => {
     const [text, params] = where(genB("price:>10,published:>2024-01-01T00:00:00Z,inStock:!true"))
     assert.include(text, "::numeric END) > $3::text::numeric")
-    assert.include(text, "::timestamptz END) > $")
+    assert.include(text, "troupe_datetime((r.data ->> $4::text)) > troupe_datetime($5::text)")
     assert.include(text, "@> $")
     assert.deepStrictEqual(params, [
       "price",
       "price",
       "10",
-      "published",
       "published",
       "2024-01-01T00:00:00Z",
       "{\"inStock\":true}"
@@ -185,7 +184,7 @@ describe("typed comparisons", () => {
         "recordSlug:products,workspaceSlug:acme,createdBy:u1"
     ))
     assert.include(text, "r.id IN ($1::text::uuid)")
-    assert.include(text, "r.created_at > $2::text::timestamptz")
+    assert.include(text, "r.created_at > troupe_datetime($2::text)")
     assert.include(text, "r.version >= $3::text::numeric")
     assert.include(text, "$4::text = $5::text")
     assert.include(text, "r.created_by = $8::text")
@@ -417,7 +416,7 @@ describe("aggregation", () => {
     assert.include(text, "NULLIF((r.data -> $1::text), 'null'::jsonb) AS g0")
     assert.include(text, "to_jsonb(count(*)) AS a0")
     assert.include(text, "to_jsonb(sum(")
-    assert.include(text, "to_jsonb(min((CASE WHEN")
+    assert.include(text, "to_jsonb(min(troupe_datetime(")
     assert.include(text, "to_jsonb(bool_or(")
     assert.include(text, "GROUP BY 1 ORDER BY a1 DESC NULLS FIRST,g0 ASC NULLS LAST")
     assert.deepStrictEqual(c.decode({ g0: "food", a0: 3, a1: 7.5, a2: null, a3: true }), {

@@ -214,12 +214,6 @@ const lit = (text: string): Fragment => Statement.fragment([Statement.literal(te
 const TRUE = lit("TRUE")
 const FALSE = lit("FALSE")
 
-// Stored datetimes are cast only when they look like ISO 8601, so one malformed value cannot fail the query.
-const DATETIME_SQL_RE = lit(
-  "'^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])" +
-    "([T ]([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9]([.][0-9]+)?)?([Zz]|[+-][0-9]{2}(:?[0-9]{2})?)?)?$'"
-)
-
 /** `(r.data -> $1::text -> $2::text)`: the jsonb value at the path. */
 const jsonPath = (sql: Sql, path: ReadonlyArray<string>): Fragment => {
   let f: Fragment = lit("r.data")
@@ -255,10 +249,9 @@ const typedExpr = (sql: Sql, f: ResolvedField): Fragment => {
       const j = jsonPath(sql, f.path)
       return sql`(CASE WHEN jsonb_typeof(${j}) = 'boolean' THEN (${jsonPath(sql, f.path)})::boolean END)`
     }
-    case "timestamptz": {
-      const t = textPath(sql, f.path)
-      return sql`(CASE WHEN ${t} ~ ${DATETIME_SQL_RE} THEN (${textPath(sql, f.path)})::timestamptz END)`
-    }
+    case "timestamptz":
+      // migration 0004: IMMUTABLE (UTC without an offset), so an indexed datetime property has an index on it
+      return sql`troupe_datetime(${textPath(sql, f.path)})`
     default:
       return textPath(sql, f.path)
   }
@@ -344,7 +337,7 @@ const bind = (sql: Sql, l: Ast.Literal, type: ScalarType, f: ResolvedField): Fra
     case "boolean":
       return sql`${asBoolean(l, f)}::text::boolean`
     case "timestamptz":
-      return sql`${asDateTime(l, f)}::text::timestamptz`
+      return sql`troupe_datetime(${asDateTime(l, f)}::text)`
     case "uuid":
       return sql`${asUuid(l, f)}::text::uuid`
     case "text":

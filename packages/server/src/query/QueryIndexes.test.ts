@@ -4,16 +4,18 @@ import { desiredIndexes, indexExpression } from "./QueryIndexes.ts"
 const id = "0f8fad5b-d9cb-469f-a165-70867728950e"
 
 describe("index policy", () => {
-  it("asks for one partial index per indexed number, string or single reference, named from ids", () => {
+  it("asks for one partial index per indexed number, string, datetime or single reference, named from ids", () => {
     const specs = desiredIndexes(id, [
       { name: "price", type: "number", indexed: true },
       { name: "title", type: "string", indexed: true },
       { name: "owner", type: "reference", relationship: "many-to-one", indexed: true },
+      { name: "when", type: "datetime", indexed: true },
       { name: "plain", type: "number" }
     ])
-    expect(specs).toHaveLength(3)
+    expect(specs).toHaveLength(4)
     for (const s of specs) expect(s.name).toMatch(/^rq_0f8fad5bd9cb469fa16570867728950e_[0-9a-f]{12}$/)
-    expect(new Set(specs.map((s) => s.name)).size).toBe(3)
+    expect(new Set(specs.map((s) => s.name)).size).toBe(4)
+    expect(specs[3]!.ddl(false)).toContain("(troupe_datetime((data ->> 'when'::text)), id)")
     const [price, title] = specs
     expect(price!.ddl(true)).toBe(
       `CREATE INDEX CONCURRENTLY IF NOT EXISTS ${price!.name} ON records (${indexExpression("numeric", "price")}, id) ` +
@@ -25,7 +27,6 @@ describe("index policy", () => {
 
   it("skips what an index cannot serve or must not see", () => {
     expect(desiredIndexes(id, [
-      { name: "when", type: "datetime", indexed: true },
       { name: "tags", type: "array", indexed: true },
       { name: "links", type: "reference", relationship: "many-to-many", indexed: true },
       { name: "pin", type: "string", isSecret: true, indexed: true },

@@ -3,6 +3,7 @@
 // every top-level property marked `indexed: true` gets one partial expression index per structure:
 //   number             ((CASE WHEN jsonb_typeof(data -> 'f') = 'number' THEN (data -> 'f')::numeric END), id)
 //   string, reference  ((data ->> 'f'), id)
+//   datetime           (troupe_datetime(data ->> 'f'), id)   (migration 0004: ISO text as an instant, UTC by default)
 // both `WHERE structure_id = '<id>' AND deleted_at IS NULL`, the scope every list and query runs with. Index names
 // are derived from the structure id and a hash of the property (`rq_<id hex>_<hash>`), never from user text, and the
 // property name inside the expression is checked against the property-name rule before it is quoted.
@@ -39,20 +40,25 @@ export interface IndexSpec {
 const quote = (s: string) => `'${s.replace(/'/g, "''")}'`
 
 /** The SQL expression the compiler's typed value of a top-level field reduces to once parameters are bound. */
-export const indexExpression = (kind: "numeric" | "text", field: string): string => {
+export const indexExpression = (kind: IndexKind, field: string): string => {
   const key = `${quote(field)}::text`
   return kind === "numeric"
     ? `(CASE WHEN jsonb_typeof((data -> ${key})) = 'number'::text THEN ((data -> ${key}))::numeric END)`
+    : kind === "datetime"
+    ? `troupe_datetime((data ->> ${key}))`
     : `((data ->> ${key}))`
 }
 
-const kindOf = (p: PropertyLike): "numeric" | "text" | undefined => {
+type IndexKind = "numeric" | "text" | "datetime"
+
+const kindOf = (p: PropertyLike): IndexKind | undefined => {
   if (p.indexed !== true || typeof p.name !== "string" || !SAFE_NAME.test(p.name)) return undefined
   if (p.isSecret === true) return undefined
   // virtual computed values are not stored
   if (p.expression !== undefined && p.computedMode === "virtual") return undefined
   if (p.type === "number" || p.type === "integer") return "numeric"
   if (p.type === "string") return "text"
+  if (p.type === "datetime") return "datetime"
   if (p.type === "reference" && p.relationship !== "many-to-many") return "text"
   return undefined
 }

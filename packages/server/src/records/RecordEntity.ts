@@ -2,7 +2,7 @@
 // versions never race and history is exact; `RecordKey` (id `<workspace>/<structureId>/<sha256(match)>`) serialises
 // upserts of one business key anywhere in the cluster. Messages are volatile RPCs: durability is the handler's own
 // transaction, and a caller whose node dies mid-call gets an error it may retry.
-import { badRequest, conflict, ErrorDetail, locked, notFound, unprocessable } from "@troupe/api/Errors"
+import { badRequest, conflict, ErrorDetail, locked, notFound, serviceUnavailable, unprocessable } from "@troupe/api/Errors"
 import { Context, Effect, Layer, Queue, Schema } from "effect"
 import { Entity, type Envelope } from "effect/cluster"
 import { Rpc, type RpcGroup } from "effect/rpc"
@@ -104,7 +104,7 @@ export const RecordEntityLayer = RecordEntity.toLayer(Effect.gen(function*() {
       return onWire(Effect.map(records.revert(workspace, id, payload.reason, payload.writer), written))
     }
   })
-}), { maxIdleTime: "2 minutes" })
+}), { maxIdleTime: "10 seconds" })
 
 /** The most upserts one transaction carries. */
 const MAX_UPSERT_BATCH = 128
@@ -168,7 +168,7 @@ export const RecordKeyEntityLayer = RecordKeyEntity.toLayerQueue(Effect.gen(func
 
     return Effect.forever(Effect.flatMap(Queue.takeAll(queue), (envelopes) => run(envelopes as ReadonlyArray<UpsertRequest>)))
   }
-}), { maxIdleTime: "1 minute" })
+}), { maxIdleTime: "10 seconds" })
 
 export interface Written {
   readonly row: RecordRow
@@ -196,10 +196,17 @@ export class RecordWriter extends Context.Service<RecordWriter, {
   static readonly layer = Layer.effect(RecordWriter, Effect.gen(function*() {
     const record = yield* RecordEntity.client
     const key = yield* RecordKeyEntity.client
-    // Sharding failures (a node gone mid-call) surface as defects -> 500/503 for the caller to retry.
+    // Sharding failures surface as defects: a node at its entity cap is a 503 with Retry-After, a node gone
+    // mid-call a 500; both are for the caller to retry.
     const orDie = <A, E>(e: Effect.Effect<A, E | { readonly _tag: string }>) =>
       Effect.catch(e, (err: any) =>
-        err?._tag === "WriteFailure" ? Effect.fail(fromFailure(err)) : err?._tag !== undefined && !("statusCode" in err) ? Effect.die(err) : Effect.fail(err)) as Effect.Effect<A, E>
+        err?._tag === "WriteFailure"
+          ? Effect.fail(fromFailure(err))
+          : err?._tag === "MailboxFull"
+          ? Effect.die(Object.assign(serviceUnavailable({ message: "This node is at capacity; retry shortly", code: "UNAVAILABLE" }), { retryAfter: 1 }))
+          : err?._tag !== undefined && !("statusCode" in err)
+          ? Effect.die(err)
+          : Effect.fail(err)) as Effect.Effect<A, E>
     // an id that is no record id never reaches an actor
     const known = <A>(id: string, send: () => Effect.Effect<A, RecordError>): Effect.Effect<A, RecordError> =>
       isUuid(id) ? send() : Effect.fail(recordNotFound(id))
