@@ -352,14 +352,7 @@ export class RecordService extends Context.Service<RecordService, {
       }
     })
 
-    const recordEvent = (
-      type: string,
-      structure: Structure,
-      row: RecordRow,
-      previous: Record<string, unknown> | null,
-      changes: Changes,
-      writer: Writer
-    ) => appendEvent(sql, eventOf(type, structure, row, previous, changes, writer))
+    const recordEvent = (...event: Parameters<typeof eventOf>) => appendEvent(sql, eventOf(...event))
 
     const changelogMeta = (writer: Writer, extra: Record<string, unknown> = {}) => ({
       ...(writer.clientAddress ? { clientAddress: writer.clientAddress } : {}),
