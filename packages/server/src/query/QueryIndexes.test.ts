@@ -16,6 +16,11 @@ describe("index policy", () => {
     for (const s of specs) expect(s.name).toMatch(/^rq_0f8fad5bd9cb469fa16570867728950e_[0-9a-f]{12}$/)
     expect(new Set(specs.map((s) => s.name)).size).toBe(4)
     expect(specs[3]!.ddl(false)).toContain("(troupe_datetime((data ->> 'when'::text)), id)")
+    // each with extended statistics on its expression (the planner ignores those of partial indexes)
+    for (const s of specs) expect(s.statistics.name).toBe(`${s.name}_s`)
+    expect(specs[0]!.statistics.ddl).toBe(
+      `CREATE STATISTICS IF NOT EXISTS ${specs[0]!.name}_s ON (${indexExpression("numeric", "price")}) FROM records`
+    )
     const [price, title] = specs
     expect(price!.ddl(true)).toBe(
       `CREATE INDEX CONCURRENTLY IF NOT EXISTS ${price!.name} ON records (${indexExpression("numeric", "price")}, id) ` +
