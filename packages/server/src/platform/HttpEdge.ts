@@ -7,7 +7,6 @@ import { FindMyWay, HttpIncomingMessage, HttpRouter, HttpServer, HttpServerError
 import { HttpApi, HttpApiError } from "effect/http-api"
 import * as Crypto from "node:crypto"
 import { AppConfig } from "./AppConfig.ts"
-import { FastRoutes } from "./FastRoutes.ts"
 
 /** Alternate bases served by the same handlers: the canonical path is what the router knows. */
 const aliases: ReadonlyArray<readonly [RegExp, string]> = [
@@ -63,7 +62,11 @@ interface ContractError {
   readonly details: ReadonlyArray<ErrorDetail>
 }
 
-const isContractError = (u: unknown): u is ContractError =>
+/** The caller's request id when it is a sane token, else a new one. */
+export const requestIdOf = (incoming: string | ReadonlyArray<string> | undefined): string =>
+  typeof incoming === "string" && /^[\w.:-]{1,128}$/.test(incoming) ? incoming : Crypto.randomUUID()
+
+export const isContractError = (u: unknown): u is ContractError =>
   typeof u === "object" && u !== null && typeof (u as any).statusCode === "number" &&
   typeof (u as any).code === "string" && typeof (u as any).error === "string"
 
@@ -161,22 +164,11 @@ export const serve = <E, R>(
     const allowedMethods = makeMethodIndex(api, extraRoutes)
     const level = logLevels[config.logLevel as keyof typeof logLevels] ?? 1
     const maxBody = config.maxBodyBytes
-    const fastRoutes = yield* FastRoutes
-    /** The ordinary path, or a fast route's answer when one matches and takes the request. */
-    const route = (request: HttpServerRequest.HttpServerRequest, url: string) => {
-      for (const fast of fastRoutes) {
-        if (fast.method !== request.method) continue
-        const match = fast.pattern.exec(url)
-        if (match !== null) return Effect.flatMap(fast.run(match, request), (r) => r === undefined ? handler : Effect.succeed(r))
-      }
-      return handler
-    }
 
     const wrapped = Effect.gen(function*() {
       const original = yield* HttpServerRequest.HttpServerRequest
       const start = performance.now()
-      const incoming = original.headers["x-request-id"]
-      const requestId = incoming !== undefined && /^[\w.:-]{1,128}$/.test(incoming) ? incoming : Crypto.randomUUID()
+      const requestId = requestIdOf(original.headers["x-request-id"])
       const url = canonicalUrl(original.url)
       const request = url === original.url ? original : original.modify({ url })
 
@@ -191,7 +183,7 @@ export const serve = <E, R>(
       ) {
         response = errorResponse(415, "UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json", requestId)
       } else {
-        const exit = yield* route(request, url).pipe(
+        const exit = yield* handler.pipe(
           Effect.provideService(HttpServerRequest.HttpServerRequest, request),
           Effect.provideService(HttpIncomingMessage.MaxBodySize, maxBody as any),
           Effect.exit

@@ -3,7 +3,6 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Api } from "@troupe/api/Api"
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
-import { createServer } from "node:http"
 import { EventsLayer } from "../events/EventsLayer.ts"
 import { WebhooksHandlers } from "../events/http.ts"
 import { RealtimeRoute, realtimeRoutes } from "../events/RealtimeRoute.ts"
@@ -23,6 +22,7 @@ import { StructuresHandlers } from "../structures/http.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { VersionRetentionLayer } from "../structures/VersionRetention.ts"
 import { AppConfig } from "./AppConfig.ts"
+import { fastServer, FastRoutes } from "./FastRoutes.ts"
 import { ClusterLayer, NodeProbeLayer } from "./Cluster.ts"
 import { DatabaseLayer } from "./Database.ts"
 import { SystemHandlers } from "./http.ts"
@@ -57,11 +57,12 @@ const Runtime = Entities.pipe(
 
 const HttpLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
+  // the node's http.Server answers the fast routes itself and hands every other request to the Effect stack
+  const FastServer = fastServer(yield* FastRoutes, yield* Effect.context<never>(), ["debug", "info"].includes(config.logLevel))
   return serve(Api, Routes, [["GET", "/docs"], ["GET", "/openapi.json"], ...realtimeRoutes]).pipe(
-    Layer.provide(NodeHttpServer.layer(createServer, { port: config.port, host: config.host })),
-    Layer.provide(FastReadLayer)
+    Layer.provide(NodeHttpServer.layer(() => new FastServer(), { port: config.port, host: config.host }))
   )
-}))
+})).pipe(Layer.provide(FastReadLayer))
 
 export const ServerLayer = HttpLive.pipe(
   Layer.provide(Runtime),

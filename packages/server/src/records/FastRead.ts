@@ -1,8 +1,7 @@
-// The hot read `GET /workspace/:ws/api/v1/records/:id` (no query string) as a fast route: the same authentication
-// (permission read:records, rate class reads), the same RecordService.get and the same rendering as the ordinary
-// handler, without the router. Any other form of the request (query options, no bearer token) is left to it.
+// The hot read `GET /workspace/:ws/api/v1/records/:id` (no query string) as a fast route (platform/FastRoutes.ts):
+// the same authentication (permission read:records, rate class reads), the same RecordService.get and the same
+// rendering as the ordinary handler. Any other form of the request (query options, no bearer token) is left to it.
 import { Effect, Layer } from "effect"
-import { HttpServerResponse } from "effect/http"
 import { Authenticator } from "../identity/Authenticate.ts"
 import { bearerOf, FastRoutes } from "../platform/FastRoutes.ts"
 import { applyVirtual } from "../structures/Validator.ts"
@@ -19,18 +18,17 @@ export const FastReadLayer: Layer.Layer<FastRoutes, never, Authenticator | Recor
     return [{
       method: "GET",
       pattern: getById,
-      run: (match, request) => {
-        const token = bearerOf(request.headers.authorization)
+      run: (match, headers) => {
+        const token = bearerOf(headers.authorization)
         if (token === undefined) return Effect.undefined
         const workspace = match[1]!
         return Effect.flatMap(
           authenticator.authenticate(token, { workspace, permission: "read:records", rateClass: "reads" }),
           () =>
-            Effect.map(records.get(workspace, match[2]!), ({ row, structure }) =>
-              HttpServerResponse.jsonUnsafe(
-                toRecordB(row, applyVirtual(structure, maskData(structure, row.data), new Date())),
-                { status: 200 }
-              ))
+            Effect.map(records.get(workspace, match[2]!), ({ row, structure }) => ({
+              status: 200,
+              body: toRecordB(row, applyVirtual(structure, maskData(structure, row.data), new Date()))
+            }))
         )
       }
     }]

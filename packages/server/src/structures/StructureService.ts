@@ -498,14 +498,15 @@ export class StructureService extends Context.Service<StructureService, {
         yield* kept.length === 0
           ? sql`DELETE FROM record_unique_values WHERE structure_id = ${after.id}`
           : sql`DELETE FROM record_unique_values WHERE structure_id = ${after.id} AND NOT (field IN ${sql.in(kept)})`
-        if (added.length === 0) return
-        const live = yield* sql`SELECT id, data FROM records WHERE structure_id = ${after.id} AND deleted_at IS NULL
-          AND (expires_at IS NULL OR expires_at > now())`
         const claims: Array<{ field: string; value: string; record_id: string }> = []
         for (const { key, name, index } of added) {
+          // only the field's values, not whole records: the structure may be large
+          const live = yield* sql`SELECT id, jsonb_build_object(${name}::text, data -> ${name}::text) AS v FROM records
+            WHERE structure_id = ${after.id} AND deleted_at IS NULL AND (expires_at IS NULL OR expires_at > now())
+              AND data ? ${name}::text`
           const holder = new Map<string, string>()
           for (const row of live) {
-            for (const [k, value] of claimsOf(after, json<Record<string, unknown>>(row.data))) {
+            for (const [k, value] of claimsOf(after, json<Record<string, unknown>>(row.v))) {
               if (k !== key) continue
               if (holder.has(value)) {
                 return yield* conflict({
