@@ -7,10 +7,10 @@
 // any a route declines (its effect answers undefined), is emitted as usual to the Effect HTTP stack (HttpEdge). A
 // route's failures are the typed errors the ordinary handler raises, written as the same contract body, with the
 // same request id handling and request log line as the edge.
-import { errorBody, type ErrorDetail } from "@troupe/api/Errors"
+import { errorBody } from "@troupe/api/Errors"
 import { Cause, Context, Effect, Exit, Layer } from "effect"
 import * as Http from "node:http"
-import { canonicalUrl, isContractError, requestIdOf } from "./HttpEdge.ts"
+import { canonicalUrl, contractErrorOf, requestIdOf } from "./HttpEdge.ts"
 
 export interface FastAnswer {
   readonly status: number
@@ -45,19 +45,12 @@ const send = (res: Http.ServerResponse, status: number, body: unknown, headers: 
 
 /** A failed route: the contract body of its typed error, or 500 (logged) for anything else. */
 const failure = (cause: Cause.Cause<unknown>, requestId: string) => {
-  for (const reason of cause.reasons) {
-    const value = reason._tag === "Fail" ? reason.error : reason._tag === "Die" ? reason.defect : undefined
-    if (value !== undefined && isContractError(value)) {
-      const retry = (value as { retryAfter?: unknown }).retryAfter
-      return {
-        status: value.statusCode,
-        body: { ...errorBody(value.statusCode, value.code, value.message, value.details as ReadonlyArray<ErrorDetail>), requestId },
-        headers: typeof retry === "number" ? { "retry-after": String(retry) } : {},
-        unexpected: false
-      }
-    }
+  const contract = contractErrorOf(cause)
+  if (contract === undefined) {
+    return { status: 500, body: { ...errorBody(500, "INTERNAL", "Internal server error", []), requestId }, headers: {}, unexpected: true }
   }
-  return { status: 500, body: { ...errorBody(500, "INTERNAL", "Internal server error", []), requestId }, headers: {}, unexpected: true }
+  const { error, headers } = contract
+  return { status: error.statusCode, body: { ...errorBody(error.statusCode, error.code, error.message, error.details), requestId }, headers, unexpected: false }
 }
 
 /**

@@ -66,9 +66,22 @@ interface ContractError {
 export const requestIdOf = (incoming: string | ReadonlyArray<string> | undefined): string =>
   typeof incoming === "string" && /^[\w.:-]{1,128}$/.test(incoming) ? incoming : Crypto.randomUUID()
 
-export const isContractError = (u: unknown): u is ContractError =>
+const isContractError = (u: unknown): u is ContractError =>
   typeof u === "object" && u !== null && typeof (u as any).statusCode === "number" &&
   typeof (u as any).code === "string" && typeof (u as any).error === "string"
+
+/** The contract error a cause fails or dies with, and the headers it carries (Retry-After); used by the fast routes too. */
+export const contractErrorOf = (
+  cause: Cause.Cause<unknown>
+): { readonly error: ContractError; readonly headers: Record<string, string> } | undefined => {
+  for (const reason of cause.reasons) {
+    const value = reason._tag === "Fail" ? reason.error : reason._tag === "Die" ? reason.defect : undefined
+    if (!isContractError(value)) continue
+    const retry = (value as { retryAfter?: unknown }).retryAfter
+    return { error: value, headers: typeof retry === "number" ? { "retry-after": String(retry) } : {} }
+  }
+  return undefined
+}
 
 const payloadKinds: Record<string, string> = { Payload: "body", Query: "query", Params: "path", Headers: "headers" }
 
@@ -78,15 +91,14 @@ const failureResponse = (
   requestId: string,
   allowedMethods: (method: string, url: string) => ReadonlyArray<string>
 ): { response: HttpServerResponse.HttpServerResponse; logged: boolean } => {
+  const contract = contractErrorOf(cause)
+  if (contract !== undefined) {
+    const { error, headers } = contract
+    return { response: errorResponse(error.statusCode, error.code, error.message, requestId, error.details, headers), logged: false }
+  }
   for (const reason of cause.reasons) {
     const value = reason._tag === "Fail" ? reason.error : reason._tag === "Die" ? reason.defect : undefined
     if (value === undefined) continue
-    if (isContractError(value)) {
-      const headers: Record<string, string> = {}
-      const retry = (value as any).retryAfter
-      if (typeof retry === "number") headers["retry-after"] = String(retry)
-      return { response: errorResponse(value.statusCode, value.code, value.message, requestId, value.details, headers), logged: false }
-    }
     if (HttpApiError.HttpApiSchemaError.is(value)) {
       if (value.kind === "Body" || value.kind === "ResponseHeaders") break
       const where = payloadKinds[value.kind] ?? "request"
