@@ -35,7 +35,7 @@ export const queryRoutes = (sql: postgres.Sql<{}>, send: Send): Array<[string, R
         AND ((CASE WHEN jsonb_typeof((r.data -> 'price')) = 'number' THEN ((r.data -> 'price'))::numeric END)
           BETWEEN ${"200"}::text::numeric AND ${"800"}::text::numeric)
       ORDER BY (CASE WHEN jsonb_typeof((r.data -> 'price')) = 'number' THEN ((r.data -> 'price'))::numeric END)
-        DESC NULLS FIRST, r.id ASC
+        DESC NULLS FIRST, r.id DESC
       LIMIT 20`
     send(res, 200, { results: rows })
   }]

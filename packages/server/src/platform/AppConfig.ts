@@ -75,7 +75,7 @@ const config = Effect.gen(function*() {
     ttlSweepBatch: yield* int("TROUPE_TTL_SWEEP_BATCH", 500, 1),
     structureRetentionTickSeconds: yield* seconds("TROUPE_STRUCTURE_RETENTION_TICK_SECONDS", 300),
     queryTimeoutMs: yield* int("TROUPE_QUERY_TIMEOUT_MS", 30000),
-    queryPoolSize: yield* int("TROUPE_QUERY_POOL_SIZE", 8, 1),
+    queryPoolSize: yield* int("TROUPE_QUERY_POOL_SIZE", 16, 1),
     maxResidentEntities: yield* int("TROUPE_MAX_ENTITIES", 50_000, 10),
     sseHeartbeatSeconds: yield* seconds("TROUPE_SSE_HEARTBEAT_SECONDS", 15)
   }

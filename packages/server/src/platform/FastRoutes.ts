@@ -1,12 +1,14 @@
-// Hot routes answered before the Effect HTTP stack: the few requests that dominate a data service's load (reading
-// one record) skip the generic per-request work (a request fiber and scope, the edge wrapper, route lookup, merging
-// every service into the request context, schema decoding of parameters), which costs more than the query itself.
+// Hot routes answered before the Effect HTTP stack: the few requests that dominate a data service's load (reading one
+// record, listing a page) skip the generic per-request work (a request fiber and scope, the edge wrapper, route
+// lookup, merging every service into the request context, schema decoding of parameters), which costs more than the
+// query itself.
 //
-// `FastServer` is the node's `http.Server`: a request that a fast route matches (method, canonical URL without a
-// query string, no body) is answered by that route's effect, run on the node's runtime; every other request, and
-// any a route declines (its effect answers undefined), is emitted as usual to the Effect HTTP stack (HttpEdge). A
-// route's failures are the typed errors the ordinary handler raises, written as the same contract body, with the
-// same request id handling and request log line as the edge.
+// `FastServer` is the node's `http.Server`: a request that a fast route matches (method, canonical path, a query
+// string only where the route takes one, no body) is answered by that route's effect, run on the node's runtime;
+// every other request, and any a route declines (its effect answers undefined, or its query string has what only the
+// stack should judge), is emitted as usual to the Effect HTTP stack (HttpEdge). A route's failures are the typed
+// errors the ordinary handler raises, written as the same contract body, with the same request id handling and
+// request log line as the edge.
 import { errorBody } from "@troupe/api/Errors"
 import { Cause, Context, Effect, Exit, Layer } from "effect"
 import * as Http from "node:http"
@@ -19,9 +21,15 @@ export interface FastAnswer {
 
 export interface FastRoute {
   readonly method: string
-  /** matched against the canonical URL (aliases already rewritten); requests with a query string never match */
+  /** matched against the canonical path (aliases already rewritten), without the query string */
   readonly pattern: RegExp
-  readonly run: (match: RegExpExecArray, headers: Http.IncomingHttpHeaders) => Effect.Effect<FastAnswer | undefined, unknown>
+  /** whether the route takes a query string; without it, a request with one never matches */
+  readonly query?: boolean
+  readonly run: (
+    match: RegExpExecArray,
+    headers: Http.IncomingHttpHeaders,
+    query: Readonly<Record<string, string>>
+  ) => Effect.Effect<FastAnswer | undefined, unknown>
 }
 
 export class FastRoutes extends Context.Service<FastRoutes, ReadonlyArray<FastRoute>>()(
@@ -29,6 +37,36 @@ export class FastRoutes extends Context.Service<FastRoutes, ReadonlyArray<FastRo
 ) {
   static readonly none: Layer.Layer<FastRoutes> = Layer.succeed(FastRoutes, [])
 }
+
+/** `+` is a space; percent-escapes are decoded where they are valid and kept as they are where not. */
+const decodeComponent = (text: string) => {
+  const spaced = text.includes("+") ? text.replaceAll("+", " ") : text
+  if (!spaced.includes("%")) return spaced
+  try {
+    return decodeURIComponent(spaced) || spaced
+  } catch {
+    return spaced
+  }
+}
+
+/**
+ * A query string read as the HTTP stack's router reads it (RecordsApi parameters are single strings). Undefined for
+ * what only the stack should judge: a repeated or nameless parameter, or a NUL (the record routes refuse it).
+ */
+export const queryParams = (text: string): Record<string, string> | undefined => {
+  const out: Record<string, string> = Object.create(null)
+  if (text.includes("%00")) return undefined
+  for (const pair of text.split("&")) {
+    if (pair === "") continue
+    const eq = pair.indexOf("=")
+    const key = decodeComponent(eq < 0 ? pair : pair.slice(0, eq))
+    if (key === "" || key in out) return undefined
+    out[key] = eq < 0 ? "" : decodeComponent(pair.slice(eq + 1))
+  }
+  return out
+}
+
+const noQuery: Readonly<Record<string, string>> = Object.freeze(Object.create(null))
 
 /** The bearer token of an Authorization header ("Bearer" in any case), else undefined. */
 export const bearerOf = (header: string | undefined): string | undefined => {
@@ -69,26 +107,34 @@ export const fastServer = (
     }
 
     #take(req: Http.IncomingMessage, res: Http.ServerResponse): boolean {
+      if (req.headers["content-length"] !== undefined || req.headers["transfer-encoding"] !== undefined) return false
       const raw = req.url ?? "/"
-      if (raw.includes("?") || req.headers["content-length"] !== undefined || req.headers["transfer-encoding"] !== undefined) {
-        return false
-      }
-      const url = canonicalUrl(raw)
+      const at = raw.indexOf("?")
+      const url = canonicalUrl(at < 0 ? raw : raw.slice(0, at))
       for (const route of routes) {
-        if (route.method !== req.method) continue
+        if (route.method !== req.method || (at >= 0 && route.query !== true)) continue
         const match = route.pattern.exec(url)
         if (match === null) continue
-        this.#answer(route, match, req, res, url)
+        const query = at < 0 ? noQuery : queryParams(raw.slice(at + 1))
+        if (query === undefined) return false
+        this.#answer(route, match, query, req, res, url)
         return true
       }
       return false
     }
 
-    #answer(route: FastRoute, match: RegExpExecArray, req: Http.IncomingMessage, res: Http.ServerResponse, url: string) {
+    #answer(
+      route: FastRoute,
+      match: RegExpExecArray,
+      query: Readonly<Record<string, string>>,
+      req: Http.IncomingMessage,
+      res: Http.ServerResponse,
+      url: string
+    ) {
       const start = performance.now()
       const requestId = requestIdOf(req.headers["x-request-id"])
       const headers = { "x-request-id": requestId }
-      const run = Effect.exit(route.run(match, req.headers)).pipe(
+      const run = Effect.exit(route.run(match, req.headers, query)).pipe(
         Effect.flatMap((exit) => {
           if (Exit.isSuccess(exit)) {
             if (exit.value === undefined) return Effect.sync(() => void super.emit("request", req, res))

@@ -593,7 +593,11 @@ interface SortTerm {
   readonly type: ScalarType
 }
 
-/** The sort as executed: constant columns dropped, `id` appended as the tiebreaker unless already a key. */
+/**
+ * The sort as executed: constant columns dropped, `id` appended as the tiebreaker unless already a key. The
+ * tiebreaker runs in the direction of the last key, so a sort on one indexed property is exactly the order of its
+ * index `(expression, id)` read forwards or backwards: the page is read straight off the index, with no sort step.
+ */
 const sortTerms = (keys: ReadonlyArray<Ast.SortKey>, ctx: CompileContext): Array<SortTerm> => {
   const terms: Array<SortTerm> = []
   let hasId = false
@@ -606,7 +610,8 @@ const sortTerms = (keys: ReadonlyArray<Ast.SortKey>, ctx: CompileContext): Array
     if (hasId) break
   }
   if (!hasId) {
-    terms.push({ label: "id", direction: "asc", field: resolveColumn("id", ctx), type: "uuid" })
+    const direction = terms.length > 0 ? terms[terms.length - 1]!.direction : "asc"
+    terms.push({ label: "id", direction, field: resolveColumn("id", ctx), type: "uuid" })
   }
   return terms
 }
@@ -617,7 +622,7 @@ const DESC = lit("DESC NULLS FIRST")
 
 /**
  * Compiles sort keys to an ORDER BY list (without the keyword), typed by property type, nulls last ascending,
- * always ending in `r.id` so pages are stable.
+ * always ending in `r.id` (in the direction of the last key) so pages are stable.
  */
 export const compileOrderBy = (
   sql: Sql,

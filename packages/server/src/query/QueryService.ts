@@ -40,10 +40,6 @@ type Fragment = Statement.Fragment
 export const DEFAULT_LIMIT = 100
 /** The largest LIMIT a query (and the number of groups an aggregate request) may ask for. */
 export const MAX_LIMIT = 1000
-/** Default statement timeout (data-service.md §8: HTTP query timeout 30 s); `TROUPE_QUERY_TIMEOUT_MS` overrides. */
-export const DEFAULT_TIMEOUT_MS = 30_000
-/** Connections of the query pool (PostgreSQL); `TROUPE_QUERY_POOL_SIZE` overrides. */
-export const DEFAULT_POOL_SIZE = 8
 
 export type QueryFailure = BadRequest | NotFound | ServiceUnavailable
 

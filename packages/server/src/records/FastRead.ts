@@ -1,36 +1,60 @@
-// The hot read `GET /workspace/:ws/api/v1/records/:id` (no query string) as a fast route (platform/FastRoutes.ts):
-// the same authentication (permission read:records, rate class reads), the same RecordService.get and the same
-// rendering as the ordinary handler. Any other form of the request (query options, no bearer token) is left to it.
+// The hot reads as fast routes (platform/FastRoutes.ts), each with the same authentication (permission read:records,
+// rate class reads), service calls and rendering as its ordinary handler:
+//   - `GET /workspace/:ws/api/v1/records/:id` without a query string (RecordService.get);
+//   - `GET /workspace/:ws/api/v1/records?...`, the generation B list (RecordViews.listB).
+// Any other form of these requests (query options on the read, no bearer token, a repeated parameter) is left to
+// the ordinary handlers.
 import { Effect, Layer } from "effect"
 import { Authenticator } from "../identity/Authenticate.ts"
 import { bearerOf, FastRoutes } from "../platform/FastRoutes.ts"
+import { StructureService } from "../structures/StructureService.ts"
 import { applyVirtual } from "../structures/Validator.ts"
 import { maskData, toRecordB } from "./model.ts"
+import { RecordQuery } from "./RecordQuery.ts"
 import { RecordService } from "./RecordService.ts"
+import { recordViews } from "./RecordViews.ts"
 
 const getById = /^\/workspace\/([a-z0-9-]{1,100})\/api\/v1\/records\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/
+const list = /^\/workspace\/([a-z0-9-]{1,100})\/api\/v1\/records$/
 
-export const FastReadLayer: Layer.Layer<FastRoutes, never, Authenticator | RecordService> = Layer.effect(
-  FastRoutes,
-  Effect.gen(function*() {
-    const authenticator = yield* Authenticator
-    const records = yield* RecordService
-    return [{
-      method: "GET",
-      pattern: getById,
-      run: (match, headers) => {
-        const token = bearerOf(headers.authorization)
-        if (token === undefined) return Effect.undefined
-        const workspace = match[1]!
-        return Effect.flatMap(
-          authenticator.authenticate(token, { workspace, permission: "read:records", rateClass: "reads" }),
-          () =>
-            Effect.map(records.get(workspace, match[2]!), ({ row, structure }) => ({
-              status: 200,
-              body: toRecordB(row, applyVirtual(structure, maskData(structure, row.data), new Date()))
-            }))
-        )
-      }
-    }]
-  })
-)
+const read = { permission: "read:records", rateClass: "reads" } as const
+
+export const FastReadLayer: Layer.Layer<FastRoutes, never, Authenticator | RecordService | RecordQuery | StructureService> =
+  Layer.effect(
+    FastRoutes,
+    Effect.gen(function*() {
+      const authenticator = yield* Authenticator
+      const records = yield* RecordService
+      const views = recordViews(records, yield* RecordQuery, yield* StructureService)
+      return [{
+        method: "GET",
+        pattern: getById,
+        run: (match, headers) => {
+          const token = bearerOf(headers.authorization)
+          if (token === undefined) return Effect.undefined
+          const workspace = match[1]!
+          return Effect.flatMap(
+            authenticator.authenticate(token, { workspace, ...read }),
+            () =>
+              Effect.map(records.get(workspace, match[2]!), ({ row, structure }) => ({
+                status: 200,
+                body: toRecordB(row, applyVirtual(structure, maskData(structure, row.data), new Date()))
+              }))
+          )
+        }
+      }, {
+        method: "GET",
+        pattern: list,
+        query: true,
+        run: (match, headers, query) => {
+          const token = bearerOf(headers.authorization)
+          if (token === undefined) return Effect.undefined
+          const workspace = match[1]!
+          return Effect.flatMap(
+            authenticator.authenticate(token, { workspace, ...read }),
+            (principal) => Effect.map(views.listB(workspace, query, principal), (body) => ({ status: 200, body }))
+          )
+        }
+      }]
+    })
+  )

@@ -28,10 +28,10 @@ import * as Ast from "../query/Ast.ts"
 import { parseExpressionA } from "../query/ExpressionParser.ts"
 import { parseBracketParams, parseFilterB, parseSort, reservedParams } from "../query/FilterParser.ts"
 import { StructureService } from "../structures/StructureService.ts"
-import { applyVirtual } from "../structures/Validator.ts"
-import { isUuid, maskData, type RecordRow, toRecordA, toRecordB, type Writer } from "./model.ts"
+import { isUuid, type RecordRow, toRecordA, toRecordB, type Writer } from "./model.ts"
 import { RecordWriter } from "./RecordEntity.ts"
-import { csvParam, fromResult, intParam, type ListSpec, RecordQuery } from "./RecordQuery.ts"
+import { csvParam, fromResult, intParam, RecordQuery } from "./RecordQuery.ts"
+import { recordViews } from "./RecordViews.ts"
 import { type BulkItemFailure, type RecordError, recordNotFound, RecordService, type WriteResult } from "./RecordService.ts"
 
 export const MAX_BULK_ITEMS = 1000
@@ -41,8 +41,6 @@ const SYSTEM_FIELDS = ["id", "createdAt", "updatedAt", "createdBy", "updatedBy",
 
 /** Query names of the slug lists that are not bracket filters. */
 const listParams = new Set([...reservedParams, "access_token", "includeDeleted", "reason"])
-
-const slugPattern = /^[a-z0-9]+(-[a-z0-9]+)*$/
 
 const respond = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   HttpServerResponse.jsonUnsafe(body, { status, headers })
@@ -135,6 +133,7 @@ export const RecordsHandlers = HttpApiBuilder.group(Api, "records", Effect.fn(fu
   const writerService = yield* RecordWriter
   const query = yield* RecordQuery
   const structures = yield* StructureService
+  const { resolve, shown, listRows, project, listB } = recordViews(records, query, structures)
 
   const context = Effect.gen(function*() {
     const principal = yield* Effect.service(CurrentPrincipal)
@@ -156,24 +155,11 @@ export const RecordsHandlers = HttpApiBuilder.group(Api, "records", Effect.fn(fu
 
   const withContext = <A, E, R>(f: (c: Effect.Success<typeof context>) => Effect.Effect<A, E, R>) => Effect.flatMap(context, f)
 
-  /** A live structure by id or slug; anything that is neither is simply not found. */
-  const resolve = (workspace: string, idOrSlug: string) =>
-    isUuid(idOrSlug) || (idOrSlug.length <= 200 && slugPattern.test(idOrSlug))
-      ? structures.resolve(workspace, idOrSlug)
-      : Effect.fail(notFound({ message: "Structure not found", code: "STRUCTURE_NOT_FOUND" }))
-
   /** skipValidation is for callers who may change structures (they could relax the rules anyway). */
   const mayskip = (principal: Principal, requested: boolean | undefined) =>
     requested === true && !can(principal, "write:structures")
       ? Effect.fail(forbidden({ message: "skipValidation needs the write:structures permission", code: "PERMISSION_DENIED" }))
       : Effect.void
-
-  /** What a caller sees of stored data: secrets masked (or revealed), virtual computed fields added. */
-  const shown = (structure: Structure, data: Record<string, unknown>, principal: Principal, reveal: boolean) =>
-    Effect.map(
-      reveal && can(principal, "secrets:reveal") ? records.reveal(structure, data) : Effect.succeed(maskData(structure, data)),
-      (d) => applyVirtual(structure, d, new Date())
-    )
 
   const recordB = (structure: Structure, row: RecordRow, principal: Principal, reveal: boolean, extra: Record<string, unknown> = {}) =>
     Effect.map(shown(structure, row.data, principal, reveal), (data) => toRecordB(row, data, extra))
@@ -210,29 +196,6 @@ export const RecordsHandlers = HttpApiBuilder.group(Api, "records", Effect.fn(fu
     })
 
   // ------------------------------------------------------------------ lists
-
-  const listRows = (spec: ListSpec, principal: Principal, reveal: boolean, expand: ReadonlyArray<string>) =>
-    Effect.gen(function*() {
-      const result = yield* query.list(spec)
-      const one = spec.structure
-      const now = new Date()
-      // the common page (one structure, secrets masked) is shaped without an effect per row
-      const items = one !== undefined && !(reveal && can(principal, "secrets:reveal"))
-        ? result.rows.map((row) => ({ structure: one, row, data: applyVirtual(one, maskData(one, row.data), now) }))
-        : yield* Effect.forEach(result.rows, (row) =>
-          Effect.gen(function*() {
-            const structure = spec.structure ?? (yield* structures.get(spec.workspace, row.structureId))
-            return { structure, row, data: yield* shown(structure, row.data, principal, reveal) }
-          }))
-      if (expand.length > 0) {
-        if (spec.structure === undefined) return yield* badParam("expand", "expand needs a structureId")
-        yield* query.expand(spec.structure, items.map((i) => ({ id: i.row.id, data: i.data })), expand)
-      }
-      return { result, items }
-    })
-
-  const project = (data: Record<string, unknown>, fields: ReadonlyArray<string>) =>
-    fields.length === 0 ? data : Object.fromEntries(fields.filter((f) => f in data).map((f) => [f, data[f]]))
 
   /** `GET /records/slug/{slug}` and `GET /records/{slug}`: page/pageSize, bracket filters, search, projection. */
   const slugList = (workspace: string, slug: string, q: Record<string, string | undefined>) =>
@@ -487,39 +450,7 @@ export const RecordsHandlers = HttpApiBuilder.group(Api, "records", Effect.fn(fu
     .handle("bulkDelete", ({ params, payload }) =>
       bulkDelete(params.workspace, payload.ids, payload.permanent === true, payload.atomic === true, "ids"))
     .handle("list", ({ params, query: q }) =>
-      withContext(({ principal }) =>
-        Effect.gen(function*() {
-          const structure = q.structureId ? yield* resolve(params.workspace, q.structureId) : undefined
-          const limit = yield* intParam("limit", q.limit, 20, 1, 100)
-          const offset = yield* intParam("offset", q.offset, 0, 0, Number.MAX_SAFE_INTEGER)
-          const conditions: Array<Ast.Expr> = []
-          if (q.filter) conditions.push(yield* fromResult("filter", parseFilterB(q.filter)))
-          if (q.search) conditions.push(Ast.search(q.search, csvParam(q.searchFields).map(Ast.fieldRef)))
-          const sort = yield* fromResult("sort", parseSort(q.sort ?? "createdAt"))
-          const fields = csvParam(q.fields)
-          const { result, items } = yield* listRows({
-            workspace: params.workspace,
-            structure,
-            where: Ast.and(conditions),
-            whereParam: "filter",
-            sort,
-            limit,
-            offset,
-            cursor: q.cursor,
-            includeCount: flag(q.includeCount),
-            includeDeleted: flag(q.includeDeleted) || flag(q.all)
-          }, principal, flag(q.reveal), csvParam(q.expand))
-          return respond(200, {
-            results: items.map((i) => toRecordB(i.row, project(i.data, fields))),
-            pagination: {
-              limit,
-              offset: q.cursor ? 0 : offset,
-              ...(result.total !== undefined ? { total: result.total } : {}),
-              hasMore: result.hasMore,
-              nextCursor: result.nextCursor
-            }
-          })
-        })))
+      withContext(({ principal }) => Effect.map(listB(params.workspace, q, principal), (body) => respond(200, body))))
     .handle("upsert", ({ params, payload }) =>
       withContext(({ request, writer }) =>
         Effect.gen(function*() {
