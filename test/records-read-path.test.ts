@@ -1,22 +1,25 @@
-// The plain `GET /records/{id}` and the list `GET /records?...` are answered by fast routes at the edge
-// (records/FastRead.ts); the read with any query option, and a list repeating a parameter, take the ordinary HttpApi
-// handlers. Both must answer identically: same status, headers that matter and body, for every outcome (found,
-// masked secrets, computed fields, not found, deleted, expired, pages and cursors, bad parameters, bad or foreign
-// token, missing permission), and the fast routes must count against the reads limit.
+// The plain `GET /records/{id}`, the list `GET /records?...` and `POST /query` are answered by fast routes at the
+// edge (records/FastRead.ts, query/FastQuery.ts); the read with any query option, a list repeating a parameter and a
+// query with a query string take the ordinary HttpApi handlers. Both must answer identically: same status, headers
+// that matter and body, for every outcome (found, masked secrets, computed fields, not found, deleted, expired, pages
+// and cursors, bad parameters, malformed or mistyped bodies, bad or foreign token, missing permission), and the fast
+// routes must count against their rate classes.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Client, client, createStructure, expectError, expectStatus, serviceToken, slug, sleep } from "./support/records.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 
 const windowSeconds = 3
 
-describe("GET /records/{id} and GET /records: fast routes and ordinary handlers agree", () => {
+describe("GET /records/{id}, GET /records and POST /query: fast routes and ordinary handlers agree", () => {
   let server: TestServer
   let api: Client
   let other: Client
   let structure: { id: string; recordSlug: string }
 
   beforeAll(async () => {
-    server = await startServer({ env: { TROUPE_LIMIT_READS: "40", TROUPE_LIMIT_WINDOW_SECONDS: String(windowSeconds) } })
+    server = await startServer({
+      env: { TROUPE_LIMIT_READS: "40", TROUPE_LIMIT_QUERIES: "30", TROUPE_LIMIT_WINDOW_SECONDS: String(windowSeconds) }
+    })
     api = client(server, await server.adminToken())
     const ws = await server.request("POST", "/workspace/api/v1/workspaces", { token: api.token, body: { slug: slug("ws") } })
     expectStatus(ws, 201)
@@ -158,6 +161,51 @@ describe("GET /records/{id} and GET /records: fast routes and ordinary handlers 
     expectError(expectSame(await lists(writerOnly, `structureId=${s}`)), 403)
     // a NUL is refused by the ordinary handler, which the fast route leaves it to
     expectError(await api.call("GET", `/records?structureId=${s}&filter=name:%00`), 400)
+  })
+
+  /** A query as the fast route answers it, and (with a query string the handler ignores) as the ordinary handler does. */
+  const queries = async (who: Client, body: string, contentType = "application/json") => {
+    const send = (path: string) => who.raw("POST", path, { raw: body, headers: { "content-type": contentType } })
+    return { fast: await send("/query"), ordinary: await send("/query?via=stack") }
+  }
+
+  it("POST /query: the same results, and the same 400s for malformed, mistyped or bad queries", async () => {
+    await nextWindow()
+    const s = structure.recordSlug
+    const ok = expectSame(await queries(api, JSON.stringify({ query: `FROM ${s} WHERE qty >= :min ORDER BY qty DESC LIMIT 3`, parameters: { min: 1 } })))
+    expect(ok.status).toBe(200)
+    expect(Array.isArray(ok.body.results)).toBe(true)
+    expectSame(await queries(api, JSON.stringify({ query: `FROM ${s} LIMIT 2`, includeDeleted: true, unknown: 1 }), "application/json; charset=utf-8"))
+    for (const bad of ["{", "", " ", "null", "[]", "{}", JSON.stringify({ query: 5 }), JSON.stringify({ query: "FROM", parameters: 3 })]) {
+      expectError(expectSame(await queries(api, bad)), 400)
+    }
+    expectError(expectSame(await queries(api, JSON.stringify({ query: `FROM ${s} WHERE qty >>= 1` }))), 400)
+    expectError(expectSame(await queries(api, JSON.stringify({ query: "FROM no-such-structure" }))), 404)
+    // another content type is the stack's 415 on both paths
+    expectError(expectSame(await queries(api, JSON.stringify({ query: `FROM ${s}` }), "text/plain")), 415)
+  })
+
+  it("POST /query: the same auth failures, checked before the body", async () => {
+    await nextWindow()
+    const body = JSON.stringify({ query: `FROM ${structure.recordSlug}` })
+    expectError(expectSame(await queries(client(server, "not-a-token"), body)), 401)
+    expectError(expectSame(await queries(client(server, "not-a-token"), "{")), 401)
+    expectError(expectSame(await queries(other, body)), 403)
+    const writerOnly = await serviceToken(server, api, { permissions: ["write:webhooks"] })
+    expectError(expectSame(await queries(writerOnly, "{")), 403)
+  })
+
+  it("POST /query counts against the queries limit: 429 with Retry-After past it", async () => {
+    await nextWindow()
+    let limited: Awaited<ReturnType<Client["call"]>> | undefined
+    for (let i = 0; i < 45 && limited === undefined; i++) {
+      const res = await api.call("POST", "/query", { query: `FROM ${structure.recordSlug} LIMIT 1` })
+      if (res.status === 429) limited = res
+      else expectStatus(res, 200)
+    }
+    expect(limited).toBeDefined()
+    expectError(limited!, 429, "QUOTA_EXCEEDED")
+    expect(Number(limited!.headers.get("retry-after"))).toBeGreaterThan(0)
   })
 
   it("the fast routes count against the reads limit: 429 with Retry-After past it", async () => {

@@ -1,14 +1,14 @@
 // Hot routes answered before the Effect HTTP stack: the few requests that dominate a data service's load (reading one
-// record, listing a page) skip the generic per-request work (a request fiber and scope, the edge wrapper, route
-// lookup, merging every service into the request context, schema decoding of parameters), which costs more than the
-// query itself.
+// record, listing a page, running a query) skip the generic per-request work (a request fiber and scope, the edge
+// wrapper, route lookup, merging every service into the request context, schema decoding), which costs more than
+// the query itself.
 //
-// `FastServer` is the node's `http.Server`: a request that a fast route matches (method, canonical path, a query
-// string only where the route takes one, no body) is answered by that route's effect, run on the node's runtime;
-// every other request, and any a route declines (its effect answers undefined, or its query string has what only the
-// stack should judge), is emitted as usual to the Effect HTTP stack (HttpEdge). A route's failures are the typed
-// errors the ordinary handler raises, written as the same contract body, with the same request id handling and
-// request log line as the edge.
+// `FastServer` is the node's `http.Server`: a request that a fast route matches (a bearer token, method, canonical
+// path, a query string only where the route takes one, a JSON body only where it takes one) is answered by that
+// route's effect, run on the node's runtime; every other request, and any a route declines (its effect answers
+// undefined, or its query string has what only the stack should judge), is emitted as usual to the Effect HTTP stack
+// (HttpEdge). A route's failures are the typed errors the ordinary handler raises, written as the same contract
+// body, with the same request id handling and request log line as the edge.
 import { errorBody } from "@troupe/api/Errors"
 import { Cause, Context, Effect, Exit, Layer } from "effect"
 import * as Http from "node:http"
@@ -19,17 +19,28 @@ export interface FastAnswer {
   readonly body: unknown
 }
 
+export interface FastRequest {
+  readonly match: RegExpExecArray
+  /** the bearer token (a fast route only takes requests that carry one) */
+  readonly token: string
+  readonly headers: Http.IncomingHttpHeaders
+  readonly query: Readonly<Record<string, string>>
+  /** the body as text (routes that take one) */
+  readonly body: string
+}
+
 export interface FastRoute {
   readonly method: string
   /** matched against the canonical path (aliases already rewritten), without the query string */
   readonly pattern: RegExp
   /** whether the route takes a query string; without it, a request with one never matches */
   readonly query?: boolean
-  readonly run: (
-    match: RegExpExecArray,
-    headers: Http.IncomingHttpHeaders,
-    query: Readonly<Record<string, string>>
-  ) => Effect.Effect<FastAnswer | undefined, unknown>
+  /**
+   * Whether the route takes a JSON body (`application/json`, a content-length within the body limit; the stack
+   * answers every other form). Its body is read before `run`, so such a route must answer: it cannot decline.
+   */
+  readonly body?: boolean
+  readonly run: (request: FastRequest) => Effect.Effect<FastAnswer | undefined, unknown>
 }
 
 export class FastRoutes extends Context.Service<FastRoutes, ReadonlyArray<FastRoute>>()(
@@ -91,14 +102,20 @@ const failure = (cause: Cause.Cause<unknown>, requestId: string) => {
   return { status: error.statusCode, body: { ...errorBody(error.statusCode, error.code, error.message, error.details), requestId }, headers, unexpected: false }
 }
 
+/** `application/json`, with parameters or none: what HttpApi decodes as a JSON payload. */
+const jsonContentType = /^application\/json\s*(;|$)/i
+
+const decoder = new TextDecoder()
+
 /**
  * The `http.Server` class to listen with: fast routes first, the Effect HTTP stack for the rest. `context` is the
- * runtime the routes' effects run on; `logRequests` mirrors the edge's info-level request line.
+ * runtime the routes' effects run on; `logRequests` mirrors the edge's info-level request line; `maxBody` is the
+ * edge's body limit (larger bodies are the stack's 413).
  */
 export const fastServer = (
   routes: ReadonlyArray<FastRoute>,
   context: Context.Context<never>,
-  logRequests: boolean
+  options: { readonly logRequests: boolean; readonly maxBody: number }
 ): typeof Http.Server =>
   class FastServer extends Http.Server {
     override emit(event: string, ...args: Array<any>): boolean {
@@ -107,7 +124,9 @@ export const fastServer = (
     }
 
     #take(req: Http.IncomingMessage, res: Http.ServerResponse): boolean {
-      if (req.headers["content-length"] !== undefined || req.headers["transfer-encoding"] !== undefined) return false
+      const token = bearerOf(req.headers.authorization)
+      if (token === undefined || req.headers["transfer-encoding"] !== undefined) return false
+      const length = req.headers["content-length"]
       const raw = req.url ?? "/"
       const at = raw.indexOf("?")
       const url = canonicalUrl(at < 0 ? raw : raw.slice(0, at))
@@ -117,24 +136,29 @@ export const fastServer = (
         if (match === null) continue
         const query = at < 0 ? noQuery : queryParams(raw.slice(at + 1))
         if (query === undefined) return false
-        this.#answer(route, match, query, req, res, url)
+        if (route.body !== true) {
+          if (length !== undefined) return false
+          this.#answer(route, { match, token, headers: req.headers, query, body: "" }, req, res, url)
+          return true
+        }
+        const size = Number(length)
+        if (!(size > 0 && size <= options.maxBody) || !jsonContentType.test(req.headers["content-type"] ?? "")) return false
+        const chunks: Array<Buffer> = []
+        req.on("data", (chunk: Buffer) => chunks.push(chunk))
+        req.on("end", () => {
+          const body = decoder.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))
+          this.#answer(route, { match, token, headers: req.headers, query, body }, req, res, url)
+        })
         return true
       }
       return false
     }
 
-    #answer(
-      route: FastRoute,
-      match: RegExpExecArray,
-      query: Readonly<Record<string, string>>,
-      req: Http.IncomingMessage,
-      res: Http.ServerResponse,
-      url: string
-    ) {
+    #answer(route: FastRoute, request: FastRequest, req: Http.IncomingMessage, res: Http.ServerResponse, url: string) {
       const start = performance.now()
       const requestId = requestIdOf(req.headers["x-request-id"])
       const headers = { "x-request-id": requestId }
-      const run = Effect.exit(route.run(match, req.headers, query)).pipe(
+      const run = Effect.exit(route.run(request)).pipe(
         Effect.flatMap((exit) => {
           if (Exit.isSuccess(exit)) {
             if (exit.value === undefined) return Effect.sync(() => void super.emit("request", req, res))
@@ -152,7 +176,7 @@ export const fastServer = (
         })
       )
       const logged = (status: number) =>
-        logRequests
+        options.logRequests
           ? Effect.logInfo("request").pipe(Effect.annotateLogs({
             requestId,
             method: req.method,

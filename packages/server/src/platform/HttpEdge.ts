@@ -1,7 +1,7 @@
 // The HTTP edge, in one place: request ids, base-path aliases, body limits and content types, the single error
 // body of CONTRACT.md §4 for every failure (typed errors, schema decode failures, unknown routes, wrong methods,
 // malformed JSON, defects), and one structured log line per request.
-import { errorBody, type ErrorDetail, statusText } from "@troupe/api/Errors"
+import { badRequest, errorBody, type ErrorDetail, statusText } from "@troupe/api/Errors"
 import { Cause, Effect, Layer, Schema, SchemaIssue } from "effect"
 import { FindMyWay, HttpIncomingMessage, HttpRouter, HttpServer, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApi, HttpApiError } from "effect/http-api"
@@ -54,6 +54,25 @@ export const schemaDetails = (error: Schema.SchemaError, prefix = ""): Array<Err
     const field = [prefix, ...path].filter((s) => s.length > 0).join(".").replace(/\.\[/g, "[")
     return { field: field || "body", property: field || "body", message: issue.message }
   })
+
+/**
+ * A JSON request body decoded as HttpApi decodes an endpoint's payload (the union of its schemas), failing with the
+ * 400 the edge answers for a bad one: for the fast routes, which read their bodies themselves.
+ */
+export const decodeJsonPayload = <S extends Schema.Top>(schema: S) => {
+  const decode = Schema.decodeUnknownEffect(Schema.Union([schema]))
+  const invalid = (error: Schema.SchemaError) =>
+    badRequest({ message: "Invalid request body", code: "VALIDATION_ERROR", details: schemaDetails(error) })
+  return (text: string) => {
+    let value: unknown
+    try {
+      value = JSON.parse(text)
+    } catch {
+      return Effect.fail(invalid(new Schema.SchemaError(new SchemaIssue.InvalidValue({ message: "Expected a valid JSON body" }))))
+    }
+    return Effect.mapError(decode(value), invalid)
+  }
+}
 
 interface ContractError {
   readonly statusCode: number

@@ -11,9 +11,10 @@ import { IdentityLayer } from "../identity/IdentityLayer.ts"
 import { QueryHandlers } from "../query/http.ts"
 import { QueryIndexesLayer } from "../query/QueryIndexes.ts"
 import { QueryPool } from "../query/QueryPool.ts"
+import { fastQueryRoutes } from "../query/FastQuery.ts"
 import { QueryService } from "../query/QueryService.ts"
 import { RecordEntityLayer, RecordKeyEntityLayer, RecordWriter } from "../records/RecordEntity.ts"
-import { FastReadLayer } from "../records/FastRead.ts"
+import { fastReadRoutes } from "../records/FastRead.ts"
 import { RecordsHandlers } from "../records/http.ts"
 import { RecordQuery } from "../records/RecordQuery.ts"
 import { RecordService } from "../records/RecordService.ts"
@@ -58,11 +59,14 @@ const Runtime = Entities.pipe(
 const HttpLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
   // the node's http.Server answers the fast routes itself and hands every other request to the Effect stack
-  const FastServer = fastServer(yield* FastRoutes, yield* Effect.context<never>(), ["debug", "info"].includes(config.logLevel))
+  const FastServer = fastServer(yield* FastRoutes, yield* Effect.context<never>(), {
+    logRequests: ["debug", "info"].includes(config.logLevel),
+    maxBody: config.maxBodyBytes
+  })
   return serve(Api, Routes, [["GET", "/docs"], ["GET", "/openapi.json"], ...realtimeRoutes]).pipe(
     Layer.provide(NodeHttpServer.layer(() => new FastServer(), { port: config.port, host: config.host }))
   )
-})).pipe(Layer.provide(FastReadLayer))
+})).pipe(Layer.provide(Layer.effect(FastRoutes, Effect.map(Effect.all([fastReadRoutes, fastQueryRoutes]), (lists) => lists.flat()))))
 
 export const ServerLayer = HttpLive.pipe(
   Layer.provide(Runtime),
