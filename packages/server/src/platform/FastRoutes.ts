@@ -145,6 +145,8 @@ export const fastServer = (
         if (!(size > 0 && size <= options.maxBody) || !jsonContentType.test(req.headers["content-type"] ?? "")) return false
         const chunks: Array<Buffer> = []
         req.on("data", (chunk: Buffer) => chunks.push(chunk))
+        // a client gone mid-body: nothing to answer (and an unheard stream error would crash the node)
+        req.on("error", () => {})
         req.on("end", () => {
           const body = decoder.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))
           this.#answer(route, { match, token, headers: req.headers, query, body }, req, res, url)
