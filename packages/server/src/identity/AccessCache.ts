@@ -1,7 +1,8 @@
 // Every node's in-memory picture of who may do what: users, memberships, service accounts (status and secret
 // version), groups and their policies. Requests are authorized against it without a query. It is rebuilt
 //   - on this node right after each identity change commits (so a revoke/rotate/delete holds from the response on),
-//   - on every other node when PostgreSQL NOTIFYs `troupe_identity` (sent by that same transaction),
+//   - on every other node when PostgreSQL NOTIFYs `troupe_identity` (sent by that same transaction; a request that
+//     arrives once the notification has been read waits for that reload),
 //   - and by a poll of the `identity_version` counter every second, should a notification be missed.
 import type { Principal, Role } from "@troupe/api/Authorization"
 import { PgClient } from "@effect/sql-pg"
@@ -194,6 +195,8 @@ export class AccessCache extends Context.Service<AccessCache, AccessCacheShape>(
       let current = yield* Effect.orDie(load(sql))
       const lock = yield* Semaphore.make(1)
       let pending: Deferred.Deferred<void> | undefined
+      /** the LISTEN queue: a notification read off the socket sits here until the listener below takes it */
+      let notes: Queue.Dequeue<unknown, unknown> | undefined
       const refresh = lock.withPermits(1)(
         Effect.flatMap(load(sql), (next) => Effect.sync(() => void (current = next)))
       ).pipe(Effect.orDie, Effect.withSpan("AccessCache.refresh"))
@@ -209,6 +212,8 @@ export class AccessCache extends Context.Service<AccessCache, AccessCacheShape>(
       if (Option.isSome(pg)) {
         const listen = Effect.scoped(Effect.gen(function*() {
           const queue = yield* pg.value.listen(identityChannel)
+          notes = queue
+          yield* Effect.addFinalizer(() => Effect.sync(() => void (notes = undefined)))
           const announced = Effect.gen(function*() {
             // Requests arriving from now on wait for the reload instead of using what is about to be stale.
             const done = yield* Deferred.make<void>()
@@ -238,15 +243,20 @@ export class AccessCache extends Context.Service<AccessCache, AccessCacheShape>(
         return resolved
       }
 
-      return AccessCache.of({
-        principal: (subject) => {
+      const principal = (subject: TokenSubject, turns = 0): Effect.Effect<Principal | undefined> =>
+        Effect.suspend(() => {
           const waiting = pending
-          return waiting === undefined
-            ? Effect.sync(() => lookup(subject))
-            : Effect.andThen(Deferred.await(waiting), Effect.sync(() => lookup(subject)))
-        },
-        refresh
-      })
+          if (waiting !== undefined) return Effect.andThen(Deferred.await(waiting), Effect.sync(() => lookup(subject)))
+          // A notification already read but not yet taken by the listener (it runs on a later scheduler turn): let it
+          // announce its reload first, so a change answered by another node holds here for a request right behind it.
+          // (A few turns at most: a listener gone with notes left must not hold requests.)
+          if (turns < 8 && notes !== undefined && Queue.sizeUnsafe(notes) > 0) {
+            return Effect.andThen(Effect.yieldNow, principal(subject, turns + 1))
+          }
+          return Effect.sync(() => lookup(subject))
+        })
+
+      return AccessCache.of({ principal: (subject) => principal(subject), refresh })
     })
   )
 }
