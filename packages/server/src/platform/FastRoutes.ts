@@ -10,7 +10,7 @@
 // (HttpEdge). A route's failures are the typed errors the ordinary handler raises, written as the same contract
 // body, with the same request id handling and request log line as the edge.
 import { errorBody } from "@troupe/api/Errors"
-import { Cause, Context, Effect, Exit, Layer } from "effect"
+import { Cause, Context, Effect, Exit } from "effect"
 import * as Http from "node:http"
 import { canonicalUrl, contractErrorOf, requestIdOf } from "./HttpEdge.ts"
 
@@ -45,9 +45,7 @@ export interface FastRoute {
 
 export class FastRoutes extends Context.Service<FastRoutes, ReadonlyArray<FastRoute>>()(
   "@troupe/server/platform/FastRoutes"
-) {
-  static readonly none: Layer.Layer<FastRoutes> = Layer.succeed(FastRoutes, [])
-}
+) {}
 
 /** `+` is a space; percent-escapes are decoded where they are valid and kept as they are where not. */
 const decodeComponent = (text: string) => {
