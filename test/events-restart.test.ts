@@ -5,6 +5,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
+import { passwordToken } from "./support/IdentityHelpers.ts"
 import { startNode, type TestNode } from "./support/TestServer.ts"
 import { type Receiver, startReceiver } from "./support/WebhookReceiver.ts"
 
@@ -22,14 +23,7 @@ describe.runIf(!process.env.DATABASE_URL)("webhook retries across a PGlite node 
     Fs.rmSync(dir, { recursive: true, force: true })
   })
 
-  const tokenOf = async (n: TestNode) => {
-    const res = await fetch(`${n.baseUrl}/oidc/token`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ grant_type: "password", username: "admin", password, scope: "openid workspace:default" })
-    })
-    return ((await res.json()) as any).access_token as string
-  }
+  const tokenOf = (n: TestNode) => passwordToken(n, "admin", password)
 
   it("resumes the stored retry schedule after SIGKILL and restart", async () => {
     rx = await startReceiver(() => 500)

@@ -104,11 +104,22 @@ describe("foundation", () => {
     expect(wrongShape.body.details[0]).toHaveProperty("property")
   })
 
-  it("serves the probe entity through the cluster runner", async () => {
-    const res = await server.request("GET", "/cluster/probe/abc")
+  it("serves the probe entity through the cluster runner, to platform administrators only", async () => {
+    // the old public route is gone: it created an entity per id for anyone and told host, port and pid
+    expect((await server.request("GET", "/cluster/probe/abc")).status).toBe(404)
+    const probe = "/workspace/api/v1/cluster/probe/abc"
+    const anonymous = await server.request("GET", probe)
+    expect(anonymous.status).toBe(401)
+    expect(anonymous.body.code).toBe("UNAUTHORIZED")
+    const admin = await server.adminToken()
+    const res = await server.request("GET", probe, { token: admin })
     expect(res.status).toBe(200)
     expect(res.body.entityId).toBe("abc")
     expect(res.body.node).toBe(res.body.servedBy)
+    // the runner address other nodes use, and nothing about the process
+    expect(res.body.node).toMatch(/^[^/\s]+:\d+$/)
+    // /ready says ready and nothing about the nodes
+    expect((await server.request("GET", "/ready")).body).toEqual({ status: "ready" })
   })
 
   it("stops on SIGTERM with exit code 0", async () => {

@@ -1,5 +1,6 @@
 // Rate limits per workspace and class (429 + Retry-After + QUOTA_EXCEEDED, recovery after the window) and the
-// slowdown of the token endpoint after repeated bad credentials, per client id, per username and per address.
+// slowdown of the token endpoint after repeated bad credentials, per client id and per username (each from one
+// address), and per address; concurrent guesses are counted as they start.
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { createAccount, tokenRequest } from "./support/IdentityHelpers.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
@@ -124,6 +125,7 @@ describe("slowdown after bad credentials", () => {
   })
 
   it("per username for the password grant", async () => {
+    await nextWindow()
     const add = await server.request("POST", `${server.base}/members`, {
       token: admin,
       body: { username: "slowpoke", password: "slowpoke-password", role: "viewer" }
@@ -140,6 +142,32 @@ describe("slowdown after bad credentials", () => {
     assert.strictEqual(locked.status, 429)
     assert.strictEqual(locked.body.error, "slow_down")
     assert.isTrue(locked.headers.has("retry-after"))
+  })
+
+  it("concurrent wrong passwords cannot get past the allowance: attempts are counted as they start", async () => {
+    // adding the member is a write: a fresh window so the earlier tests' writes cannot make it a 429
+    await nextWindow()
+    const add = await server.request("POST", `${server.base}/members`, {
+      token: admin,
+      body: { username: "burst", password: "burst-password-1", role: "viewer" }
+    })
+    assert.strictEqual(add.status, 201)
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => tokenRequest(server, { grant_type: "password", username: "burst", password: `guess-${i}` }))
+    )
+    const wrong = answers.filter((r) => r.status === 401).length
+    failures += wrong
+    assert.isAtMost(wrong, 5, "no more guesses checked than the allowance")
+    assert.isAtLeast(wrong, 1)
+    for (const r of answers.filter((r) => r.status !== 401)) {
+      assert.strictEqual(r.status, 429)
+      assert.strictEqual(r.body.error, "slow_down")
+      assert.isTrue(r.headers.has("retry-after"))
+    }
+    if (wrong === 5) {
+      const locked = await tokenRequest(server, { grant_type: "password", username: "burst", password: "burst-password-1" })
+      assert.strictEqual(locked.status, 429)
+    }
   })
 
   it("per address: 20 failures from one address lock every client id there", async () => {
@@ -162,5 +190,34 @@ describe("slowdown after bad credentials", () => {
     assert.strictEqual(locked.body.error, "slow_down")
     // bearer tokens already issued keep working: the slowdown is about guessing credentials
     assert.strictEqual((await server.request("GET", `${server.base}/me`, { token: account.token })).status, 200)
+  })
+})
+
+describe("slowdown behind a trusted proxy (TROUPE_TRUST_PROXY_HOPS=1)", () => {
+  let proxied: TestServer
+  beforeAll(async () => {
+    proxied = await startServer({ env: { TROUPE_TRUST_PROXY_HOPS: "1" } })
+  })
+  afterAll(async () => {
+    await proxied?.close()
+  })
+
+  it("counts failures per address the proxy saw: one client locked out does not lock out the others", async () => {
+    const admin = await proxied.adminToken()
+    const sa = await createAccount(proxied, admin, { role: "viewer" })
+    const from = (address: string) => ({ "x-forwarded-for": address })
+    const wrong = { grant_type: "client_credentials", client_id: sa.clientId, client_secret: `sk_${"3".repeat(64)}` }
+    let failed = 0
+    for (let i = 0; i < 30 && failed < 20; i++) {
+      const res = await tokenRequest(proxied, { ...wrong, client_id: `ci_${String(i).padStart(24, "0")}` }, from("198.51.100.1"))
+      if (res.status === 401) failed++
+    }
+    assert.strictEqual(failed, 20)
+    const right = { grant_type: "client_credentials", client_id: sa.clientId, client_secret: sa.clientSecret }
+    // the same TCP peer (this test), another client behind the proxy: not locked
+    assert.strictEqual((await tokenRequest(proxied, right, from("198.51.100.2"))).status, 200)
+    // the client that failed 20 times is, whatever it writes to the left of what the proxy appended
+    assert.strictEqual((await tokenRequest(proxied, right, from("198.51.100.1"))).status, 429)
+    assert.strictEqual((await tokenRequest(proxied, right, from("203.0.113.50, 198.51.100.1"))).status, 429)
   })
 })

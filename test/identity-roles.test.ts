@@ -1,7 +1,8 @@
 // Table-driven access control: every role and several permission sets (users, service accounts with a role, with
 // explicit permissions, with none, with group policies) against every guarded operation the server documents in
 // /openapi.json. A caller holding the operation's x-required-permission gets past the Authorization middleware;
-// one lacking it gets 403 PERMISSION_DENIED; any token on another workspace gets 403.
+// one lacking it gets 403 PERMISSION_DENIED; any token on another workspace gets 403. Operations marked
+// x-user-token-only (service accounts, members, groups) refuse service-account tokens whatever they hold.
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { createAccount, createUser } from "./support/IdentityHelpers.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
@@ -35,6 +36,7 @@ interface Operation {
   readonly path: string
   readonly operationId: string
   readonly permission: string | null
+  readonly userOnly: boolean
 }
 
 let server: TestServer
@@ -112,7 +114,13 @@ beforeAll(async () => {
         if (p.in !== "path") continue
         concrete = concrete.replace(`{${p.name}}`, p.name === "workspace" ? server.workspace : placeholder(p.name, p.schema))
       }
-      operations.push({ method: method.toUpperCase(), path: concrete, operationId: op.operationId, permission: op["x-required-permission"] ?? null })
+      operations.push({
+        method: method.toUpperCase(),
+        path: concrete,
+        operationId: op.operationId,
+        permission: op["x-required-permission"] ?? null,
+        userOnly: op["x-user-token-only"] === true
+      })
     }
   }
   operations = operations.sort((a, b) => a.operationId.localeCompare(b.operationId))
@@ -142,6 +150,17 @@ describe("roles and permission sets against every guarded operation", () => {
     assert.strictEqual(byId.get("groups.addPolicy"), "workspace:members")
     assert.isNull(byId.get("members.me"))
     assert.isAtLeast(operations.length, 30)
+    // people only: service accounts, members (but /me and the password) and groups
+    const userOnly = operations.filter((o) => o.userOnly).map((o) => o.operationId)
+    for (const id of ["serviceAccounts.rotate", "members.list", "members.add", "members.setRole", "groups.addPolicy", "groups.list"]) {
+      assert.include(userOnly, id)
+    }
+    assert.notInclude(userOnly, "members.me")
+    assert.notInclude(userOnly, "members.changePassword")
+    assert.deepStrictEqual(
+      userOnly.filter((id) => !/^(serviceAccounts|members|groups)\./.test(id)),
+      []
+    )
   })
 
   it("each caller passes exactly the operations its permissions allow", async () => {
@@ -155,8 +174,8 @@ describe("roles and permission sets against every guarded operation", () => {
         if (res.status === 401 || res.status === 429) {
           failures.push(`unexpected ${label}`)
         } else if (holds(caller, op.permission)) {
-          // service-account management refuses service-account tokens (compute-and-auth.md §4.6)
-          if (caller.kind === "service" && op.operationId.startsWith("serviceAccounts.")) {
+          // identity management refuses service-account tokens (compute-and-auth.md §4.6)
+          if (caller.kind === "service" && op.userOnly) {
             if (res.status !== 403 || res.body.code !== "PERMISSION_DENIED") failures.push(`expected user-token 403: ${label}`)
           } else if (deniedByMiddleware) {
             failures.push(`denied although allowed: ${label}`)

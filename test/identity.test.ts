@@ -684,12 +684,12 @@ describe("IAM groups and policies", () => {
     const account = await createAccount(server, admin, {}) // neither role nor permissions: refused everything
     const me = await server.request("GET", `${base}/me`, { token: account.token })
     assert.deepStrictEqual(me.body.permissions, [])
-    expectError(await server.request("GET", `${base}/groups`, { token: account.token }), 403, "PERMISSION_DENIED")
+    expectError(await server.request("GET", `${base}/webhooks`, { token: account.token }), 403, "PERMISSION_DENIED")
 
     const group = (await server.request("POST", g(), { token: admin, body: { name: "Auditors" } })).body
     const policy = await server.request("POST", g(`/${group.id}/policies`), {
       token: admin,
-      body: { action: "list", resource: "service-accounts" }
+      body: { action: "list", resource: "webhooks" }
     })
     assert.strictEqual(policy.status, 201)
     const added = await server.request("POST", g(`/${group.id}/members`), { token: admin, body: { serviceAccountId: account.id } })
@@ -711,9 +711,9 @@ describe("IAM groups and policies", () => {
 
     // the token issued before joining the group now holds the permission
     const after = await server.request("GET", `${base}/me`, { token: account.token })
-    assert.deepStrictEqual(after.body.permissions, ["read:service-accounts"])
+    assert.deepStrictEqual(after.body.permissions, ["read:webhooks"])
     assert.deepStrictEqual(after.body.groups, ["Auditors"])
-    assert.strictEqual((await server.request("GET", `${base}/groups`, { token: account.token })).status, 200)
+    assert.strictEqual((await server.request("GET", `${base}/webhooks`, { token: account.token })).status, 200)
     // a new token carries the group in its claims
     const fresh = claims(await serviceToken(server, account.clientId, account.clientSecret))
     assert.deepStrictEqual(fresh.groups, ["Auditors"])
@@ -743,9 +743,9 @@ describe("IAM groups and policies", () => {
       204
     )
     expectError(await server.request("DELETE", g(`/${group.id}/policies/${policy.body.id}`), { token: admin }), 404)
-    expectError(await server.request("GET", `${base}/groups`, { token: account.token }), 403)
-    await server.request("POST", g(`/${group.id}/policies`), { token: admin, body: { action: "list", resource: "service-accounts" } })
-    assert.strictEqual((await server.request("GET", `${base}/groups`, { token: account.token })).status, 200)
+    expectError(await server.request("GET", `${base}/webhooks`, { token: account.token }), 403)
+    await server.request("POST", g(`/${group.id}/policies`), { token: admin, body: { action: "list", resource: "webhooks" } })
+    assert.strictEqual((await server.request("GET", `${base}/webhooks`, { token: account.token })).status, 200)
     assert.strictEqual(
       (await server.request("DELETE", g(`/${group.id}/members/service-accounts/${account.id}`), { token: admin })).status,
       204
@@ -754,7 +754,7 @@ describe("IAM groups and policies", () => {
       await server.request("DELETE", g(`/${group.id}/members/service-accounts/${account.id}`), { token: admin }),
       404
     )
-    expectError(await server.request("GET", `${base}/groups`, { token: account.token }), 403)
+    expectError(await server.request("GET", `${base}/webhooks`, { token: account.token }), 403)
     // only owners manage groups
     expectError(
       await server.request("POST", g(), { token: user.token, body: { name: "Mine" } }),

@@ -95,10 +95,13 @@ describe("GET /records/{id}, GET /records and POST /query: fast routes and ordin
     expectError(anonymous, 401)
   })
 
-  /** The list as the fast route answers it, and (a repeated parameter the handler ignores) as the ordinary handler does. */
+  /**
+   * The list as the fast route answers it, and as the ordinary handler does: a repeated parameter sends it there
+   * (`reason`, which the list ignores: every other name is a bracket filter).
+   */
   const lists = async (who: Client, query: string) => {
     const fast = await who.call("GET", `/records?${query}`)
-    const ordinary = await who.call("GET", `/records?${query}&ignored=1&ignored=2`)
+    const ordinary = await who.call("GET", `/records?${query}&reason=1&reason=2`)
     return { fast, ordinary }
   }
 
@@ -144,6 +147,15 @@ describe("GET /records/{id}, GET /records and POST /query: fast routes and ordin
     expectSame(await lists(api, `structureId=${s}&search=n3&searchFields=name`))
     // every structure of the workspace
     expectSame(await lists(api, "limit=5&sort=createdAt"))
+    // bracket filters, as the slug lists read them (`data.` optional), with filter and with each other
+    const ranged = expectSame(await lists(api, `structureId=${s}&data.qty[gte]=3&qty[lt]=6&sort=qty`))
+    expect(ranged.body.results.map((r: any) => r.data.qty)).toEqual([3, 3, 4, 5])
+    const listed3 = expectSame(await lists(api, `structureId=${s}&qty[in]=1,6&filter=qty:>1`))
+    expect(listed3.body.results.map((r: any) => r.data.qty)).toEqual([6])
+    const named = expectSame(await lists(api, `structureId=${s}&name=a+b`))
+    expect(named.body.results.map((r: any) => r.data.name)).toEqual(["a b"])
+    const bounded = expectSame(await lists(api, `structureId=${s}&qty_max=2&includeCount=true`))
+    expect(bounded.body.pagination.total).toBe(2)
   })
 
   it("list errors: the same 400, 404 and auth failures", async () => {
@@ -159,8 +171,21 @@ describe("GET /records/{id}, GET /records and POST /query: fast routes and ordin
     expectError(expectSame(await lists(other, `structureId=${s}`)), 403)
     const writerOnly = await serviceToken(server, api, { permissions: ["write:webhooks"] })
     expectError(expectSame(await lists(writerOnly, `structureId=${s}`)), 403)
-    // a NUL is refused by the ordinary handler, which the fast route leaves it to
-    expectError(await api.call("GET", `/records?structureId=${s}&filter=name:%00`), 400)
+    // an unknown bracket operator, an unknown bracket field, and numbers past their bounds or not safe integers
+    const unknownOp = expectSame(await lists(api, `structureId=${s}&qty[foo]=1`))
+    expectError(unknownOp, 400)
+    expect(unknownOp.body.details[0].field).toBe("qty[foo]")
+    expectError(expectSame(await lists(api, `structureId=${s}&nope[gte]=1`)), 400)
+    expectError(expectSame(await lists(api, `structureId=${s}&qty[in]=${Array.from({ length: 1001 }, (_, i) => i).join(",")}`)), 400)
+    for (const q of ["limit=101", "limit=99999999999999999999999", "offset=99999999999999999999", "limit=1e2", "offset=-1"]) {
+      expectError(expectSame(await lists(api, `structureId=${s}&${q}`)), 400)
+    }
+    // a NUL or a lone surrogate is refused at the edge, which the fast route leaves it to: the same 400
+    for (const bad of ["filter=name:%00", "qty%00=1", "name=%ED%A0%80", "name=a%00"]) {
+      const res = expectSame(await lists(api, `structureId=${s}&${bad}`))
+      expectError(res, 400)
+      expect(res.body.details[0].field).toMatch(/^query/)
+    }
   })
 
   /** A query as the fast route answers it, and (with a query string the handler ignores) as the ordinary handler does. */
@@ -180,6 +205,16 @@ describe("GET /records/{id}, GET /records and POST /query: fast routes and ordin
       expectError(expectSame(await queries(api, bad)), 400)
     }
     expectError(expectSame(await queries(api, JSON.stringify({ query: `FROM ${s} WHERE qty >>= 1` }))), 400)
+    // the edge's input guards: a NUL or lone surrogate in any JSON string, JSON nested too deeply
+    const nul = expectSame(await queries(api, `{"query":"FROM ${s} WHERE name = 'a\\u0000'"}`))
+    expectError(nul, 400)
+    expect(nul.body.details[0].field).toBe("query")
+    const lone = expectSame(await queries(api, `{"query":"FROM ${s} WHERE name = :n","parameters":{"n":"\\ud800"}}`))
+    expectError(lone, 400)
+    expect(lone.body.details[0].field).toBe("parameters.n")
+    const deep = expectSame(await queries(api, `{"query":"FROM ${s}","parameters":{"x":${"[".repeat(100)}${"]".repeat(100)}}}`))
+    expectError(deep, 400)
+    expect(deep.body.details[0].field).toMatch(/^parameters\.x\[0\]/)
     expectError(expectSame(await queries(api, JSON.stringify({ query: "FROM no-such-structure" }))), 404)
     // another content type is the stack's 415 on both paths
     expectError(expectSame(await queries(api, JSON.stringify({ query: `FROM ${s}` }), "text/plain")), 415)

@@ -310,12 +310,13 @@ describe("list", () => {
     expect(names(res).sort()).toEqual(["alpha", "beta", "epsilon", "gamma"])
   })
 
-  it("pages with page and limit, and caps limit at 500", async () => {
+  it("pages with page and limit; a limit above 500 or a page above 1,000,000 is a 400", async () => {
     const res = await list("sort[field]=name&limit=2&page=2")
     expect(res.body.meta).toEqual({ total: 4, page: 2, pageSize: 2 })
     expect(names(res)).toEqual(["epsilon", "gamma"])
-    const capped = await list("limit=1000")
-    expect(capped.body.meta.pageSize).toBe(500)
+    expect((await list("limit=500")).body.meta.pageSize).toBe(500)
+    expectError(await list("limit=501"), 400, "VALIDATION_ERROR")
+    expectError(await list("page=1000001"), 400, "VALIDATION_ERROR")
     expectError(await list("limit=0"), 400, "VALIDATION_ERROR")
     expectError(await list("page=0"), 400, "VALIDATION_ERROR")
     expectError(await list("limit=abc"), 400, "VALIDATION_ERROR")

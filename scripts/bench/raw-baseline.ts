@@ -3,8 +3,8 @@
 // changelog row, outbox event + pg_notify, in one transaction). It is the ceiling Troupe's figures are divided by,
 // so it must be the strongest plain setup: no framework, no validation, no auth, no actors (row locks only).
 import * as Crypto from "node:crypto"
-import * as Http from "node:http"
 import postgres from "postgres"
+import { healthRoute, HttpError, readBody, type Route, send, serve } from "./raw-http.ts"
 import { queryRoutes } from "./raw-query.ts"
 
 const sql = postgres(process.env.DATABASE_URL!, { max: 10, max_pipeline: 1, onnotice: () => {} } as any)
@@ -17,14 +17,6 @@ const json = (value: unknown) => sql.json(value as any)
 
 type Tx = postgres.TransactionSql<{}>
 type Data = Record<string, unknown>
-
-class HttpError extends Error {
-  readonly status: number
-  constructor(status: number, message: string) {
-    super(message)
-    this.status = status
-  }
-}
 
 // ------------------------------------------------------------------ what Troupe caches: the structure
 
@@ -173,28 +165,8 @@ const isLive = (row: any) =>
 
 // ------------------------------------------------------------------ HTTP
 
-const readBody = (req: Http.IncomingMessage): Promise<any> =>
-  new Promise((resolve, reject) => {
-    const chunks: Array<Buffer> = []
-    req.on("data", (c) => chunks.push(c))
-    req.on("end", () => {
-      try {
-        resolve(chunks.length ? JSON.parse(Buffer.concat(chunks).toString()) : undefined)
-      } catch (e) {
-        reject(new HttpError(400, String(e)))
-      }
-    })
-  })
-
-const send = (res: Http.ServerResponse, status: number, body: unknown) => {
-  const text = JSON.stringify(body)
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
-  res.end(text)
-}
-
-type Handler = (req: Http.IncomingMessage, res: Http.ServerResponse, match: RegExpMatchArray) => Promise<void>
-const routes: Array<[string, RegExp, Handler]> = [
-  ["GET", /^\/health$/, async (_req, res) => send(res, 200, { status: "ok" })],
+const routes: Array<Route> = [
+  healthRoute,
   // create: record row, unique values, version, changelog, event + notify
   ["POST", /^\/raw\/records\/([0-9a-f-]{36})$/, async (req, res, m) => {
     const body = await readBody(req)
@@ -272,15 +244,4 @@ const routes: Array<[string, RegExp, Handler]> = [
   ...queryRoutes(sql, send)
 ]
 
-Http.createServer((req, res) => {
-  const path = (req.url ?? "/").split("?")[0]!
-  for (const [method, pattern, handler] of routes) {
-    const m = path.match(pattern)
-    if (m && req.method === method) {
-      handler(req, res, m).catch((e) =>
-        e instanceof HttpError ? send(res, e.status, { error: e.message }) : send(res, 500, { error: String(e) }))
-      return
-    }
-  }
-  send(res, 404, { error: "not found" })
-}).listen(port, "127.0.0.1", () => process.stdout.write("ready\n"))
+serve(port, routes)

@@ -1,12 +1,9 @@
 // Raw-baseline routes of the query scenarios (scripts/bench/query.ts): seeding with one INSERT ... SELECT
 // generate_series, and the exact statement Troupe runs for a filtered, sorted page of 20, on plain postgres.js.
-import type * as Http from "node:http"
 import type postgres from "postgres"
+import type { Route, Send } from "./raw-http.ts"
 
-type Handler = (req: Http.IncomingMessage, res: Http.ServerResponse, match: RegExpMatchArray) => Promise<void>
-type Send = (res: Http.ServerResponse, status: number, body: unknown) => void
-
-export const queryRoutes = (sql: postgres.Sql<{}>, send: Send): Array<[string, RegExp, Handler]> => [
+export const queryRoutes = (sql: postgres.Sql<{}>, send: Send): Array<Route> => [
   ["POST", /^\/raw\/seed\/([0-9a-f-]{36})$/, async (req, res, m) => {
     const params = new URL(req.url ?? "/", "http://x").searchParams
     const count = Number(params.get("count") ?? 0)

@@ -1,11 +1,18 @@
-// The benchmarked endpoints: each Troupe endpoint beside the raw baseline doing the same SQL. The structure and the
-// token are made through Troupe's own API; the raw baseline writes into the same structure of the same database.
-import type { Scenario } from "../bench.ts"
+// The benchmarked endpoints: each Troupe endpoint beside the raw baseline doing the same SQL, and each write beside
+// the ceiling (scripts/bench/raw-ceiling.ts: one durable statement per request into a table of its own). The
+// structure, the token and the seeded records are made through Troupe's own API (so the embedded profile, Troupe on
+// PGlite, seeds the same way); the raw baseline writes into the same structure of the same database.
+import type { Scenario, Target } from "../bench.ts"
 import { queryScenarios } from "./query.ts"
 
 export interface Context {
   readonly troupe: string
-  readonly raw: string
+  /** the raw baseline, on Troupe's own PostgreSQL database (absent in the embedded profile) */
+  readonly raw: string | undefined
+  /** the ceiling server, on any PostgreSQL database (absent when none is reachable) */
+  readonly ceiling: string | undefined
+  /** BENCH_ONLY: the query scenarios are seeded (100,000 records) only when one of them is named */
+  readonly only: ReadonlyArray<string> | undefined
   readonly password: string
   readonly request: (baseUrl: string, method: string, path: string, options?: any) => Promise<any>
 }
@@ -55,23 +62,36 @@ export const scenarios = async (ctx: Context): Promise<Array<Scenario>> => {
   if (pool.length !== POOL) throw new Error(`bench setup: seeded ${pool.length} of ${POOL}`)
   // the hot keys of the same-key upserts exist before the run: every measured upsert is an update
   await call("POST", "/records/slug/bench-item/upsert", { match: { key: "hot-troupe" }, data: { title: "hot", n: 0 } })
-  const rawHot = await fetch(`${ctx.raw}/raw/upsert/${sid}`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ match: { key: "hot-raw" }, data: { title: "hot", n: 0 } })
-  })
-  if (rawHot.status >= 300) throw new Error(`bench setup: raw upsert ${rawHot.status} ${await rawHot.text()}`)
+  const setup = async (base: string, path: string, body: unknown) => {
+    const res = await ctx.request(base, "POST", path, { body })
+    if (res.status >= 300) throw new Error(`bench setup: ${base}${path}: ${res.status} ${res.text}`)
+    return res.body
+  }
+  if (ctx.raw) await setup(ctx.raw, `/raw/upsert/${sid}`, { match: { key: "hot-raw" }, data: { title: "hot", n: 0 } })
+  // the ceiling's own records to patch (same count, same keys), and its hot key
+  const ceilingPool: Array<string> = []
+  if (ctx.ceiling) {
+    const records = Array.from({ length: POOL }, (_, i) => ({ data: { key: `pool-${i}`, title: "seeded", n: i } }))
+    ceilingPool.push(...(await setup(ctx.ceiling, `/ceiling/bulk/${sid}?returning=id`, { records })).ids)
+    await setup(ctx.ceiling, `/ceiling/upsert/${sid}`, { match: { key: "hot-ceiling" }, data: { title: "hot", n: 0 } })
+  }
 
   let seq = 0
   const next = () => ++seq
-  const anyPooled = () => pool[Math.floor(Math.random() * pool.length)]!
+  const anyOf = (ids: Array<string>) => ids[Math.floor(Math.random() * ids.length)]!
   const item = (prefix: string) => {
     const n = next()
     return { key: `${prefix}-${n}`, title: `bench item ${n}`, n }
   }
+  const distinctUpsert = (prefix: string) => () => {
+    const { key, ...data } = item(prefix)
+    return { match: { key }, data }
+  }
+  /** A baseline's target, when that baseline runs. */
+  const at = (base: string | undefined, target: (base: string) => Target) => (base ? target(base) : undefined)
 
   return [
-    { name: "GET /health", troupe: { url: `${ctx.troupe}/health` }, raw: { url: `${ctx.raw}/health` } },
+    { name: "GET /health", troupe: { url: `${ctx.troupe}/health` }, raw: at(ctx.raw, (b) => ({ url: `${b}/health` })) },
     {
       name: "create record",
       troupe: {
@@ -80,16 +100,21 @@ export const scenarios = async (ctx: Context): Promise<Array<Scenario>> => {
         headers: auth,
         bodyFactory: () => ({ structureId: sid, data: item("ct") })
       },
-      raw: { url: `${ctx.raw}/raw/records/${sid}`, method: "POST", bodyFactory: () => ({ data: item("cr") }) }
+      raw: at(ctx.raw, (b) => ({ url: `${b}/raw/records/${sid}`, method: "POST", bodyFactory: () => ({ data: item("cr") }) })),
+      ceiling: at(ctx.ceiling, (b) => ({
+        url: `${b}/ceiling/records/${sid}`,
+        method: "POST",
+        bodyFactory: () => ({ data: item("cc") })
+      }))
     },
     {
       name: "get by id",
       troupe: {
         url: `${api}/records/${pool[0]}`,
         headers: auth,
-        pathFactory: () => `/workspace/default/api/v1/records/${anyPooled()}`
+        pathFactory: () => `/workspace/default/api/v1/records/${anyOf(pool)}`
       },
-      raw: { url: `${ctx.raw}/raw/records/${pool[0]}`, pathFactory: () => `/raw/records/${anyPooled()}` }
+      raw: at(ctx.raw, (b) => ({ url: `${b}/raw/records/${pool[0]}`, pathFactory: () => `/raw/records/${anyOf(pool)}` }))
     },
     {
       name: "patch",
@@ -97,15 +122,21 @@ export const scenarios = async (ctx: Context): Promise<Array<Scenario>> => {
         url: `${api}/records/${pool[0]}`,
         method: "PATCH",
         headers: auth,
-        pathFactory: () => `/workspace/default/api/v1/records/${anyPooled()}`,
+        pathFactory: () => `/workspace/default/api/v1/records/${anyOf(pool)}`,
         bodyFactory: () => ({ data: { n: next() } })
       },
-      raw: {
-        url: `${ctx.raw}/raw/records/${pool[0]}`,
+      raw: at(ctx.raw, (b) => ({
+        url: `${b}/raw/records/${pool[0]}`,
         method: "PATCH",
-        pathFactory: () => `/raw/records/${anyPooled()}`,
+        pathFactory: () => `/raw/records/${anyOf(pool)}`,
         bodyFactory: () => ({ data: { n: next() } })
-      }
+      })),
+      ceiling: at(ctx.ceiling, (b) => ({
+        url: `${b}/ceiling/records/${ceilingPool[0]}`,
+        method: "PATCH",
+        pathFactory: () => `/ceiling/records/${anyOf(ceilingPool)}`,
+        bodyFactory: () => ({ data: { n: next() } })
+      }))
     },
     {
       name: "upsert one key",
@@ -115,11 +146,16 @@ export const scenarios = async (ctx: Context): Promise<Array<Scenario>> => {
         headers: auth,
         bodyFactory: () => ({ match: { key: "hot-troupe" }, data: { n: next() } })
       },
-      raw: {
-        url: `${ctx.raw}/raw/upsert/${sid}`,
+      raw: at(ctx.raw, (b) => ({
+        url: `${b}/raw/upsert/${sid}`,
         method: "POST",
         bodyFactory: () => ({ match: { key: "hot-raw" }, data: { n: next() } })
-      }
+      })),
+      ceiling: at(ctx.ceiling, (b) => ({
+        url: `${b}/ceiling/upsert/${sid}`,
+        method: "POST",
+        bodyFactory: () => ({ match: { key: "hot-ceiling" }, data: { n: next() } })
+      }))
     },
     {
       name: "upsert distinct keys",
@@ -127,19 +163,10 @@ export const scenarios = async (ctx: Context): Promise<Array<Scenario>> => {
         url: `${api}/records/slug/bench-item/upsert`,
         method: "POST",
         headers: auth,
-        bodyFactory: () => {
-          const { key, ...data } = item("ut")
-          return { match: { key }, data }
-        }
+        bodyFactory: distinctUpsert("ut")
       },
-      raw: {
-        url: `${ctx.raw}/raw/upsert/${sid}`,
-        method: "POST",
-        bodyFactory: () => {
-          const { key, ...data } = item("ur")
-          return { match: { key }, data }
-        }
-      }
+      raw: at(ctx.raw, (b) => ({ url: `${b}/raw/upsert/${sid}`, method: "POST", bodyFactory: distinctUpsert("ur") })),
+      ceiling: at(ctx.ceiling, (b) => ({ url: `${b}/ceiling/upsert/${sid}`, method: "POST", bodyFactory: distinctUpsert("uc") }))
     },
     {
       name: `bulk create ${BULK}`,
@@ -156,13 +183,19 @@ export const scenarios = async (ctx: Context): Promise<Array<Scenario>> => {
           options: { returnRecords: false }
         })
       },
-      raw: {
-        url: `${ctx.raw}/raw/bulk/${sid}`,
+      raw: at(ctx.raw, (b) => ({
+        url: `${b}/raw/bulk/${sid}`,
         method: "POST",
         bodyFactory: () => ({ records: Array.from({ length: BULK }, () => ({ data: item("br") })) })
-      }
+      })),
+      ceiling: at(ctx.ceiling, (b) => ({
+        url: `${b}/ceiling/bulk/${sid}`,
+        method: "POST",
+        bodyFactory: () => ({ records: Array.from({ length: BULK }, () => ({ data: item("bc") })) })
+      }))
     },
-    // filtered, sorted pages on 100k (and 1M with BENCH_LARGE=1) records (scripts/bench/query.ts)
+    // filtered, sorted pages on 100k (and 1M with BENCH_LARGE=1) records (scripts/bench/query.ts), seeded by the
+    // raw baseline straight into Troupe's PostgreSQL database: not in the embedded profile
     ...(await queryScenarios(ctx))
   ]
 }

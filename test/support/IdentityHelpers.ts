@@ -23,6 +23,13 @@ export const tokenRequest = async (
   return { status: res.status, headers: res.headers, body, text }
 }
 
+/** A password-grant token for `username` in `workspace`. */
+export const passwordToken = async (node: Pick<TestNode, "baseUrl">, username: string, password: string, workspace = "default") => {
+  const res = await tokenRequest(node, { grant_type: "password", username, password, scope: `openid workspace:${workspace}` })
+  if (res.status !== 200) throw new Error(`password token: ${res.status} ${res.text}`)
+  return res.body.access_token as string
+}
+
 export const serviceToken = async (node: Pick<TestNode, "baseUrl">, clientId: string, clientSecret: string) => {
   const res = await tokenRequest(node, { grant_type: "client_credentials", client_id: clientId, client_secret: clientSecret })
   if (res.status !== 200) throw new Error(`service token: ${res.status} ${res.text}`)

@@ -10,7 +10,10 @@ import postgres from "postgres"
 const root = Path.resolve(import.meta.dirname, "../..")
 const mainTs = Path.join(root, "packages/server/src/main.ts")
 
-export const freePort = (): Promise<number> =>
+/** Ports this process handed out: the OS may offer a just-closed port again (a node's HTTP and runner ports collided). */
+const handedOut = new Set<number>()
+
+const anyFreePort = (): Promise<number> =>
   new Promise((resolve, reject) => {
     const server = Net.createServer()
     server.unref()
@@ -20,6 +23,17 @@ export const freePort = (): Promise<number> =>
       server.close(() => resolve(port))
     })
   })
+
+/** A free port not handed out before by this process. */
+export const freePort = async (): Promise<number> => {
+  for (;;) {
+    const port = await anyFreePort()
+    if (!handedOut.has(port)) {
+      handedOut.add(port)
+      return port
+    }
+  }
+}
 
 /** A fresh PostgreSQL database next to DATABASE_URL's; dropped by the returned function. */
 export const freshDatabase = async (baseUrl: string) => {

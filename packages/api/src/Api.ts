@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import { HttpApi, OpenApi } from "effect/http-api"
+import { ComputeFunctionsApi, DraftsApi, FunctionRunsApi, FunctionsApi, FunctionTriggersApi } from "./compute/ComputeApi.ts"
 import { WebhooksApi } from "./events/WebhooksApi.ts"
 import { GroupsApi } from "./identity/GroupsApi.ts"
 import { MembersApi } from "./identity/MembersApi.ts"
@@ -15,21 +16,22 @@ import { WorkspacesApi } from "./identity/WorkspacesApi.ts"
 import { QueryApi } from "./query/QueryApi.ts"
 import { RecordsApi } from "./records/RecordsApi.ts"
 import { StructuresApi } from "./structures/StructuresApi.ts"
-import { SystemApi } from "./System.ts"
+import { ClusterApi, SystemApi } from "./System.ts"
 
 // The OpenAPI transform reads the finished Api lazily (a class cannot name itself in its own base expression).
 let self: HttpApi.Top | undefined
 
 /** @category api */
 export class Api extends HttpApi.make("troupe")
-  .add(SystemApi)
+  .add(SystemApi, ClusterApi)
   .add(OidcApi, WorkspacesApi, MembersApi, ServiceAccountsApi, GroupsApi)
   .add(StructuresApi, RecordsApi)
   .add(QueryApi)
   .add(WebhooksApi)
+  .add(ComputeFunctionsApi, FunctionsApi, DraftsApi, FunctionTriggersApi, FunctionRunsApi)
   .annotateMerge(OpenApi.annotations({
     title: "Troupe API",
-    description: "Workspace-scoped backend-as-a-service: structures, records, queries, webhooks, identity.",
+    description: "Workspace-scoped backend-as-a-service: structures, records, queries, webhooks, functions and triggers, identity.",
     // every operation's RequiredPermission / RateClass, as x-required-permission, x-rate-class and a sentence
     transform: documentPermissions(() => self!)
   }))

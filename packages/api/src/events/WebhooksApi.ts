@@ -35,7 +35,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       params: WorkspaceParams,
       payload: WebhookCreate,
       success: WebhookWithSecret.pipe(HttpApiSchema.status(201)),
-      error: BadRequest
+      error: [BadRequest, Conflict]
     }).annotate(RequiredPermission, "write:webhooks").annotate(RateClass, "writes"),
     HttpApiEndpoint.get("list", "/", {
       params: WorkspaceParams,

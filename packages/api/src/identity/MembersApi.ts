@@ -1,5 +1,7 @@
 /**
- * Workspace members (Owners add users, set roles, remove members) and the caller's own identity (`/me`).
+ * Workspace members (Owners add users, set roles, remove members) and the caller's own identity (`/me`). Managing
+ * members needs a user token (service-account tokens get 403 even with the permission), and nobody gives a role
+ * holding permissions they do not hold.
  *
  * @since 0.1.0
  */
@@ -14,6 +16,7 @@ import {
   PageQuery,
   PasswordChange,
   PrincipalInfo,
+  RequiresUserToken,
   RoleUpdate,
   Uuid
 } from "./Identity.ts"
@@ -27,29 +30,34 @@ export class MembersApi extends HttpApiGroup.make("members")
       params: WorkspaceParams,
       query: PageQuery,
       success: MemberList
-    }).annotate(RequiredPermission, "workspace:members").annotate(RateClass, "reads"),
+    }).annotate(RequiredPermission, "workspace:members").annotate(RateClass, "reads")
+      .annotate(RequiresUserToken, true),
     HttpApiEndpoint.post("add", "/members", {
       params: WorkspaceParams,
       payload: MemberCreate,
       success: Member.pipe(HttpApiSchema.status(201)),
-      error: [BadRequest, Conflict]
-    }).annotate(RequiredPermission, "workspace:members").annotate(RateClass, "writes"),
+      error: [BadRequest, Conflict, Forbidden]
+    }).annotate(RequiredPermission, "workspace:members").annotate(RateClass, "writes")
+      .annotate(RequiresUserToken, true),
     HttpApiEndpoint.get("get", "/members/:userId", {
       params: memberParams,
       success: Member,
       error: NotFound
-    }).annotate(RequiredPermission, "workspace:members").annotate(RateClass, "reads"),
+    }).annotate(RequiredPermission, "workspace:members").annotate(RateClass, "reads")
+      .annotate(RequiresUserToken, true),
     HttpApiEndpoint.put("setRole", "/members/:userId/role", {
       params: memberParams,
       payload: RoleUpdate,
       success: Member,
-      error: [NotFound, Conflict]
-    }).annotate(RequiredPermission, "workspace:members").annotate(RateClass, "writes"),
+      error: [NotFound, Conflict, Forbidden]
+    }).annotate(RequiredPermission, "workspace:members").annotate(RateClass, "writes")
+      .annotate(RequiresUserToken, true),
     HttpApiEndpoint.delete("remove", "/members/:userId", {
       params: memberParams,
       success: HttpApiSchema.NoContent,
       error: [NotFound, Conflict]
-    }).annotate(RequiredPermission, "workspace:members").annotate(RateClass, "writes"),
+    }).annotate(RequiredPermission, "workspace:members").annotate(RateClass, "writes")
+      .annotate(RequiresUserToken, true),
     HttpApiEndpoint.get("me", "/me", {
       params: WorkspaceParams,
       success: PrincipalInfo

@@ -1,7 +1,8 @@
 /**
  * Service accounts (compute-and-auth.md §4.6): machine clients that exchange a client id and secret for a token.
- * Managed with a user token holding `write:service-accounts`; a service-account token is refused (403). Also served
- * under `/iam/` (rewritten at the edge).
+ * Managed with a user token holding `write:service-accounts`; a service-account token is refused (403), and so is
+ * anyone managing (renaming, rotating, revoking, deleting) an account that holds a permission they do not. Also
+ * served under `/iam/` (rewritten at the edge).
  *
  * @since 0.1.0
  */

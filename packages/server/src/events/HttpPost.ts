@@ -26,7 +26,8 @@ const MAX_RESPONSE_BYTES = 64 * 1024
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | Array<Dns.LookupAddress>, family?: number) => void
 
-const guardedLookup = (hostname: string, options: Dns.LookupOptions, callback: LookupCallback) => {
+/** A DNS lookup that refuses names resolving to any private address (the production SSRF guard). */
+export const guardedLookup = (hostname: string, options: Dns.LookupOptions, callback: LookupCallback) => {
   Dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
     if (err) return callback(err, "", 0)
     const list = addresses as Array<Dns.LookupAddress>

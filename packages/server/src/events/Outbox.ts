@@ -1,11 +1,13 @@
 // The transactional outbox. A write appends its event with `appendEvent` inside its own transaction, so the event
-// exists exactly when the change committed; the NOTIFY issued in the same transaction reaches the relay on commit
-// (and is dropped with a rollback). The relay (OutboxRelay.ts) hands committed events on, at least once.
+// exists exactly when the change committed; the relay is woken by a NOTIFY sent after the commit (Wake.ts: never
+// inside the write transaction, where it would serialise every commit), and polls as well. The relay
+// (OutboxRelay.ts) hands committed events on, at least once.
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import { notifyAfterCommit } from "./Wake.ts"
 
-/** The channel the relay LISTENs on; the payload is the new event's id (a hint only). */
+/** The channel the relay LISTENs on (a wake-up without payload). */
 export const EVENTS_CHANNEL = "troupe_events"
 
 /** Dotted event names of data-service.md §6 (and the compute events), as stored in `events.type`. */
@@ -54,18 +56,15 @@ export interface EventPayload {
   readonly [key: string]: unknown
 }
 
-/**
- * Appends one event in the caller's transaction (the ambient one of `sql`) and NOTIFYs the relay, in one statement.
- */
+/** Appends one event in the caller's transaction (the ambient one of `sql`); the relay is woken after commit. */
 export const appendEvent = (sql: SqlClient.SqlClient, event: OutboxEvent): Effect.Effect<void, SqlError> =>
-  sql`WITH e AS (
-    INSERT INTO events (workspace, type, structure_id, record_slug, record_id, payload)
+  sql`INSERT INTO events (workspace, type, structure_id, record_slug, record_id, payload)
     VALUES (${event.workspace}, ${event.type}, ${event.structureId ?? null}::uuid, ${event.recordSlug ?? null},
-      ${event.recordId ?? null}::uuid, ${JSON.stringify(event.payload ?? {})}::jsonb)
-    RETURNING id
-  ) SELECT pg_notify(${EVENTS_CHANNEL}, id::text) FROM e`.pipe(Effect.asVoid)
+      ${event.recordId ?? null}::uuid, ${JSON.stringify(event.payload ?? {})}::jsonb)`.pipe(
+    Effect.andThen(notifyAfterCommit(sql, EVENTS_CHANNEL))
+  )
 
-/** Appends several events in order (one statement, one NOTIFY). */
+/** Appends several events in order (one statement, one wake-up). */
 export const appendEvents = (
   sql: SqlClient.SqlClient,
   events: ReadonlyArray<OutboxEvent>
@@ -81,14 +80,11 @@ export const appendEvents = (
     record_id: e.recordId ?? null,
     payload: e.payload ?? {}
   }))
-  return sql`WITH e AS (
-    INSERT INTO events (workspace, type, structure_id, record_slug, record_id, payload)
+  return sql`INSERT INTO events (workspace, type, structure_id, record_slug, record_id, payload)
     SELECT workspace, type, structure_id, record_slug, record_id, payload
     FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
       AS v(i int, workspace text, type text, structure_id uuid, record_slug text, record_id uuid, payload jsonb)
-    ORDER BY i
-    RETURNING id
-  ) SELECT pg_notify(${EVENTS_CHANNEL}, max(id)::text) FROM e`.pipe(Effect.asVoid)
+    ORDER BY i`.pipe(Effect.andThen(notifyAfterCommit(sql, EVENTS_CHANNEL)))
 }
 
 /** `appendEvent` with the SqlClient from the context (inside a `withTransaction`, that transaction). */

@@ -48,7 +48,7 @@ layer(WebhookRepo.layer.pipe(Layer.provideMerge(TestDatabase())), { excludeTestS
       assert.strictEqual(yield* pending, before)
     }))
 
-  it.effect("the NOTIFY of appendEvent arrives on commit, not before", () =>
+  it.effect("the wake-up of appendEvent is sent after commit, not before, and not after a rollback", () =>
     Effect.scoped(Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const seen = yield* Ref.make<Array<string>>([])
@@ -60,9 +60,13 @@ layer(WebhookRepo.layer.pipe(Layer.provideMerge(TestDatabase())), { excludeTestS
         assert.lengthOf(yield* Ref.get(seen), 0)
       }))
       for (let i = 0; i < 50 && (yield* Ref.get(seen)).length === 0; i++) yield* Effect.sleep("50 millis")
-      const got = yield* Ref.get(seen)
-      assert.lengthOf(got, 1)
-      assert.match(got[0]!, /^\d+$/)
+      assert.lengthOf(yield* Ref.get(seen), 1)
+      yield* Effect.ignore(sql.withTransaction(Effect.andThen(
+        appendEvent(sql, ev("orders", "record.created", {})),
+        Effect.fail("rolled back")
+      )))
+      yield* Effect.sleep("300 millis")
+      assert.lengthOf(yield* Ref.get(seen), 1)
       // drain so later tests start clean
       const step = yield* makeRelayStep
       while ((yield* step).count > 0) {}

@@ -6,15 +6,20 @@
 // Only then is the event marked processed, so a crash anywhere before the commit means the batch is read again
 // (at least once). Woken by LISTEN troupe_events (appendEvent NOTIFYs on commit), with a poll as the fallback.
 // The same singleton runs the webhook dispatcher and a retention sweep.
-import { Context, Duration, Effect, type Layer, Queue, Schedule, Stream } from "effect"
+// Metrics: events relayed, and the relay's lag (the age of the oldest unprocessed event it has read, kept from the
+// moment it reads a batch until a short batch commits, so a relay stuck on a failing batch shows a growing lag).
+import { Clock, Context, Duration, Effect, type Layer, Metric, Queue, Schedule, Stream } from "effect"
 import { type Sharding, Singleton } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import * as Crypto from "node:crypto"
 import { iso, json, num } from "../lib/rows.ts"
 import type { AppConfig } from "../platform/AppConfig.ts"
+import { scrapedGauge } from "../platform/Metrics.ts"
 import { Notifier } from "../platform/Notifier.ts"
+import type { Secrets } from "../platform/Secrets.ts"
 import { compileMatcher, type EventMatcher } from "./EventFilter.ts"
+import { eventsRelayed, relayFailures, relayLag } from "./EventMetrics.ts"
 import { listen } from "./Listen.ts"
 import { EVENTS_CHANNEL, type EventPayload, type StoredEvent } from "./Outbox.ts"
 import { deliveryPayload } from "./Payloads.ts"
@@ -64,11 +69,16 @@ export interface RelayResult {
   readonly webhookIds: ReadonlySet<string>
 }
 
+/** Since when (node clock, ms) the oldest event the relay has read unprocessed has waited; undefined: caught up. */
+export interface RelayBacklog {
+  oldestSince: number | undefined
+}
+
 /**
  * One relay step: the next batch of unprocessed events, handed to every consumer and marked processed in one
- * transaction. Exposed for tests; the singleton calls it in a loop.
+ * transaction. The singleton calls it in a loop; `backlog` follows the relay's lag.
  */
-export const makeRelayStep = Effect.gen(function*() {
+export const makeRelayStepWith = (backlog: RelayBacklog) => Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const repo = yield* WebhookRepo
   const notifier = yield* Notifier
@@ -83,12 +93,16 @@ export const makeRelayStep = Effect.gen(function*() {
     return matcher
   }
 
-  return sql.withTransaction(Effect.gen(function*() {
+  const step = sql.withTransaction(Effect.gen(function*() {
     // Serialises relays if two ever overlap (a singleton hand-over): seq stays in commit order.
     if (sql.driver !== "pglite") yield* sql`SELECT pg_advisory_xact_lock(${RELAY_LOCK})`
-    const rows = yield* sql`SELECT id, workspace, type, structure_id, record_slug, record_id, payload, created_at
+    const rows = yield* sql`SELECT id, workspace, type, structure_id, record_slug, record_id, payload, created_at,
+        extract(epoch FROM now() - created_at)::float8 AS waited
       FROM events WHERE processed_at IS NULL ORDER BY id LIMIT ${BATCH_SIZE}`
     if (rows.length === 0) return { count: 0, webhookIds: new Set<string>() }
+    // the age by the database's clock, placed on the node's (the two may disagree)
+    const waited = Math.max(0, num((rows[0] as any).waited)) * 1000
+    backlog.oldestSince = (yield* Clock.currentTimeMillis) - waited
     const events = rows.map(toStoredEvent)
 
     // Webhooks
@@ -121,11 +135,26 @@ export const makeRelayStep = Effect.gen(function*() {
     yield* notifier.publish(RELAYED_TOPIC, String(last))
     return { count: events.length, webhookIds }
   }))
+  return Effect.tap(step, (result) =>
+    Effect.andThen(
+      Metric.update(eventsRelayed, result.count),
+      Effect.sync(() => {
+        // Committed. A short batch took everything committed when it read: caught up. After a full one the next
+        // read (at once) finds the new oldest.
+        backlog.oldestSince = undefined
+      })
+    ))
 })
+
+/** One relay step that nobody measures (tests). */
+export const makeRelayStep = makeRelayStepWith({ oldestSince: undefined })
 
 const runRelay = (dispatcher: Dispatcher) =>
   Effect.gen(function*() {
-    const step = yield* makeRelayStep
+    const backlog: RelayBacklog = { oldestSince: undefined }
+    yield* scrapedGauge(relayLag, (now) => backlog.oldestSince === undefined ? 0 : Math.max(0, now - backlog.oldestSince) / 1000)
+    yield* Metric.update(relayFailures, 0)
+    const step = yield* makeRelayStepWith(backlog)
     const wake = yield* Queue.sliding<void>(1)
     yield* listen(EVENTS_CHANNEL, () => void Queue.offerUnsafe(wake, undefined))
     const loop = Effect.gen(function*() {
@@ -134,7 +163,10 @@ const runRelay = (dispatcher: Dispatcher) =>
       if (result.count < BATCH_SIZE) yield* Effect.ignore(Effect.timeout(Queue.take(wake), POLL_INTERVAL))
     }).pipe(
       Effect.catchCause((cause) =>
-        Effect.andThen(Effect.logWarning("outbox relay step failed; retrying", cause), Effect.sleep("1 second"))
+        Effect.logWarning("outbox relay step failed; retrying", cause).pipe(
+          Effect.andThen(Metric.update(relayFailures, 1)),
+          Effect.andThen(Effect.sleep("1 second"))
+        )
       ),
       Effect.forever
     )
@@ -170,5 +202,5 @@ export const runEventsSingleton = Effect.gen(function*() {
 export const EventsSingletonLayer: Layer.Layer<
   never,
   never,
-  Sharding.Sharding | SqlClient.SqlClient | Notifier | WebhookRepo | AppConfig
+  Sharding.Sharding | SqlClient.SqlClient | Notifier | WebhookRepo | AppConfig | Secrets
 > = Singleton.make("troupe-events", runEventsSingleton)

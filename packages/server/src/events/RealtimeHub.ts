@@ -10,7 +10,9 @@
 import { Cause, Context, Duration, Effect, Layer, Option, Queue, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { num } from "../lib/rows.ts"
+import { scrapedGauge } from "../platform/Metrics.ts"
 import { Notifier } from "../platform/Notifier.ts"
+import { sseClients } from "./EventMetrics.ts"
 import type { StoredEvent } from "./Outbox.ts"
 import { RELAYED_TOPIC, toStoredEvent } from "./OutboxRelay.ts"
 
@@ -27,7 +29,12 @@ export interface SubscribeOptions {
   readonly events?: ReadonlyArray<string> | undefined
   /** resume after this event id */
   readonly lastEventId?: string | undefined
+  /** compute events (`function.*`, `trigger.fired`) reach only subscribers who may read functions */
+  readonly computeEvents?: boolean | undefined
 }
+
+/** Events about functions and triggers rather than records. */
+export const isComputeEvent = (type: string) => type.startsWith("function.") || type.startsWith("trigger.")
 
 export interface RealtimeHubShape {
   /** Matching events from now (or after `lastEventId`) until the stream is dropped or its consumer stops. */
@@ -48,7 +55,9 @@ interface Subscriber {
 export const eventFilter = (options: SubscribeOptions) => {
   const structures = options.structures !== undefined && options.structures.size > 0 ? options.structures : undefined
   const names = options.events !== undefined && options.events.length > 0 ? options.events : undefined
+  const compute = options.computeEvents !== false
   return (e: StoredEvent): boolean => {
+    if (!compute && isComputeEvent(e.type)) return false
     if (structures !== undefined) {
       const slug = e.recordSlug ?? (typeof e.payload.structure === "string" ? e.payload.structure : undefined)
       if (!(slug !== undefined && structures.has(slug)) && !(e.structureId !== null && structures.has(e.structureId))) return false
@@ -66,6 +75,7 @@ export class RealtimeHub extends Context.Service<RealtimeHub, RealtimeHubShape>(
     const notifier = yield* Notifier
     const byWorkspace = new Map<string, Set<Subscriber>>()
     let count = 0
+    yield* scrapedGauge(sseClients, () => count)
 
     const maxSeq = sql`SELECT coalesce(max(seq), 0) AS seq FROM events WHERE seq IS NOT NULL`.pipe(
       Effect.map((rows) => num((rows[0] as any).seq))

@@ -1,5 +1,5 @@
 // Where webhooks may point. Always http(s) with a host. With NODE_ENV=production, loopback, private, link-local,
-// carrier-grade NAT, unique-local and unspecified addresses are refused (CONTRACT.md §1): literal addresses and
+// carrier-grade NAT, unique-local, unspecified and IPv4-embedding (NAT64 64:ff9b::/96, 6to4 2002::/16) addresses are refused (CONTRACT.md §1): literal addresses and
 // `localhost` names when the webhook is saved, and every resolved address again when a delivery connects (so a
 // name that later resolves inward is refused too).
 import * as Net from "node:net"
@@ -23,7 +23,12 @@ for (const [net, prefix] of [
   ["::1", 128],
   ["fc00::", 7],
   ["fe80::", 10],
-  ["ff00::", 8]
+  ["ff00::", 8],
+  // IPv4 embedded in IPv6: NAT64 (well-known and local-use prefixes) and 6to4 reach whatever IPv4 address they
+  // carry, private ones included, through a translator or relay
+  ["64:ff9b::", 96],
+  ["64:ff9b:1::", 48],
+  ["2002::", 16]
 ] as const) blocked.addSubnet(net, prefix, "ipv6")
 
 /** True for an address webhooks must not reach in production. */

@@ -5,9 +5,11 @@ import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import * as Http from "node:http"
 import type * as Net from "node:net"
+import { Secrets } from "../platform/Secrets.ts"
 import { appendEvent, recordEvent } from "./Outbox.ts"
 import { makeRelayStep } from "./OutboxRelay.ts"
 import { TEST_WORKSPACE, TestDatabase } from "./TestDatabase.ts"
+import { sealSigningSecret } from "./SigningSecret.ts"
 import { makeDispatcher } from "./WebhookDispatcher.ts"
 import { WebhookRepo } from "./WebhookRepo.ts"
 
@@ -53,29 +55,56 @@ const waitFor = <A>(what: string, probe: Effect.Effect<A, any, any>, done: (a: A
     }
   })
 
-const createHook = (url: string, secret = "topsecret") =>
-  Effect.flatMap(Effect.service(WebhookRepo), (repo) =>
-    repo.insert({
-      id: Crypto.randomUUID(),
-      workspace: TEST_WORKSPACE,
+/** A webhook row; `sealed`: its secret stored encrypted, as WebhookService stores it (else legacy plaintext). */
+const createHook = (url: string, secret = "topsecret", options: { workspace?: string; sealed?: boolean } = {}) =>
+  Effect.gen(function*() {
+    const repo = yield* WebhookRepo
+    const secrets = yield* Secrets
+    const id = Crypto.randomUUID()
+    return yield* repo.insert({
+      id,
+      workspace: options.workspace ?? TEST_WORKSPACE,
       name: "h",
       url,
       events: ["*"],
       filters: {},
-      secret,
+      secret: options.sealed === true ? sealSigningSecret(secrets, id, secret) : secret,
       enabled: true,
       status: "active",
       createdBy: null
-    }))
+    })
+  })
+
+/** A receiver that never answers (closed with every connection it holds). */
+const tarpit = Effect.acquireRelease(
+  Effect.promise(() =>
+    new Promise<{ url: string; open: () => number; server: Http.Server }>((resolve) => {
+      let open = 0
+      const server = Http.createServer((req) => {
+        open++
+        req.on("close", () => open--)
+      })
+      server.listen(0, "127.0.0.1", () =>
+        resolve({ url: `http://127.0.0.1:${(server.address() as Net.AddressInfo).port}`, open: () => open, server }))
+    })
+  ),
+  ({ server }) =>
+    Effect.promise(() =>
+      new Promise<void>((r) => {
+        server.closeAllConnections()
+        server.close(() => r())
+      })
+    )
+)
 
 /** Appends `n` events and relays them (so each active webhook gets its deliveries queued). */
-const emit = (n: number, slug = "orders") =>
+const emit = (n: number, slug = "orders", workspace = TEST_WORKSPACE) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     for (let i = 0; i < n; i++) {
       yield* appendEvent(sql, recordEvent({
         type: "record.created",
-        workspace: TEST_WORKSPACE,
+        workspace,
         structure: { id: "00000000-0000-4000-8000-000000000001", slug },
         record: { id: Crypto.randomUUID(), structureId: "s", data: { n: i } },
         timestamp: "2024-01-01T00:00:00.000Z"
@@ -94,7 +123,10 @@ const webhookStatus = (id: string) =>
   Effect.flatMap(Effect.service(SqlClient.SqlClient), (sql) =>
     sql`SELECT status FROM webhooks WHERE id = ${id}::uuid`.pipe(Effect.map((r) => (r[0] as any).status as string)))
 
-const Env = WebhookRepo.layer.pipe(Layer.provideMerge(TestDatabase({ webhookRetryDelays: DELAYS })))
+const Env = WebhookRepo.layer.pipe(
+  Layer.provideMerge(Secrets.layer),
+  Layer.provideMerge(TestDatabase({ webhookRetryDelays: DELAYS, webhookConcurrency: 4, webhookWorkspaceConcurrency: 2 }))
+)
 
 layer(Env, { excludeTestServices: true, timeout: 60_000 })("webhook dispatcher", (it) => {
   it.effect("delivers signed bodies, in event order, and marks them delivered", () =>
@@ -204,5 +236,45 @@ layer(Env, { excludeTestServices: true, timeout: 60_000 })("webhook dispatcher",
       release!()
       yield* waitFor("slow deliveries", rows(slowHook.id), (r) => r.every((d) => d.status === "delivered"))
       assert.deepStrictEqual(slow.hits.map((h) => JSON.parse(h.body).data.record.n), [0, 1, 2])
+    })))
+
+  it.effect("signs with a secret stored encrypted, and the stored form is not the secret", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const rx = yield* receiver(() => 200)
+      const hook = yield* createHook(`${rx.url}/sealed`, "whsec_c2VhbGVk", { sealed: true })
+      const stored = (yield* sql`SELECT secret FROM webhooks WHERE id = ${hook.id}::uuid`)[0] as any
+      assert.match(stored.secret, /^enc:v1:/)
+      assert.notInclude(stored.secret, "c2VhbGVk")
+      yield* emit(1)
+      const dispatcher = yield* makeDispatcher
+      yield* dispatcher.kick([hook.id])
+      yield* waitFor("delivered", rows(hook.id), (r) => r[0]?.status === "delivered")
+      const hit = rx.hits[0]!
+      const expected = Crypto.createHmac("sha256", "whsec_c2VhbGVk").update(hit.body).digest("hex")
+      assert.strictEqual(hit.headers["x-troupe-signature"], `sha256=${expected}`)
+    })))
+
+  it.effect("a workspace whose receivers never answer does not delay another workspace's deliveries", () =>
+    Effect.scoped(Effect.gen(function*() {
+      // 4 requests may be open at once (Env), at most 2 per workspace
+      const pit = yield* tarpit
+      const rx = yield* receiver(() => 200)
+      const stuck = []
+      for (let i = 0; i < 4; i++) stuck.push(yield* createHook(`${pit.url}/never-${i}`))
+      const other = yield* createHook(`${rx.url}/other`, "s", { workspace: "other" })
+      yield* emit(2)
+      const dispatcher = yield* makeDispatcher
+      yield* dispatcher.kick(stuck.map((h) => h.id))
+      // every global permit the tarpit workspace may take is taken
+      yield* waitFor("tarpit holding its share", Effect.sync(() => pit.open()), (n) => n >= 2)
+      yield* Effect.sleep("100 millis")
+      assert.strictEqual(pit.open(), 2, "one workspace holds at most its share of open requests")
+      const start = performance.now()
+      yield* emit(3, "orders", "other")
+      yield* dispatcher.kick([other.id])
+      yield* waitFor("other workspace delivered", rows(other.id), (r) => r.length === 3 && r.every((d) => d.status === "delivered"), 5_000)
+      assert.isBelow(performance.now() - start, 3_000)
+      assert.strictEqual(pit.open(), 2)
     })))
 })

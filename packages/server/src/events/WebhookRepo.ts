@@ -13,6 +13,7 @@ export interface WebhookRow {
   readonly url: string
   readonly events: ReadonlyArray<string>
   readonly filters: WebhookFilters
+  /** as stored: sealed by SigningSecret.ts (plaintext in rows older than that) */
   readonly secret: string
   readonly enabled: boolean
   readonly status: WebhookStatus
@@ -66,6 +67,9 @@ export interface NewDelivery {
   readonly event: string
   readonly payload: unknown
 }
+
+/** Advisory lock class of webhook creates (second key: the workspace's hash). */
+const WEBHOOK_LIMIT_LOCK = 7412021
 
 const webhookRow = (r: any): WebhookRow => ({
   id: String(r.id),
@@ -145,6 +149,11 @@ export interface WebhookPatch {
 
 export interface WebhookRepoShape {
   readonly insert: (row: Omit<WebhookRow, "createdAt" | "updatedAt">) => Effect.Effect<WebhookRow, SqlError>
+  /** Inserts unless the workspace holds `limit` webhooks already (then undefined). */
+  readonly insertWithin: (
+    row: Omit<WebhookRow, "createdAt" | "updatedAt">,
+    limit: number
+  ) => Effect.Effect<WebhookRow | undefined, SqlError>
   readonly list: (
     workspace: string,
     limit: number,
@@ -204,6 +213,15 @@ export class WebhookRepo extends Context.Service<WebhookRepo, WebhookRepoShape>(
         VALUES (${row.id}::uuid, ${row.workspace}, ${row.name}, ${row.url}, ${JSON.stringify(row.events)}::jsonb,
           ${JSON.stringify(row.filters)}::jsonb, ${row.secret}, ${row.enabled}, ${row.status}, ${row.createdBy})
         RETURNING *`.pipe(Effect.map((rows) => webhookRow(rows[0])))
+
+    const insertWithin = (row: Omit<WebhookRow, "createdAt" | "updatedAt">, limit: number) =>
+      sql.withTransaction(Effect.gen(function*() {
+        // creates in one workspace take turns, so concurrent ones cannot all pass the count
+        if (sql.driver !== "pglite") yield* sql`SELECT pg_advisory_xact_lock(${WEBHOOK_LIMIT_LOCK}, hashtext(${row.workspace}))`
+        const count = yield* sql`SELECT count(*)::int AS n FROM webhooks WHERE workspace = ${row.workspace}`
+        if (num((count[0] as any).n) >= limit) return undefined
+        return yield* insert(row)
+      }))
 
     const list = (workspace: string, limit: number, offset: number) =>
       Effect.all([
@@ -369,6 +387,7 @@ export class WebhookRepo extends Context.Service<WebhookRepo, WebhookRepoShape>(
 
     return WebhookRepo.of({
       insert,
+      insertWithin,
       list,
       get,
       update,

@@ -1,6 +1,9 @@
 // Webhook management (data-service.md §4.5): create, list, get, update, delete, failures, the delivery log,
 // redelivery and test sends. Deliveries themselves are made by WebhookDispatcher; this service only queues them and
 // signals the dispatcher (which may run on another node) through the Notifier.
+// - A workspace holds at most TROUPE_WEBHOOKS_PER_WORKSPACE webhooks (100): one more is 409 WEBHOOK_LIMIT_REACHED.
+// - Signing secrets are stored encrypted (SigningSecret.ts); the plaintext is answered once, on create or when a
+//   PATCH sets it, and decrypted again only to sign.
 import type {
   DeliveryStatus,
   Webhook,
@@ -25,9 +28,11 @@ import { Clock, Context, DateTime, Effect, Layer, Result } from "effect"
 import * as Crypto from "node:crypto"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { Notifier } from "../platform/Notifier.ts"
+import { Secrets } from "../platform/Secrets.ts"
 import { validateEvents, validateFilters } from "./EventFilter.ts"
 import { post } from "./HttpPost.ts"
 import { deliveryHeaders, generateSecret } from "./Signature.ts"
+import { encryptStoredSecrets, openSigningSecret, sealSigningSecret } from "./SigningSecret.ts"
 import { checkWebhookUrl } from "./UrlPolicy.ts"
 import { type DeliveryRow, toDelivery, toWebhook, type WebhookPatch, WebhookRepo } from "./WebhookRepo.ts"
 
@@ -46,7 +51,7 @@ export interface WebhookServiceShape {
     workspace: string,
     input: WebhookCreate,
     createdBy: string | null
-  ) => Effect.Effect<WebhookWithSecret, BadRequest>
+  ) => Effect.Effect<WebhookWithSecret, BadRequest | Conflict>
   readonly list: (
     workspace: string,
     page: number,
@@ -77,6 +82,9 @@ export class WebhookService extends Context.Service<WebhookService, WebhookServi
     const repo = yield* WebhookRepo
     const config = yield* AppConfig
     const notifier = yield* Notifier
+    const secrets = yield* Secrets
+    const sealed = yield* encryptStoredSecrets(secrets).pipe(Effect.orDie)
+    if (sealed > 0) yield* Effect.logInfo(`webhooks: encrypted ${sealed} signing secret(s) stored in plaintext`)
 
     const webhookNotFound = (id: string) => notFound({ message: `Webhook ${id} not found`, code: "WEBHOOK_NOT_FOUND" })
     const invalid = (problems: ReadonlyArray<ErrorDetail>) =>
@@ -110,18 +118,26 @@ export class WebhookService extends Context.Service<WebhookService, WebhookServi
       const filters = yield* checkFilters(input.filters)
       const secret = input.secret ?? generateSecret()
       const enabled = input.enabled ?? true
-      const row = yield* repo.insert({
-        id: Crypto.randomUUID(),
+      const id = Crypto.randomUUID()
+      const row = yield* repo.insertWithin({
+        id,
         workspace,
         name: input.name ?? defaultName(input.url),
         url: input.url,
         events: dedupe(input.events),
         filters,
-        secret,
+        secret: sealSigningSecret(secrets, id, secret),
         enabled,
         status: enabled ? "active" : "disabled",
         createdBy
-      }).pipe(Effect.orDie)
+      }, config.webhooksPerWorkspace).pipe(Effect.orDie)
+      if (row === undefined) {
+        return yield* Effect.fail(conflict({
+          message: `This workspace already has ${config.webhooksPerWorkspace} webhooks, the most it may hold; ` +
+            "delete one before creating another",
+          code: "WEBHOOK_LIMIT_REACHED"
+        }))
+      }
       return { ...toWebhook(row), secret }
     })
 
@@ -143,11 +159,11 @@ export class WebhookService extends Context.Service<WebhookService, WebhookServi
       if (input.name !== undefined) patch.name = input.name
       if (input.url !== undefined) patch.url = input.url
       if (input.events !== undefined) patch.events = dedupe(input.events)
-      if (input.secret !== undefined) patch.secret = input.secret
+      if (input.secret !== undefined) patch.secret = sealSigningSecret(secrets, id, input.secret)
       if (input.enabled !== undefined) patch.enabled = input.enabled
       const row = yield* repo.update(workspace, id, patch).pipe(Effect.orDie)
       if (row === undefined) return yield* Effect.fail(webhookNotFound(id))
-      return input.secret !== undefined ? { ...toWebhook(row), secret: row.secret } : toWebhook(row)
+      return input.secret !== undefined ? { ...toWebhook(row), secret: input.secret } : toWebhook(row)
     })
 
     const del = Effect.fn("WebhookService.delete")(function*(workspace: string, id: string) {
@@ -232,7 +248,8 @@ export class WebhookService extends Context.Service<WebhookService, WebhookServi
       })
       const deliveryId = Crypto.randomUUID()
       const seconds = Math.floor((yield* Clock.currentTimeMillis) / 1000)
-      const headers = deliveryHeaders({ secret: hook.secret, deliveryId, event, body, timestampSeconds: seconds })
+      const secret = yield* openSigningSecret(secrets, hook.id, hook.secret).pipe(Effect.orDie)
+      const headers = deliveryHeaders({ secret, deliveryId, event, body, timestampSeconds: seconds })
       const result = yield* post(hook.url, body, headers, { timeoutMs: DELIVERY_TIMEOUT_MS, allowPrivate: !config.production })
       return result.ok
         ? { delivered: true, status: result.status, durationMs: result.durationMs }

@@ -1,9 +1,12 @@
-// Every node's in-memory picture of who may do what: users, memberships, service accounts (status and secret
-// version), groups and their policies. Requests are authorized against it without a query. It is rebuilt
+// Every node's in-memory picture of who may do what: users (and their password version), memberships, service
+// accounts (status and secret version), groups and their policies. Requests are authorized against it without a
+// query. It is rebuilt
 //   - on this node right after each identity change commits (so a revoke/rotate/delete holds from the response on),
 //   - on every other node when PostgreSQL NOTIFYs `troupe_identity` (sent by that same transaction; a request that
 //     arrives once the notification has been read waits for that reload),
 //   - and by a poll of the `identity_version` counter every second, should a notification be missed.
+// On PostgreSQL every node records the version it holds (table identity_acks, refreshed with the poll), and a node
+// that made a change waits, up to 2 s, until every node seen in the last 5 s holds it before answering.
 import type { Principal, Role } from "@troupe/api/Authorization"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Deferred, Effect, Layer, Option, Queue, Schedule, Semaphore } from "effect"
@@ -20,7 +23,15 @@ interface UserEntry {
   readonly id: string
   readonly username: string
   readonly isPlatformAdmin: boolean
+  readonly passwordVersion: string
 }
+
+/**
+ * A user's password version, as SQL over `users`: a short digest of the stored hash, which a password change (new
+ * salt) always changes. User tokens carry it (`pv`); one issued under another password is refused. The digest of a
+ * salted scrypt hash tells nothing about the password.
+ */
+export const passwordVersionColumn = `substr(md5(password_hash), 1, 16)`
 
 interface AccountEntry {
   readonly id: number
@@ -62,6 +73,8 @@ export interface TokenSubject {
   readonly workspace: string
   /** service accounts: the secret version the token was issued under */
   readonly secretVersion?: number | undefined
+  /** users: the password version the token was issued under (`pv`); a token without one is refused */
+  readonly passwordVersion?: string | undefined
 }
 
 export interface AccessCacheShape {
@@ -70,7 +83,12 @@ export interface AccessCacheShape {
    * for a reload another node has just announced, so its change holds here from the moment it was answered there.
    */
   readonly principal: (subject: TokenSubject) => Effect.Effect<Principal | undefined>
-  /** Reloads now (after a local change, before answering). */
+  /**
+   * Who a stored principal is now, whatever secret version its tokens carry: a function run acting as its trigger's
+   * creator or as the caller that queued it (undefined once revoked, deleted or removed from the workspace).
+   */
+  readonly actor: (kind: "user" | "service", id: string, workspace: string) => Effect.Effect<Principal | undefined>
+  /** Reloads now and waits for the other live nodes to hold the change too (after a local change, before answering). */
   readonly refresh: Effect.Effect<void>
 }
 
@@ -97,8 +115,10 @@ const load = (sql: SqlClient.SqlClient) =>
     const versions = yield* sql<{ value: string }>`SELECT value FROM settings WHERE key = 'identity_version'`
     const version = versions[0]?.value ?? "0"
     const [users, memberships, accounts, groups, members, policies] = yield* Effect.all([
-      sql<{ id: string; username: string; isPlatformAdmin: boolean }>`
-        SELECT id::text AS id, username, is_platform_admin AS "isPlatformAdmin" FROM users`,
+      sql<{ id: string; username: string; isPlatformAdmin: boolean; passwordVersion: string }>`
+        SELECT id::text AS id, username, is_platform_admin AS "isPlatformAdmin",
+          ${sql.literal(passwordVersionColumn)} AS "passwordVersion"
+        FROM users`,
       sql<{ workspace: string; userId: string; role: string }>`
         SELECT workspace, user_id::text AS "userId", role FROM memberships`,
       sql<AccountRow>`
@@ -128,7 +148,8 @@ const load = (sql: SqlClient.SqlClient) =>
       users: new Map(users.map((u) => [u.id, {
         id: u.id,
         username: u.username,
-        isPlatformAdmin: u.isPlatformAdmin === true
+        isPlatformAdmin: u.isPlatformAdmin === true,
+        passwordVersion: u.passwordVersion
       }])),
       memberships: new Map(
         memberships.filter((m) => isRole(m.role)).map((m) => [key(m.workspace, m.userId), m.role as Role])
@@ -149,7 +170,8 @@ const load = (sql: SqlClient.SqlClient) =>
     return snapshot
   })
 
-const resolve = (snapshot: Snapshot, subject: TokenSubject): Principal | undefined => {
+/** `fromToken`: the subject is a token's, so a user's must carry the current password version (not a stored actor). */
+const resolve = (snapshot: Snapshot, subject: TokenSubject, fromToken: boolean): Principal | undefined => {
   if (subject.kind === "service") {
     const account = snapshot.accounts.get(subject.sub)
     if (
@@ -169,7 +191,7 @@ const resolve = (snapshot: Snapshot, subject: TokenSubject): Principal | undefin
     }
   }
   const user = snapshot.users.get(subject.sub)
-  if (user === undefined) return undefined
+  if (user === undefined || (fromToken && subject.passwordVersion !== user.passwordVersion)) return undefined
   const role = snapshot.memberships.get(key(subject.workspace, user.id))
   if (role === undefined && !user.isPlatformAdmin) return undefined
   const groups = snapshot.groupsOf.get(key(subject.workspace, "user", user.id)) ?? []
@@ -194,17 +216,46 @@ export class AccessCache extends Context.Service<AccessCache, AccessCacheShape>(
       const sql = yield* SqlClient.SqlClient
       let current = yield* Effect.orDie(load(sql))
       const lock = yield* Semaphore.make(1)
+      const clustered = sql.driver !== "pglite"
+      /** Tells the other nodes which version this one holds (and that it is alive). */
+      const acknowledge = (version: string) =>
+        clustered
+          ? sql`INSERT INTO identity_acks (node, version, seen_at) VALUES (${nodeTag}, ${version}::bigint, now())
+              ON CONFLICT (node) DO UPDATE SET version = EXCLUDED.version, seen_at = now()`.pipe(
+            Effect.catchCause(() => Effect.void)
+          )
+          : Effect.void
       let pending: Deferred.Deferred<void> | undefined
       /** the LISTEN queue: a notification read off the socket sits here until the listener below takes it */
       let notes: Queue.Dequeue<unknown, unknown> | undefined
-      const refresh = lock.withPermits(1)(
-        Effect.flatMap(load(sql), (next) => Effect.sync(() => void (current = next)))
-      ).pipe(Effect.orDie, Effect.withSpan("AccessCache.refresh"))
+      const reload = lock.withPermits(1)(
+        Effect.flatMap(load(sql), (next) => Effect.andThen(Effect.sync(() => void (current = next)), acknowledge(next.version)))
+      ).pipe(Effect.orDie, Effect.withSpan("AccessCache.reload"))
+      yield* acknowledge(current.version)
+
+      /** Every node seen in the last 5 s holds at least this node's version (or 2 s passed: the laggards are logged). */
+      const awaitOthers = Effect.gen(function*() {
+        const version = current.version
+        const lagging = sql<{ node: string }>`SELECT node FROM identity_acks
+          WHERE seen_at > now() - interval '5 seconds' AND version < ${version}::bigint`
+        const deadline = Date.now() + 2000
+        let behind = yield* lagging
+        while (behind.length > 0 && Date.now() < deadline) {
+          yield* Effect.sleep("10 millis")
+          behind = yield* lagging
+        }
+        if (behind.length > 0) {
+          yield* Effect.logWarning(`identity: ${behind.length} node(s) did not load version ${version} within 2 s`)
+        }
+      }).pipe(Effect.catchCause((cause) => Effect.logWarning("identity: could not check other nodes", cause)))
+
+      const refresh = clustered ? Effect.andThen(reload, awaitOthers) : reload
 
       // A missed notification costs at most one poll interval.
       const poll = Effect.gen(function*() {
         const rows = yield* sql<{ value: string }>`SELECT value FROM settings WHERE key = 'identity_version'`
-        if ((rows[0]?.value ?? "0") !== current.version) yield* refresh
+        if ((rows[0]?.value ?? "0") !== current.version) yield* reload
+        else yield* acknowledge(current.version)
       }).pipe(Effect.catchCause(() => Effect.void))
       yield* Effect.forkScoped(Effect.repeat(poll, Schedule.spaced("1 second")))
 
@@ -218,7 +269,7 @@ export class AccessCache extends Context.Service<AccessCache, AccessCacheShape>(
             // Requests arriving from now on wait for the reload instead of using what is about to be stale.
             const done = yield* Deferred.make<void>()
             pending = done
-            yield* Effect.catchCause(refresh, () => Effect.void)
+            yield* Effect.catchCause(reload, () => Effect.void)
             if (pending === done) pending = undefined
             yield* Deferred.succeed(done, undefined)
           })
@@ -232,31 +283,52 @@ export class AccessCache extends Context.Service<AccessCache, AccessCacheShape>(
         yield* Effect.forkScoped(Effect.retry(listen, Schedule.spaced("2 seconds")))
       }
 
-      const lookup = (subject: TokenSubject) => {
+      const lookup = (subject: TokenSubject, fromToken: boolean) => {
         const snapshot = current
-        const k = key(subject.kind, subject.sub, subject.workspace, String(subject.secretVersion ?? ""))
+        const k = key(
+          subject.kind,
+          subject.sub,
+          subject.workspace,
+          String(subject.secretVersion ?? ""),
+          fromToken ? `pv:${subject.passwordVersion ?? ""}` : "actor"
+        )
         const memo = snapshot.principals.get(k)
         if (memo !== undefined) return memo ?? undefined
-        const resolved = resolve(snapshot, subject)
+        const resolved = resolve(snapshot, subject, fromToken)
         if (snapshot.principals.size > 50_000) snapshot.principals.clear()
         snapshot.principals.set(k, resolved ?? null)
         return resolved
       }
 
-      const principal = (subject: TokenSubject, turns = 0): Effect.Effect<Principal | undefined> =>
+      const principal = (
+        subject: TokenSubject,
+        fromToken: boolean,
+        turns = 0
+      ): Effect.Effect<Principal | undefined> =>
         Effect.suspend(() => {
           const waiting = pending
-          if (waiting !== undefined) return Effect.andThen(Deferred.await(waiting), Effect.sync(() => lookup(subject)))
+          if (waiting !== undefined) {
+            return Effect.andThen(Deferred.await(waiting), Effect.sync(() => lookup(subject, fromToken)))
+          }
           // A notification already read but not yet taken by the listener (it runs on a later scheduler turn): let it
           // announce its reload first, so a change answered by another node holds here for a request right behind it.
           // (A few turns at most: a listener gone with notes left must not hold requests.)
           if (turns < 8 && notes !== undefined && Queue.sizeUnsafe(notes) > 0) {
-            return Effect.andThen(Effect.yieldNow, principal(subject, turns + 1))
+            return Effect.andThen(Effect.yieldNow, principal(subject, fromToken, turns + 1))
           }
-          return Effect.sync(() => lookup(subject))
+          return Effect.sync(() => lookup(subject, fromToken))
         })
 
-      return AccessCache.of({ principal: (subject) => principal(subject), refresh })
+      const actor = (kind: "user" | "service", id: string, workspace: string) =>
+        Effect.suspend(() => {
+          const secretVersion = kind === "service" ? current.accounts.get(id)?.secretVersion : undefined
+          return principal({ kind, sub: id, workspace, secretVersion }, false)
+        })
+
+      yield* Effect.addFinalizer(() =>
+        clustered ? sql`DELETE FROM identity_acks WHERE node = ${nodeTag}`.pipe(Effect.ignore) : Effect.void)
+
+      return AccessCache.of({ principal: (subject) => principal(subject, true), actor, refresh })
     })
   )
 }

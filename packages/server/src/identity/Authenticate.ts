@@ -48,12 +48,13 @@ export class Authenticator extends Context.Service<Authenticator, AuthenticatorS
             kind: kind === "true" ? "service" : "user",
             sub,
             workspace: ws,
-            secretVersion: typeof claims.sv === "number" ? claims.sv : undefined
+            secretVersion: typeof claims.sv === "number" ? claims.sv : undefined,
+            passwordVersion: typeof claims.pv === "string" ? claims.pv : undefined
           })
           if (principal === undefined) {
-            return yield* Effect.fail(
-              unauthorized("Token is no longer valid (account revoked, rotated, deleted or removed)")
-            )
+            return yield* Effect.fail(unauthorized(
+              "Token is no longer valid (account revoked, rotated, deleted or removed, or password changed)"
+            ))
           }
           if (options.workspace !== undefined && options.workspace !== ws) {
             return yield* Effect.fail(forbidden(`This token is not valid for workspace "${options.workspace}"`))

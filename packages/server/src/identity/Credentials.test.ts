@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import * as Crypto from "node:crypto"
 import {
   clientSecretMatches,
   hashClientSecret,
@@ -14,7 +15,8 @@ describe("passwords", () => {
   it.effect("scrypt hashes verify the right password only", () =>
     Effect.gen(function*() {
       const hash = yield* hashPassword("correct horse battery")
-      assert.match(hash, /^scrypt\$32768\$8\$1\$[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+$/)
+      // OWASP's scrypt parameters: N = 2^17, r = 8, p = 1, stored with the hash
+      assert.match(hash, /^scrypt\$131072\$8\$1\$[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+$/)
       assert.notInclude(hash, "correct horse")
       assert.isTrue(yield* verifyPassword("correct horse battery", hash))
       assert.isFalse(yield* verifyPassword("correct horse batterY", hash))
@@ -23,11 +25,23 @@ describe("passwords", () => {
       assert.notStrictEqual(hash, yield* hashPassword("correct horse battery"))
     }))
 
+  it.effect("hashes made with the former parameters (N = 2^15) keep verifying", () =>
+    Effect.gen(function*() {
+      const salt = Crypto.randomBytes(16)
+      const key = Crypto.scryptSync("old password here", salt, 32, { N: 32768, r: 8, p: 1, maxmem: 64 * 1024 * 1024 })
+      const old = `scrypt$32768$8$1$${salt.toString("base64")}$${key.toString("base64")}`
+      assert.isTrue(yield* verifyPassword("old password here", old))
+      assert.isFalse(yield* verifyPassword("old password hers", old))
+    }))
+
   it.effect("an unknown user (no hash) and a malformed hash never verify", () =>
     Effect.gen(function*() {
       assert.isFalse(yield* verifyPassword("anything", undefined))
       assert.isFalse(yield* verifyPassword("anything", "plain"))
       assert.isFalse(yield* verifyPassword("anything", "scrypt$99999999$8$1$AAAA$AAAA"))
+      // parameters beyond the memory bound, or not a power of two, are refused without hashing
+      assert.isFalse(yield* verifyPassword("anything", "scrypt$1048576$8$1$AAAA$AAAA"))
+      assert.isFalse(yield* verifyPassword("anything", "scrypt$100000$8$1$AAAA$AAAA"))
     }))
 
   it("generated passwords are long and random", () => {

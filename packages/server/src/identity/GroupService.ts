@@ -1,5 +1,8 @@
 // IAM groups: named sets of workspace members and service accounts holding policies {action, resource, effect}.
 // Policies are validated against compute-and-auth.md §2.5 (`read` is not an action) and must grant something.
+// Nobody climbs through a group: allowing a permission, adding a member to a group that allows it, or lifting a deny
+// on it (removing the deny, a member of its group, or the group) needs the caller to hold that permission.
+import type { Principal } from "@troupe/api/Authorization"
 import type { Group } from "@troupe/api/identity/Identity"
 import {
   type BadRequest,
@@ -7,6 +10,7 @@ import {
   type Conflict,
   conflict,
   details,
+  type Forbidden,
   type NotFound,
   notFound
 } from "@troupe/api/Errors"
@@ -21,7 +25,8 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { AccessCache } from "./AccessCache.ts"
-import { identityChange, iso, type Page, uniqueOr } from "./model.ts"
+import { identityChange, iso, type Page, requireHolds, uniqueOr } from "./model.ts"
+import type { PolicyStatement } from "./Permissions.ts"
 
 interface GroupRow {
   readonly id: string
@@ -60,24 +65,28 @@ export interface GroupServiceShape {
   readonly list: (workspace: string, page: Page) =>
     Effect.Effect<{ data: Array<Group>; total: number; page: number; limit: number }>
   readonly get: (workspace: string, groupId: string) => Effect.Effect<Group, NotFound>
-  readonly delete: (workspace: string, groupId: string) => Effect.Effect<void, NotFound>
+  readonly delete: (workspace: string, by: Principal, groupId: string) => Effect.Effect<void, NotFound | Forbidden>
   readonly addPolicy: (
     workspace: string,
+    by: Principal,
     groupId: string,
     input: { readonly action: string; readonly resource: string; readonly effect?: "allow" | "deny" }
-  ) => Effect.Effect<Policy, BadRequest | NotFound>
-  readonly removePolicy: (workspace: string, groupId: string, policyId: string) => Effect.Effect<void, NotFound>
+  ) => Effect.Effect<Policy, BadRequest | NotFound | Forbidden>
+  readonly removePolicy: (workspace: string, by: Principal, groupId: string, policyId: string) =>
+    Effect.Effect<void, NotFound | Forbidden>
   readonly addMember: (
     workspace: string,
+    by: Principal,
     groupId: string,
     input: { readonly userId?: string; readonly serviceAccountId?: number }
-  ) => Effect.Effect<Group, BadRequest | NotFound | Conflict>
+  ) => Effect.Effect<Group, BadRequest | NotFound | Conflict | Forbidden>
   readonly removeMember: (
     workspace: string,
+    by: Principal,
     groupId: string,
     type: "user" | "service-account",
     memberId: string
-  ) => Effect.Effect<void, NotFound>
+  ) => Effect.Effect<void, NotFound | Forbidden>
 }
 
 export class GroupService extends Context.Service<GroupService, GroupServiceShape>()(
@@ -145,6 +154,24 @@ export class GroupService extends Context.Service<GroupService, GroupServiceShap
           (rows) => rows.length === 0 ? Effect.fail(missing(groupId)) : Effect.void
         )
 
+      /** Inside a change: the permissions a set of policies allows and denies. */
+      const resolved = (policies: ReadonlyArray<PolicyStatement>) => {
+        const allowed = new Set<string>()
+        const denied = new Set<string>()
+        for (const p of policies) {
+          if (!isPolicyAction(p.action) || !isPolicyResource(p.resource)) continue
+          const into = p.effect === "deny" ? denied : allowed
+          for (const permission of policyPermissions(p.action, p.resource)) into.add(permission)
+        }
+        return { allowed, denied }
+      }
+      const policiesOf = (groupId: string) =>
+        Effect.map(
+          sql<PolicyStatement>`SELECT action, resource, effect FROM policies WHERE group_id = ${groupId}`,
+          resolved
+        )
+      const liftRefusal = "You cannot lift a deny on permissions you do not hold"
+
       const create = Effect.fn("GroupService.create")(function*(
         workspace: string,
         input: { readonly name: string; readonly description?: string | null }
@@ -165,8 +192,10 @@ export class GroupService extends Context.Service<GroupService, GroupServiceShap
         return { data: yield* hydrate(rows), total: Number(total[0]?.n ?? 0), page: page.page, limit: page.limit }
       }, Effect.orDie)
 
-      const remove = Effect.fn("GroupService.delete")(function*(workspace: string, groupId: string) {
+      const remove = Effect.fn("GroupService.delete")(function*(workspace: string, by: Principal, groupId: string) {
         yield* provide(identityChange(Effect.gen(function*() {
+          yield* exists(workspace, groupId)
+          yield* requireHolds(by, (yield* policiesOf(groupId)).denied, liftRefusal)
           const deleted = yield* sql`DELETE FROM groups WHERE workspace = ${workspace} AND id = ${groupId} RETURNING id`
           if (deleted.length === 0) return yield* Effect.fail(missing(groupId))
         })))
@@ -174,6 +203,7 @@ export class GroupService extends Context.Service<GroupService, GroupServiceShap
 
       const addPolicy = Effect.fn("GroupService.addPolicy")(function*(
         workspace: string,
+        by: Principal,
         groupId: string,
         input: { readonly action: string; readonly resource: string; readonly effect?: "allow" | "deny" }
       ) {
@@ -197,6 +227,9 @@ export class GroupService extends Context.Service<GroupService, GroupServiceShap
         }
         const id = Crypto.randomUUID()
         const effect = input.effect ?? "allow"
+        if (effect === "allow") {
+          yield* requireHolds(by, policyPermissions(action, resource), "You cannot grant permissions you do not hold")
+        }
         const rows = yield* provide(identityChange(Effect.gen(function*() {
           yield* exists(workspace, groupId)
           return yield* sql<{ createdAt: Date }>`
@@ -209,11 +242,15 @@ export class GroupService extends Context.Service<GroupService, GroupServiceShap
 
       const removePolicy = Effect.fn("GroupService.removePolicy")(function*(
         workspace: string,
+        by: Principal,
         groupId: string,
         policyId: string
       ) {
         yield* provide(identityChange(Effect.gen(function*() {
           yield* exists(workspace, groupId)
+          const policy = yield* sql<PolicyStatement>`
+            SELECT action, resource, effect FROM policies WHERE group_id = ${groupId} AND id = ${policyId}`
+          yield* requireHolds(by, resolved(policy).denied, liftRefusal)
           const deleted = yield* sql`DELETE FROM policies WHERE group_id = ${groupId} AND id = ${policyId} RETURNING id`
           if (deleted.length === 0) {
             return yield* Effect.fail(notFound(`Policy ${policyId} not found in group ${groupId}`))
@@ -223,6 +260,7 @@ export class GroupService extends Context.Service<GroupService, GroupServiceShap
 
       const addMember = Effect.fn("GroupService.addMember")(function*(
         workspace: string,
+        by: Principal,
         groupId: string,
         input: { readonly userId?: string; readonly serviceAccountId?: number }
       ) {
@@ -231,6 +269,11 @@ export class GroupService extends Context.Service<GroupService, GroupServiceShap
         }
         yield* provide(identityChange(Effect.gen(function*() {
           yield* exists(workspace, groupId)
+          yield* requireHolds(
+            by,
+            (yield* policiesOf(groupId)).allowed,
+            "You cannot add members to a group that grants permissions you do not hold"
+          )
           let type: "user" | "service-account"
           let memberId: string
           if (input.userId !== undefined) {
@@ -261,12 +304,14 @@ export class GroupService extends Context.Service<GroupService, GroupServiceShap
 
       const removeMember = Effect.fn("GroupService.removeMember")(function*(
         workspace: string,
+        by: Principal,
         groupId: string,
         type: "user" | "service-account",
         memberId: string
       ) {
         yield* provide(identityChange(Effect.gen(function*() {
           yield* exists(workspace, groupId)
+          yield* requireHolds(by, (yield* policiesOf(groupId)).denied, liftRefusal)
           const deleted = yield* sql`
             DELETE FROM group_members WHERE group_id = ${groupId} AND member_type = ${type} AND member_id = ${memberId}
             RETURNING member_id`

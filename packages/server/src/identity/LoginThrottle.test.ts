@@ -1,45 +1,115 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Deferred, Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import { addressRule, clientRule, makeLoginThrottle } from "./LoginThrottle.ts"
+import { addressKey, addressRule, clientKey, clientRule, makeLoginThrottle } from "./LoginThrottle.ts"
+
+type Throttle = ReturnType<typeof makeLoginThrottle>
+
+const keys = (name: string, address = "1.2.3.4") =>
+  [[clientKey("user", name, address), clientRule], [addressKey(address), addressRule]] as const
+
+/** Seconds the attempt was told to wait, or 0 when it ran. */
+const waitOf = <A, E>(attempt: Effect.Effect<A, E>) =>
+  Effect.match(attempt, {
+    onFailure: (e) => (typeof e === "object" && e !== null && "retryAfter" in e ? Number(e.retryAfter) : 0),
+    onSuccess: () => 0
+  })
+
+/** One attempt with right (true) or wrong (false) credentials: the seconds it was told to wait, or 0. */
+const guess = (t: Throttle, keyed: ReturnType<typeof keys>, right: boolean) =>
+  waitOf(t.attempt(keyed, Effect.succeed(right), (ok) => ok))
+
+/** Would an attempt run now? Its check fails without an answer, which counts as neither right nor wrong. */
+const peek = (t: Throttle, keyed: ReturnType<typeof keys>) =>
+  waitOf(t.attempt(keyed, Effect.fail("no answer" as const), () => false))
 
 describe("LoginThrottle", () => {
-  it.effect("locks a client after 5 failures, doubling the wait, and a success clears it", () =>
+  it.effect("locks a name from an address after 5 failures, doubling the wait, and a success clears it", () =>
     Effect.gen(function*() {
       const t = makeLoginThrottle()
-      for (let i = 0; i < 4; i++) yield* t.failure([["client:a", clientRule]])
-      assert.strictEqual(yield* t.check(["client:a"]), 0)
-      yield* t.failure([["client:a", clientRule]])
-      assert.strictEqual(yield* t.check(["client:a"]), 1)
-      assert.strictEqual(yield* t.check(["client:b"]), 0)
+      const a = keys("a")
+      for (let i = 0; i < 4; i++) assert.strictEqual(yield* guess(t, a, false), 0)
+      assert.strictEqual(yield* peek(t, a), 0)
+      yield* guess(t, a, false)
+      assert.strictEqual(yield* peek(t, a), 1)
+      assert.strictEqual(yield* guess(t, a, true), 1, "locked even for the right password")
+      assert.strictEqual(yield* peek(t, keys("b")), 0)
       yield* TestClock.adjust("1001 millis")
-      assert.strictEqual(yield* t.check(["client:a"]), 0)
-      yield* t.failure([["client:a", clientRule]])
-      assert.strictEqual(yield* t.check(["client:a"]), 2)
-      yield* t.failure([["client:a", clientRule]])
-      assert.strictEqual(yield* t.check(["client:a"]), 4)
-      yield* t.success("client:a")
-      assert.strictEqual(yield* t.check(["client:a"]), 0)
+      assert.strictEqual(yield* guess(t, a, false), 0)
+      assert.strictEqual(yield* peek(t, a), 2)
+      yield* TestClock.adjust("2001 millis")
+      assert.strictEqual(yield* guess(t, a, false), 0)
+      assert.strictEqual(yield* peek(t, a), 4)
+      yield* TestClock.adjust("4001 millis")
+      assert.strictEqual(yield* guess(t, a, true), 0)
+      assert.strictEqual(yield* peek(t, a), 0)
+      for (let i = 0; i < 4; i++) assert.strictEqual(yield* guess(t, a, false), 0, "the count starts over")
     }))
 
   it.effect("the wait is capped at 60 s and failures are forgotten after 15 quiet minutes", () =>
     Effect.gen(function*() {
       const t = makeLoginThrottle()
-      for (let i = 0; i < 30; i++) yield* t.failure([["client:x", clientRule]])
-      assert.strictEqual(yield* t.check(["client:x"]), 60)
+      const x = keys("x")
+      for (let i = 0; i < 12; i++) {
+        assert.strictEqual(yield* guess(t, x, false), 0)
+        yield* TestClock.adjust("61 seconds")
+      }
+      yield* guess(t, x, false)
+      assert.strictEqual(yield* peek(t, x), 60)
       yield* TestClock.adjust("16 minutes")
-      assert.strictEqual(yield* t.check(["client:x"]), 0)
-      yield* t.failure([["client:x", clientRule]])
-      assert.strictEqual(yield* t.check(["client:x"]), 0)
+      assert.strictEqual(yield* peek(t, x), 0)
+      yield* guess(t, x, false)
+      assert.strictEqual(yield* peek(t, x), 0)
     }))
 
-  it.effect("an address is locked after 20 failures whatever the client ids", () =>
+  it.effect("an address is locked after 20 failures whatever the names", () =>
     Effect.gen(function*() {
       const t = makeLoginThrottle()
-      for (let i = 0; i < 19; i++) yield* t.failure([[`client:${i}`, clientRule], ["addr:1.2.3.4", addressRule]])
-      assert.strictEqual(yield* t.check(["client:new", "addr:1.2.3.4"]), 0)
-      yield* t.failure([["client:19", clientRule], ["addr:1.2.3.4", addressRule]])
-      assert.strictEqual(yield* t.check(["client:new", "addr:1.2.3.4"]), 1)
-      assert.strictEqual(yield* t.check(["client:new", "addr:5.6.7.8"]), 0)
+      for (let i = 0; i < 19; i++) yield* guess(t, keys(`user${i}`), false)
+      assert.strictEqual(yield* peek(t, keys("new")), 0)
+      yield* guess(t, keys("user19"), false)
+      assert.strictEqual(yield* peek(t, keys("new")), 1)
+      assert.strictEqual(yield* peek(t, keys("new", "5.6.7.8")), 0)
+    }))
+
+  it.effect("a name locked from one address is not locked from another: nobody locks a victim out", () =>
+    Effect.gen(function*() {
+      const t = makeLoginThrottle()
+      for (let i = 0; i < 5; i++) yield* guess(t, keys("victim", "6.6.6.6"), false)
+      assert.strictEqual(yield* peek(t, keys("victim", "6.6.6.6")), 1)
+      assert.strictEqual(yield* peek(t, keys("Victim", "6.6.6.6")), 1, "names are compared without case")
+      assert.strictEqual(yield* guess(t, keys("victim", "10.0.0.1"), true), 0)
+    }))
+
+  it.effect("concurrent guesses are counted as they start: no more than the allowance runs", () =>
+    Effect.gen(function*() {
+      const t = makeLoginThrottle()
+      const a = keys("a")
+      const gate = yield* Deferred.make<boolean>()
+      let ran = 0
+      const slowCheck = Effect.andThen(Effect.sync(() => void ran++), Deferred.await(gate))
+      const fibers = yield* Effect.forEach(
+        Array.from({ length: 30 }, (_, i) => i),
+        () => Effect.forkChild(waitOf(t.attempt(a, slowCheck, (ok) => ok)))
+      )
+      yield* Effect.yieldNow
+      assert.strictEqual(ran, 5, "only the allowance got past the throttle")
+      yield* Deferred.succeed(gate, false)
+      const waits = yield* Fiber.joinAll(fibers)
+      assert.strictEqual(waits.filter((w) => w === 0).length, 5)
+      assert.strictEqual(waits.filter((w) => w > 0).length, 25)
+      assert.strictEqual(yield* peek(t, a), 1, "locked once the five failed")
+    }))
+
+  it.effect("a check that ends without an answer releases its reservation and counts as no failure", () =>
+    Effect.gen(function*() {
+      const t = makeLoginThrottle()
+      const a = keys("a")
+      for (let i = 0; i < 10; i++) assert.strictEqual(yield* peek(t, a), 0)
+      const stuck = yield* Effect.forkChild(t.attempt(a, Effect.never, () => false))
+      yield* Effect.yieldNow
+      yield* Fiber.interrupt(stuck)
+      for (let i = 0; i < 4; i++) assert.strictEqual(yield* guess(t, a, false), 0)
+      assert.strictEqual(yield* peek(t, a), 0)
     }))
 })

@@ -1,5 +1,9 @@
 // Workspace members: Owners add users (creating them when new), set roles and remove members. A workspace always
 // keeps at least one Owner. Also the caller's own view (`/me`) and password change.
+// Usernames are global, but who exists elsewhere is not an owner's business: an existing user is added (without a
+// password) only by someone who already sees them (a platform administrator, or an owner of a workspace the user is
+// in). To anyone else an existing username answers like a new one would without a password (400), and with one
+// like any name that cannot be taken (409, the same words whatever the reason).
 import type { Principal, Role } from "@troupe/api/Authorization"
 import {
   type BadRequest,
@@ -13,12 +17,13 @@ import {
   notFound
 } from "@troupe/api/Errors"
 import type { Member } from "@troupe/api/identity/Identity"
+import { rolePermissions } from "@troupe/api/identity/Roles"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { AccessCache } from "./AccessCache.ts"
 import { hashPassword, verifyPassword } from "./Credentials.ts"
-import { identityChange, iso, type Page, uniqueOr } from "./model.ts"
+import { identityChange, iso, type Page, requireHolds, uniqueOr } from "./model.ts"
 
 interface Row {
   readonly userId: string
@@ -39,10 +44,12 @@ export interface MemberServiceShape {
     Effect.Effect<{ data: Array<Member>; total: number; page: number; limit: number }>
   readonly add: (
     workspace: string,
+    by: Principal,
     input: { readonly username: string; readonly password?: string; readonly role: Role }
-  ) => Effect.Effect<Member, BadRequest | Conflict>
+  ) => Effect.Effect<Member, BadRequest | Conflict | Forbidden>
   readonly get: (workspace: string, userId: string) => Effect.Effect<Member, NotFound>
-  readonly setRole: (workspace: string, userId: string, role: Role) => Effect.Effect<Member, NotFound | Conflict>
+  readonly setRole: (workspace: string, by: Principal, userId: string, role: Role) =>
+    Effect.Effect<Member, NotFound | Conflict | Forbidden>
   readonly remove: (workspace: string, userId: string) => Effect.Effect<void, NotFound | Conflict>
   readonly changePassword: (
     principal: Principal,
@@ -80,30 +87,45 @@ export class MemberService extends Context.Service<MemberService, MemberServiceS
         return { data: rows.map(toMember), total: Number(total[0]?.n ?? 0), page: page.page, limit: page.limit }
       }, Effect.orDie)
 
+      const passwordNeeded = badRequest({
+        message: "A password is required to create a new user",
+        code: "VALIDATION_ERROR",
+        details: details([["password", "required for a new user"]])
+      })
+      const roleRefusal = "You cannot give a role holding permissions you do not hold"
+      const unavailable = (username: string) => conflict(`The username "${username}" cannot be used; choose another`)
+
       const add = Effect.fn("MemberService.add")(function*(
         workspace: string,
+        by: Principal,
         input: { readonly username: string; readonly password?: string; readonly role: Role }
       ) {
-        // Hash outside the transaction: scrypt takes tens of milliseconds.
+        yield* requireHolds(by, rolePermissions[input.role], roleRefusal)
+        // Hash outside the transaction: scrypt takes a good part of a second.
         const hash = input.password === undefined ? undefined : yield* hashPassword(input.password)
+        const caller = by.kind === "user" ? by.id : ""
         const userId = yield* provide(identityChange(Effect.gen(function*() {
-          const existing = yield* sql<{ id: string }>`
-            SELECT id::text AS id FROM users WHERE username = ${input.username}`
-          let id = existing[0]?.id
+          // one query whether or not the name exists, so the answer's timing tells no more than its words
+          const existing = yield* sql<{ id: string; visible: boolean }>`
+            SELECT u.id::text AS id, EXISTS (
+              SELECT 1 FROM memberships theirs JOIN memberships mine ON mine.workspace = theirs.workspace
+              WHERE theirs.user_id = u.id AND mine.user_id::text = ${caller} AND mine.role = 'owner'
+            ) AS visible
+            FROM users u WHERE u.username = ${input.username}`
+          const found = existing[0]
+          const visible = found !== undefined && (by.isPlatformAdmin || found.visible === true)
+          if (found !== undefined && !visible) {
+            return yield* Effect.fail(hash === undefined ? passwordNeeded : unavailable(input.username))
+          }
+          let id = found?.id
           if (id !== undefined && hash !== undefined) {
             return yield* Effect.fail(conflict(`User "${input.username}" already exists; add them without a password`))
           }
           if (id === undefined) {
-            if (hash === undefined) {
-              return yield* Effect.fail(badRequest({
-                message: "A password is required to create a new user",
-                code: "VALIDATION_ERROR",
-                details: details([["password", "required for a new user"]])
-              }))
-            }
+            if (hash === undefined) return yield* Effect.fail(passwordNeeded)
             id = Crypto.randomUUID()
             yield* sql`INSERT INTO users (id, username, password_hash) VALUES (${id}, ${input.username}, ${hash})`.pipe(
-              uniqueOr(() => conflict(`User "${input.username}" already exists`))
+              uniqueOr(() => unavailable(input.username))
             )
           }
           yield* sql`
@@ -135,7 +157,13 @@ export class MemberService extends Context.Service<MemberService, MemberServiceS
           }
         })
 
-      const setRole = Effect.fn("MemberService.setRole")(function*(workspace: string, userId: string, role: Role) {
+      const setRole = Effect.fn("MemberService.setRole")(function*(
+        workspace: string,
+        by: Principal,
+        userId: string,
+        role: Role
+      ) {
+        yield* requireHolds(by, rolePermissions[role], roleRefusal)
         yield* provide(identityChange(Effect.gen(function*() {
           if (role !== "owner") yield* keepAnOwner(workspace, userId)
           const updated = yield* sql`
@@ -174,7 +202,8 @@ export class MemberService extends Context.Service<MemberService, MemberServiceS
           }))
         }
         const hash = yield* hashPassword(input.newPassword)
-        yield* Effect.orDie(sql`UPDATE users SET password_hash = ${hash} WHERE id = ${principal.id}`)
+        // an identity change: tokens issued under the old password are refused from the answer on (AccessCache)
+        yield* provide(identityChange(sql`UPDATE users SET password_hash = ${hash} WHERE id = ${principal.id}`))
       })
 
       return MemberService.of({ list, add, get, setRole, remove, changePassword })

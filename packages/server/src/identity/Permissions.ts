@@ -28,3 +28,12 @@ export const resolvePermissions = (
 }
 
 export const isRole = (u: unknown): u is Role => u === "viewer" || u === "developer" || u === "admin" || u === "owner"
+
+/**
+ * What of `granted` the caller does not hold (nothing for platform administrators). Nobody hands out, or takes the
+ * credentials of, more than they hold: creating or managing a service account, a role, a group policy or membership.
+ */
+export const notHeld = (
+  by: { readonly isPlatformAdmin: boolean; readonly permissions: ReadonlySet<string> },
+  granted: Iterable<string>
+): Array<string> => by.isPlatformAdmin ? [] : [...new Set(granted)].filter((p) => !by.permissions.has(p))

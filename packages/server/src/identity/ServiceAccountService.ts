@@ -1,14 +1,14 @@
 // Service accounts (compute-and-auth.md §2.5, §4.6): a client id (`ci_` + 24 hex) and a secret (`sk_` + 64 hex),
 // of which only a SHA-256 digest is stored; the secret is shown at creation and rotation only. Rotation bumps the
 // secret version (tokens carry it as `sv`), so tokens issued before are refused at once, as are a revoked or
-// deleted account's. Managed with a user token; nobody can grant permissions they do not hold themselves.
+// deleted account's. Managed with a user token; nobody can grant permissions they do not hold themselves, nor manage
+// (rename, rotate, revoke, delete) an account holding more than they do: a new secret would let them act as it.
 import { type Permission, type Principal, type Role } from "@troupe/api/Authorization"
 import {
   type BadRequest,
   badRequest,
   details,
   type Forbidden,
-  forbidden,
   type NotFound,
   notFound
 } from "@troupe/api/Errors"
@@ -18,8 +18,8 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { AccessCache } from "./AccessCache.ts"
 import { hashClientSecret, newClientId, newClientSecret } from "./Credentials.ts"
-import { identityChange, iso, jsonStrings, type Page, requireUser } from "./model.ts"
-import { isRole } from "./Permissions.ts"
+import { identityChange, iso, jsonStrings, type Page, requireHolds, requireUser } from "./model.ts"
+import { isRole, type PolicyStatement, resolvePermissions } from "./Permissions.ts"
 
 interface Row {
   readonly id: number
@@ -66,6 +66,10 @@ export interface ServiceAccountInput {
 }
 
 export const supportedGrantTypes: ReadonlySet<string> = new Set(["client_credentials"])
+
+/** The scopes a service account of `workspace` may hold or ask for: `openid` and `workspace:<its workspace>`. */
+export const isAccountScope = (scope: string, workspace: string) =>
+  scope === "openid" || scope === `workspace:${workspace}`
 
 const invalid = (field: string, message: string) =>
   badRequest({ message, code: "VALIDATION_ERROR", details: details([[field, message]]) })
@@ -138,12 +142,15 @@ export class ServiceAccountService extends Context.Service<ServiceAccountService
         if (foreign !== undefined) {
           return yield* Effect.fail(invalid("scope", `scope "${foreign}" names another workspace`))
         }
+        const unknown = scope.find((s) => !isAccountScope(s, workspace))
+        if (unknown !== undefined) {
+          return yield* Effect.fail(
+            invalid("scope", `unknown scope "${unknown}"; use openid and workspace:${workspace}`)
+          )
+        }
         const permissions = [...new Set(input.permissions ?? [])]
         const granted = input.role !== undefined ? rolePermissions[input.role] : permissions
-        const beyond = by.isPlatformAdmin ? [] : granted.filter((p) => !by.permissions.has(p))
-        if (beyond.length > 0) {
-          return yield* Effect.fail(forbidden(`You cannot grant permissions you do not hold: ${beyond.join(", ")}`))
-        }
+        yield* requireHolds(by, granted, "You cannot grant permissions you do not hold")
         const clientId = newClientId()
         const clientSecret = newClientSecret()
         const row = yield* provide(identityChange(sql<Row>`
@@ -176,7 +183,29 @@ export class ServiceAccountService extends Context.Service<ServiceAccountService
         return toAccount(rows[0])
       })
 
-      /** One UPDATE ... RETURNING as an identity change; 404 when the account is not in this workspace. */
+      /**
+       * Inside a change: 404 when the account is not in this workspace, 403 when it holds (role, explicit permissions
+       * and group policies resolved) a permission the caller does not. Locks the row until the change commits.
+       */
+      const mayManage = (workspace: string, by: Principal, id: number) =>
+        Effect.gen(function*() {
+          const rows = yield* sql<{ role: string | null; permissions: unknown }>`
+            SELECT role, permissions FROM service_accounts WHERE workspace = ${workspace} AND id = ${id} FOR UPDATE`
+          const account = rows[0]
+          if (account === undefined) return yield* Effect.fail(missing(id))
+          const policies = yield* sql<PolicyStatement>`
+            SELECT p.action, p.resource, p.effect
+            FROM policies p JOIN groups g ON g.id = p.group_id JOIN group_members gm ON gm.group_id = p.group_id
+            WHERE g.workspace = ${workspace} AND gm.member_type = 'service-account' AND gm.member_id = ${String(id)}`
+          const holds = resolvePermissions(
+            isRole(account.role) ? account.role : undefined,
+            jsonStrings(account.permissions),
+            policies
+          )
+          yield* requireHolds(by, holds, `You cannot manage service account ${id}: it holds more than you do`)
+        })
+
+      /** One UPDATE ... RETURNING as an identity change, on an account the caller may manage. */
       const update = (
         workspace: string,
         by: Principal,
@@ -185,9 +214,11 @@ export class ServiceAccountService extends Context.Service<ServiceAccountService
       ) =>
         Effect.gen(function*() {
           yield* requireUser(by)
-          const rows = yield* provide(identityChange(Effect.flatMap(Effect.orDie(statement), (rows) =>
-            rows[0] === undefined ? Effect.fail(missing(id)) : Effect.succeed(rows[0])
-          )))
+          const rows = yield* provide(identityChange(Effect.gen(function*() {
+            yield* mayManage(workspace, by, id)
+            const rows = yield* Effect.orDie(statement)
+            return rows[0] === undefined ? yield* Effect.fail(missing(id)) : rows[0]
+          })))
           return rows
         })
 
@@ -243,6 +274,7 @@ export class ServiceAccountService extends Context.Service<ServiceAccountService
       const remove = Effect.fn("ServiceAccountService.delete")(function*(workspace: string, by: Principal, id: number) {
         yield* requireUser(by)
         yield* provide(identityChange(Effect.gen(function*() {
+          yield* mayManage(workspace, by, id)
           const deleted = yield* sql`
             DELETE FROM service_accounts WHERE workspace = ${workspace} AND id = ${id} RETURNING id`
           if (deleted.length === 0) return yield* Effect.fail(missing(id))

@@ -1,12 +1,13 @@
-import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Deferred, Effect, Fiber, Layer, Option } from "effect"
+import { TestClock } from "effect/testing"
 import { SqlClient } from "effect/sql"
 import * as Jose from "jose"
 import * as Crypto from "node:crypto"
 import { AppConfig } from "../platform/AppConfig.ts"
 import * as PgliteClient from "../platform/PgliteClient.ts"
 import { Secrets } from "../platform/Secrets.ts"
-import { SigningKeys } from "./SigningKeys.ts"
+import { singleFlight, SigningKeys } from "./SigningKeys.ts"
 
 const keyA = Crypto.randomBytes(32)
 const keyB = Crypto.randomBytes(32)
@@ -18,7 +19,7 @@ const Db = Layer.effectDiscard(Effect.gen(function*() {
     active boolean NOT NULL DEFAULT true, created_at timestamptz NOT NULL DEFAULT now(), retired_at timestamptz)`
 })).pipe(
   Layer.provideMerge(PgliteClient.layer("memory://")),
-  Layer.provideMerge(AppConfig.layerWith({ publicUrl: "http://troupe.test" }))
+  Layer.provideMerge(AppConfig.layerWith({ publicUrl: "http://troupe.test", configuredPublicUrl: Option.some("http://troupe.test") }))
 )
 
 /** A fresh SigningKeys over the shared database, with the given encryption key. */
@@ -71,6 +72,41 @@ layer(Db, { excludeTestServices: true })("SigningKeys", (it) => {
       }).pipe(Effect.orDie)
     ))
 
+  it.effect("a key another node just added verifies at once; unknown kids reload the keys at most once a second", () =>
+    keysWith(keyA)((keys) =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        // another node's key: published (retired, so it only verifies), its private half elsewhere
+        const foreignKey = Effect.gen(function*() {
+          const pair = yield* Effect.promise(() => Jose.generateKeyPair("ES256", { extractable: true }))
+          const jwk = yield* Effect.promise(() => Jose.exportJWK(pair.publicKey))
+          const kid = yield* Effect.promise(() => Jose.calculateJwkThumbprint(jwk))
+          yield* sql`INSERT INTO signing_keys (kid, alg, public_jwk, private_enc, active, retired_at)
+            VALUES (${kid}, 'ES256', ${JSON.stringify(jwk)}::jsonb, 'elsewhere', false, now())`
+          return yield* Effect.promise(() =>
+            new Jose.SignJWT(sample).setProtectedHeader({ alg: "ES256", kid }).setIssuer("http://troupe.test")
+              .setAudience("http://troupe.test").setIssuedAt().setExpirationTime("1h").sign(pair.privateKey)
+          )
+        })
+        const first = yield* foreignKey
+        assert.strictEqual((yield* keys.verify(first)).sub, "ci_1")
+        // a burst of junk kids right after: no reload, so a second new key is not seen yet...
+        const stranger = yield* Effect.promise(() => Jose.generateKeyPair("ES256"))
+        const junk = yield* Effect.promise(() =>
+          new Jose.SignJWT(sample).setProtectedHeader({ alg: "ES256", kid: "junk" }).setIssuer("http://troupe.test")
+            .setAudience("http://troupe.test").setIssuedAt().setExpirationTime("1h").sign(stranger.privateKey)
+        )
+        const answers = yield* Effect.forEach(Array.from({ length: 20 }, (_, i) => i), () =>
+          Effect.flip(keys.verify(junk)), { concurrency: "unbounded" })
+        assert.isTrue(answers.every((e) => e.statusCode === 401))
+        const second = yield* foreignKey
+        assert.strictEqual((yield* Effect.flip(keys.verify(second))).statusCode, 401)
+        // ...until a second has passed
+        yield* Effect.sleep("1100 millis")
+        assert.strictEqual((yield* keys.verify(second)).sub, "ci_1")
+      }).pipe(Effect.orDie)
+    ))
+
   it.effect("rotation keeps old tokens verifying; a changed encryption key rotates at start", () =>
     Effect.gen(function*() {
       const old = yield* keysWith(keyA)((keys) => keys.sign(sample))
@@ -98,4 +134,49 @@ layer(Db, { excludeTestServices: true })("SigningKeys", (it) => {
         })
       )
     }).pipe(Effect.orDie))
+})
+
+describe("singleFlight", () => {
+  it.effect("one run at a time for concurrent callers, and at most one start per interval", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      let gate = yield* Deferred.make<void>()
+      const run = Effect.andThen(Effect.sync(() => void runs++), Effect.suspend(() => Deferred.await(gate)))
+      const reload = singleFlight(run, 1000)
+      const callers = yield* Effect.forEach(Array.from({ length: 50 }, (_, i) => i), () => Effect.forkChild(reload))
+      yield* Effect.yieldNow
+      assert.strictEqual(runs, 1, "50 callers at once: one run")
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.joinAll(callers)
+      // within the interval: nothing runs, callers return at once
+      gate = yield* Deferred.make<void>()
+      yield* reload
+      yield* TestClock.adjust("999 millis")
+      yield* reload
+      assert.strictEqual(runs, 1)
+      // past it: one more run
+      yield* TestClock.adjust("1 millis")
+      const again = yield* Effect.forkChild(reload)
+      yield* Effect.yieldNow
+      assert.strictEqual(runs, 2)
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(again)
+    }))
+
+  it.effect("a caller that gives up does not cut short the run others wait for", () =>
+    Effect.gen(function*() {
+      let finished = 0
+      const gate = yield* Deferred.make<void>()
+      const reload = singleFlight(Effect.andThen(Deferred.await(gate), Effect.sync(() => void finished++)), 1000)
+      const first = yield* Effect.forkChild(reload)
+      yield* Effect.yieldNow
+      const second = yield* Effect.forkChild(reload)
+      yield* Effect.yieldNow
+      const interrupting = yield* Effect.forkChild(Fiber.interrupt(first))
+      yield* Effect.yieldNow
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(interrupting)
+      yield* Fiber.join(second)
+      assert.strictEqual(finished, 1)
+    }))
 })

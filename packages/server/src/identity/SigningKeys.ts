@@ -4,7 +4,7 @@
 // Verification uses keys cached in memory plus a small cache of already-verified tokens, so the hot path does no
 // query and, for a token seen before, no signature check.
 import { type Unauthorized, unauthorized } from "@troupe/api/Errors"
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Deferred, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Jose from "jose"
 import * as Crypto from "node:crypto"
@@ -51,6 +51,36 @@ const verifiedCacheSize = 10_000
 
 const importKey = (jwk: Jose.JWK) => Effect.promise(() => Jose.importJWK(jwk, alg) as Promise<Jose.CryptoKey>)
 
+/** Keys of a token with an unknown kid are reloaded at most this often (tokens with junk kids cost no queries). */
+export const unknownKidReloadIntervalMs = 1000
+
+/**
+ * `reload` as something many callers may ask for at once: one run at a time (callers arriving meanwhile wait for
+ * that run), and at most one start per `minIntervalMs` (callers in between return at once; the last run stands).
+ */
+export const singleFlight = (reload: Effect.Effect<void>, minIntervalMs: number): Effect.Effect<void> => {
+  let running: Deferred.Deferred<void> | undefined
+  let lastStart = Number.NEGATIVE_INFINITY
+  return Effect.clockWith((clock) =>
+    Effect.suspend(() => {
+      if (running !== undefined) return Deferred.await(running)
+      const now = clock.currentTimeMillisUnsafe()
+      if (now - lastStart < minIntervalMs) return Effect.void
+      lastStart = now
+      const done = Deferred.makeUnsafe<void>()
+      running = done
+      // uninterruptible: a caller that gives up must not cut short the run the others wait for
+      return Effect.ensuring(
+        Effect.uninterruptible(reload),
+        Effect.sync(() => {
+          running = undefined
+          Deferred.doneUnsafe(done, Effect.void)
+        })
+      )
+    })
+  )
+}
+
 export class SigningKeys extends Context.Service<SigningKeys, SigningKeysShape>()(
   "@troupe/server/identity/SigningKeys"
 ) {
@@ -60,8 +90,16 @@ export class SigningKeys extends Context.Service<SigningKeys, SigningKeysShape>(
       const config = yield* AppConfig
       const sql = yield* SqlClient.SqlClient
       const secrets = yield* Secrets
-      const issuer = config.publicUrl
-      const audience = config.publicUrl
+      // One issuer for the whole cluster: TROUPE_PUBLIC_URL when set, else the value the first node stored at its
+      // first boot, so nodes given only the same DATABASE_URL accept each other's tokens.
+      const issuer = Option.isSome(config.configuredPublicUrl)
+        ? config.configuredPublicUrl.value
+        : yield* Effect.orDie(Effect.gen(function*() {
+          yield* sql`INSERT INTO settings (key, value) VALUES ('public_url', ${config.publicUrl}) ON CONFLICT (key) DO NOTHING`
+          const rows = yield* sql<{ value: string }>`SELECT value FROM settings WHERE key = 'public_url'`
+          return rows[0]?.value ?? config.publicUrl
+        }))
+      const audience = issuer
       const verifyOptions = { issuer, audience, algorithms: [alg], requiredClaims: ["exp", "iat", "sub"] }
 
       const lockKeys = sql.driver === "pglite" ? Effect.void : Effect.asVoid(sql`SELECT pg_advisory_xact_lock(7412002)`)
@@ -94,7 +132,6 @@ export class SigningKeys extends Context.Service<SigningKeys, SigningKeysShape>(
 
       let signer: { kid: string; key: Jose.CryptoKey } | undefined
       let verifiers = new Map<string, Jose.CryptoKey>()
-      let lastLoad = 0
 
       const rotateUnloaded = sql.withTransaction(Effect.gen(function*() {
         yield* lockKeys
@@ -121,9 +158,13 @@ export class SigningKeys extends Context.Service<SigningKeys, SigningKeysShape>(
           const key = yield* importKey(JSON.parse(jwk.success) as Jose.JWK)
           signer = { kid: active.kid, key }
         }
-        lastLoad = yield* Clock.currentTimeMillis
       })
       yield* load
+      // Unknown kid: perhaps rotated on another node. One reload at a time, at most one a second.
+      const reloadForUnknownKid = singleFlight(
+        Effect.catchCause(load, (cause) => Effect.logWarning("signing keys: reload failed", cause)),
+        unknownKidReloadIntervalMs
+      )
       // Another node may rotate: pick its key up for signing within a minute (its tokens verify at once, below).
       yield* Effect.forkScoped(Effect.forever(Effect.delay(Effect.catchCause(load, () => Effect.void), "60 seconds")))
 
@@ -143,9 +184,7 @@ export class SigningKeys extends Context.Service<SigningKeys, SigningKeysShape>(
           }
           const known = verifiers.get(header.kid)
           if (known !== undefined) return known
-          // Unknown kid: perhaps rotated on another node. Reload at most once a second (no query flood from junk).
-          const now = yield* Clock.currentTimeMillis
-          if (now - lastLoad > 1000) yield* load
+          yield* reloadForUnknownKid
           const reloaded = verifiers.get(header.kid)
           return reloaded === undefined ? yield* Effect.fail(unauthorized("Invalid token")) : reloaded
         })

@@ -1,13 +1,16 @@
 // The token endpoint's logic (RFC 6749): client_credentials for service accounts, password for users. Failures
 // are RFC 6749 §5.2 errors; bad credentials answer 401 invalid_client (CONTRACT.md §3) and feed the login
-// throttle, which answers 429 slow_down once a client id / username or an address has failed too often.
+// throttle, which answers 429 slow_down once a client id / username from an address, or an address, has failed
+// too often. User tokens carry the password version (`pv`): a password change refuses the tokens issued before.
 import type { TokenResponse } from "@troupe/api/identity/Identity"
 import { Context, Data, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../platform/AppConfig.ts"
+import { passwordVersionColumn } from "./AccessCache.ts"
 import { clientSecretMatches, hashClientSecret, verifyPassword } from "./Credentials.ts"
-import { addressRule, clientRule, makeLoginThrottle } from "./LoginThrottle.ts"
+import { addressKey, addressRule, clientKey, clientRule, makeLoginThrottle, type Throttled } from "./LoginThrottle.ts"
 import { jsonStrings } from "./model.ts"
+import { isAccountScope } from "./ServiceAccountService.ts"
 import { SigningKeys, tokenLifetimeSeconds } from "./SigningKeys.ts"
 
 export class OAuthError extends Data.TaggedError("OAuthError")<{
@@ -48,16 +51,13 @@ export class TokenService extends Context.Service<TokenService, TokenServiceShap
       const keys = yield* SigningKeys
       const throttle = makeLoginThrottle()
 
-      const throttled = (keysToCheck: ReadonlyArray<string>) =>
-        Effect.flatMap(throttle.check(keysToCheck), (wait) =>
-          wait > 0
-            ? Effect.fail(new OAuthError({
-              status: 429,
-              error: "slow_down",
-              description: `Too many failed attempts; retry in ${wait} s`,
-              retryAfter: wait
-            }))
-            : Effect.void)
+      const slowDown = ({ retryAfter }: Throttled) =>
+        Effect.fail(new OAuthError({
+          status: 429,
+          error: "slow_down",
+          description: `Too many failed attempts; retry in ${retryAfter} s`,
+          retryAfter
+        }))
 
       const clientCredentials = (input: TokenRequestInput) =>
         Effect.gen(function*() {
@@ -70,10 +70,11 @@ export class TokenService extends Context.Service<TokenService, TokenServiceShap
           if (clientId.length === 0 || clientSecret.length === 0) {
             return yield* Effect.fail(badRequest("invalid_request", "client_id and client_secret are required"))
           }
-          const clientKey = `client:${clientId}`
-          const addressKey = `addr:${input.address ?? "unknown"}`
-          yield* throttled([clientKey, addressKey])
-          const rows = yield* Effect.orDie(sql<{
+          const keyed = [
+            [clientKey("client", clientId, input.address), clientRule],
+            [addressKey(input.address), addressRule]
+          ] as const
+          const lookup = Effect.map(Effect.orDie(sql<{
             id: number
             workspace: string
             secretHash: string
@@ -84,14 +85,15 @@ export class TokenService extends Context.Service<TokenService, TokenServiceShap
           }>`
             SELECT id, workspace, secret_hash AS "secretHash", grant_types AS "grantTypes", scope, status,
               secret_version AS "secretVersion"
-            FROM service_accounts WHERE client_id = ${clientId}`)
-          const account = rows[0]
-          const secretOk = clientSecretMatches(clientSecret, account?.secretHash ?? decoySecretHash)
-          const matches = secretOk && account !== undefined
-          if (!matches) {
-            yield* throttle.failure([[clientKey, clientRule], [addressKey, addressRule]])
-            return yield* Effect.fail(invalidClient("Invalid client credentials"))
-          }
+            FROM service_accounts WHERE client_id = ${clientId}`), (rows) => {
+            const account = rows[0]
+            const secretOk = clientSecretMatches(clientSecret, account?.secretHash ?? decoySecretHash)
+            return secretOk ? account : undefined
+          })
+          const account = yield* throttle.attempt(keyed, lookup, (a) => a !== undefined).pipe(
+            Effect.catchTag("Throttled", slowDown)
+          )
+          if (account === undefined) return yield* Effect.fail(invalidClient("Invalid client credentials"))
           if (account.status !== "active") return yield* Effect.fail(invalidClient("The service account is revoked"))
           if (!jsonStrings(account.grantTypes).includes("client_credentials")) {
             return yield* Effect.fail(
@@ -104,7 +106,14 @@ export class TokenService extends Context.Service<TokenService, TokenServiceShap
               badRequest("invalid_scope", `This client belongs to another workspace than "${foreign}"`)
             )
           }
-          yield* throttle.success(clientKey)
+          const unknown = (input.params.scope ?? "").split(/\s+/).find((s) =>
+            s.length > 0 && !isAccountScope(s, account.workspace)
+          )
+          if (unknown !== undefined) {
+            return yield* Effect.fail(
+              badRequest("invalid_scope", `Unknown scope "${unknown}"; use openid and workspace:${account.workspace}`)
+            )
+          }
           const groups = yield* Effect.orDie(sql<{ name: string }>`
             SELECT g.name FROM groups g JOIN group_members gm ON gm.group_id = g.id
             WHERE gm.member_type = 'service-account' AND gm.member_id = ${String(account.id)} ORDER BY g.name`)
@@ -128,19 +137,23 @@ export class TokenService extends Context.Service<TokenService, TokenServiceShap
           if (username.length === 0 || pass.length === 0) {
             return yield* Effect.fail(badRequest("invalid_request", "username and password are required"))
           }
-          const userKey = `user:${username.toLowerCase()}`
-          const addressKey = `addr:${input.address ?? "unknown"}`
-          yield* throttled([userKey, addressKey])
-          const rows = yield* Effect.orDie(sql<{ id: string; hash: string; isPlatformAdmin: boolean }>`
-            SELECT id::text AS id, password_hash AS hash, is_platform_admin AS "isPlatformAdmin" FROM users
-            WHERE username = ${username}`)
-          const user = rows[0]
-          const ok = yield* verifyPassword(pass, user?.hash)
-          if (!ok || user === undefined) {
-            yield* throttle.failure([[userKey, clientRule], [addressKey, addressRule]])
-            return yield* Effect.fail(invalidClient("Invalid username or password"))
-          }
-          yield* throttle.success(userKey)
+          const keyed = [
+            [clientKey("user", username, input.address), clientRule],
+            [addressKey(input.address), addressRule]
+          ] as const
+          const check = Effect.gen(function*() {
+            const rows = yield* Effect.orDie(sql<{ id: string; hash: string; isPlatformAdmin: boolean; pv: string }>`
+              SELECT id::text AS id, password_hash AS hash, is_platform_admin AS "isPlatformAdmin",
+                ${sql.literal(passwordVersionColumn)} AS pv
+              FROM users WHERE username = ${username}`)
+            const user = rows[0]
+            const ok = yield* verifyPassword(pass, user?.hash)
+            return ok ? user : undefined
+          })
+          const user = yield* throttle.attempt(keyed, check, (u) => u !== undefined).pipe(
+            Effect.catchTag("Throttled", slowDown)
+          )
+          if (user === undefined) return yield* Effect.fail(invalidClient("Invalid username or password"))
           const requested = [...new Set(scopeWorkspaces(input.params.scope))]
           if (requested.length > 1) {
             return yield* Effect.fail(badRequest("invalid_scope", "Ask for one workspace per token"))
@@ -177,7 +190,8 @@ export class TokenService extends Context.Service<TokenService, TokenServiceShap
             isServiceAccount: "false",
             groups: groups.map((g) => g.name),
             ...(role === undefined ? {} : { role }),
-            scope
+            scope,
+            pv: user.pv
           })
           return { access_token: accessToken, token_type: "Bearer" as const, expires_in: tokenLifetimeSeconds, scope }
         })

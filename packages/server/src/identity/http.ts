@@ -6,6 +6,7 @@ import { Effect, Layer, Option } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig } from "../platform/AppConfig.ts"
+import { clientAddress } from "../platform/ClientAddress.ts"
 import { GroupService } from "./GroupService.ts"
 import { MemberService } from "./MemberService.ts"
 import { paging } from "./model.ts"
@@ -100,8 +101,8 @@ const tokenParams = (request: HttpServerRequest.HttpServerRequest) =>
 export const OidcHandlers = HttpApiBuilder.group(Api, "oidc", Effect.fn(function*(handlers) {
   const tokens = yield* TokenService
   const keys = yield* SigningKeys
-  const config = yield* AppConfig
-  const issuer = config.publicUrl
+  const { trustProxyHops } = yield* AppConfig
+  const issuer = keys.issuer
   const discovery = {
     issuer,
     token_endpoint: `${issuer}/oidc/token`,
@@ -134,7 +135,9 @@ export const OidcHandlers = HttpApiBuilder.group(Api, "oidc", Effect.fn(function
       return Effect.gen(function*() {
         const basic = yield* basicCredentials(request.headers.authorization)
         const params = yield* tokenParams(request)
-        const answer = yield* tokens.token({ params, basic, address: Option.getOrUndefined(request.remoteAddress) })
+        // the login throttle's address: behind trusted proxies, the one they saw (platform/ClientAddress.ts)
+        const address = clientAddress(Option.getOrUndefined(request.remoteAddress), request.headers["x-forwarded-for"], trustProxyHops)
+        const answer = yield* tokens.token({ params, basic, address })
         return HttpServerResponse.jsonUnsafe(answer, { headers: noStore })
       }).pipe(Effect.catchTag("OAuthError", (e) => Effect.succeed(oauthResponse(e, basicUsed))))
     })
@@ -170,9 +173,10 @@ export const MembersHandlers = HttpApiBuilder.group(Api, "members", Effect.fn(fu
   const members = yield* MemberService
   return handlers
     .handle("list", ({ params, query }) => members.list(params.workspace, paging(query)))
-    .handle("add", ({ params, payload }) => members.add(params.workspace, payload))
+    .handle("add", ({ params, payload }) => withPrincipal((p) => members.add(params.workspace, p, payload)))
     .handle("get", ({ params }) => members.get(params.workspace, params.userId))
-    .handle("setRole", ({ params, payload }) => members.setRole(params.workspace, params.userId, payload.role))
+    .handle("setRole", ({ params, payload }) =>
+      withPrincipal((p) => members.setRole(params.workspace, p, params.userId, payload.role)))
     .handle("remove", ({ params }) => members.remove(params.workspace, params.userId))
     .handle("me", () => Effect.map(Effect.service(CurrentPrincipal), principalInfo))
     .handle("changePassword", ({ payload }) => withPrincipal((p) => members.changePassword(p, payload)))
@@ -200,13 +204,19 @@ export const GroupsHandlers = HttpApiBuilder.group(Api, "groups", Effect.fn(func
     .handle("create", ({ params, payload }) => groups.create(params.workspace, payload))
     .handle("list", ({ params, query }) => groups.list(params.workspace, paging(query)))
     .handle("get", ({ params }) => groups.get(params.workspace, params.groupId))
-    .handle("delete", ({ params }) => groups.delete(params.workspace, params.groupId))
-    .handle("addPolicy", ({ params, payload }) => groups.addPolicy(params.workspace, params.groupId, payload))
-    .handle("removePolicy", ({ params }) => groups.removePolicy(params.workspace, params.groupId, params.policyId))
-    .handle("addMember", ({ params, payload }) => groups.addMember(params.workspace, params.groupId, payload))
-    .handle("removeUser", ({ params }) => groups.removeMember(params.workspace, params.groupId, "user", params.userId))
+    .handle("delete", ({ params }) => withPrincipal((p) => groups.delete(params.workspace, p, params.groupId)))
+    .handle("addPolicy", ({ params, payload }) =>
+      withPrincipal((p) => groups.addPolicy(params.workspace, p, params.groupId, payload)))
+    .handle("removePolicy", ({ params }) =>
+      withPrincipal((p) => groups.removePolicy(params.workspace, p, params.groupId, params.policyId)))
+    .handle("addMember", ({ params, payload }) =>
+      withPrincipal((p) => groups.addMember(params.workspace, p, params.groupId, payload)))
+    .handle("removeUser", ({ params }) =>
+      withPrincipal((p) => groups.removeMember(params.workspace, p, params.groupId, "user", params.userId)))
     .handle("removeServiceAccount", ({ params }) =>
-      groups.removeMember(params.workspace, params.groupId, "service-account", String(params.serviceAccountId)))
+      withPrincipal((p) =>
+        groups.removeMember(params.workspace, p, params.groupId, "service-account", String(params.serviceAccountId))
+      ))
 }))
 
 /** Every identity group's handlers. */

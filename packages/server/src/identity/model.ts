@@ -5,6 +5,7 @@ import { Effect } from "effect"
 import { SqlError } from "effect/sql/SqlError"
 import { AccessCache, markIdentityChanged } from "./AccessCache.ts"
 import { SqlClient } from "effect/sql"
+import { notHeld } from "./Permissions.ts"
 
 export interface Page {
   readonly page: number
@@ -39,6 +40,18 @@ export const requireUser = (principal: Principal): Effect.Effect<void, Forbidden
   principal.kind === "user"
     ? Effect.void
     : Effect.fail(forbidden("This route needs a user token; service-account tokens cannot manage identities"))
+
+/** 403 PERMISSION_DENIED unless the caller holds every permission of `granted`; `refusal` opens the message. */
+export const requireHolds = (
+  by: Principal,
+  granted: Iterable<string>,
+  refusal: string
+): Effect.Effect<void, Forbidden> => {
+  const beyond = notHeld(by, granted)
+  return beyond.length === 0
+    ? Effect.void
+    : Effect.fail(forbidden(`${refusal}; you do not hold: ${beyond.sort().join(", ")}`))
+}
 
 /**
  * Runs `change` in a transaction that also bumps the identity version (other nodes refresh), then refreshes this

@@ -1,6 +1,7 @@
 // Every environment variable of CONTRACT.md §1, read once through effect/Config and validated at start.
 // A bad value fails the start with InvalidConfig, which main prints as one line naming the variable.
 import { Config, Context, Data, Effect, Layer, Option } from "effect"
+import * as Os from "node:os"
 
 export class InvalidConfig extends Data.TaggedError("InvalidConfig")<{ readonly variable: string; readonly reason: string }> {
   override get message() {
@@ -43,8 +44,9 @@ const config = Effect.gen(function*() {
   const workspace = yield* parsed("TROUPE_WORKSPACE", "default", (s) =>
     /^[a-z0-9]+(-[a-z0-9]+)*$/.test(s) ? s : undefined, "expected a lowercase hyphen-separated slug")
   const adminPassword = yield* raw("TROUPE_ADMIN_PASSWORD")
-  const publicUrl = yield* parsed("TROUPE_PUBLIC_URL", `http://localhost:${port}`, (s) =>
-    /^https?:\/\/[^\s]+$/.test(s) ? s.replace(/\/+$/, "") : undefined, "expected an http(s) URL")
+  const configuredPublicUrl = yield* parsed("TROUPE_PUBLIC_URL", Option.none<string>(), (s) =>
+    /^https?:\/\/[^\s]+$/.test(s) ? Option.some(s.replace(/\/+$/, "")) : undefined, "expected an http(s) URL")
+  const publicUrl = Option.getOrElse(configuredPublicUrl, () => `http://localhost:${port}`)
   const runnerHost = yield* raw("TROUPE_RUNNER_HOST")
   const runnerPort = yield* int("TROUPE_RUNNER_PORT", port + 1000, 1, 65535)
   const limits = {
@@ -59,7 +61,11 @@ const config = Effect.gen(function*() {
     return parts.every((p) => /^\d+(\.\d+)?$/.test(p)) ? parts.map(Number) : undefined
   }, "expected comma-separated seconds such as 1,5,15")
   const functionTimeoutMs = yield* int("TROUPE_FUNCTION_TIMEOUT_MS", 30000, 1)
-  const functionMemoryMb = yield* int("TROUPE_FUNCTION_MEMORY_MB", 128, 8)
+  const functionMemoryMb = yield* int("TROUPE_FUNCTION_MEMORY_MB", 128, 8, 4096)
+  // Functions mostly wait on `api` calls and HTTP: several runs per core keep the cores busy.
+  const functionConcurrency = yield* int("TROUPE_FUNCTION_CONCURRENCY", Math.max(8, 4 * Os.availableParallelism()), 1, 1024)
+  // the isolates of one node together: room for every slot twice over (warm isolates of several workspaces)
+  const functionNodeMemoryMb = yield* int("TROUPE_FUNCTION_NODE_MEMORY_MB", Math.max(512, functionConcurrency * functionMemoryMb * 2), 8)
   const functionHttpAllowlist = yield* parsed("TROUPE_FUNCTION_HTTP_ALLOWLIST", [] as Array<string>, (s) =>
     s.split(",").map((x) => x.trim().toLowerCase()).filter((x) => x.length > 0), "expected host names")
   const nodeEnv = yield* text("NODE_ENV", "development")
@@ -77,10 +83,45 @@ const config = Effect.gen(function*() {
     queryTimeoutMs: yield* int("TROUPE_QUERY_TIMEOUT_MS", 30000),
     queryPoolSize: yield* int("TROUPE_QUERY_POOL_SIZE", 16, 1),
     maxResidentEntities: yield* int("TROUPE_MAX_ENTITIES", 50_000, 10),
-    sseHeartbeatSeconds: yield* seconds("TROUPE_SSE_HEARTBEAT_SECONDS", 15)
+    /** deepest nesting of arrays and objects in a JSON request body (400 beyond), checked before any decoding */
+    maxJsonDepth: yield* int("TROUPE_MAX_JSON_DEPTH", 64, 1, 1024),
+    sseHeartbeatSeconds: yield* seconds("TROUPE_SSE_HEARTBEAT_SECONDS", 15),
+    /** open SSE connections per workspace on one node (429 beyond) */
+    sseMaxConnections: yield* int("TROUPE_SSE_MAX_CONNECTIONS", 1000, 1),
+    /** webhook requests in flight at once (the dispatcher runs on one node), and at most this many per workspace */
+    webhookConcurrency: yield* int("TROUPE_WEBHOOK_CONCURRENCY", 128, 1),
+    trustProxyHops: yield* int("TROUPE_TRUST_PROXY_HOPS", 0, 0, 10),
+    webhookWorkspaceConcurrency: yield* int("TROUPE_WEBHOOK_WORKSPACE_CONCURRENCY", 16, 1),
+    /** webhooks one workspace may hold (409 beyond) */
+    webhooksPerWorkspace: yield* int("TROUPE_WEBHOOKS_PER_WORKSPACE", 100, 1),
+    functionLeaseMs: Math.round((yield* seconds("TROUPE_FUNCTION_LEASE_SECONDS", 10)) * 1000),
+    clusterLockExpirationSeconds: yield* seconds("TROUPE_CLUSTER_LOCK_EXPIRATION_SECONDS", 5),
+    clusterHealthCheckSeconds: yield* seconds("TROUPE_CLUSTER_HEALTH_CHECK_SECONDS", 1),
+    clusterRefreshSeconds: yield* seconds("TROUPE_CLUSTER_REFRESH_SECONDS", 1)
   }
   const logLevel = yield* parsed("TROUPE_LOG_LEVEL", "info", (s) =>
     ["debug", "info", "warn", "error", "none"].includes(s) ? s : undefined, "expected debug, info, warn, error or none")
+  // Observability (README, "What to watch on /metrics"): the scrape token, and OTLP trace export.
+  /** when set, GET /metrics answers only `Authorization: Bearer <this>` */
+  const metricsToken = Option.map(yield* raw("TROUPE_METRICS_TOKEN"), (s) => s.trim())
+  /** OTLP/HTTP base URL: spans go to `<this>/v1/traces`; unset, no spans leave the node */
+  const otlpEndpoint = yield* parsed("OTEL_EXPORTER_OTLP_ENDPOINT", Option.none<string>(), (s) =>
+    /^https?:\/\/[^\s]+$/.test(s) ? Option.some(s.replace(/\/+$/, "")) : undefined, "expected an http(s) URL")
+  const otlpHeaders = yield* parsed("OTEL_EXPORTER_OTLP_HEADERS", {} as Record<string, string>, (s) => {
+    const headers: Record<string, string> = {}
+    for (const pair of s.split(",")) {
+      const at = pair.indexOf("=")
+      const key = at < 0 ? "" : pair.slice(0, at).trim()
+      if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(key)) return undefined
+      try {
+        headers[key.toLowerCase()] = decodeURIComponent(pair.slice(at + 1).trim())
+      } catch {
+        return undefined
+      }
+    }
+    return headers
+  }, "expected comma-separated key=value pairs")
+  const otelServiceName = yield* text("OTEL_SERVICE_NAME", "troupe")
   return {
     port,
     host,
@@ -88,7 +129,10 @@ const config = Effect.gen(function*() {
     dataDir,
     workspace,
     adminPassword,
+    /** TROUPE_PUBLIC_URL, or this node's default; the issuer actually used comes from SigningKeys */
     publicUrl,
+    /** set: the operator chose the public URL (else the cluster keeps the first node's in the database) */
+    configuredPublicUrl,
     runnerHost: Option.getOrElse(runnerHost, () => host),
     runnerPort,
     /** Every node on the same PostgreSQL joins one cluster (CONTRACT.md §1); PGlite is one process, one runner. */
@@ -97,11 +141,17 @@ const config = Effect.gen(function*() {
     webhookRetryDelays,
     functionTimeoutMs,
     functionMemoryMb,
+    functionConcurrency,
+    functionNodeMemoryMb,
     functionHttpAllowlist,
     production: nodeEnv === "production",
     encryptionKey,
     maxBodyBytes,
     logLevel,
+    metricsToken,
+    otlpEndpoint,
+    otlpHeaders,
+    otelServiceName,
     ...tuning
   } as const
 })

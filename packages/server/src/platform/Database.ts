@@ -7,6 +7,8 @@ import migration0001 from "../migrations/0001_core.ts"
 import migration0002 from "../migrations/0002_identity.ts"
 import migration0003 from "../migrations/0003_events.ts"
 import migration0004 from "../migrations/0004_datetime.ts"
+import migration0005 from "../migrations/0005_compute.ts"
+import migration0006 from "../migrations/0006_identity_acks.ts"
 import { AppConfig } from "./AppConfig.ts"
 import * as PgliteClient from "./PgliteClient.ts"
 
@@ -15,7 +17,9 @@ export const migrations = {
   "0001_core": migration0001,
   "0002_identity": migration0002,
   "0003_events": migration0003,
-  "0004_datetime": migration0004
+  "0004_datetime": migration0004,
+  "0005_compute": migration0005,
+  "0006_identity_acks": migration0006
 }
 
 const runMigrations = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

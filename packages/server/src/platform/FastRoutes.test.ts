@@ -9,11 +9,13 @@ describe("queryParams: the query string as the HTTP stack's router reads it", ()
     expect({ ...queryParams("") }).toEqual({})
   })
 
-  it("leaves to the stack what only it judges: a repeated or nameless parameter, a NUL", () => {
+  it("leaves to the stack what only it judges: a repeated or nameless parameter, a NUL or lone surrogate", () => {
     expect(queryParams("limit=1&limit=2")).toBeUndefined()
     expect(queryParams("a=1&%61=2")).toBeUndefined()
     expect(queryParams("=1")).toBeUndefined()
     expect(queryParams("filter=name:%00")).toBeUndefined()
+    expect(queryParams("filter=name:%c0%80")).toBeUndefined()
+    expect(queryParams("filter=name:%ED%A0%80")).toBeUndefined()
   })
 
   it("parameter names never reach the object's prototype", () => {

@@ -8,11 +8,14 @@
 // route's effect, run on the node's runtime; every other request, and any a route declines (its effect answers
 // undefined, or its query string has what only the stack should judge), is emitted as usual to the Effect HTTP stack
 // (HttpEdge). A route's failures are the typed errors the ordinary handler raises, written as the same contract
-// body, with the same request id handling and request log line as the edge.
+// body, with the same request id handling, request log line, request metrics and server span (named after the
+// endpoint's route pattern) as the edge.
 import { errorBody } from "@troupe/api/Errors"
-import { Cause, Context, Effect, Exit } from "effect"
+import { Cause, Context, Effect, Exit, Option, Tracer } from "effect"
+import { Headers, HttpTraceContext } from "effect/http"
 import * as Http from "node:http"
-import { canonicalUrl, contractErrorOf, requestIdOf } from "./HttpEdge.ts"
+import { canonicalUrl, contractErrorOf, jsonBodyRefusal, requestIdOf, type RouteOf, spanName, suspectUrl } from "./HttpEdge.ts"
+import { recordRequest, UNMATCHED } from "./Metrics.ts"
 
 export interface FastAnswer {
   readonly status: number
@@ -60,11 +63,12 @@ const decodeComponent = (text: string) => {
 
 /**
  * A query string read as the HTTP stack's router reads it (RecordsApi parameters are single strings). Undefined for
- * what only the stack should judge: a repeated or nameless parameter, or a NUL (the record routes refuse it).
+ * what only the stack should judge: a repeated or nameless parameter, or a NUL or lone surrogate (the edge refuses
+ * them).
  */
 export const queryParams = (text: string): Record<string, string> | undefined => {
   const out: Record<string, string> = Object.create(null)
-  if (text.includes("%00")) return undefined
+  if (suspectUrl(text)) return undefined
   for (const pair of text.split("&")) {
     if (pair === "") continue
     const eq = pair.indexOf("=")
@@ -108,14 +112,31 @@ const decoder = new TextDecoder()
 /**
  * The `http.Server` class to listen with: fast routes first, the Effect HTTP stack for the rest. `context` is the
  * runtime the routes' effects run on; `logRequests` mirrors the edge's info-level request line; `maxBody` is the
- * edge's body limit (larger bodies are the stack's 413).
+ * edge's body limit (larger bodies are the stack's 413); `maxJsonDepth` the edge's bound on JSON nesting; `routeOf`
+ * names the endpoint a route answers for (the edge's route labels), for metrics and spans. A request target the
+ * edge's input guards would refuse is left to the edge; a JSON body is checked by the same guards (before the route
+ * authenticates, as at the edge).
  */
 export const fastServer = (
   routes: ReadonlyArray<FastRoute>,
   context: Context.Context<never>,
-  options: { readonly logRequests: boolean; readonly maxBody: number }
-): typeof Http.Server =>
-  class FastServer extends Http.Server {
+  options: {
+    readonly logRequests: boolean
+    readonly maxBody: number
+    readonly maxJsonDepth?: number | undefined
+    readonly routeOf?: RouteOf | undefined
+  }
+): typeof Http.Server => {
+  // A fast route answers for one endpoint: its pattern, looked up once.
+  const labels = new Map<FastRoute, string>()
+  const labelOf = (route: FastRoute, url: string) => {
+    let label = labels.get(route)
+    if (label === undefined) labels.set(route, label = options.routeOf?.(route.method, url) ?? UNMATCHED)
+    return label
+  }
+  // Without an exporting tracer no span is made (as the HTTP server does).
+  const tracing = Context.get(context, Tracer.Tracer) !== Tracer.nativeTracer
+  return class FastServer extends Http.Server {
     override emit(event: string, ...args: Array<any>): boolean {
       if (event === "request" && routes.length > 0 && this.#take(args[0], args[1])) return true
       return super.emit(event, ...args)
@@ -126,6 +147,7 @@ export const fastServer = (
       if (token === undefined || req.headers["transfer-encoding"] !== undefined) return false
       const length = req.headers["content-length"]
       const raw = req.url ?? "/"
+      if (suspectUrl(raw)) return false
       const at = raw.indexOf("?")
       const url = canonicalUrl(at < 0 ? raw : raw.slice(0, at))
       for (const route of routes) {
@@ -147,23 +169,38 @@ export const fastServer = (
         req.on("error", () => {})
         req.on("end", () => {
           const body = decoder.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))
-          this.#answer(route, { match, token, headers: req.headers, query, body }, req, res, url)
+          const refusal = jsonBodyRefusal(body, options.maxJsonDepth ?? 64)
+          this.#answer(route, { match, token, headers: req.headers, query, body }, req, res, url, refusal)
         })
         return true
       }
       return false
     }
 
-    #answer(route: FastRoute, request: FastRequest, req: Http.IncomingMessage, res: Http.ServerResponse, url: string) {
+    #answer(
+      route: FastRoute,
+      request: FastRequest,
+      req: Http.IncomingMessage,
+      res: Http.ServerResponse,
+      url: string,
+      refusal?: unknown
+    ) {
       const start = performance.now()
       const requestId = requestIdOf(req.headers["x-request-id"])
       const headers = { "x-request-id": requestId }
-      const run = Effect.exit(route.run(request)).pipe(
+      const method = req.method ?? "GET"
+      const label = labelOf(route, url)
+      const run = Effect.exit(refusal === undefined ? route.run(request) : Effect.fail(refusal)).pipe(
         Effect.flatMap((exit) => {
           if (Exit.isSuccess(exit)) {
-            if (exit.value === undefined) return Effect.sync(() => void super.emit("request", req, res))
+            if (exit.value === undefined) {
+              return Effect.andThen(
+                tracing ? Effect.annotateCurrentSpan("troupe.fast_lane", "declined") : Effect.void,
+                Effect.sync(() => void super.emit("request", req, res))
+              )
+            }
             send(res, exit.value.status, exit.value.body, headers)
-            return logged(exit.value.status)
+            return answered(exit.value.status)
           }
           const answer = failure(exit.cause, requestId)
           send(res, answer.status, answer.body, { ...answer.headers, ...headers })
@@ -171,20 +208,33 @@ export const fastServer = (
             answer.unexpected
               ? Effect.logError("request failed", { requestId, method: req.method, url, cause: Cause.pretty(exit.cause) })
               : Effect.void,
-            logged(answer.status)
+            answered(answer.status)
           )
         })
       )
-      const logged = (status: number) =>
-        options.logRequests
+      const answered = (status: number) => {
+        const elapsed = performance.now() - start
+        recordRequest(context, method, label, status, elapsed / 1000, "fast")
+        const log = options.logRequests
           ? Effect.logInfo("request").pipe(Effect.annotateLogs({
             requestId,
             method: req.method,
             url,
             status,
-            durationMs: Math.round((performance.now() - start) * 100) / 100
+            durationMs: Math.round(elapsed * 100) / 100
           }))
           : Effect.void
-      Effect.runForkWith(context)(run)
+        return tracing ? Effect.andThen(Effect.annotateCurrentSpan("http.response.status_code", status), log) : log
+      }
+      Effect.runForkWith(context)(
+        tracing
+          ? Effect.withSpan(run, spanName(method, label), {
+            kind: "server",
+            parent: Option.getOrUndefined(HttpTraceContext.fromHeaders(Headers.fromInput(req.headers))),
+            attributes: { "http.request.method": method, "http.route": label, "url.path": url, "troupe.fast_lane": "answered" }
+          })
+          : run
+      )
     }
   }
+}

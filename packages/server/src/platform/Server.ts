@@ -3,6 +3,14 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Api } from "@troupe/api/Api"
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { ComputeLayer } from "../compute/ComputeLayer.ts"
+import { EventTriggersLayer } from "../compute/EventTriggers.ts"
+import { HTTP_TRIGGER_PATHS, HttpTriggerRoute } from "../compute/HttpTriggerRoute.ts"
+import { refreshQueuedRuns } from "../compute/RunMetrics.ts"
+import { RunRepo } from "../compute/RunRepo.ts"
+import { SchedulerLayer } from "../compute/Scheduler.ts"
+import { CONSOLE_PATHS, ConsoleRoute } from "../console/ConsoleRoute.ts"
+import { ComputeHandlers } from "../compute/http.ts"
 import { EventsLayer } from "../events/EventsLayer.ts"
 import { WebhooksHandlers } from "../events/http.ts"
 import { RealtimeRoute, realtimeRoutes } from "../events/RealtimeRoute.ts"
@@ -23,30 +31,62 @@ import { StructuresHandlers } from "../structures/http.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { VersionRetentionLayer } from "../structures/VersionRetention.ts"
 import { AppConfig } from "./AppConfig.ts"
+import { answerClientErrors } from "./ClientErrors.ts"
 import { fastServer, FastRoutes } from "./FastRoutes.ts"
 import { ClusterLayer, NodeProbeLayer } from "./Cluster.ts"
 import { DatabaseLayer } from "./Database.ts"
+import { draining } from "./Drain.ts"
 import { SystemHandlers } from "./http.ts"
-import { serve } from "./HttpEdge.ts"
+import { routeLabels, serve } from "./HttpEdge.ts"
+import { MetricsScrape } from "./Metrics.ts"
 import { Notifier } from "./Notifier.ts"
+import { TracingLayer } from "./Tracing.ts"
+
+/** What GET /metrics reads from the database when scraped (everything else is in memory). */
+const MetricsScrapeLive = Layer.effect(MetricsScrape, Effect.gen(function*() {
+  const runs = yield* RunRepo
+  return MetricsScrape.of({
+    refresh: refreshQueuedRuns(runs).pipe(
+      Effect.catchCause((cause) => Effect.logWarning("metrics: reading queued runs failed", cause))
+    )
+  })
+}))
 
 /** Every HttpApi group's handlers. */
-const Handlers = Layer.mergeAll(SystemHandlers, IdentityHandlers, StructuresHandlers, RecordsHandlers, WebhooksHandlers, QueryHandlers)
+const Handlers = Layer.mergeAll(
+  SystemHandlers.pipe(Layer.provide(MetricsScrapeLive)),
+  IdentityHandlers,
+  StructuresHandlers,
+  RecordsHandlers,
+  WebhooksHandlers,
+  QueryHandlers,
+  ComputeHandlers
+)
 
 /** Every cluster entity and singleton hosted by this node. */
-const Entities = Layer.mergeAll(NodeProbeLayer, RecordEntityLayer, RecordKeyEntityLayer, TtlSweeperLayer(), VersionRetentionLayer())
+const Entities = Layer.mergeAll(
+  NodeProbeLayer,
+  RecordEntityLayer,
+  RecordKeyEntityLayer,
+  TtlSweeperLayer(),
+  VersionRetentionLayer(),
+  SchedulerLayer
+)
 
 /** Domain services, each needing only the database, the cluster and the identity layer below it. */
-const Domains = Layer.mergeAll(RecordWriter.layer, RecordQuery.layer, EventsLayer, QueryService.layer, QueryIndexesLayer).pipe(
+const Domains = ComputeLayer.pipe(
+  Layer.provideMerge(Layer.mergeAll(RecordWriter.layer, RecordQuery.layer, EventsLayer, QueryService.layer, QueryIndexesLayer)),
   Layer.provideMerge(QueryPool.layer),
   Layer.provideMerge(RecordService.layer),
+  // record events and failed writes reach event-driven triggers (read by the relay and by RecordService)
+  Layer.provideMerge(EventTriggersLayer),
   Layer.provideMerge(StructureService.layer),
   Layer.provideMerge(Notifier.layer)
 )
 
 const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(Layer.provide(Handlers))
 const DocsRoute = HttpApiScalar.layer(Api, { path: "/docs" })
-const Routes = Layer.mergeAll(ApiRoutes, DocsRoute, RealtimeRoute)
+const Routes = Layer.mergeAll(ApiRoutes, DocsRoute, RealtimeRoute, HttpTriggerRoute, ConsoleRoute)
 
 const Runtime = Entities.pipe(
   Layer.provideMerge(Domains),
@@ -58,17 +98,25 @@ const Runtime = Entities.pipe(
 
 const HttpLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
+  const rawRoutes = [["GET", "/docs"], ["GET", "/openapi.json"], ...realtimeRoutes, ...CONSOLE_PATHS.map((p) => ["GET", p] as const)] as const
+  // a request's route pattern (metrics, span names), the same for both lanes
+  const routeOf = routeLabels(Api, rawRoutes, HTTP_TRIGGER_PATHS)
   // the node's http.Server answers the fast routes itself and hands every other request to the Effect stack
-  const FastServer = fastServer(yield* FastRoutes, yield* Effect.context<never>(), {
+  // on SIGTERM its keep-alive connections end after the request they carry (Drain.ts)
+  const FastServer = draining(fastServer(yield* FastRoutes, yield* Effect.context<never>(), {
     logRequests: ["debug", "info"].includes(config.logLevel),
-    maxBody: config.maxBodyBytes
-  })
-  return serve(Api, Routes, [["GET", "/docs"], ["GET", "/openapi.json"], ...realtimeRoutes]).pipe(
-    Layer.provide(NodeHttpServer.layer(() => new FastServer(), { port: config.port, host: config.host }))
+    maxBody: config.maxBodyBytes,
+    maxJsonDepth: config.maxJsonDepth,
+    routeOf
+  }))
+  return serve(Api, Routes, rawRoutes, routeOf).pipe(
+    Layer.provide(NodeHttpServer.layer(() => answerClientErrors(new FastServer()), { port: config.port, host: config.host }))
   )
 })).pipe(Layer.provide(Layer.effect(FastRoutes, Effect.map(Effect.all([fastReadRoutes, fastQueryRoutes]), (lists) => lists.flat()))))
 
 export const ServerLayer = HttpLive.pipe(
   Layer.provide(Runtime),
+  // spans of everything above (requests, services, background work) go to OTLP when configured
+  Layer.provide(TracingLayer),
   Layer.provide(AppConfig.layer)
 )

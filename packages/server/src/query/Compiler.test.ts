@@ -10,6 +10,10 @@ import {
   compileOrderBy,
   compileWhere,
   encodeCursor,
+  MAX_CONDITION_TERMS,
+  MAX_GROUP_FIELDS,
+  MAX_LIST_VALUES,
+  MAX_SORT_KEYS,
   propertyMap
 } from "./Compiler.ts"
 import { parseExpressionA, parseQueryLanguage } from "./ExpressionParser.ts"
@@ -281,6 +285,43 @@ describe("field errors", () => {
 
   it("allows any field in schemaless mode", () => {
     assert.isTrue(Result.isSuccess(compileWhere(sql, genB("nope:1,price.x:2"), schemaless)))
+  })
+})
+
+describe("size limits: long lists and big conditions are field errors, never the driver's", () => {
+  const numbers = (n: number) => Array.from({ length: n }, (_, i) => i)
+
+  it("a list holds at most MAX_LIST_VALUES values, in every syntax", () => {
+    assert.isTrue(Result.isSuccess(compileWhere(sql, object({ price: { in: numbers(MAX_LIST_VALUES) } }), strict)))
+    const lists = [
+      object({ price: { in: numbers(MAX_LIST_VALUES + 1) } }),
+      bracket(["tags[hasAny]", numbers(MAX_LIST_VALUES + 1).join(",")]),
+      genB(`price:![${numbers(MAX_LIST_VALUES + 1).join(",")}]`),
+      ql("price IN :xs", { xs: numbers(MAX_LIST_VALUES + 1) })
+    ]
+    for (const expr of lists) {
+      const e = whereError(expr)
+      assert.include(e.message, `at most ${MAX_LIST_VALUES} values`)
+      assert.oneOf(e.field, ["price", "tags"])
+    }
+  })
+
+  it("a condition holds at most MAX_CONDITION_TERMS comparisons and values; the error names no field", () => {
+    const or = (n: number) => object({ $or: numbers(n).map((i) => ({ price: { gt: i } })) })
+    assert.isTrue(Result.isSuccess(compileWhere(sql, or(MAX_CONDITION_TERMS), strict)))
+    const e = whereError(or(10_000))
+    assert.strictEqual(e.field, "")
+    assert.include(e.message, `at most ${MAX_CONDITION_TERMS}`)
+    assert.strictEqual(whereError(object({ $or: numbers(3000).map(() => ({ name: { isNull: true } })) })).field, "")
+  })
+
+  it("sorts, groups and selections are bounded", () => {
+    const sort = get(parseSort(Array(MAX_SORT_KEYS + 1).fill("price").join(",")))
+    const r = compileOrderBy(sql, sort, strict)
+    assert.isTrue(Result.isFailure(r) && r.failure.message.includes(`at most ${MAX_SORT_KEYS}`))
+    const groupBy = Array(MAX_GROUP_FIELDS + 1).fill(Ast.fieldRef("name"))
+    const g = compileAggregate(sql, { groupBy, select: [], orderBy: [] }, strict)
+    assert.isTrue(Result.isFailure(g))
   })
 })
 

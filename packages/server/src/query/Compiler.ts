@@ -148,9 +148,23 @@ const resolveColumn = (name: Ast.ColumnName, ctx: CompileContext): ResolvedField
 
 const prefix = (path: ReadonlyArray<string>, i: number) => path.slice(0, i + 1).join(".")
 
+/** A schemaless structure may still declare secret properties: a path through one is refused, as in other modes. */
+const refuseSecretPath = (label: string, path: ReadonlyArray<string>, ctx: CompileContext) => {
+  let props: ReadonlyMap<string, PropertyInfo> | undefined = ctx.properties
+  for (const key of path) {
+    const prop: PropertyInfo | undefined = props?.get(key)
+    if (prop === undefined) return
+    if (prop.isSecret === true) fail(label, `Field '${label}' is secret and cannot be queried`)
+    props = prop.properties
+  }
+}
+
 const resolveData = (label: string, path: ReadonlyArray<string>, ctx: CompileContext): ResolvedField => {
   if (path.length === 0 || path.some((p) => p === "")) return fail(label, `Invalid field name '${label}'`)
-  if (ctx.mode === "schemaless") return { label, kind: "data", type: "text", path, asText: true }
+  if (ctx.mode === "schemaless") {
+    refuseSecretPath(label, path, ctx)
+    return { label, kind: "data", type: "text", path, asText: true }
+  }
   let props: ReadonlyMap<string, PropertyInfo> | undefined = ctx.properties
   let prop: PropertyInfo | undefined
   for (let i = 0; i < path.length; i++) {
@@ -471,8 +485,20 @@ const compileIn = (sql: Sql, f: ResolvedField, values: ReadonlyArray<Ast.Literal
   return orAll(sql, parts)
 }
 
+/** Values one `in` / `nin` / `eqAny` / `eqNone` / `hasAny` / `hasAll` list may hold (each is a bound parameter). */
+export const MAX_LIST_VALUES = 1000
+/**
+ * Size of a whole condition: its comparisons plus the values of its lists. Every value is a bound parameter (the
+ * driver refuses a statement with more than 65,535), and every comparison compiles to up to ~20 statement segments,
+ * which the statement builder spreads as call arguments (a RangeError past ~120,000): refused with a 400 long before.
+ */
+export const MAX_CONDITION_TERMS = 2000
+
 const compileList = (sql: Sql, e: Extract<Ast.Expr, { _tag: "List" }>, ctx: CompileContext): Fragment => {
   const f = resolve(e.field, ctx)
+  if (e.values.length > MAX_LIST_VALUES) {
+    return fail(f.label, `A list of '${f.label}' may hold at most ${MAX_LIST_VALUES} values, got ${e.values.length}`)
+  }
   const negated = e.op === "nin" || e.op === "eqNone"
   if (e.op === "hasAll") return arrayMatch(sql, f, "all", e.values)
   if (e.op === "hasAny" || f.type === "array") {
@@ -581,7 +607,44 @@ const compileExpr = (sql: Sql, e: Ast.Expr, ctx: CompileContext): Fragment => {
  * type, or an operator the field's type does not support.
  */
 export const compileWhere = (sql: Sql, expr: Ast.Expr, ctx: CompileContext): Result.Result<Fragment, QueryFieldError> =>
-  run(() => paren(sql, compileExpr(sql, expr, ctx)))
+  run(() => {
+    const terms = termCount(expr)
+    // no field to name: the caller names the parameter the condition came from
+    if (terms > MAX_CONDITION_TERMS) {
+      fail("", `A condition may hold at most ${MAX_CONDITION_TERMS} comparisons and list values, got ${terms}`)
+    }
+    return paren(sql, compileExpr(sql, expr, ctx))
+  })
+
+/** Comparisons plus list values of a condition (without recursion: conditions from filter objects nest). */
+const termCount = (expr: Ast.Expr): number => {
+  let n = 0
+  const todo: Array<Ast.Expr> = [expr]
+  while (todo.length > 0) {
+    const e = todo.pop()!
+    switch (e._tag) {
+      case "And":
+      case "Or":
+        for (const item of e.items) todo.push(item)
+        break
+      case "Not":
+        todo.push(e.expr)
+        break
+      case "List":
+        n += Math.max(1, e.values.length)
+        break
+      case "Between":
+        n += 2
+        break
+      case "Search":
+        n += Math.max(1, e.fields.length)
+        break
+      default:
+        n += 1
+    }
+  }
+  return n
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Sorting and keyset pagination
@@ -599,6 +662,7 @@ interface SortTerm {
  * index `(expression, id)` read forwards or backwards: the page is read straight off the index, with no sort step.
  */
 const sortTerms = (keys: ReadonlyArray<Ast.SortKey>, ctx: CompileContext): Array<SortTerm> => {
+  if (keys.length > MAX_SORT_KEYS) return fail("", `A sort may have at most ${MAX_SORT_KEYS} keys, got ${keys.length}`)
   const terms: Array<SortTerm> = []
   let hasId = false
   for (const key of keys) {
@@ -615,6 +679,9 @@ const sortTerms = (keys: ReadonlyArray<Ast.SortKey>, ctx: CompileContext): Array
   }
   return terms
 }
+
+/** Keys one sort may have. */
+export const MAX_SORT_KEYS = 32
 
 // Nulls sort as the greatest value in both directions, so the keyset predicate can treat them uniformly.
 const ASC = lit("ASC NULLS LAST")
@@ -876,12 +943,22 @@ const aggregateExpr = (sql: Sql, item: Extract<Ast.SelectItem, { _tag: "Aggregat
  * `SELECT ${c.select} FROM records r WHERE ${scope} AND ${where} ${c.clauses}` and map rows with `c.decode`.
  * Result values are jsonb, so numbers, strings and timestamps come back the same from both drivers.
  */
+/** Fields one GROUP BY may name, and fields and aggregates one query may select. */
+export const MAX_GROUP_FIELDS = 32
+export const MAX_SELECT_ITEMS = 256
+
 export const compileAggregate = (
   sql: Sql,
   spec: AggregateSpec,
   ctx: CompileContext
 ): Result.Result<CompiledAggregate, QueryFieldError> =>
   run(() => {
+    if (spec.groupBy.length > MAX_GROUP_FIELDS) {
+      return fail("", `GROUP BY may name at most ${MAX_GROUP_FIELDS} fields, got ${spec.groupBy.length}`)
+    }
+    if (spec.select.length > MAX_SELECT_ITEMS) {
+      return fail("", `A query may select at most ${MAX_SELECT_ITEMS} fields and aggregates, got ${spec.select.length}`)
+    }
     const groups = spec.groupBy.map((g) => ({ ref: g, field: resolve(g, ctx), key: Ast.fieldLabel(g) }))
     const columns: Array<Fragment> = []
     const keys: Array<readonly [string, string]> = []

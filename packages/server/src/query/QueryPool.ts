@@ -25,7 +25,10 @@ const PIPELINE_DEPTH = 2
 
 export class QueryPool extends Context.Service<QueryPool, {
   readonly sql: SqlClient.SqlClient
-  /** A statement timeout is 503 QUERY_TIMEOUT, a bad value (SQLSTATE 22) 400 naming `param`, anything else a defect. */
+  /**
+   * A statement timeout is 503 QUERY_TIMEOUT, a bad value (SQLSTATE class 22) or a condition too large to run
+   * (class 54) a 400 naming `param` (see `inputFailure`), anything else a defect.
+   */
   readonly run: <A>(param: string, effect: Effect.Effect<A, SqlError.SqlError>) => Effect.Effect<A, BadRequest | ServiceUnavailable>
 }>()("@troupe/server/query/QueryPool") {
   static readonly layer: Layer.Layer<QueryPool, never, SqlClient.SqlClient | AppConfig> = Layer.effect(
@@ -59,8 +62,8 @@ export class QueryPool extends Context.Service<QueryPool, {
                 code: "QUERY_TIMEOUT"
               }))
             }
-            if (sqlState(e)?.startsWith("22")) {
-              const message = `A value in the ${param} is out of range: ${e.reason.message}`
+            const message = inputFailure(sqlState(e), param)
+            if (message !== undefined) {
               return Effect.fail(badRequest({ message, code: "VALIDATION_ERROR", details: [{ field: param, property: param, message }] }))
             }
             return Effect.die(e)
@@ -69,6 +72,42 @@ export class QueryPool extends Context.Service<QueryPool, {
       return QueryPool.of({ sql, run })
     })
   )
+}
+
+/**
+ * What a failure caused by the caller's values says, by SQLSTATE: class 22 (data exceptions: a value that does not
+ * cast, is out of range, or is text PostgreSQL cannot hold) and class 54 (a condition too large or deep to plan).
+ * Undefined for every other failure, which is the server's own (a defect). PostgreSQL's text is never echoed: it
+ * can quote the caller's value, and it is no contract.
+ */
+export const inputFailure = (state: string | undefined, param: string): string | undefined => {
+  if (state === undefined) return undefined
+  if (state.startsWith("54")) return `The ${param} is too large or too deeply nested to run; simplify it`
+  if (!state.startsWith("22")) return undefined
+  switch (state) {
+    case "22003":
+      return `A number in the ${param} is out of range`
+    case "22007":
+    case "22008":
+    case "22009":
+      return `A date or time in the ${param} is not valid`
+    case "22012":
+      return `The ${param} divides by zero`
+    case "22021":
+    case "22P05":
+      return `A value in the ${param} holds characters that cannot be stored (NUL or invalid Unicode)`
+    case "22025":
+    case "22019":
+    case "2200C":
+    case "2200D":
+      return `A pattern in the ${param} has an invalid escape`
+    case "2201B":
+      return `A pattern in the ${param} is not a valid regular expression`
+    case "22P02":
+      return `A value in the ${param} does not have the type its field needs`
+    default:
+      return `A value in the ${param} is not valid for its field`
+  }
 }
 
 const sqlState = (e: SqlError.SqlError): string | undefined => {

@@ -15,6 +15,7 @@ import type { AggregateRequest } from "@troupe/api/query/QueryApi"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Context, Effect, Layer, Option, Redacted, Result } from "effect"
 import { SqlClient, type SqlError, Statement } from "effect/sql"
+import { spanMethods } from "../platform/Tracing.ts"
 import { fromRow, maskData, toRecordB } from "../records/model.ts"
 import { contextOf, fromResult, RecordQuery } from "../records/RecordQuery.ts"
 import { StructureService } from "../structures/StructureService.ts"
@@ -25,6 +26,8 @@ import {
   compileAggregate,
   compileOrderBy,
   compileWhere,
+  MAX_GROUP_FIELDS,
+  MAX_SELECT_ITEMS,
   type PropertyInfo,
   resolveField
 } from "./Compiler.ts"
@@ -266,7 +269,8 @@ export class QueryService extends Context.Service<QueryService, {
         Effect.gen(function*() {
           const compiled = yield* fromResult(param, compileAggregate(sql, spec, ctx))
           const condition = yield* fromResult(param, compileWhere(sql, where, ctx))
-          const rows = yield* timed(
+          const rows = yield* pool.run(
+            param,
             sql`SELECT ${compiled.select} FROM records r WHERE ${scopeOf(sql, structureId, page.includeDeleted)}
               AND ${condition} ${compiled.clauses} LIMIT ${page.limit} OFFSET ${page.offset}`
           )
@@ -335,6 +339,12 @@ export class QueryService extends Context.Service<QueryService, {
           const request = parseAggregateRequest(body)
           if (Result.isFailure(request)) return yield* bodyError(request.failure)
           const { where, groupBy, aggregates } = request.success
+          if (groupBy.length > MAX_GROUP_FIELDS) {
+            return yield* invalid("groupBy", `groupBy may name at most ${MAX_GROUP_FIELDS} fields`)
+          }
+          if (aggregates.length > MAX_SELECT_ITEMS) {
+            return yield* invalid("operations", `operations may hold at most ${MAX_SELECT_ITEMS} operations`)
+          }
           const limit = body.limit ?? MAX_LIMIT
           if (limit < 1 || limit > MAX_LIMIT) return yield* invalid("limit", `limit must be between 1 and ${MAX_LIMIT}`)
           return yield* runAggregate(structure.id, contextFor(structure, workspace), where, {
@@ -344,7 +354,9 @@ export class QueryService extends Context.Service<QueryService, {
           }, { limit, offset: 0, includeDeleted: body.includeDeleted === true }, "filter")
         })
 
-      return QueryService.of({ query, aggregate })
+      // spans only when exported: `query` is a fast route
+      const spans = yield* spanMethods
+      return QueryService.of(spans("QueryService", { query, aggregate }))
     })
   )
 

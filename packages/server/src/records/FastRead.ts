@@ -1,9 +1,9 @@
 // The hot reads as fast routes (platform/FastRoutes.ts), each with the same authentication (permission read:records,
 // rate class reads), service calls and rendering as its ordinary handler:
 //   - `GET /workspace/:ws/api/v1/records/:id` without a query string (RecordService.get);
-//   - `GET /workspace/:ws/api/v1/records?...`, the generation B list (RecordViews.listB).
-// Any other form of these requests (query options on the read, no bearer token, a repeated parameter) is left to
-// the ordinary handlers. (The query domain's fast route is query/FastQuery.ts.)
+//   - `GET /workspace/:ws/api/v1/records?...`, the generation B list (RecordViews.listB), bracket filters included.
+// Any other form of these requests (query options on the read, no bearer token, a repeated parameter, a NUL or lone
+// surrogate, which the edge refuses) is left to the ordinary handlers. (The query domain's fast route is query/FastQuery.ts.)
 import { Effect } from "effect"
 import { Authenticator } from "../identity/Authenticate.ts"
 import type { FastRoute } from "../platform/FastRoutes.ts"
@@ -47,7 +47,7 @@ export const fastReadRoutes: Effect.Effect<ReadonlyArray<FastRoute>, never, Auth
         const workspace = match[1]!
         return Effect.flatMap(
           authenticator.authenticate(token, { workspace, ...read }),
-          (principal) => Effect.map(views.listB(workspace, query, principal), (body) => ({ status: 200, body }))
+          (principal) => Effect.map(views.listB(workspace, query, Object.entries(query), principal), (body) => ({ status: 200, body }))
         )
       }
     }]

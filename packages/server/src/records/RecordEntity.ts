@@ -51,7 +51,9 @@ export const RecordEntity = Entity.make("Record", [
     success: Written,
     error: WriteError
   }),
-  Rpc.make("Revert", { payload: { reason: Schema.optionalKey(Schema.String), writer: Writer }, success: Written, error: WriteError })
+  Rpc.make("Revert", { payload: { reason: Schema.optionalKey(Schema.String), writer: Writer }, success: Written, error: WriteError }),
+  // Adds to a numeric field under the record's lock: never a read-modify-write by the caller (api.incrementField).
+  Rpc.make("Increment", { payload: { field: Schema.String, by: Schema.Number, writer: Writer }, success: Written, error: WriteError })
 ])
 
 export const RecordKeyEntity = Entity.make("RecordKey", [
@@ -102,6 +104,10 @@ export const RecordEntityLayer = RecordEntity.toLayer(Effect.gen(function*() {
     Revert: ({ address, payload }) => {
       const { workspace, id } = split(address.entityId)
       return onWire(Effect.map(records.revert(workspace, id, payload.reason, payload.writer), written))
+    },
+    Increment: ({ address, payload }) => {
+      const { workspace, id } = split(address.entityId)
+      return onWire(Effect.map(records.update(workspace, id, { data: {}, increments: { [payload.field]: payload.by } }, payload.writer), written))
     }
   })
 }), { maxIdleTime: "10 seconds" })
@@ -191,11 +197,14 @@ export class RecordWriter extends Context.Service<RecordWriter, {
   readonly remove: (workspace: string, id: string, permanent: boolean, writer: Writer, reason?: string) => Effect.Effect<{ id: string; deletedAt: string; structureId: string }, RecordError>
   readonly restore: (workspace: string, id: string, version: number | undefined, reason: string | undefined, writer: Writer) => Effect.Effect<Written, RecordError>
   readonly revert: (workspace: string, id: string, reason: string | undefined, writer: Writer) => Effect.Effect<Written, RecordError>
+  readonly increment: (workspace: string, id: string, field: string, by: number, writer: Writer) => Effect.Effect<Written, RecordError>
   readonly upsert: (workspace: string, structureId: string, match: Record<string, unknown>, data: Record<string, unknown>, writer: Writer, idempotencyKey?: string) => Effect.Effect<{ status: number; body: unknown; replayed: boolean }, RecordError>
 }>()("@troupe/server/records/RecordWriter") {
   static readonly layer = Layer.effect(RecordWriter, Effect.gen(function*() {
     const record = yield* RecordEntity.client
     const key = yield* RecordKeyEntity.client
+    const records = yield* RecordService
+    const structures = yield* StructureService
     // Sharding failures surface as defects: a node at its entity cap is a 503 with Retry-After, a node gone
     // mid-call a 500; both are for the caller to retry.
     const orDie = <A, E>(e: Effect.Effect<A, E | { readonly _tag: string }>) =>
@@ -223,15 +232,24 @@ export class RecordWriter extends Context.Service<RecordWriter, {
         })).pipe(Effect.map(fromWire)) as any),
       revert: (workspace, id, reason, writer) =>
         known(id, () => orDie(record(`${workspace}/${id.toLowerCase()}`).Revert({ ...(reason !== undefined ? { reason } : {}), writer })).pipe(Effect.map(fromWire)) as any),
+      increment: (workspace, id, field, by, writer) =>
+        known(id, () => orDie(record(`${workspace}/${id.toLowerCase()}`).Increment({ field, by, writer })).pipe(Effect.map(fromWire)) as any),
       upsert: (workspace, structureId, match, data, writer, idempotencyKey) => {
         const hash = Crypto.createHash("sha256").update(canonicalJson(match)).digest("hex")
-        return orDie(key(`${workspace}/${structureId}/${hash}`).Upsert({
+        const throughActor = () => orDie(key(`${workspace}/${structureId}/${hash}`).Upsert({
           structureId,
           match: match as Record<string, Schema.Json>,
           data: data as Record<string, Schema.Json>,
           writer,
           ...(idempotencyKey !== undefined ? { idempotencyKey } : {})
-        })) as any
+        })) as unknown as Effect.Effect<{ status: number; body: unknown; replayed: boolean }, RecordError>
+        // a match on a unique property shares the node's group commit with other keys' upserts (no actor to wake
+        // per key); a replayable one (Idempotency-Key), or one whose batch failed, goes through the key's actor
+        if (idempotencyKey !== undefined) return throughActor()
+        return Effect.flatMap(structures.resolve(workspace, structureId), (structure) =>
+          records.upsertGrouped(structure, match, data, writer)).pipe(
+          Effect.flatMap((done) => (done === undefined ? throughActor() : Effect.succeed({ ...done, replayed: false })))
+        )
       }
     })
   }))

@@ -28,7 +28,10 @@ const shownOf = (structure: Structure, row: RecordRow): Record<string, unknown> 
 
 export type QueryError = BadRequest | ServiceUnavailable
 
-/** Parse and field errors -> 400 naming the parameter (and the position for syntax errors). */
+/**
+ * Parse and field errors -> 400 naming the parameter (and the position for syntax errors); a field error that names
+ * no field (a limit of the whole condition) names the parameter.
+ */
 export const queryError = (param: string) => (e: QueryParseError | QueryFieldError): QueryError =>
   e._tag === "QueryParseError"
     ? badRequest({
@@ -39,7 +42,7 @@ export const queryError = (param: string) => (e: QueryParseError | QueryFieldErr
     : badRequest({
       message: e.message,
       code: "VALIDATION_ERROR",
-      details: [{ field: e.field, property: e.field, message: e.message }]
+      details: [{ field: e.field || param, property: e.field || param, message: e.message }]
     })
 
 export const fromResult = <A, E extends QueryParseError | QueryFieldError>(param: string, r: Result.Result<A, E>) =>
@@ -78,13 +81,14 @@ export interface ListResult {
 const badParam = (field: string, message: string) =>
   badRequest({ message, code: "VALIDATION_ERROR", details: [{ field, property: field, message } satisfies ErrorDetail] })
 
-/** A non-negative whole number parameter within bounds. */
+/** A whole number parameter between `min` and `max` (the documented bounds): anything else is a 400 naming it. */
 export const intParam = (name: string, raw: string | undefined, fallback: number, min: number, max: number) => {
   if (raw === undefined || raw === "") return Effect.succeed(fallback)
   if (!/^\d+$/.test(raw)) return Effect.fail(badParam(name, `${name} must be a whole number`))
   const n = Number(raw)
   if (n < min) return Effect.fail(badParam(name, `${name} must be at least ${min}`))
-  return Effect.succeed(Math.min(n, max))
+  if (!Number.isSafeInteger(n) || n > max) return Effect.fail(badParam(name, `${name} must be at most ${max}`))
+  return Effect.succeed(n)
 }
 
 export class RecordQuery extends Context.Service<RecordQuery, {

@@ -1,35 +1,16 @@
 // RecordService.upsertMany against a real database (PGlite, or PostgreSQL when DATABASE_URL is set): the group
 // commit of one key's queued upserts. Over HTTP, batches form only when requests queue up while a transaction runs
 // (test/records-concurrency.test.ts); here they are formed on purpose.
-import type { Principal } from "@troupe/api/Authorization"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { assert, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { TEST_WORKSPACE, TestDatabase } from "../events/TestDatabase.ts"
-import { Secrets } from "../platform/Secrets.ts"
+import { TEST_WORKSPACE } from "../events/TestDatabase.ts"
 import { StructureService } from "../structures/StructureService.ts"
-import type { Writer } from "./model.ts"
 import { RecordService } from "./RecordService.ts"
+import { owner, RecordServices, writer } from "./TestRecords.ts"
 
-const owner: Principal = {
-  kind: "user",
-  id: "u-1",
-  name: "owner",
-  workspace: TEST_WORKSPACE,
-  role: "owner",
-  permissions: new Set(["write:structures", "write:records", "read:records"]),
-  isPlatformAdmin: false,
-  groups: []
-}
-
-const writer: Writer = { workspace: TEST_WORKSPACE, userId: "u-1", userName: "owner", source: "api", canSkipValidation: true }
-
-const Services = RecordService.layer.pipe(
-  Layer.provideMerge(StructureService.layer),
-  Layer.provideMerge(Secrets.layer),
-  Layer.provideMerge(TestDatabase())
-)
+const Services = RecordServices()
 
 let counter = 0
 const structure = Effect.flatMap(Effect.service(StructureService), (s) =>

@@ -2,19 +2,24 @@
 // and the outbox event, and keeps uniqueness, references, auto-increments and TTL right. Single-record writes
 // arrive here through RecordEntity (one actor per record), upserts through RecordKeyEntity (one per business key);
 // row locks (`FOR UPDATE`) keep writes that reach a row another way (cascades, bulk) correct as well.
-import { badRequest, conflict, type ErrorDetail, locked, notFound, unprocessable } from "@troupe/api/Errors"
+import { badRequest, conflict, type ErrorDetail, locked, notFound, serviceUnavailable, unprocessable } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
-import { Context, Effect, Layer } from "effect"
+import { Context, Data, Effect, Exit, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import * as Crypto from "node:crypto"
 import { appendEvent, appendEvents, type OutboxEvent } from "../events/Outbox.ts"
+import * as GroupCommit from "../lib/GroupCommit.ts"
 import { iso, json, num } from "../lib/rows.ts"
 import { Secrets } from "../platform/Secrets.ts"
+import { spanMethods } from "../platform/Tracing.ts"
 import { canonicalJson, jsonEqual, parseDateTime } from "../structures/Formats.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { autoIncrementFields, claimsOf, referenceFields, validatorFor } from "../structures/Validator.ts"
 import { inspectJson } from "./DataGuard.ts"
+import { RecordFailureHook } from "./RecordFailures.ts"
+import { observeBatch, observeRetry, type WriteKind } from "./WriteMetrics.ts"
+import { changelogRow, eventOf, insertChangelog, insertRecords, insertVersions, type NewRecord, versionRow } from "./RecordRows.ts"
 import {
   type Changes,
   changelogChanges,
@@ -23,6 +28,7 @@ import {
   getAt,
   isUuid,
   MASK,
+  maskChanges,
   maskData,
   type RecordRow,
   secretPaths,
@@ -70,6 +76,11 @@ export interface UpdateInput {
   readonly replace?: boolean | undefined
   /** kept in the changelog entry's metadata */
   readonly reason?: string | undefined
+  /**
+   * Numbers added to fields (top-level names or dotted paths) of the stored data, read under the row lock: an
+   * atomic increment (a missing field counts as 0; a field holding anything but a number is a 400).
+   */
+  readonly increments?: Readonly<Record<string, number>> | undefined
 }
 
 export interface WriteResult {
@@ -93,8 +104,79 @@ const detail = (field: string, message: string): ErrorDetail => ({ field, proper
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
+/** A copy of `data` with `value` at `path`, creating objects along the way. */
+const setDeep = (data: Record<string, unknown>, path: ReadonlyArray<string>, value: unknown): Record<string, unknown> => {
+  const [head, ...rest] = path
+  if (head === undefined) return data
+  if (rest.length === 0) return { ...data, [head]: value }
+  return { ...data, [head]: setDeep(isObject(data[head]) ? data[head] as Record<string, unknown> : {}, rest, value) }
+}
+
 const isLive = (row: RecordRow, now: number) =>
   row.deletedAt === null && (row.expiresAt === null || Date.parse(row.expiresAt) > now)
+
+/** A create that passed its checks, waiting for its commit. */
+interface PendingCreate {
+  readonly structure: Structure
+  readonly input: CreateInput
+  readonly writer: Writer
+  readonly record: NewRecord
+}
+
+/** An update waiting for its commit. */
+interface PendingUpdate {
+  readonly workspace: string
+  readonly id: string
+  readonly input: UpdateInput
+  readonly writer: Writer
+}
+
+/** An update planned against its locked row (RecordService's planUpdate), ready to be written with others. */
+interface PlannedUpdate {
+  readonly row: RecordRow
+  readonly structure: Structure
+  readonly plan: {
+    readonly data: Record<string, unknown>
+    readonly metadata: Record<string, unknown>
+    readonly expiresAt: string | null
+    readonly version: number
+    readonly changes: Changes
+  }
+  readonly writer: Writer
+  readonly action: string
+  readonly reason?: string | undefined
+}
+
+/** An upsert that may share a transaction with upserts of other keys. */
+interface PendingUpsert {
+  readonly structure: Structure
+  readonly match: Record<string, unknown>
+  readonly data: Record<string, unknown>
+  readonly writer: Writer
+  /** structure and canonical match: two items of one key never share a batch */
+  readonly key: string
+}
+
+/** A delete waiting for its commit. */
+interface PendingDelete {
+  readonly workspace: string
+  readonly id: string
+  readonly permanent: boolean
+  readonly writer: Writer
+  readonly reason?: string
+}
+
+interface Removed {
+  readonly id: string
+  readonly deletedAt: string
+  readonly structure: Structure
+}
+
+/** A batch claimed a unique value someone holds (or two of its items claimed the same one). */
+class ClaimTaken extends Data.TaggedError("ClaimTaken") {}
+
+/** The most writes one group commit carries. */
+const WRITE_BATCH_MAX = 256
 
 /** Versions are int4 in the database. */
 const MAX_VERSION = 2_147_483_647
@@ -129,6 +211,11 @@ export class RecordService extends Context.Service<RecordService, {
   readonly restore: (workspace: string, id: string, version: number | undefined, reason: string | undefined, writer: Writer) => Effect.Effect<WriteResult, RecordError>
   readonly revert: (workspace: string, id: string, reason: string | undefined, writer: Writer) => Effect.Effect<WriteResult, RecordError>
   readonly upsert: (structure: Structure, match: Record<string, unknown>, data: Record<string, unknown>, writer: Writer, idempotencyKey?: string) => Effect.Effect<{ status: number; body: unknown; replayed: boolean }, RecordError>
+  /**
+   * An upsert (no Idempotency-Key) of a match on a unique property, committed with upserts of other keys; `undefined`
+   * when it must go through its key's actor instead (no unique property in the match, or the shared batch failed).
+   */
+  readonly upsertGrouped: (structure: Structure, match: Record<string, unknown>, data: Record<string, unknown>, writer: Writer) => Effect.Effect<UpsertResult | undefined, RecordError>
   /** Upserts of one match in one transaction, in order; fails as a whole (nothing written) when any item fails. */
   readonly upsertMany: (structure: Structure, match: Record<string, unknown>, items: ReadonlyArray<UpsertItem>) => Effect.Effect<ReadonlyArray<UpsertResult>, RecordError>
   /** A live record (or, with includeDeleted, a soft-deleted one). */
@@ -151,6 +238,11 @@ export class RecordService extends Context.Service<RecordService, {
     const sql = yield* SqlClient.SqlClient
     const structures = yield* StructureService
     const secrets = yield* Secrets
+    const onFailure = yield* RecordFailureHook
+    // Batches of one kind written at once. PostgreSQL: two, so one is being prepared while the other commits (one
+    // or four measured no better). PGlite runs one transaction at a time: a second batch would only wait, holding
+    // items the running one could have taken.
+    const writeBatchesInFlight = sql.driver === "pglite" ? 1 : 2
 
     // ---------------------------------------------------------------- shared pieces of a write transaction
 
@@ -324,92 +416,13 @@ export class RecordService extends Context.Service<RecordService, {
         return out
       })
 
-    /** The §6 event of one record write (secrets masked). */
-    const eventOf = (
-      type: string,
-      structure: Structure,
-      row: RecordRow,
-      previous: Record<string, unknown> | null,
-      changes: Changes,
-      writer: Writer
-    ): OutboxEvent => ({
-      workspace: structure.workspaceSlug,
-      type,
-      structureId: structure.id,
-      recordSlug: structure.recordSlug,
-      recordId: row.id,
-      payload: {
-        event: type,
-        timestamp: new Date().toISOString(),
-        workspace: structure.workspaceSlug,
-        structure: structure.recordSlug,
-        data: {
-          record: { id: row.id, structureId: structure.id, data: maskData(structure, row.data), version: row.version },
-          previous: previous === null ? null : { data: maskData(structure, previous) },
-          changes,
-          metadata: { userId: writer.userId, source: writer.source }
-        }
-      }
-    })
-
     const recordEvent = (...event: Parameters<typeof eventOf>) => appendEvent(sql, eventOf(...event))
 
-    const changelogMeta = (writer: Writer, extra: Record<string, unknown> = {}) => ({
-      ...(writer.clientAddress ? { clientAddress: writer.clientAddress } : {}),
-      ...(writer.userAgent ? { userAgent: writer.userAgent } : {}),
-      source: writer.source,
-      ...extra
-    })
-
-    const changelogRow = (row: RecordRow, action: string, changes: Changes, writer: Writer, meta: Record<string, unknown> = {}) => ({
-      id: Crypto.randomUUID(),
-      record_id: row.id,
-      workspace: row.workspace,
-      action,
-      user_id: writer.userId,
-      user_name: writer.userName,
-      changes: changelogChanges(changes),
-      metadata: changelogMeta(writer, meta)
-    })
-
-    const versionRow = (row: RecordRow, changes: Changes, writer: Writer, restoredFrom: number | null = null) => ({
-      record_id: row.id,
-      version: row.version,
-      data: row.data,
-      changes,
-      restored_from: restoredFrom,
-      created_by: writer.userId
-    })
-
-    /** Changelog rows in one statement (a batch of upserts writes many). */
-    const insertChangelog = (rows: ReadonlyArray<ReturnType<typeof changelogRow>>) =>
-      rows.length === 1
-        ? sql`INSERT INTO record_changelog (id, record_id, workspace, action, user_id, user_name, changes, metadata)
-          VALUES (${rows[0]!.id}, ${rows[0]!.record_id}, ${rows[0]!.workspace}, ${rows[0]!.action}, ${rows[0]!.user_id},
-            ${rows[0]!.user_name}, ${JSON.stringify(rows[0]!.changes)}::jsonb, ${JSON.stringify(rows[0]!.metadata)}::jsonb)`
-        // a transaction's entries share now(): a microsecond apart (after any single entry of the same transaction),
-        // they keep their order in the changelog
-        : sql`INSERT INTO record_changelog (id, record_id, workspace, action, user_id, user_name, changes, metadata, created_at)
-          SELECT id, record_id, workspace, action, user_id, user_name, changes, metadata, now() + i * interval '1 microsecond'
-          FROM jsonb_to_recordset(${JSON.stringify(rows.map((r, i) => ({ ...r, i: i + 1 })))}::jsonb) AS v(i int, id uuid,
-            record_id uuid, workspace text, action text, user_id text, user_name text, changes jsonb, metadata jsonb)`
-
-    /** Version rows in one statement. */
-    const insertVersions = (rows: ReadonlyArray<ReturnType<typeof versionRow>>) =>
-      rows.length === 1
-        ? sql`INSERT INTO record_versions (record_id, version, data, changes, restored_from, created_by)
-          VALUES (${rows[0]!.record_id}, ${rows[0]!.version}, ${JSON.stringify(rows[0]!.data)}::jsonb,
-            ${JSON.stringify(rows[0]!.changes)}::jsonb, ${rows[0]!.restored_from}, ${rows[0]!.created_by})`
-        : sql`INSERT INTO record_versions (record_id, version, data, changes, restored_from, created_by)
-          SELECT record_id, version, data, changes, restored_from, created_by
-          FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS v(record_id uuid, version int, data jsonb,
-            changes jsonb, restored_from int, created_by text)`
-
     const writeChangelog = (row: RecordRow, action: string, changes: Changes, writer: Writer, meta: Record<string, unknown> = {}) =>
-      insertChangelog([changelogRow(row, action, changes, writer, meta)])
+      insertChangelog(sql, [changelogRow(row, action, changes, writer, meta)])
 
     const writeVersion = (row: RecordRow, changes: Changes, writer: Writer, restoredFrom: number | null = null) =>
-      insertVersions([versionRow(row, changes, writer, restoredFrom)])
+      insertVersions(sql, [versionRow(row, changes, writer, restoredFrom)])
 
     const lock = (workspace: string, id: string) =>
       isUuid(id)
@@ -442,33 +455,130 @@ export class RecordService extends Context.Service<RecordService, {
 
     // ---------------------------------------------------------------- create
 
-    const createInTx = (structure: Structure, input: CreateInput, writer: Writer) =>
+    /** The checks of a create that need no SQL: writable, expiry, validation, metadata. */
+    const prepareCreate = (structure: Structure, input: CreateInput, writer: Writer) =>
       Effect.gen(function*() {
         yield* writable(structure)
-        const nowMs = Date.now()
-        const expiry = expiryOf(input, structure.defaultTtlSeconds, nowMs)
+        const expiry = expiryOf(input, structure.defaultTtlSeconds, Date.now())
         if (expiry.error) return yield* expiry.error
-        let data = yield* validate(structure, input.data, "create", undefined, input.skipValidation === true && writer.canSkipValidation)
+        const data = yield* validate(structure, input.data, "create", undefined, input.skipValidation === true && writer.canSkipValidation)
         yield* checkMetadata(input.metadata)
-        yield* checkReferences(structure, data, undefined)
-        data = yield* assignAutoIncrements(structure, data)
-        data = encryptSecrets(structure, data)
-        const id = Crypto.randomUUID()
-        const rows = yield* sql`INSERT INTO records (id, workspace, structure_id, data, metadata, created_by, updated_by, expires_at)
-          VALUES (${id}, ${structure.workspaceSlug}, ${structure.id}, ${JSON.stringify(data)}::jsonb,
-            ${JSON.stringify(input.metadata ?? {})}::jsonb, ${writer.userId}, ${writer.userId}, ${expiry.value ?? null})
-          RETURNING *`
-        const row = fromRow(rows[0])
-        yield* claimUnique(structure, id, data, undefined)
-        const changes = diff(structure, {}, data)
-        yield* writeVersion(row, changes, writer)
-        yield* writeChangelog(row, "create", changes, writer, input.reason ? { reason: input.reason } : {})
-        yield* recordEvent("record.created", structure, row, null, changes, writer)
-        return { row, structure }
+        return { data, expiresAt: expiry.value ?? null }
+      })
+
+    const newRecord = (structure: Structure, input: CreateInput, writer: Writer, data: Record<string, unknown>, expiresAt: string | null): NewRecord => ({
+      id: Crypto.randomUUID(),
+      workspace: structure.workspaceSlug,
+      structure_id: structure.id,
+      data: encryptSecrets(structure, data),
+      metadata: (input.metadata ?? {}) as Record<string, unknown>,
+      created_by: writer.userId,
+      expires_at: expiresAt
+    })
+
+    const createInTx = (structure: Structure, input: CreateInput, writer: Writer) =>
+      Effect.gen(function*() {
+        const prepared = yield* prepareCreate(structure, input, writer)
+        yield* checkReferences(structure, prepared.data, undefined)
+        const data = yield* assignAutoIncrements(structure, prepared.data)
+        const [written] = yield* insertCreated([{ structure, input, writer, record: newRecord(structure, input, writer, data, prepared.expiresAt) }], claimOne)
+        return written!
+      })
+
+    /**
+     * Inserts new records with their unique claims, versions, changelog entries and events: one statement per table
+     * for the whole batch. `claim` takes their unique values: claimOne for one record, claimAll for a batch.
+     */
+    const insertCreated = <E>(items: ReadonlyArray<PendingCreate>, claim: (items: ReadonlyArray<PendingCreate>) => Effect.Effect<void, E | SqlError>) =>
+      Effect.gen(function*() {
+        const rows = yield* insertRecords(sql, items.map((i) => i.record))
+        yield* claim(items)
+        const changes = items.map((item) => diff(item.structure, {}, item.record.data))
+        const reason = (item: PendingCreate) => (item.input.reason ? { reason: item.input.reason } : {})
+        yield* insertVersions(sql, rows.map((row, k) => versionRow(row, changes[k]!, items[k]!.writer)))
+        yield* insertChangelog(sql, rows.map((row, k) => changelogRow(row, "create", changes[k]!, items[k]!.writer, reason(items[k]!))))
+        yield* appendEvents(sql, rows.map((row, k) => eventOf("record.created", items[k]!.structure, row, null, changes[k]!, items[k]!.writer)))
+        return rows.map((row, k) => ({ row, structure: items[k]!.structure }))
+      })
+
+    const claimOne = (items: ReadonlyArray<PendingCreate>) => claimUnique(items[0]!.structure, items[0]!.record.id, items[0]!.record.data, undefined)
+
+    /**
+     * Every claim of a batch in one statement; ClaimTaken when any value is held or claimed twice (the batch is then
+     * written one by one, where claimUnique frees the values of expired holders and names the field).
+     */
+    const claimAll = (items: ReadonlyArray<PendingCreate>) =>
+      Effect.gen(function*() {
+        const claims = items.flatMap((item) =>
+          claimsOf(item.structure, item.record.data).map(([field, value]) => ({ structure_id: item.structure.id, field, value, record_id: item.record.id })))
+        if (claims.length === 0) return
+        const claimed = yield* sql`INSERT INTO record_unique_values (structure_id, field, value, record_id)
+          SELECT structure_id, field, value, record_id FROM jsonb_to_recordset(${JSON.stringify(claims)}::jsonb)
+            AS v(structure_id uuid, field text, value text, record_id uuid)
+          ON CONFLICT DO NOTHING RETURNING record_id`
+        if (claimed.length < claims.length) return yield* Effect.fail(new ClaimTaken())
+      })
+
+    /**
+     * The batch's transaction, counted; when it fails with an error (nothing was written), `oneByOne` writes every
+     * item on its own. A defect (the database gone mid-commit) reaches every caller as it is: retrying could write twice.
+     */
+    const batched = <B>(kind: WriteKind, size: number, oneByOne: Effect.Effect<B>) => <A, E>(batch: Effect.Effect<A, E>): Effect.Effect<A | B> =>
+      Effect.andThen(observeBatch(kind, size), Effect.catch(batch, () => Effect.andThen(observeRetry(kind), oneByOne)))
+
+    /** Creates whose only SQL is their insert (no references to check, no counters to draw) can share a commit. */
+    const batchable = (structure: Structure) => referenceFields(structure).length === 0 && autoIncrementFields(structure).length === 0
+
+    /**
+     * A batch of creates from concurrent requests: one transaction. When it fails as a whole (a claimed value, a
+     * collision), nothing of it was written and each item is written on its own, so each caller gets its own outcome.
+     */
+    const writeCreates = (items: ReadonlyArray<PendingCreate>) => {
+      // the items are validated and encrypted already: alone, each is the single-record write
+      const oneByOne = Effect.forEach(items, (item) =>
+        Effect.exit(Effect.map(transaction(insertCreated([item], claimOne)), (written): WriteResult => written[0]!)))
+      if (items.length === 1) return Effect.andThen(observeBatch("create", 1), oneByOne)
+      return transaction(insertCreated(items, claimAll)).pipe(
+        Effect.map((written) => written.map((w): Exit.Exit<WriteResult, RecordError> => Exit.succeed(w))),
+        batched("create", items.length, oneByOne)
+      )
+    }
+
+    /** One queue of the node's group commit (lib/GroupCommit.ts), writing its batches with `run`. */
+    const groupCommit = <I, A>(run: (items: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<A, RecordError>>>) =>
+      GroupCommit.make({
+        maxBatch: WRITE_BATCH_MAX,
+        concurrency: writeBatchesInFlight,
+        run,
+        onShutdown: (): RecordError => serviceUnavailable({ message: "The node is shutting down; retry the write", code: "UNAVAILABLE" }) as RecordError
+      })
+
+    const creates = yield* groupCommit(writeCreates)
+
+    /**
+     * After a failed single-record write rolled back: tells the failure hook (record_*_failed triggers). `structure`
+     * is what the write had resolved by then; without one (an unknown record) there is nothing to tell.
+     */
+    const reported = <A>(
+      kind: "create" | "update" | "delete",
+      recordId: string | undefined,
+      input: unknown,
+      writer: Writer,
+      structureOf: () => Structure | undefined
+    ) => (effect: Effect.Effect<A, RecordError>) =>
+      Effect.tapError(effect, (error) => {
+        const structure = structureOf()
+        return structure === undefined
+          ? Effect.void
+          : onFailure({ kind, structure, recordId, error, input, writer }).pipe(Effect.catchCause(() => Effect.void))
       })
 
     const create = (structure: Structure, input: CreateInput, writer: Writer) =>
-      transaction(createInTx(structure, input, writer))
+      (batchable(structure)
+        ? Effect.flatMap(prepareCreate(structure, input, writer), (p) =>
+          creates.submit({ structure, input, writer, record: newRecord(structure, input, writer, p.data, p.expiresAt) }))
+        : transaction(createInTx(structure, input, writer))
+      ).pipe(reported("create", undefined, input.data, writer, () => structure))
 
     // ---------------------------------------------------------------- update / replace
 
@@ -486,7 +596,8 @@ export class RecordService extends Context.Service<RecordService, {
           }))
         }
         const skip = input.skipValidation === true && writer.canSkipValidation
-        let data = yield* validate(structure, input.data, input.replace ? "replace" : "update", row.data, skip)
+        const patch = input.increments === undefined ? input.data : yield* incremented(row.data, input.data, input.increments)
+        let data = yield* validate(structure, patch, input.replace ? "replace" : "update", row.data, skip)
         yield* checkMetadata(input.metadata)
         yield* checkReferences(structure, data, row.data)
         data = encryptSecrets(structure, data, row.data)
@@ -501,6 +612,28 @@ export class RecordService extends Context.Service<RecordService, {
         const metadata = input.metadata === undefined ? row.metadata : input.replace ? input.metadata : { ...row.metadata, ...input.metadata }
         const version = input.createVersion === false ? row.version : row.version + 1
         return { data, metadata, expiresAt, version, changes: diff(structure, row.data, data) }
+      })
+
+    /** The patch plus each increment applied to the stored value (nested paths copy their parent objects). */
+    const incremented = (stored: Record<string, unknown>, patch: Record<string, unknown>, increments: Readonly<Record<string, number>>) =>
+      Effect.gen(function*() {
+        let out: Record<string, unknown> = { ...patch }
+        for (const [field, by] of Object.entries(increments)) {
+          const path = field.split(".")
+          if (!Number.isFinite(by)) return yield* validationFailed([detail(field, "the amount must be a finite number")])
+          const current = getAt(stored, path)
+          if (current !== undefined && current !== null && typeof current !== "number") {
+            return yield* validationFailed([detail(field, `${field} holds a ${Array.isArray(current) ? "array" : typeof current}, not a number`)])
+          }
+          const next = ((current as number | null | undefined) ?? 0) + by
+          const [head, ...rest] = path
+          if (rest.length === 0) out[head!] = next
+          else {
+            const base = isObject(out[head!]) ? out[head!] as Record<string, unknown> : isObject(stored[head!]) ? stored[head!] as Record<string, unknown> : {}
+            out = { ...out, [head!]: setDeep(base, rest, next) }
+          }
+        }
+        return out
       })
 
     const updateInTx = (row: RecordRow, structure: Structure, input: UpdateInput, writer: Writer, action = "update") =>
@@ -521,12 +654,66 @@ export class RecordService extends Context.Service<RecordService, {
         return { row: next, structure, previousVersion: row.version }
       })
 
-    const update = (workspace: string, id: string, input: UpdateInput, writer: Writer) =>
-      transaction(Effect.gen(function*() {
+    /** One update in its own transaction, its failure told to the failure hook. */
+    const updateOne = ({ workspace, id, input, writer }: PendingUpdate) => {
+      let structure: Structure | undefined
+      return transaction(Effect.gen(function*() {
         const row = yield* lockLive(workspace, id)
-        const structure = yield* liveStructure(workspace, row)
+        structure = yield* liveStructure(workspace, row)
         return yield* updateInTx(row, structure, input, writer, input.replace ? "replace" : "update")
-      }))
+      })).pipe(reported("update", id, input.data, writer, () => structure))
+    }
+
+    /** Planned updates of different records written together: one statement per table; the new rows, in order. */
+    const applyUpdates = (planned: ReadonlyArray<PlannedUpdate>) =>
+      Effect.gen(function*() {
+        const updated = yield* sql`UPDATE records r SET data = v.data, metadata = v.metadata, version = v.version,
+            updated_by = v.updated_by, updated_at = now(), expires_at = v.expires_at
+          FROM jsonb_to_recordset(${JSON.stringify(planned.map(({ row, plan, writer }) => ({
+            id: row.id, data: plan.data, metadata: plan.metadata, version: plan.version, updated_by: writer.userId, expires_at: plan.expiresAt
+          })))}::jsonb) AS v(id uuid, data jsonb, metadata jsonb, version int, updated_by text, expires_at timestamptz)
+          WHERE r.id = v.id RETURNING r.*`
+        const byId = new Map(updated.map((r: any) => [String(r.id), fromRow(r)]))
+        const next = planned.map((p) => byId.get(p.row.id)!)
+        yield* insertVersions(sql, planned.map((p, k) => versionRow(next[k]!, p.plan.changes, p.writer)))
+        yield* insertChangelog(sql, planned.map((p, k) => changelogRow(next[k]!, p.action, p.plan.changes, p.writer, p.reason ? { reason: p.reason } : {})))
+        yield* appendEvents(sql, planned.map((p, k) => eventOf("record.updated", p.structure, next[k]!, p.row.data, p.plan.changes, p.writer)))
+        return next
+      })
+
+    /**
+     * Updates of different records from concurrent requests (each record's actor sends one at a time): the rows
+     * locked in id order, each planned as on its own, then one statement per table. Any failure (a conflict, a
+     * validation error, a record gone) rolls the batch back and writes each item on its own for its exact outcome.
+     */
+    const writeUpdates = (items: ReadonlyArray<PendingUpdate>) => {
+      const oneByOne = Effect.forEach(items, (item) => Effect.exit(updateOne(item)))
+      if (items.length === 1 || new Set(items.map((i) => i.id)).size < items.length) return Effect.andThen(observeBatch("update", 1), oneByOne)
+      return transaction(Effect.gen(function*() {
+        const locked = yield* sql`SELECT * FROM records WHERE id IN ${sql.in(items.map((i) => i.id).sort())} ORDER BY id FOR UPDATE`
+        const rows = new Map(locked.map((r: any) => [String(r.id), fromRow(r)]))
+        const planned: Array<{ item: PendingUpdate; row: RecordRow; structure: Structure; plan: Effect.Success<ReturnType<typeof planUpdate>> }> = []
+        for (const item of items) {
+          const row = rows.get(item.id)
+          if (row === undefined || row.workspace !== item.workspace || !isLive(row, Date.now())) return yield* recordNotFound(item.id)
+          const structure = yield* liveStructure(item.workspace, row)
+          const plan = yield* planUpdate(row, structure, item.input, item.writer)
+          planned.push({ item, row, structure, plan })
+        }
+        const written = yield* applyUpdates(planned.map((p) => ({
+          row: p.row, structure: p.structure, plan: p.plan, writer: p.item.writer, action: p.item.input.replace ? "replace" : "update",
+          reason: p.item.input.reason
+        })))
+        return written.map((next, k): Exit.Exit<WriteResult, RecordError> =>
+          Exit.succeed({ row: next, structure: planned[k]!.structure, previousVersion: planned[k]!.row.version }))
+      })).pipe(batched("update", items.length, oneByOne))
+    }
+
+    const updates = yield* groupCommit(writeUpdates)
+
+    /** Updates that keep the version (createVersion: false) rewrite their version row: they go on their own. */
+    const update = (workspace: string, id: string, input: UpdateInput, writer: Writer) =>
+      input.createVersion === false || !isUuid(id) ? updateOne({ workspace, id, input, writer }) : updates.submit({ workspace, id, input, writer })
 
     // ---------------------------------------------------------------- delete (with onDelete of references)
 
@@ -595,14 +782,63 @@ export class RecordService extends Context.Service<RecordService, {
         return deletedAt
       })
 
-    const remove = (workspace: string, id: string, permanent: boolean, writer: Writer, reason?: string) =>
-      transaction(Effect.gen(function*() {
+    const removeOne = ({ workspace, id, permanent, writer, reason }: PendingDelete) => {
+      let found: Structure | undefined
+      return transaction(Effect.gen(function*() {
         const row = yield* lock(workspace, id)
         if (row === undefined || (!permanent && !isLive(row, Date.now()))) return yield* recordNotFound(id)
-        const structure = yield* liveStructure(workspace, row)
+        const structure = found = yield* liveStructure(workspace, row)
         const deletedAt = yield* deleteInTx(structure, row, permanent, writer, 0, reason)
         return { id: row.id, deletedAt, structure }
-      }))
+      })).pipe(reported("delete", id, { permanent }, writer, () => found))
+    }
+
+    /** A structure no reference points at: deleting its records touches no other record. */
+    const unreferenced = (workspace: string, structure: Structure) =>
+      Effect.map(structures.all(workspace), (all) =>
+        !all.some((other) => referenceFields(other).some((ref) => ref.target === structure.recordSlug)))
+
+    /**
+     * Deletes of different records from concurrent requests, as writeUpdates does updates. Records of a structure
+     * that references point at (onDelete work on other records) fail the batch, and so go one by one.
+     */
+    const writeDeletes = (items: ReadonlyArray<PendingDelete>) => {
+      const oneByOne = Effect.forEach(items, (item) => Effect.exit(removeOne(item)))
+      if (items.length === 1 || new Set(items.map((i) => i.id)).size < items.length) return Effect.andThen(observeBatch("delete", 1), oneByOne)
+      return transaction(Effect.gen(function*() {
+        const locked = yield* sql`SELECT * FROM records WHERE id IN ${sql.in(items.map((i) => i.id).sort())} ORDER BY id FOR UPDATE`
+        const rows = new Map(locked.map((r: any) => [String(r.id), fromRow(r)]))
+        const deletedAt = new Date().toISOString()
+        const planned: Array<{ item: PendingDelete; row: RecordRow; structure: Structure }> = []
+        for (const item of items) {
+          const row = rows.get(item.id)
+          if (row === undefined || row.workspace !== item.workspace || (!item.permanent && !isLive(row, Date.now()))) return yield* recordNotFound(item.id)
+          const structure = yield* liveStructure(item.workspace, row)
+          if (!(yield* unreferenced(item.workspace, structure))) return yield* conflict({ message: "referenced", code: "CONFLICT" })
+          planned.push({ item, row, structure })
+        }
+        const gone = planned.filter((p) => p.item.permanent).map((p) => p.row.id)
+        const soft = planned.filter((p) => !p.item.permanent)
+        if (gone.length > 0) yield* sql`DELETE FROM records WHERE id IN ${sql.in(gone)}`
+        if (soft.length > 0) {
+          yield* sql`UPDATE records r SET deleted_at = ${deletedAt}, updated_by = v.updated_by, updated_at = now()
+            FROM jsonb_to_recordset(${JSON.stringify(soft.map((p) => ({ id: p.row.id, updated_by: p.item.writer.userId })))}::jsonb)
+              AS v(id uuid, updated_by text)
+            WHERE r.id = v.id`
+          yield* sql`DELETE FROM record_unique_values WHERE record_id IN ${sql.in(soft.map((p) => p.row.id))}`
+          yield* insertChangelog(sql, soft.map((p) => changelogRow(p.row, "delete", {}, p.item.writer, p.item.reason ? { reason: p.item.reason } : {})))
+        }
+        yield* appendEvents(sql, planned.map((p) => eventOf("record.deleted", p.structure, p.row, p.row.data, {}, p.item.writer)))
+        return planned.map((p): Exit.Exit<Removed, RecordError> => Exit.succeed({ id: p.row.id, deletedAt, structure: p.structure }))
+      })).pipe(batched("delete", items.length, oneByOne))
+    }
+
+    const deletes = yield* groupCommit(writeDeletes)
+
+    const remove = (workspace: string, id: string, permanent: boolean, writer: Writer, reason?: string) =>
+      isUuid(id)
+        ? deletes.submit({ workspace, id, permanent, writer, ...(reason !== undefined ? { reason } : {}) })
+        : removeOne({ workspace, id, permanent, writer, ...(reason !== undefined ? { reason } : {}) })
 
     // ---------------------------------------------------------------- restore / revert
 
@@ -660,6 +896,64 @@ export class RecordService extends Context.Service<RecordService, {
       }))
 
     // ---------------------------------------------------------------- upsert
+
+    /**
+     * Upserts of different keys from concurrent requests in one transaction: each looks its record up (locked) and
+     * is planned as an update or a create, then all are written together. Only matches on a unique property come
+     * here: its claim settles a race with another writer creating the same key. When anything fails (that claim
+     * taken meanwhile, an invalid item, two items of one key), nothing was written and every item answers
+     * `undefined`, to be written through its key's actor (RecordWriter), which gives each its exact outcome.
+     */
+    const writeUpserts = (all: ReadonlyArray<PendingUpsert>): Effect.Effect<ReadonlyArray<Exit.Exit<UpsertResult | undefined, RecordError>>> => {
+      // a key's second item waits for the first: it is answered `undefined` (its actor) once this batch committed
+      const keys = new Set<string>()
+      const first = all.map((item) => !keys.has(item.key) && keys.add(item.key) !== undefined)
+      if (first.includes(false)) {
+        return Effect.map(writeUpserts(all.filter((_, i) => first[i])), (exits) => {
+          let k = 0
+          return all.map((_, i) => (first[i] ? exits[k++]! : Exit.succeed(undefined)))
+        })
+      }
+      const items = all
+      const deferAll = Effect.succeed(items.map((): Exit.Exit<UpsertResult | undefined, RecordError> => Exit.succeed(undefined)))
+      return transaction(Effect.gen(function*() {
+        const creates: Array<readonly [number, PendingCreate]> = []
+        const updates: Array<readonly [number, PlannedUpdate]> = []
+        for (let k = 0; k < items.length; k++) {
+          const { structure, match, data, writer } = items[k]!
+          yield* writable(structure)
+          const found = yield* findMatch(structure, match)
+          if (found === undefined) {
+            const input = { data: { ...data, ...match } }
+            const p = yield* prepareCreate(structure, input, writer)
+            creates.push([k, { structure, input, writer, record: newRecord(structure, input, writer, p.data, p.expiresAt) }])
+          } else {
+            const plan = yield* planUpdate(found.row, structure, { data: withoutMatch(data, match) }, writer)
+            updates.push([k, { row: found.row, structure, plan, writer, action: "update" }])
+          }
+        }
+        if (new Set(updates.map(([, u]) => u.row.id)).size < updates.length) return yield* conflict({ message: "one record, two keys", code: "CONFLICT" })
+        const results: Array<UpsertResult> = []
+        if (creates.length > 0) {
+          const written = yield* insertCreated(creates.map(([, c]) => c), claimAll)
+          written.forEach((w, j) => (results[creates[j]![0]] = upsertCreated(w.structure, w.row)))
+        }
+        if (updates.length > 0) {
+          const next = yield* applyUpdates(updates.map(([, u]) => u))
+          next.forEach((row, j) => (results[updates[j]![0]] = upsertUpdated(updates[j]![1].structure, row)))
+        }
+        return results.map((r): Exit.Exit<UpsertResult | undefined, RecordError> => Exit.succeed(r))
+      })).pipe(batched("upsert", items.length, deferAll))
+    }
+
+    const upserts = yield* groupCommit(writeUpserts)
+
+    /** An upsert through the group commit, or `undefined`: it goes through its key's actor (see writeUpserts). */
+    const upsertGrouped = (structure: Structure, match: Record<string, unknown>, data: Record<string, unknown>, writer: Writer) =>
+      Effect.flatMap(checkMatch(structure, match), () =>
+        claimsOf(structure, match).length === 0
+          ? Effect.succeed(undefined)
+          : upserts.submit({ structure, match, data, writer, key: `${structure.id}/${canonicalJson(match)}` }))
 
     /**
      * Upsert of one business key. Callers serialise per key (RecordKeyEntity); the row lock keeps it right against
@@ -728,7 +1022,7 @@ export class RecordService extends Context.Service<RecordService, {
         yield* checkMatch(structure, match)
         const workspace = structure.workspaceSlug
         const requestHash = Crypto.createHash("sha256").update(canonicalJson({ s: structure.id, match, data })).digest("hex")
-        return yield* transaction(Effect.gen(function*() {
+        const once = transaction(Effect.gen(function*() {
           if (idempotencyKey !== undefined) {
             const claimed = yield* sql`INSERT INTO idempotency_keys (workspace, key, request_hash, status, body)
               VALUES (${workspace}, ${idempotencyKey}, ${requestHash}, 0, 'null'::jsonb)
@@ -754,6 +1048,10 @@ export class RecordService extends Context.Service<RecordService, {
           }
           return { ...result, replayed: false }
         }))
+        // a writer outside this key's actor (the group commit of upserts) may have created the match between the
+        // lookup and the claim: the retry finds it and updates it, as an upsert should (nothing of the first try
+        // was written)
+        return yield* Effect.catchIf(once, (e) => e.code === "DUPLICATE_KEY", () => once)
       })
 
     /**
@@ -803,8 +1101,8 @@ export class RecordService extends Context.Service<RecordService, {
             yield* sql`UPDATE records SET data = ${JSON.stringify(current.data)}::jsonb, version = ${current.version},
                 updated_by = ${current.updatedBy}, updated_at = now(), expires_at = ${current.expiresAt}
               WHERE id = ${current.id}`
-            yield* insertVersions(versions)
-            yield* insertChangelog(changelog)
+            yield* insertVersions(sql, versions)
+            yield* insertChangelog(sql, changelog)
             yield* appendEvents(sql, events)
           }
           return results
@@ -850,7 +1148,7 @@ export class RecordService extends Context.Service<RecordService, {
             data: maskData(structure, json(v.data)),
             updatedAt: iso(v.created_at),
             updatedBy: v.created_by ?? null,
-            changes: json(v.changes),
+            changes: maskChanges(structure, json(v.changes)),
             ...(num(v.version) === 1 ? { createdAt: iso(v.created_at) } : {}),
             ...(v.restored_from !== null && v.restored_from !== undefined ? { restoredFrom: num(v.restored_from) } : {})
           }))
@@ -880,7 +1178,7 @@ export class RecordService extends Context.Service<RecordService, {
             userId: e.user_id ?? null,
             userName: e.user_name ?? null,
             timestamp: iso(e.created_at),
-            changes: json(e.changes),
+            changes: maskChanges(structure, json(e.changes)),
             metadata: json(e.metadata)
           }))
         }
@@ -928,7 +1226,24 @@ export class RecordService extends Context.Service<RecordService, {
       return [...groups.values()]
     }
 
+    /** A bulk of plain creates is one batch: each statement once for every item (claims taken: item by item). */
     const createAll = (structure: Structure, items: ReadonlyArray<CreateInput>, writer: Writer) =>
+      !batchable(structure) ? createEach(structure, items, writer) : Effect.gen(function*() {
+        const pending: Array<PendingCreate> = []
+        for (let i = 0; i < items.length; i++) {
+          const input = items[i]!
+          const p = yield* Effect.mapError(prepareCreate(structure, input, writer), (error): BulkItemFailure => ({ index: i, error }))
+          pending.push({ structure, input, writer, record: newRecord(structure, input, writer, p.data, p.expiresAt) })
+        }
+        return yield* transaction(Effect.gen(function*() {
+          const written: ReadonlyArray<WriteResult> = yield* insertCreated(pending, claimAll)
+          yield* bulkEventInTx(structure, "record.bulk.created", written.map((w) => w.row.id), writer)
+          return written
+        })).pipe(Effect.catchTag("ClaimTaken", () => createEach(structure, items, writer)))
+      })
+
+    /** Item by item, in one transaction: the first item that fails names itself. */
+    const createEach = (structure: Structure, items: ReadonlyArray<CreateInput>, writer: Writer) =>
       transaction(Effect.gen(function*() {
         const written: Array<WriteResult> = []
         for (let i = 0; i < items.length; i++) written.push(yield* at(i)(createInTx(structure, items[i]!, writer)))
@@ -972,7 +1287,9 @@ export class RecordService extends Context.Service<RecordService, {
         return removed.map((r) => ({ id: r.row.id, deletedAt: r.deletedAt, structureId: r.structure.id }))
       }))
 
-    return RecordService.of({
+    // spans only when exported: `get` is the fast lane's read
+    const spans = yield* spanMethods
+    return RecordService.of(spans("RecordService", {
       create,
       update,
       remove,
@@ -980,6 +1297,7 @@ export class RecordService extends Context.Service<RecordService, {
       revert,
       upsert: (structure, match, data, writer, key) => upsert(structure, match, data, writer, key),
       upsertMany,
+      upsertGrouped,
       get,
       getVersion,
       history,
@@ -989,6 +1307,6 @@ export class RecordService extends Context.Service<RecordService, {
       updateAll,
       removeAll,
       publishBulk
-    })
+    }))
   }))
 }

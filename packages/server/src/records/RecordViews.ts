@@ -4,17 +4,35 @@
 import { can, type Principal } from "@troupe/api/Authorization"
 import { badRequest, notFound } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
-import { Effect } from "effect"
+import { Effect, Result } from "effect"
 import { flag } from "../lib/rows.ts"
 import * as Ast from "../query/Ast.ts"
-import { parseFilterB, parseSort } from "../query/FilterParser.ts"
+import { parseBracketParams, parseFilterB, parseSort, reservedParams } from "../query/FilterParser.ts"
 import type { StructureService } from "../structures/StructureService.ts"
 import { applyVirtual } from "../structures/Validator.ts"
 import { isUuid, maskData, toRecordB } from "./model.ts"
-import { csvParam, fromResult, intParam, type ListSpec, type RecordQuery } from "./RecordQuery.ts"
+import { csvParam, fromResult, intParam, type ListSpec, queryError, type RecordQuery } from "./RecordQuery.ts"
 import type { RecordService } from "./RecordService.ts"
 
 const slugPattern = /^[a-z0-9]+(-[a-z0-9]+)*$/
+
+/** Query names of the list routes that are not bracket filters (`field=value`, `field[op]=value`). */
+export const listParams: ReadonlySet<string> = new Set([...reservedParams, "access_token", "includeDeleted", "reason"])
+
+/**
+ * The bracket filters among a list's query parameters (every name that is not one of `listParams`), ANDed; a bad
+ * one is a 400 naming that parameter (an unknown operator included). Field names the structure declares are read as
+ * they are (`price_min` is a field, not a bound on `price`).
+ */
+export const bracketFilters = (params: Iterable<readonly [string, string]>, structure: Structure | undefined) => {
+  const filters = [...params].filter(([k]) => !listParams.has(k))
+  if (filters.length === 0) return Effect.succeed(Ast.all)
+  const knownFields = structure === undefined ? undefined : new Set(structure.properties.map((p) => p.name))
+  const parsed = parseBracketParams(filters, knownFields === undefined ? undefined : { knownFields })
+  if (Result.isSuccess(parsed)) return Effect.succeed(parsed.success)
+  const input = parsed.failure.input
+  return Effect.fail(queryError(input.slice(0, input.indexOf("=")))(parsed.failure))
+}
 
 /** The query of `GET /records` (RecordsApi ListQuery): every parameter optional, single-valued. */
 export type ListQueryB = { readonly [K in
@@ -67,13 +85,16 @@ export const recordViews = (
   const project = (data: Record<string, unknown>, fields: ReadonlyArray<string>) =>
     fields.length === 0 ? data : Object.fromEntries(fields.filter((f) => f in data).map((f) => [f, data[f]]))
 
-  /** The body of `GET /records` (generation B): filter, search, sort, limit/offset or cursor, projection. */
-  const listB = (workspace: string, q: ListQueryB, principal: Principal) =>
+  /**
+   * The body of `GET /records` (generation B): filter and bracket filters, search, sort, limit/offset or cursor,
+   * projection. `params` are every query parameter as given (the bracket filters among them).
+   */
+  const listB = (workspace: string, q: ListQueryB, params: Iterable<readonly [string, string]>, principal: Principal) =>
     Effect.gen(function*() {
       const structure = q.structureId ? yield* resolve(workspace, q.structureId) : undefined
       const limit = yield* intParam("limit", q.limit, 20, 1, 100)
       const offset = yield* intParam("offset", q.offset, 0, 0, Number.MAX_SAFE_INTEGER)
-      const conditions: Array<Ast.Expr> = []
+      const conditions: Array<Ast.Expr> = [yield* bracketFilters(params, structure)]
       if (q.filter) conditions.push(yield* fromResult("filter", parseFilterB(q.filter)))
       if (q.search) conditions.push(Ast.search(q.search, csvParam(q.searchFields).map(Ast.fieldRef)))
       const sort = yield* fromResult("sort", parseSort(q.sort ?? "createdAt"))

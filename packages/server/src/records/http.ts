@@ -26,21 +26,18 @@ import { HttpApiBuilder } from "effect/http-api"
 import { flag } from "../lib/rows.ts"
 import * as Ast from "../query/Ast.ts"
 import { parseExpressionA } from "../query/ExpressionParser.ts"
-import { parseBracketParams, parseFilterB, parseSort, reservedParams } from "../query/FilterParser.ts"
+import { parseFilterB, parseSort } from "../query/FilterParser.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { isUuid, type RecordRow, toRecordA, toRecordB, type Writer } from "./model.ts"
 import { RecordWriter } from "./RecordEntity.ts"
 import { csvParam, fromResult, intParam, RecordQuery } from "./RecordQuery.ts"
-import { recordViews } from "./RecordViews.ts"
+import { bracketFilters, recordViews } from "./RecordViews.ts"
 import { type BulkItemFailure, type RecordError, recordNotFound, RecordService, type WriteResult } from "./RecordService.ts"
 
 export const MAX_BULK_ITEMS = 1000
 
 /** Generation A bodies are flat: these system fields of a record read back are ignored unless the structure declares them. */
 const SYSTEM_FIELDS = ["id", "createdAt", "updatedAt", "createdBy", "updatedBy", "version", "expiresAt", "deletedAt"]
-
-/** Query names of the slug lists that are not bracket filters. */
-const listParams = new Set([...reservedParams, "access_token", "includeDeleted", "reason"])
 
 const respond = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   HttpServerResponse.jsonUnsafe(body, { status, headers })
@@ -54,14 +51,15 @@ const numberParam = (name: string, raw: string | undefined) => {
   return Number.isFinite(n) ? Effect.succeed(n) : Effect.fail(badParam(name, `${name} must be a number`))
 }
 
-const rawParams = (request: HttpServerRequest.HttpServerRequest): Array<[string, string]> => {
-  const at = request.url.indexOf("?")
-  return at < 0 ? [] : [...new URLSearchParams(request.url.slice(at + 1)).entries()]
-}
-
-/** NUL cannot reach PostgreSQL text: refuse it in the path or query of any record route. */
-const cleanUrl = (request: HttpServerRequest.HttpServerRequest) =>
-  /%00|\u0000/i.test(request.url) ? Effect.fail(badParam("url", "the URL must not contain NUL characters")) : Effect.void
+/**
+ * Every query parameter as the router decoded it (as the fast routes decode them), a repeated one once per value:
+ * the bracket filters are among them.
+ */
+const queryPairs = Effect.map(Effect.serviceOption(HttpServerRequest.ParsedSearchParams), (parsed) =>
+  parsed._tag === "None"
+    ? []
+    : Object.entries(parsed.value).flatMap(([k, v]): Array<readonly [string, string]> =>
+      Array.isArray(v) ? v.map((x) => [k, x] as const) : [[k, v as string] as const]))
 
 /** The error constructor of each status a record error can have. */
 const errorOf: Record<number, (i: { message: string; code?: string; details?: ReadonlyArray<ErrorDetail> }) => RecordError> = {
@@ -138,7 +136,6 @@ export const RecordsHandlers = HttpApiBuilder.group(Api, "records", Effect.fn(fu
   const context = Effect.gen(function*() {
     const principal = yield* Effect.service(CurrentPrincipal)
     const request = yield* HttpServerRequest.HttpServerRequest
-    yield* cleanUrl(request)
     const forwarded = request.headers["x-forwarded-for"]?.split(",")[0]?.trim()
     const address = forwarded || (request.remoteAddress._tag === "Some" ? request.remoteAddress.value : undefined)
     const writer: Writer = {
@@ -199,16 +196,12 @@ export const RecordsHandlers = HttpApiBuilder.group(Api, "records", Effect.fn(fu
 
   /** `GET /records/slug/{slug}` and `GET /records/{slug}`: page/pageSize, bracket filters, search, projection. */
   const slugList = (workspace: string, slug: string, q: Record<string, string | undefined>) =>
-    withContext(({ principal, request }) =>
+    withContext(({ principal }) =>
       Effect.gen(function*() {
         const structure = yield* resolve(workspace, slug)
         const page = yield* intParam("page", q.page, 1, 1, 1_000_000)
-        const pageSize = yield* intParam("pageSize", q.pageSize ?? q.limit, 50, 1, 500)
-        const conditions: Array<Ast.Expr> = []
-        const params = rawParams(request).filter(([k]) => !listParams.has(k))
-        if (params.length > 0) {
-          conditions.push(yield* fromResult("filters", parseBracketParams(params, { knownFields: new Set(structure.properties.map((p) => p.name)) })))
-        }
+        const pageSize = yield* intParam(q.pageSize !== undefined ? "pageSize" : "limit", q.pageSize ?? q.limit, 50, 1, 500)
+        const conditions: Array<Ast.Expr> = [yield* bracketFilters(yield* queryPairs, structure)]
         if (q.filter) conditions.push(yield* fromResult("filter", parseFilterB(q.filter)))
         if (q.query) conditions.push(yield* fromResult("query", parseExpressionA(q.query)))
         if (q.search) conditions.push(Ast.search(q.search, csvParam(q.searchFields).map(Ast.fieldRef)))
@@ -271,8 +264,10 @@ export const RecordsHandlers = HttpApiBuilder.group(Api, "records", Effect.fn(fu
         const created: Array<unknown> = []
         const ids: Array<string> = []
         const failures: Array<{ index: number; error: RecordError }> = []
+        // the items go in together, so they share group commits; each keeps its own outcome, in item order
+        const outcomes = yield* Effect.forEach(inputs, (input) => Effect.result(records.create(structure, input, bulkWriter)), { concurrency: 64 })
         for (let i = 0; i < inputs.length; i++) {
-          const outcome = yield* Effect.result(records.create(structure, inputs[i]!, bulkWriter))
+          const outcome = outcomes[i]!
           if (Result.isSuccess(outcome)) {
             ids.push(outcome.success.row.id)
             if (options.returnRecords) created.push(yield* shownRow(outcome.success.row))
@@ -450,7 +445,8 @@ export const RecordsHandlers = HttpApiBuilder.group(Api, "records", Effect.fn(fu
     .handle("bulkDelete", ({ params, payload }) =>
       bulkDelete(params.workspace, payload.ids, payload.permanent === true, payload.atomic === true, "ids"))
     .handle("list", ({ params, query: q }) =>
-      withContext(({ principal }) => Effect.map(listB(params.workspace, q, principal), (body) => respond(200, body))))
+      withContext(({ principal }) =>
+        Effect.map(Effect.flatMap(queryPairs, (pairs) => listB(params.workspace, q, pairs, principal)), (body) => respond(200, body))))
     .handle("upsert", ({ params, payload }) =>
       withContext(({ request, writer }) =>
         Effect.gen(function*() {
@@ -572,10 +568,10 @@ export const RecordsHandlers = HttpApiBuilder.group(Api, "records", Effect.fn(fu
       withContext(({ principal }) =>
         Effect.gen(function*() {
           const structure = yield* resolve(params.workspace, params.slug)
-          const limit = yield* intParam("limit", q.limit ?? q.pageSize, 50, 1, 500)
+          const limit = yield* intParam(q.limit !== undefined ? "limit" : "pageSize", q.limit ?? q.pageSize, 50, 1, 500)
           const page = yield* intParam("page", q.page, 1, 1, 1_000_000)
           const offset = q.offset !== undefined ? yield* intParam("offset", q.offset, 0, 0, Number.MAX_SAFE_INTEGER) : (page - 1) * limit
-          const conditions: Array<Ast.Expr> = []
+          const conditions: Array<Ast.Expr> = [yield* bracketFilters(yield* queryPairs, structure)]
           if (q.query) conditions.push(yield* fromResult("query", parseExpressionA(q.query)))
           if (q.filter) conditions.push(yield* fromResult("filter", parseFilterB(q.filter)))
           if (q.search) conditions.push(Ast.search(q.search, csvParam(q.searchFields).map(Ast.fieldRef)))

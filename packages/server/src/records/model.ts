@@ -46,7 +46,10 @@ export const Writer = Schema.Struct({
   source: Schema.String,
   clientAddress: Schema.optionalKey(Schema.String),
   userAgent: Schema.optionalKey(Schema.String),
-  canSkipValidation: Schema.Boolean
+  canSkipValidation: Schema.Boolean,
+  /** writes made by a function run: its id and trigger depth (event-driven triggers stop at a depth limit) */
+  runId: Schema.optionalKey(Schema.String),
+  depth: Schema.optionalKey(Schema.Int)
 })
 export type Writer = typeof Writer.Type
 
@@ -102,6 +105,38 @@ export const maskData = (structure: Structure, data: Record<string, unknown>): R
   }
   return out
 }
+
+/** The values a stored change holds: `{old, new}` in versions, `{field, oldValue, newValue}` in the changelog. */
+const changeValueKeys = ["old", "new", "oldValue", "newValue"] as const
+
+/**
+ * Stored `changes` (of a version or a changelog entry) with the values at `paths` masked. Changes are masked when
+ * written, under the definition of that moment: this masks again, under another one (read time, or the structure
+ * update that makes a field secret), so values written before a field became secret never show.
+ */
+export const maskChangesAt = (changes: unknown, paths: ReadonlyArray<ReadonlyArray<string>>): unknown => {
+  if (paths.length === 0 || !isObject(changes)) return changes
+  let out = changes
+  for (const [root, ...rest] of paths) {
+    const change = root === undefined ? undefined : out[root]
+    if (!isObject(change)) continue
+    let masked = change
+    for (const key of changeValueKeys) {
+      const v = masked[key]
+      if (v === undefined || v === null) continue
+      if (rest.length === 0) masked = { ...masked, [key]: MASK }
+      else if (isObject(v)) {
+        const inner = getAt(v, rest)
+        if (inner !== undefined && inner !== null && inner !== MASK) masked = { ...masked, [key]: setAt(v, rest, MASK) }
+      }
+    }
+    if (masked !== change) out = { ...out, [root!]: masked }
+  }
+  return out
+}
+
+/** Stored `changes` with the structure's secret fields masked (history and changelog answers). */
+export const maskChanges = (structure: Structure, changes: unknown): unknown => maskChangesAt(changes, secretPaths(structure))
 
 export type Changes = Record<string, { old: unknown; new: unknown }>
 

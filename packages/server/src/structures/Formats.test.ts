@@ -58,14 +58,46 @@ describe("patterns", () => {
     assert.property(compilePattern("(a)\\1"), "error") // backreference
   })
 
-  it("runs simple anchored patterns natively and the rest on RE2", () => {
+  it("runs natively only anchored patterns whose work does not grow with the text, the rest on RE2", () => {
     assert.isTrue(nativeSafe("^[a-z0-9-]{3,64}$"))
-    assert.isTrue(nativeSafe("^\\d+$"))
     assert.isTrue(nativeSafe("^(jpg|png)$"))
+    assert.isTrue(nativeSafe("^[A-Z]{3}-\\d{4}$"))
+    assert.isTrue(nativeSafe("^(?:ab){3}c?$"))
+    assert.isFalse(nativeSafe("^\\d+$")) // unbounded: the work grows with the text
     assert.isFalse(nativeSafe("^(a+)+$")) // nested quantifier
     assert.isFalse(nativeSafe("^[a-z]+[0-9]*$")) // two unbounded quantifiers
     assert.isFalse(nativeSafe("a+b")) // unanchored with an unbounded quantifier
+    assert.isFalse(nativeSafe("a{1,999}$")) // unanchored: 999 steps at every start position
+    assert.isFalse(nativeSafe("^a|b+")) // a top-level alternative is not anchored
     assert.isFalse(nativeSafe("^(?:a|b)*$")) // quantified alternation
+    assert.isFalse(nativeSafe("^a{0,999}a{0,999}b")) // too many paths
+    assert.isFalse(nativeSafe(`^a{0,99}${"a{999}".repeat(10)}b`)) // paths times the longest match: too much work
+  })
+
+  it("the known catastrophic shapes answer correctly on a long near-match", () => {
+    const near = `${"a".repeat(1 << 20)}!`
+    const digits = `${"1".repeat(1 << 20)}!`
+    const cases: ReadonlyArray<readonly [string, string, boolean]> = [
+      ["(a+)+$", near, false],
+      ["^(a+)+$", near, false],
+      ["(a|a)*$", near, true], // the empty match at the end
+      ["^(a|a)*$", near, false],
+      ["(a*)*b", near, false],
+      ["\\d+\\d+\\d+x", digits, false],
+      ["^(\\d+)*\\d+$", digits, false],
+      ["a{1,999}b", near, false],
+      ["^a*a{0,999}b", near, false],
+      ["(.*a){12}x", near, false]
+    ]
+    for (const [source, text, expected] of cases) {
+      const p = compilePattern(source)
+      if ("error" in p) throw new Error(`${source}: ${p.error}`)
+      assert.strictEqual(p.engine, "re2", source)
+      assert.strictEqual(p.test(text), expected, source)
+    }
+    const ok = compilePattern("^(a+)+$")
+    if ("error" in ok) throw new Error("should compile")
+    assert.isTrue(ok.test("a".repeat(1 << 20)))
   })
 
   it("matches unanchored like RegExp.test, on either engine", () => {

@@ -1,7 +1,7 @@
 // User-supplied regular expressions. Every pattern must compile under RE2 (linear-time matching, no backreferences
-// or lookarounds), so no pattern can hang the server. RE2JS is several times slower than V8's engine, so a pattern
-// whose shape provably cannot backtrack badly (see `nativeSafe`) runs on a native RegExp instead; anything else
-// runs on RE2JS.
+// or lookarounds) and runs on RE2JS, so no pattern can hang the server whatever the text it is tested against. RE2JS
+// is several times slower than V8's backtracking engine, so a pattern whose matching work provably does not depend on
+// the length of the text (see `nativeSafe`) runs on a native RegExp instead.
 import { RE2JS } from "re2js"
 
 export interface CompiledPattern {
@@ -35,27 +35,41 @@ export const compilePattern = (source: string): CompiledPattern | { readonly err
 }
 
 interface Frame {
-  unbounded: number
   factor: number
   alternatives: number
   quantified: boolean
+  /** characters the frame can match at most (every alternative counted: an over-estimate) */
+  span: number
 }
 
-const MAX_FACTOR = 10_000
+/** The most paths a native match may explore: the product of bounded repetition ranges and alternative counts. */
+const MAX_FACTOR = 1000
+/** The most steps a native match may take: paths times the longest match. */
+const MAX_WORK = 100_000
+
+const frame = (): Frame => ({ factor: 1, alternatives: 1, quantified: false, span: 0 })
 
 /**
- * True when a backtracking engine runs the pattern in linear time: no quantified group that itself contains a
- * quantifier or an alternation, the product of bounded repetition ranges and alternative counts small, and at most
- * one unbounded quantifier when the pattern is anchored at its start (`^`), none otherwise (an unanchored search
- * retries every start position). Anything unusual (flags groups, nested classes, odd brackets) answers false.
+ * True when a backtracking engine does a bounded amount of work whatever the text: the pattern is anchored at its
+ * start (`^`, so only the first position is tried), has no unbounded quantifier (`*`, `+`, `{n,}`: each one lets the
+ * work grow with the text, and two adjacent ones or a nested one make it polynomial or exponential), no quantified
+ * group that itself contains a quantifier or an alternation, and the product of its bounded repetition ranges and
+ * alternative counts (the paths a backtracking search can explore) is at most MAX_FACTOR. Each path is at most the
+ * longest match long, so the work is at most their product, itself bounded by MAX_WORK, whatever the text. Anything
+ * unusual (flags groups, nested classes, odd brackets) answers false. Unanchored patterns are never native, even
+ * without an unbounded quantifier: `a{1,999}$` retries up to 999 steps at each of a million start positions.
  */
 export const nativeSafe = (p: string): boolean => {
-  const stack: Array<Frame> = [{ unbounded: 0, factor: 1, alternatives: 1, quantified: false }]
-  let anchored = p.startsWith("^")
-  let i = anchored ? 1 : 0
-  // Stats of the last atom, so a following quantifier knows what it repeats.
+  if (!p.startsWith("^")) return false
+  const stack: Array<Frame> = [frame()]
+  let i = 1
+  // The last atom or group, so a following quantifier knows what it repeats.
   let last: { kind: "none" } | { kind: "atom" } | { kind: "group"; frame: Frame } = { kind: "none" }
   const top = () => stack[stack.length - 1]!
+  const atom = () => {
+    top().span++
+    last = { kind: "atom" }
+  }
   while (i < p.length) {
     const c = p[i]!
     if (c === "\\") {
@@ -74,7 +88,7 @@ export const nativeSafe = (p: string): boolean => {
       } else {
         i += 2
       }
-      last = { kind: "atom" }
+      atom()
       continue
     }
     if (c === "[") {
@@ -87,7 +101,7 @@ export const nativeSafe = (p: string): boolean => {
       }
       if (j >= p.length) return false
       i = j + 1
-      last = { kind: "atom" }
+      atom()
       continue
     }
     if (c === "(") {
@@ -97,25 +111,26 @@ export const nativeSafe = (p: string): boolean => {
       } else {
         i++
       }
-      stack.push({ unbounded: 0, factor: 1, alternatives: 1, quantified: false })
+      stack.push(frame())
       last = { kind: "none" }
       continue
     }
     if (c === ")") {
       if (stack.length === 1) return false
-      const frame = stack.pop()!
-      frame.factor *= frame.alternatives
+      const closed = stack.pop()!
+      closed.factor *= closed.alternatives
       const parent = top()
-      parent.unbounded += frame.unbounded
-      parent.factor *= frame.factor
-      if (frame.quantified) parent.quantified = true
-      last = { kind: "group", frame }
+      parent.factor *= closed.factor
+      parent.span += closed.span
+      if (closed.quantified) parent.quantified = true
+      last = { kind: "group", frame: closed }
       i++
       continue
     }
     if (c === "|") {
+      // a top-level alternative is not anchored by the leading ^
+      if (stack.length === 1) return false
       top().alternatives++
-      if (stack.length === 1) anchored = false
       last = { kind: "none" }
       i++
       continue
@@ -136,26 +151,29 @@ export const nativeSafe = (p: string): boolean => {
         end = i + 1
       }
       if (p[end] === "?") end++
-      if (last.kind === "none") return false
-      const frame = top()
+      if (last.kind === "none" || max === Infinity || max < min) return false
+      const current = top()
+      // what is repeated: one character, or a group (a plain sequence) of `span` characters
+      let repeated = 1
       if (last.kind === "group") {
         const g = last.frame
-        if (g.quantified || g.unbounded > 0 || g.alternatives > 1 || g.factor > 1) return false
+        if (g.quantified || g.alternatives > 1 || g.factor > 1) return false
+        repeated = g.span
       }
-      frame.quantified = true
-      if (max === Infinity) frame.unbounded++
-      else frame.factor *= max - min + 1
-      if (frame.factor > MAX_FACTOR) return false
+      current.quantified = true
+      current.factor *= max - min + 1
+      current.span += (max - 1) * repeated
+      if (current.factor > MAX_FACTOR) return false
       last = { kind: "none" }
       i = end
       continue
     }
     if (c === "]" || c === "}") return false
-    last = { kind: "atom" }
+    atom()
     i++
   }
   if (stack.length !== 1) return false
   const root = stack[0]!
   const factor = root.factor * root.alternatives
-  return factor <= MAX_FACTOR && root.unbounded <= (anchored ? 1 : 0)
+  return factor <= MAX_FACTOR && factor * Math.max(1, root.span) <= MAX_WORK
 }

@@ -11,6 +11,9 @@
 //   targetField / displayField is refused the same way.
 // - Renaming a property (same id, new name) and deleting properties migrate the stored records' top-level data in
 //   the same transaction, so records stay valid under strict mode.
+// - Setting `isSecret` on a property that already holds values encrypts them in the same transaction (records and
+//   versions; the versions' and changelog's `changes` are masked); renaming a secret re-encrypts it under its new
+//   path, and unsetting `isSecret` decrypts the values (SecretMigration.ts).
 import {
   type BadRequest,
   badRequest,
@@ -40,7 +43,16 @@ import * as Crypto from "node:crypto"
 import { iso, json, num } from "../lib/rows.ts"
 import { schemaDetails } from "../platform/HttpEdge.ts"
 import { Notifier } from "../platform/Notifier.ts"
-import { checkStructure, type DefinitionProblem, mergeStructureUpdate, normalizeStructure, slugify } from "./rules.ts"
+import { Secrets } from "../platform/Secrets.ts"
+import {
+  checkStructure,
+  type DefinitionProblem,
+  MAX_DEFINITION_DEPTH,
+  mergeStructureUpdate,
+  normalizeStructure,
+  slugify
+} from "./rules.ts"
+import { migrateSecrets, secretSteps } from "./SecretMigration.ts"
 import { claimKeyOf, claimsOf, clearValidatorCache } from "./Validator.ts"
 
 export interface ListQuery {
@@ -171,9 +183,17 @@ const canonical = (v: unknown): string =>
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
-/** Property ids must be unique within one list (top level, object properties, item schema) to address them. */
-const idProblems = (properties: unknown, at = "properties"): Array<DefinitionProblem> => {
-  if (!Array.isArray(properties)) return []
+/** The largest page and page size of the structure lists. */
+export const MAX_LIST_PAGE = 1_000_000
+export const MAX_LIST_LIMIT = 500
+
+/**
+ * Property ids must be unique within one list (top level, object properties, item schema) to address them. The walk
+ * stops below MAX_DEFINITION_DEPTH levels (deeper nesting is a problem checkStructure reports), so no definition can
+ * make it recurse without bound.
+ */
+const idProblems = (properties: unknown, at = "properties", depth = 0): Array<DefinitionProblem> => {
+  if (!Array.isArray(properties) || depth > MAX_DEFINITION_DEPTH) return []
   const seen = new Map<string, number>()
   const out: Array<DefinitionProblem> = []
   properties.forEach((p, i) => {
@@ -183,8 +203,8 @@ const idProblems = (properties: unknown, at = "properties"): Array<DefinitionPro
       if (first !== undefined) out.push({ field: `${at}[${i}].id`, message: `duplicates the id of ${at}[${first}]` })
       else seen.set(p.id, i)
     }
-    if (p.type === "object") out.push(...idProblems(p.properties, `${at}[${i}].properties`))
-    if (p.type === "array") out.push(...idProblems(p.itemSchema, `${at}[${i}].itemSchema`))
+    if (p.type === "object") out.push(...idProblems(p.properties, `${at}[${i}].properties`, depth + 1))
+    if (p.type === "array") out.push(...idProblems(p.itemSchema, `${at}[${i}].itemSchema`, depth + 1))
   })
   return out
 }
@@ -272,6 +292,7 @@ export class StructureService extends Context.Service<StructureService, {
   static readonly layer = Layer.effect(StructureService, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const notifier = yield* Notifier
+    const secrets = yield* Secrets
     const byId = new Map<string, Structure>()
     const bySlug = new Map<string, string>()
 
@@ -564,6 +585,7 @@ export class StructureService extends Context.Service<StructureService, {
         const stored = toStructure(rows[0])
         if (renames.length > 0 || removed.length > 0) yield* migrateRecords(existing.id, renames, removed)
         yield* reclaim(existing, stored)
+        yield* migrateSecrets(sql, secrets, existing.id, secretSteps(existing, stored))
         yield* saveVersion(stored, by.id)
         return stored
       })
@@ -680,10 +702,13 @@ export class StructureService extends Context.Service<StructureService, {
           details: [{ field, property: field, message }]
         })
       const page = q.page ?? 1
-      if (!Number.isInteger(page) || page < 1) return yield* bad("page", "must be a whole number of at least 1")
-      const asked = q.limit ?? 500
-      if (!Number.isInteger(asked) || asked < 1) return yield* bad("limit", "must be a whole number of at least 1")
-      const limit = Math.min(500, asked)
+      if (!Number.isSafeInteger(page) || page < 1 || page > MAX_LIST_PAGE) {
+        return yield* bad("page", `must be a whole number from 1 to ${MAX_LIST_PAGE}`)
+      }
+      const limit = q.limit ?? MAX_LIST_LIMIT
+      if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
+        return yield* bad("limit", `must be a whole number from 1 to ${MAX_LIST_LIMIT}`)
+      }
       const searchField = q.searchField ?? "name"
       const sortField = q["sort[field]"] ?? "createdAt"
       const sortColumn = sortable[sortField]

@@ -107,6 +107,16 @@ describe("checkStructure: the structure itself", () => {
     ])
   })
 
+  it("allows 32 indexed properties and names each one past that", () => {
+    const props = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({ name: `f${i}`, type: i % 2 === 0 ? "string" : "number", indexed: true }))
+    assert.deepStrictEqual(check([...props(32), { name: "plain", type: "string" }]), [])
+    const problems = check([{ name: "plain", type: "string", indexed: false }, ...props(34)])
+    assert.deepStrictEqual(fields(problems), ["properties[33].indexed", "properties[34].indexed"])
+    assert.include(problems[0]!.message, "'f32'")
+    assert.include(problems[0]!.message, "32")
+  })
+
   it("defaultSearchField names a string property", () => {
     assert.deepStrictEqual(check([str({ name: "title" })], { defaultSearchField: "title" }), [])
     assert.deepStrictEqual(fields(check([str({ name: "title" })], { defaultSearchField: "body" })), ["defaultSearchField"])

@@ -12,6 +12,8 @@
 //   fields (dotted paths into objects allowed).
 // - isUnique applies to top-level scalar and reference properties only; secrets cannot be unique (encrypted with
 //   a random IV) and cannot sit inside array items.
+// - At most 32 top-level properties may be `indexed` (each is an expression index every write of the structure's
+//   records maintains); the properties past that are named.
 import type {
   ArrayItems,
   PropertyDefinition,
@@ -56,6 +58,8 @@ const STATUSES = ["active", "inactive"] as const
 const MODES = ["strict", "auto-evolving", "schemaless"] as const
 
 export const MAX_PROPERTIES = 1000
+/** Top-level properties one structure may mark `indexed: true`: each costs an index that every record write updates. */
+export const MAX_INDEXED_PROPERTIES = 32
 /** Levels of object / array-of-object nesting a definition may declare. */
 export const MAX_DEFINITION_DEPTH = 8
 const NAME_RE = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/
@@ -139,9 +143,13 @@ const slugOf = (input: Raw): string | undefined =>
 // ---------------------------------------------------------------------------------------------------------------
 // References between structures
 
-/** Reference targets declared by raw properties, nested ones included, with the path of their `target` field. */
-const referencesOf = (properties: unknown, at: string): Array<{ target: string; field: string }> => {
-  if (!Array.isArray(properties)) return []
+/**
+ * Reference targets declared by raw properties, nested ones included, with the path of their `target` field. The walk
+ * stops below MAX_DEFINITION_DEPTH levels (deeper nesting is reported by checkProperties), so it is bounded whatever
+ * the input.
+ */
+const referencesOf = (properties: unknown, at: string, depth = 0): Array<{ target: string; field: string }> => {
+  if (!Array.isArray(properties) || depth > MAX_DEFINITION_DEPTH) return []
   return properties.flatMap((p, i): Array<{ target: string; field: string }> => {
     if (!isObj(p)) return []
     const here = `${at}[${i}]`
@@ -150,8 +158,8 @@ const referencesOf = (properties: unknown, at: string): Array<{ target: string; 
       const target = p[key]
       return typeof target === "string" ? [{ target, field: `${here}.${key}` }] : []
     }
-    if (p.type === "object") return referencesOf(p.properties, `${here}.properties`)
-    if (p.type === "array") return referencesOf(p.itemSchema, `${here}.itemSchema`)
+    if (p.type === "object") return referencesOf(p.properties, `${here}.properties`, depth + 1)
+    if (p.type === "array") return referencesOf(p.itemSchema, `${here}.itemSchema`, depth + 1)
     return []
   })
 }
@@ -602,6 +610,7 @@ export const checkStructure = (input: unknown, ctx: RuleContext): Array<Definiti
     checkProperties({ problems, ctx, self, selfFields }, properties, "properties", { depth: 0, topLevel: true, inArray: false })
     checkComputedReferences(problems, properties)
     checkCycles(problems, properties, self, ctx)
+    checkIndexedCount(problems, properties)
   }
 
   const search = input.defaultSearchField
@@ -615,6 +624,21 @@ export const checkStructure = (input: unknown, ctx: RuleContext): Array<Definiti
   }
 
   return problems.list
+}
+
+/** At most MAX_INDEXED_PROPERTIES indexed properties: each one past the limit is named. */
+const checkIndexedCount = (problems: Problems, properties: ReadonlyArray<unknown>) => {
+  let count = 0
+  properties.forEach((p, i) => {
+    if (!isObj(p) || p.indexed !== true) return
+    if (++count > MAX_INDEXED_PROPERTIES) {
+      const name = typeof p.name === "string" ? `'${p.name}'` : "this property"
+      problems.add(
+        `properties[${i}].indexed`,
+        `${name} cannot be indexed: a structure may have at most ${MAX_INDEXED_PROPERTIES} indexed properties`
+      )
+    }
+  })
 }
 
 /** Expressions read existing fields, and computed fields do not depend on each other in a cycle. */

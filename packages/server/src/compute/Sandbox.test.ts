@@ -1,0 +1,766 @@
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Context, Effect, Exit, Fiber, Layer, Scope } from "effect"
+import { createHash } from "node:crypto"
+import { type BridgeAnswer, defaultLimits, type HostBridge, Sandbox, type SandboxJob } from "./Sandbox.ts"
+import { check } from "./SandboxCheck.ts"
+
+const MEMORY_MB = 24
+const TIMEOUT_MS = 400
+const limits = defaultLimits({
+  timeoutMs: TIMEOUT_MS,
+  memoryMb: MEMORY_MB,
+  concurrency: 4,
+  nodeMemoryMb: MEMORY_MB * 8,
+  maxCallBytes: 64 * 1024
+})
+
+interface Call {
+  readonly method: string
+  readonly args: ReadonlyArray<unknown>
+}
+
+// Answers by method; records every call it gets.
+const recordingBridge = (answers: Record<string, (args: ReadonlyArray<unknown>) => BridgeAnswer> = {}) => {
+  const calls: Array<Call> = []
+  const bridge: HostBridge = {
+    call: (method, args) => {
+      calls.push({ method, args })
+      const answer = answers[method]
+      return Promise.resolve(answer ? answer(args) : { ok: true, value: { method, args } })
+    }
+  }
+  return { calls, bridge }
+}
+
+const job = (code: string, extra: Partial<SandboxJob> = {}): SandboxJob => ({
+  workspace: "ws",
+  code,
+  codeHash: createHash("sha256").update(code).digest("hex"),
+  triggerParams: { source: "test" },
+  executionParams: { user: { id: "u1", roles: ["admin"] } },
+  bridge: recordingBridge().bridge,
+  ...extra
+})
+
+const exec = (code: string, extra: Partial<SandboxJob> = {}) =>
+  Effect.gen(function*() {
+    const sandbox = yield* Sandbox
+    return yield* sandbox.execute(job(code, extra))
+  })
+
+const wait = (ms: number) => Effect.promise(() => new Promise<void>((r) => setTimeout(r, ms)))
+
+const ECMASCRIPT_GLOBALS = new Set(
+  ("Object Function Array Number parseFloat parseInt Infinity NaN undefined Boolean String Symbol Date Promise " +
+    "RegExp Error AggregateError EvalError RangeError ReferenceError SyntaxError TypeError URIError globalThis JSON " +
+    "Math Intl " +
+    "ArrayBuffer Uint8Array Int8Array Uint16Array Int16Array Uint32Array Int32Array BigUint64Array BigInt64Array " +
+    "Uint8ClampedArray Float32Array Float64Array Float16Array DataView Map BigInt Set Iterator WeakMap WeakSet Proxy " +
+    "Reflect WeakRef decodeURI decodeURIComponent encodeURI encodeURIComponent escape unescape eval isFinite isNaN " +
+    "SuppressedError DisposableStack AsyncDisposableStack").split(" ")
+)
+
+const timedOut = `Function timed out after ${TIMEOUT_MS} ms`
+const outOfMemory = `Function exceeded its memory limit (${MEMORY_MB} MB)`
+
+layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sandbox", (it) => {
+  describe("results", () => {
+    it.effect("returns JSON results; undefined becomes null; run gets (executionParams, triggerParams)", () =>
+      Effect.gen(function*() {
+        const a = yield* exec(
+          "async function run(exec, trig) { return { exec, trig, same: exec === executionParams } }"
+        )
+        assert.strictEqual(a.status, "completed")
+        assert.deepStrictEqual(a.result, {
+          exec: { user: { id: "u1", roles: ["admin"] } },
+          trig: { source: "test" },
+          same: true
+        })
+        assert.isNull(a.error)
+        const b = yield* exec("async function run() {}")
+        assert.strictEqual(b.status, "completed")
+        assert.isNull(b.result)
+        const c = yield* exec("const run = async () => [1, 'two', null]")
+        assert.deepStrictEqual(c.result, [1, "two", null])
+        const d = yield* exec("function run() { return 42 }")
+        assert.strictEqual(d.result, 42)
+      }))
+
+    it.effect("a thrown error fails the run with name, message and the user frame; {success:false} completes", () =>
+      Effect.gen(function*() {
+        const thrown = yield* exec("async function run() {\n  await null\n  throw new TypeError('boom')\n}")
+        assert.strictEqual(thrown.status, "failed")
+        assert.isTrue(thrown.error!.startsWith("TypeError: boom"), thrown.error!)
+        assert.include(thrown.error!, "function.js:3")
+        assert.isNull(thrown.result)
+        const soft = yield* exec("async function run() { return { success: false, error: 'nope' } }")
+        assert.strictEqual(soft.status, "completed")
+        assert.deepStrictEqual(soft.result, { success: false, error: "nope" })
+        const top = yield* exec("throw new Error('at load')\nasync function run() {}")
+        assert.strictEqual(top.status, "failed")
+        assert.include(top.error!, "at load")
+        const syntax = yield* exec("async function run() {\n  return 1 +\n}")
+        assert.strictEqual(syntax.status, "failed")
+        assert.isTrue(syntax.error!.startsWith("SyntaxError: Unexpected token '}'"), syntax.error!)
+        const none = yield* exec("async function handler() { return 1 }")
+        assert.strictEqual(none.status, "failed")
+        assert.include(none.error!, "run")
+      }))
+
+    it.effect("huge and unserialisable results fail with a clear message", () =>
+      Effect.gen(function*() {
+        const huge = yield* exec("async function run() { return 'x'.repeat(2 * 1024 * 1024) }")
+        assert.strictEqual(huge.status, "failed")
+        assert.include(huge.error!, "Result exceeds the limit of 1048576 bytes")
+        const cycle = yield* exec("async function run() { const a = {}; a.a = a; return a }")
+        assert.strictEqual(cycle.status, "failed")
+        assert.include(cycle.error!, "Result is not serialisable to JSON")
+        const big = yield* exec("async function run() { return { n: 1n } }")
+        assert.strictEqual(big.status, "failed")
+        assert.include(big.error!, "BigInt")
+      }))
+  })
+
+  describe("containment", () => {
+    it.effect("constructor chains reach only the isolate's own global", () =>
+      Effect.gen(function*() {
+        const out = yield* exec(`async function run() {
+          const viaGlobal = globalThis.constructor.constructor("return typeof process")()
+          const viaThis = (function () { return this })().constructor.constructor("return typeof require")()
+          const viaLog = api.log.constructor.constructor("return this")() === globalThis
+          const viaApi = api.fetchRecord.constructor.constructor(
+            "return [typeof process, typeof module, typeof Buffer]")()
+          let viaError
+          try { await api.fetchRecord("missing") } catch (e) {
+            viaError = [e instanceof Error, Object.getPrototypeOf(e) === Error.prototype,
+              e.constructor.constructor("return typeof process")(),
+              e.constructor.constructor("return this")() === globalThis]
+          }
+          let escaped = false
+          try { this.constructor.constructor("return process")().exit(1); escaped = true } catch (e) {}
+          return { viaGlobal, viaThis, viaLog, viaApi, viaError, escaped }
+        }`, {
+          bridge: recordingBridge({
+            fetchRecord: () => ({ ok: false, error: { message: "not found", code: "NOT_FOUND" } })
+          }).bridge
+        })
+        assert.strictEqual(out.status, "completed", out.error ?? "")
+        assert.deepStrictEqual(out.result, {
+          viaGlobal: "undefined",
+          viaThis: "undefined",
+          viaLog: true,
+          viaApi: ["undefined", "undefined", "undefined"],
+          viaError: [true, true, "undefined", true],
+          escaped: false
+        })
+      }))
+
+    it.effect("stack trace call sites and .caller never hand user code a bootstrap function", () =>
+      Effect.gen(function*() {
+        const out = yield* exec(`async function run() {
+          const found = []
+          Error.prepareStackTrace = (e, sites) => sites.map((s) => [s.getFunctionName(), typeof s.getFunction()])
+          function probe() {
+            found.push({ caller: probe.caller === null ? null : probe.caller.name, sites: new Error().stack })
+            return 1
+          }
+          await api.createRecord("x", { toJSON: probe })
+          api.log({ toJSON: probe })
+          api.lodash.merge({}, { get a() { return probe() } })
+          return found
+        }`)
+        assert.strictEqual(out.status, "completed", out.error ?? "")
+        const found = out.result as Array<{ caller: string | null; sites: Array<[string, string]> }>
+        assert.strictEqual(found.length, 3)
+        assert.deepStrictEqual(found.map((f) => f.caller), [null, null, "get a"]) // a native or strict caller is hidden
+        const exposed = found.flatMap((f) => f.sites.filter(([, type]) => type === "function").map(([name]) => name))
+        assert.deepStrictEqual([...new Set(exposed)].sort(), ["get a", "probe"])
+        assert.include(found[0]!.sites.map(([name]) => name), "callHost", "the bootstrap frames were on the stack")
+      }))
+
+    it.effect("globals expose nothing of isolated-vm, timers or console; api has exactly its methods", () =>
+      Effect.gen(function*() {
+        const out = yield* exec(`async function run() {
+          return {
+            globals: Object.getOwnPropertyNames(globalThis),
+            api: Object.getOwnPropertyNames(api).sort(),
+            missing: ["console", "setTimeout", "setInterval", "setImmediate", "require", "process", "fetch", "module",
+              "WebAssembly", "SharedArrayBuffer", "Atomics", "FinalizationRegistry"].filter((n) => n in globalThis)
+          }
+        }`)
+        const result = out.result as { globals: Array<string>; api: Array<string>; missing: Array<string> }
+        assert.deepStrictEqual(result.missing, [])
+        // Plain ECMAScript (a new global here deserves a look) plus the contract's own names.
+        assert.deepStrictEqual(result.globals.filter((name) => !ECMASCRIPT_GLOBALS.has(name)).sort(), [
+          "api",
+          "executionParams",
+          "run",
+          "triggerParams"
+        ])
+        assert.deepStrictEqual(result.api, [
+          "aggregateRecords",
+          "createRecord",
+          "decrementField",
+          "deleteRecord",
+          "fetch",
+          "fetchRecord",
+          "fetchRecordByUniqueField",
+          "formatDate",
+          "httpDelete",
+          "httpGet",
+          "httpPost",
+          "httpPut",
+          "incrementField",
+          "invokeTrigger",
+          "lodash",
+          "log",
+          "math",
+          "queryRecords",
+          "updateRecord",
+          "uuid"
+        ])
+      }))
+
+    it.effect("injected objects are deep-frozen and cannot be replaced", () =>
+      Effect.gen(function*() {
+        const out = yield* exec(`"use strict"
+        async function run() {
+          const attempts = {
+            apiMethod: () => { api.fetchRecord = () => 1 },
+            apiNested: () => { api.log.info = () => 1 },
+            apiDeep: () => { api.math.add = null },
+            params: () => { executionParams.user.id = "evil" },
+            paramsArray: () => { executionParams.user.roles.push("root") },
+            trigger: () => { triggerParams.source = "x" },
+            replaceApi: () => { api = {} },
+            replaceParams: () => { globalThis.executionParams = {} },
+            deleteApi: () => { delete globalThis.api }
+          }
+          const threw = {}
+          for (const [k, f] of Object.entries(attempts)) {
+            try { f(); threw[k] = false } catch (e) { threw[k] = e.name }
+          }
+          const { id, roles } = executionParams.user
+          return { threw, id, roles, frozen: Object.isFrozen(api.lodash) }
+        }`)
+        assert.strictEqual(out.status, "completed", out.error ?? "")
+        const r = out.result as { threw: Record<string, unknown>; id: string; roles: Array<string>; frozen: boolean }
+        for (const [k, v] of Object.entries(r.threw)) assert.strictEqual(v, "TypeError", k)
+        assert.strictEqual(r.id, "u1")
+        assert.deepStrictEqual(r.roles, ["admin"])
+        assert.isTrue(r.frozen)
+      }))
+
+    it.effect("prototype pollution in one run does not reach the next run on the same isolate", () =>
+      Effect.gen(function*() {
+        const sandbox = yield* Sandbox
+        const ws = { workspace: "pollution" }
+        const first = yield* exec(`async function run() {
+          Object.prototype.polluted = "yes"; Array.prototype.push = null; JSON.stringify = () => "hijacked"
+          globalThis.leftover = 1
+          return 1
+        }`, ws)
+        assert.strictEqual(first.status, "completed", first.error ?? "")
+        const created = (yield* sandbox.stats).created
+        const second = yield* exec(`async function run() {
+          const a = []; a.push(1)
+          return { polluted: ({}).polluted ?? null, leftover: typeof leftover, json: JSON.stringify({ a }) }
+        }`, ws)
+        assert.deepStrictEqual(second.result, { polluted: null, leftover: "undefined", json: "{\"a\":[1]}" })
+        assert.strictEqual((yield* sandbox.stats).created, created, "the same isolate ran both")
+      }))
+  })
+
+  describe("time limit", () => {
+    const spins = {
+      "infinite loop before any await": "async function run() { for (;;) {} }",
+      "infinite loop after await null": "async function run() { await null; for (;;) {} }",
+      "infinite loop after a host call": "async function run() { await api.fetchRecord('r'); for (;;) {} }",
+      "never-settling promise": "async function run() { return new Promise(() => {}) }",
+      "never-settling host call": "async function run() { return api.fetchRecord('r') }",
+      "await microtask flood": "async function run() { for (;;) await null }",
+      "recursive then chain":
+        "function run() { const f = () => { Promise.resolve().then(f) }; f(); return new Promise(() => {}) }"
+    }
+    const stuck: HostBridge = { call: () => new Promise<BridgeAnswer>(() => {}) }
+    for (const [name, code] of Object.entries(spins)) {
+      it.effect(`${name} ends as timed_out`, () =>
+        Effect.gen(function*() {
+          const bridge = name === "never-settling host call" ? stuck : recordingBridge().bridge
+          const out = yield* exec(code, { bridge, workspace: "spin" })
+          assert.strictEqual(out.status, "timed_out", out.error ?? "")
+          assert.strictEqual(out.error, timedOut)
+          assert.isNull(out.result)
+        }))
+    }
+
+    it.effect("the host event loop stays responsive while a run spins, and the pool keeps working", () =>
+      Effect.gen(function*() {
+        let firedAt = 0
+        let endedAt = 0
+        setTimeout(() => (firedAt = performance.now()), 10)
+        const out = yield* exec("async function run() { await null; for (;;) {} }").pipe(
+          Effect.tap(() => Effect.sync(() => (endedAt = performance.now())))
+        )
+        assert.strictEqual(out.status, "timed_out")
+        assert.isAbove(firedAt, 0)
+        assert.isBelow(firedAt, endedAt, "the host timer fired while the isolate was spinning")
+        const next = yield* exec("async function run() { return 'alive' }")
+        assert.strictEqual(next.result, "alive")
+      }))
+
+    it.effect("a job's timeoutMs overrides the limit", () =>
+      Effect.gen(function*() {
+        const out = yield* exec("async function run() { for (;;) await null }", { timeoutMs: 100 })
+        assert.strictEqual(out.error, "Function timed out after 100 ms")
+      }))
+
+    it.effect("interrupting execute disposes the run's isolate", () =>
+      Effect.gen(function*() {
+        const sandbox = yield* Sandbox
+        const fiber = yield* Effect.forkChild(exec("async function run() { await null; for (;;) {} }", {
+          workspace: "interrupt",
+          timeoutMs: 20_000
+        }))
+        yield* wait(50)
+        const during = yield* sandbox.stats
+        yield* Fiber.interrupt(fiber)
+        yield* wait(20)
+        const after = yield* sandbox.stats
+        assert.strictEqual(after.isolates, during.isolates - 1)
+        assert.strictEqual(after.busy, 0)
+      }))
+  })
+
+  describe("memory limit", () => {
+    const bombs = {
+      "before any await": "async function run() { const a = []; for (;;) a.push(new Array(1e6).fill(1)) }",
+      "after an await": "async function run() { await null; const a = []; for (;;) a.push(new Array(1e6).fill(1)) }",
+      "after a host call":
+        "async function run() { await api.fetchRecord('r'); const a = []; for (;;) a.push(new Array(1e6).fill(1)) }",
+      "one huge string": "async function run() { let s = 'x'; for (;;) s = s + s }"
+    }
+    for (const [name, code] of Object.entries(bombs)) {
+      it.effect(`a memory bomb ${name} fails the run, and the next run gets a new isolate`, () =>
+        Effect.gen(function*() {
+          const sandbox = yield* Sandbox
+          const created = (yield* sandbox.stats).created
+          // a generous clock: on a loaded machine filling the heap may take longer than the default limit
+          const out = yield* exec(code, { workspace: "bomb", timeoutMs: 20_000 })
+          assert.strictEqual(out.status, "failed")
+          if (name === "one huge string") assert.include(out.error!, "RangeError: Invalid string length")
+          else assert.strictEqual(out.error, outOfMemory)
+          const next = yield* exec("async function run() { return 'fine' }", { workspace: "bomb" })
+          assert.strictEqual(next.result, "fine")
+          if (name !== "one huge string") assert.isAbove((yield* sandbox.stats).created, created)
+        }))
+    }
+  })
+
+  describe("logs", () => {
+    it.effect("levels, JSON for non-strings, timestamps", () =>
+      Effect.gen(function*() {
+        const out = yield* exec(`async function run() {
+          api.log("hello", { a: 1 }, [2], 3)
+          api.log.info("i"); api.log.warn("w"); api.log.error(new Error("e")); api.log.debug(null)
+        }`)
+        assert.deepStrictEqual(out.logs.map((l) => [l.level, l.message]), [
+          ["info", "hello {\"a\":1} [2] 3"],
+          ["info", "i"],
+          ["warn", "w"],
+          ["error", "Error: e"],
+          ["debug", "null"]
+        ])
+        assert.isFalse(out.logsTruncated)
+        assert.isFalse(Number.isNaN(Date.parse(out.logs[0]!.at)))
+      }))
+
+    it.effect("a huge entry is cut, many entries are dropped and counted", () =>
+      Effect.gen(function*() {
+        const huge = yield* exec("async function run() { api.log('é'.repeat(100000)) }")
+        assert.strictEqual(huge.logs.length, 1)
+        assert.isTrue(huge.logs[0]!.message.endsWith("…[truncated]"))
+        assert.isAtMost(Buffer.byteLength(huge.logs[0]!.message), 8192)
+        assert.isTrue(huge.logsTruncated)
+        const many = yield* exec("async function run() { for (let i = 0; i < 1500; i++) api.log.info('line ' + i) }")
+        assert.strictEqual(many.logs.length, 1001)
+        assert.strictEqual(many.logs[1000]!.message, "500 log entries dropped")
+        assert.isTrue(many.logsTruncated)
+        const bytes = yield* exec("async function run() { for (let i = 0; i < 100; i++) api.log('x'.repeat(8000)) }")
+        const kept = bytes.logs.length - 1
+        assert.strictEqual(kept, Math.floor(limits.maxLogBytes / 8000))
+        assert.strictEqual(bytes.logs[kept]!.message, `${100 - kept} log entries dropped`)
+        const failing = yield* exec("async function run() { api.log('before'); throw new Error('x') }")
+        assert.strictEqual(failing.logs[0]!.message, "before")
+      }))
+  })
+
+  describe("host bridge", () => {
+    it.effect("record methods send JSON arguments through one bridge call and resolve to its value", () =>
+      Effect.gen(function*() {
+        const { bridge, calls } = recordingBridge({
+          createRecord: (args) => ({ ok: true, value: { id: "r1", data: args[1] } }),
+          queryRecords: () => ({ ok: true, value: [{ id: "a" }, { id: "b" }] })
+        })
+        const out = yield* exec(`async function run() {
+          const created = await api.createRecord("post", { title: "t", at: new Date(0), skip: undefined })
+          const [list, one] = await Promise.all([api.queryRecords("post", { limit: 2 }), api.fetchRecord("r1")])
+          await api.deleteRecord("r1", true)
+          await api.incrementField("r1", "n", 2)
+          await api.invokeTrigger("other", { x: 1 })
+          return { created, n: list.length, one }
+        }`, { bridge })
+        assert.strictEqual(out.status, "completed", out.error ?? "")
+        assert.deepStrictEqual(out.result, {
+          created: { id: "r1", data: { title: "t", at: "1970-01-01T00:00:00.000Z" } },
+          n: 2,
+          one: { method: "fetchRecord", args: ["r1"] }
+        })
+        assert.deepStrictEqual(calls.map((c) => c.method), [
+          "createRecord",
+          "queryRecords",
+          "fetchRecord",
+          "deleteRecord",
+          "incrementField",
+          "invokeTrigger"
+        ])
+        assert.deepStrictEqual(calls[3]!.args, ["r1", true])
+        assert.deepStrictEqual(calls[5]!.args, ["other", { x: 1 }])
+      }))
+
+    it.effect("a bridge error surfaces as an Error with message, code, statusCode and details", () =>
+      Effect.gen(function*() {
+        const { bridge } = recordingBridge({
+          updateRecord: () => ({
+            ok: false,
+            error: { message: "version conflict", code: "CONFLICT", statusCode: 409, details: { expected: 2 } }
+          })
+        })
+        const out = yield* exec(`async function run() {
+          try { await api.updateRecord("r1", { a: 1 }) } catch (e) {
+            const { message, code, statusCode, details } = e
+            return { isError: e instanceof Error, message, code, statusCode, details }
+          }
+        }`, { bridge })
+        assert.deepStrictEqual(out.result, {
+          isError: true,
+          message: "version conflict",
+          code: "CONFLICT",
+          statusCode: 409,
+          details: { expected: 2 }
+        })
+        const rejecting: HostBridge = { call: () => Promise.reject(new Error("database down")) }
+        const down = yield* exec("async function run() { await api.fetchRecord('x') }", { bridge: rejecting })
+        assert.strictEqual(down.status, "failed")
+        assert.isTrue(down.error!.startsWith("Error: database down"))
+      }))
+
+    it.effect("arguments over maxCallBytes or not JSON are refused inside the isolate", () =>
+      Effect.gen(function*() {
+        const { bridge, calls } = recordingBridge()
+        const out = yield* exec(`async function run() {
+          const errors = []
+          try { await api.createRecord("post", { blob: "x".repeat(70 * 1024) }) } catch (e) { errors.push(e.message) }
+          try { await api.createRecord("post", { n: 1n }) } catch (e) { errors.push(e.message) }
+          return errors
+        }`, { bridge })
+        const errors = out.result as Array<string>
+        assert.include(errors[0], "arguments exceed 65536 bytes")
+        assert.include(errors[1], "arguments are not JSON")
+        assert.strictEqual(calls.length, 0)
+      }))
+
+    it.effect("http helpers and fetch go through method http with one request object", () =>
+      Effect.gen(function*() {
+        const { bridge, calls } = recordingBridge({
+          http: (args) => {
+            const req = args[0] as { method: string; url: string }
+            return {
+              ok: true,
+              value: {
+                status: req.method === "DELETE" ? 404 : 200,
+                statusText: "OK",
+                headers: { "Content-Type": "application/json" },
+                url: req.url,
+                body: req.url.endsWith("/text") ? "plain text" : "{\"echo\":\"" + req.method + "\"}"
+              }
+            }
+          }
+        })
+        const out = yield* exec(`async function run() {
+          const get = await api.httpGet("https://x.test/a", { headers: { "X-A": "1" }, timeout: 500 })
+          const text = await api.httpGet("https://x.test/text")
+          const post = await api.httpPost("https://x.test/b", { a: 1 })
+          const put = await api.httpPut("https://x.test/c", "raw", { headers: { "content-type": "text/plain" } })
+          const del = await api.httpDelete("https://x.test/d")
+          const res = await api.fetch("https://x.test/e", { method: "PATCH", body: "z" })
+          return { get, text: text.data, post: post.data, put: put.data, del: [del.status, del.ok],
+            fetch: [res.ok, res.status, res.url, res.headers.get("content-type"), res.headers.get("nope"),
+              await res.text(), (await res.json()).echo, Object.isFrozen(res)] }
+        }`, { bridge })
+        assert.strictEqual(out.status, "completed", out.error ?? "")
+        const r = out.result as Record<string, unknown>
+        assert.deepStrictEqual(r.get, {
+          status: 200,
+          statusText: "OK",
+          ok: true,
+          headers: { "Content-Type": "application/json" },
+          data: { echo: "GET" }
+        })
+        assert.strictEqual(r.text, "plain text")
+        assert.deepStrictEqual(r.post, { echo: "POST" })
+        assert.deepStrictEqual(r.del, [404, false])
+        assert.deepStrictEqual(r.fetch, [
+          true,
+          200,
+          "https://x.test/e",
+          "application/json",
+          null,
+          "{\"echo\":\"PATCH\"}",
+          "PATCH",
+          true
+        ])
+        assert.isTrue(calls.every((c) => c.method === "http" && c.args.length === 1))
+        assert.deepStrictEqual(calls[0]!.args[0], {
+          method: "GET",
+          url: "https://x.test/a",
+          headers: { "X-A": "1" },
+          timeoutMs: 500
+        })
+        assert.deepStrictEqual(calls[2]!.args[0], {
+          method: "POST",
+          url: "https://x.test/b",
+          headers: { "content-type": "application/json" },
+          body: "{\"a\":1}"
+        })
+        assert.deepStrictEqual(calls[3]!.args[0], {
+          method: "PUT",
+          url: "https://x.test/c",
+          headers: { "content-type": "text/plain" },
+          body: "raw"
+        })
+      }))
+  })
+
+  describe("helpers", () => {
+    it.effect("formatDate: tokens, literals, time zones, default ISO, invalid dates", () =>
+      Effect.gen(function*() {
+        const out = yield* exec(`async function run() {
+          const d = Date.UTC(2024, 0, 5, 15, 4, 9, 7) // Friday
+          const f = api.formatDate
+          let invalid = null
+          try { f("not a date") } catch (e) { invalid = e.message }
+          return [
+            f(d, "YYYY YY MMMM MMM MM M DD D dddd ddd"),
+            f(new Date(d), "HH H hh h mm m ss s SSS A a Z ZZ"),
+            f("2024-01-05T15:04:09.007Z", "[YYYY is] YYYY"),
+            f(d),
+            f(d, "YYYY-MM-DD HH:mm Z dddd", "America/New_York"),
+            f(d, "HH:mm ZZ", "Asia/Kolkata"),
+            f(Date.UTC(2024, 6, 1, 0, 0), "YYYY-MM-DD hh:mm A Z", "Europe/Paris"),
+            f(d, undefined, "Asia/Tokyo"),
+            invalid
+          ]
+        }`)
+        assert.deepStrictEqual(out.result, [
+          "2024 24 January Jan 01 1 05 5 Friday Fri",
+          "15 15 03 3 04 4 09 9 007 PM pm +00:00 +0000",
+          "YYYY is 2024",
+          "2024-01-05T15:04:09.007Z",
+          "2024-01-05 10:04 -05:00 Friday",
+          "20:34 +0530",
+          "2024-07-01 02:00 AM +02:00",
+          "2024-01-06T00:04:09.007+09:00",
+          "formatDate: invalid date"
+        ])
+      }))
+
+    it.effect("uuid is v4 and fresh; lodash chunk/flatten/uniq/merge; merge copies frozen targets", () =>
+      Effect.gen(function*() {
+        const out = yield* exec(`async function run() {
+          const _ = api.lodash
+          const target = { a: { x: 1, keep: true }, list: [1, 2] }
+          const merged = _.merge(target, { a: { x: 2, y: 3 }, list: [9], skip: undefined }, { b: 1 })
+          const fromParams = _.merge(executionParams, { user: { id: "u2" }, extra: 1 })
+          return {
+            uuids: [api.uuid(), api.uuid()],
+            chunk: [_.chunk([1, 2, 3, 4, 5], 2), _.chunk([1, 2], 0), _.chunk([1, 2, 3])],
+            flatten: _.flatten([1, [2, [3, [4]]], 5]),
+            uniq: _.uniq([2, 1, 2, NaN, NaN, "2"]),
+            merged, same: merged === target,
+            fromParams, paramsUntouched: executionParams.user.id, newObject: fromParams !== executionParams
+          }
+        }`)
+        assert.strictEqual(out.status, "completed", out.error ?? "")
+        const r = out.result as Record<string, unknown>
+        const [u1, u2] = r.uuids as [string, string]
+        assert.match(u1, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+        assert.notStrictEqual(u1, u2)
+        assert.deepStrictEqual(r.chunk, [[[1, 2], [3, 4], [5]], [], [[1], [2], [3]]])
+        assert.deepStrictEqual(r.flatten, [1, 2, [3, [4]], 5])
+        assert.deepStrictEqual(r.uniq, [2, 1, null, "2"]) // NaN is kept once (SameValueZero), JSON writes null
+        assert.deepStrictEqual(r.merged, { a: { x: 2, keep: true, y: 3 }, list: [9, 2], b: 1 })
+        assert.isTrue(r.same)
+        assert.deepStrictEqual(r.fromParams, { user: { id: "u2", roles: ["admin"] }, extra: 1 })
+        assert.strictEqual(r.paramsUntouched, "u1")
+        assert.isTrue(r.newObject)
+      }))
+
+    it.effect("math: arithmetic, division by zero, random range, evaluate with the expression language", () =>
+      Effect.gen(function*() {
+        const out = yield* exec(`async function run() {
+          const m = api.math
+          const errors = []
+          try { m.divide(1, 0) } catch (e) { errors.push(e.message) }
+          try { m.evaluate("2 +") } catch (e) { errors.push(e instanceof Error) }
+          const randoms = Array.from({ length: 200 }, () => m.random(5, 7))
+          const units = Array.from({ length: 200 }, () => m.random())
+          return {
+            ops: [m.add(2, 3), m.subtract(2, 3), m.multiply(2, 3), m.divide(3, 2)],
+            evaluate: [m.evaluate("2 + 3 * 4"), m.evaluate("'a' + 'b'"), m.evaluate("round(2.456, 1)")],
+            errors,
+            randomOk: randoms.every((x) => x >= 5 && x < 7) && units.every((x) => x >= 0 && x < 1)
+          }
+        }`)
+        assert.deepStrictEqual(out.result, {
+          ops: [5, -1, 6, 1.5],
+          evaluate: [14, "ab", 2.5],
+          errors: ["Division by zero", true],
+          randomOk: true
+        })
+      }))
+  })
+
+  describe("measurements", () => {
+    it.effect("cpu time is this run's delta, not the isolate's total; memory and duration are reported", () =>
+      Effect.gen(function*() {
+        const ws = { workspace: "cpu" }
+        const busy = yield* exec(
+          "async function run() { let x = 0; for (let i = 0; i < 3e7; i++) x += i; return x > 0 }",
+          ws
+        )
+        const idle = yield* exec("async function run() { return 1 }", ws)
+        assert.strictEqual(busy.status, "completed")
+        assert.isAbove(busy.cpuUsageSeconds, 0)
+        assert.isBelow(idle.cpuUsageSeconds, busy.cpuUsageSeconds)
+        assert.isAbove(idle.memoryUsageBytes, 0)
+        assert.isBelow(idle.memoryUsageBytes, MEMORY_MB * 1024 * 1024)
+        assert.isAbove(busy.durationMs, 0)
+      }))
+  })
+})
+
+describe("Sandbox pool", () => {
+  const small = defaultLimits({ timeoutMs: 5_000, memoryMb: MEMORY_MB, concurrency: 1, nodeMemoryMb: MEMORY_MB * 2 })
+
+  it.live("reuses isolates within a workspace, never across, and evicts the least recently used idle one", () =>
+    Effect.gen(function*() {
+      const sandbox = yield* Sandbox
+      const runIn = (workspace: string) => exec("async function run() { return 1 }", { workspace })
+      yield* runIn("a")
+      yield* runIn("a")
+      assert.deepStrictEqual(yield* sandbox.stats, { isolates: 1, busy: 0, idle: 1, created: 1 })
+      yield* runIn("b")
+      assert.deepStrictEqual(yield* sandbox.stats, { isolates: 2, busy: 0, idle: 2, created: 2 })
+      yield* runIn("c") // at the cap of 2: evicts a's isolate
+      assert.deepStrictEqual(yield* sandbox.stats, { isolates: 2, busy: 0, idle: 2, created: 3 })
+      yield* runIn("b") // b's isolate survived
+      assert.strictEqual((yield* sandbox.stats).created, 3)
+      yield* runIn("a") // a's was evicted
+      assert.strictEqual((yield* sandbox.stats).created, 4)
+    }).pipe(Effect.provide(Sandbox.layer(small))))
+
+  it.live("recycles an isolate after maxRunsPerIsolate runs", () =>
+    Effect.gen(function*() {
+      const sandbox = yield* Sandbox
+      for (let i = 0; i < 5; i++) yield* exec("async function run() { return 1 }")
+      assert.strictEqual((yield* sandbox.stats).created, 3)
+    }).pipe(Effect.provide(Sandbox.layer(defaultLimits({ ...small, maxRunsPerIsolate: 2 })))))
+
+  it.live("at most `concurrency` runs at once; nested runs skip the semaphore", () =>
+    Effect.gen(function*() {
+      let inside = 0
+      let most = 0
+      let open = false
+      const waiting: Array<() => void> = []
+      const bridge: HostBridge = {
+        call: () => {
+          inside++
+          most = Math.max(most, inside)
+          if (open) {
+            inside--
+            return Promise.resolve({ ok: true, value: null })
+          }
+          return new Promise((resolve) =>
+            waiting.push(() => {
+              inside--
+              resolve({ ok: true, value: null })
+            })
+          )
+        }
+      }
+      const code = "async function run() { await api.fetchRecord('x'); return 'done' }"
+      const fibers = yield* Effect.forEach([1, 2, 3, 4], (i) =>
+        Effect.forkChild(exec(code, { bridge, workspace: `w${i}` })))
+      yield* wait(300)
+      assert.strictEqual(inside, 2)
+      const nested = yield* Effect.forkChild(exec(code, { bridge, nested: true }))
+      yield* wait(200)
+      assert.strictEqual(inside, 3, "the nested run entered although both slots are taken")
+      // from here on calls answer at once: the runs still waiting for a slot finish whenever they get one
+      open = true
+      waiting.splice(0).forEach((release) => release())
+      const outcomes = yield* Effect.forEach([...fibers, nested], Fiber.join)
+      assert.isTrue(outcomes.every((o) => o.result === "done"))
+      assert.strictEqual(most, 3)
+    }).pipe(Effect.provide(Sandbox.layer(defaultLimits({ ...small, concurrency: 2, nodeMemoryMb: MEMORY_MB * 8 })))))
+
+  it.live("closing the layer disposes every isolate; later runs fail cleanly", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const sandbox = Context.get(yield* Layer.buildWithScope(Sandbox.layer(small), scope), Sandbox)
+      yield* sandbox.execute(job("async function run() { return 1 }"))
+      assert.strictEqual((yield* sandbox.stats).isolates, 1)
+      yield* Scope.close(scope, Exit.void)
+      assert.strictEqual((yield* sandbox.stats).isolates, 0)
+      const after = yield* sandbox.execute(job("async function run() { return 1 }"))
+      assert.strictEqual(after.status, "failed")
+      assert.strictEqual(after.error, "Sandbox is shut down")
+    }))
+})
+
+describe("Sandbox.check", () => {
+  it("accepts the supported shapes of run", () => {
+    assert.isUndefined(check("async function run(exec, trig) { return 1 }"))
+    assert.isUndefined(check("function run() {}"))
+    assert.isUndefined(check("const run = async () => ({ import: 1 })"))
+    assert.isUndefined(check("let run = function () {}"))
+    // words inside strings, templates, regexes and comments do not count
+    assert.isUndefined(check([
+      "// module.exports = x",
+      "/* import x from 'y' */",
+      "const s = 'exports.handler' + \"import('x')\" + `module.exports ${1 + 1} import`",
+      "const r = /import\\(/",
+      "async function run() { return api.import ?? s.length / 2 }"
+    ].join("\n")))
+  })
+
+  it("reports syntax errors with their line", () => {
+    assert.strictEqual(check("async function run() {\n  return 1 +\n}"), "SyntaxError: Unexpected token '}' (line 3)")
+  })
+
+  it("refuses module syntax", () => {
+    const message =
+      "Functions define `async function run()`; module.exports / exports.handler / import are not supported"
+    assert.strictEqual(check("module.exports = async () => 1"), message)
+    assert.strictEqual(check("exports.handler = async function () {}"), message)
+    assert.strictEqual(check("import x from 'y'\nasync function run() {}"), message)
+    assert.strictEqual(check("async function run() { const m = await import('fs') }"), message)
+    assert.strictEqual(check("async function run() { return import.meta }"), message)
+  })
+
+  it("refuses code without run", () => {
+    assert.include(check("async function handler() {}")!, "async function run()")
+    assert.include(check("const runner = 1")!, "async function run()")
+  })
+})

@@ -1,0 +1,48 @@
+// Wake-ups sent after commit, coalesced per node. A NOTIFY issued inside a write transaction makes PostgreSQL take a
+// cluster-wide lock at commit, which serialises every committing writer; the listeners (the outbox relay, the run
+// workers) only need to hear that something committed. So a write registers a wake-up for after its commit, and the
+// node sends at most one NOTIFY per channel at a time: pokes that arrive while one is in flight are folded into one
+// more, sent once it returns, so every commit is followed by a NOTIFY issued after it. Listeners also poll, so a
+// wake-up lost with a crash between commit and send only delays.
+import { Effect } from "effect"
+import type { SqlClient } from "effect/sql"
+
+interface Waker {
+  poke(): void
+}
+
+const wakers = new WeakMap<SqlClient.SqlClient, Map<string, Waker>>()
+
+const makeWaker = (sql: SqlClient.SqlClient, channel: string): Waker => {
+  let inFlight = false
+  let again = false
+  const send = (): void => {
+    inFlight = true
+    again = false
+    Effect.runFork(sql`SELECT pg_notify(${channel}, '')`.pipe(
+      Effect.ignore,
+      Effect.ensuring(Effect.sync(() => {
+        inFlight = false
+        if (again) send()
+      }))
+    ))
+  }
+  return {
+    poke: () => {
+      if (inFlight) again = true
+      else send()
+    }
+  }
+}
+
+const wakerFor = (sql: SqlClient.SqlClient, channel: string): Waker => {
+  let byChannel = wakers.get(sql)
+  if (byChannel === undefined) wakers.set(sql, byChannel = new Map())
+  let waker = byChannel.get(channel)
+  if (waker === undefined) byChannel.set(channel, waker = makeWaker(sql, channel))
+  return waker
+}
+
+/** NOTIFY `channel` once the surrounding transaction commits (at once outside one), coalesced per node. */
+export const notifyAfterCommit = (sql: SqlClient.SqlClient, channel: string): Effect.Effect<void> =>
+  sql.afterCommit(Effect.sync(() => wakerFor(sql, channel).poke()))

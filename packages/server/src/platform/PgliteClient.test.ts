@@ -1,0 +1,51 @@
+// The embedded client over its worker thread: errors keep their SQLSTATE class across the thread boundary (PGlite's
+// errors carry functions that cannot cross), single statements run side by side, and a transaction has the session
+// to itself: statements issued while it is open neither see its writes nor land inside it.
+import { assert, layer } from "@effect/vitest"
+import { Effect, Fiber } from "effect"
+import { SqlClient } from "effect/sql"
+import * as PgliteClient from "./PgliteClient.ts"
+
+/** Real time (the test clock stands still), for the worker thread's real concurrency. */
+const wait = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
+
+layer(PgliteClient.layer("memory://"))("PgliteClient", (it) => {
+  it.effect("rebuilds errors with their SQLSTATE: a unique violation, a syntax error, a bad value", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE errs (k text PRIMARY KEY)`
+      yield* sql`INSERT INTO errs VALUES ('a')`
+      const dup = yield* Effect.flip(sql`INSERT INTO errs VALUES ('a')`)
+      assert.strictEqual(dup.reason._tag, "UniqueViolation")
+      const syntax = yield* Effect.flip(sql.unsafe("SELEC 1"))
+      assert.strictEqual(syntax.reason._tag, "SqlSyntaxError")
+      const bad = yield* Effect.flip(sql`SELECT ${"0000-01-01"}::timestamptz`)
+      assert.match(bad.message, /date|time|range/i)
+      // the client keeps working after each of them
+      assert.deepStrictEqual(yield* sql`SELECT count(*)::int AS n FROM errs`, [{ n: 1 }])
+    }))
+
+  it.effect("statements run side by side, and none lands inside a transaction another fiber holds", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE iso (n int)`
+      const answers = yield* Effect.forEach(Array.from({ length: 200 }, (_, i) => i), (i) => sql`SELECT ${i}::int AS n`, {
+        concurrency: "unbounded"
+      })
+      assert.deepStrictEqual(answers.map((rows) => rows[0]!.n), Array.from({ length: 200 }, (_, i) => i))
+
+      // a transaction writes, then waits; meanwhile another fiber counts rows and inserts one of its own
+      const tx = yield* sql.withTransaction(Effect.gen(function*() {
+        yield* sql`INSERT INTO iso VALUES (1)`
+        yield* wait(50)
+        yield* Effect.fail("rolled back" as const)
+      })).pipe(Effect.flip, Effect.forkChild)
+      yield* wait(10)
+      const seen = yield* sql`SELECT count(*)::int AS n FROM iso`
+      yield* sql`INSERT INTO iso VALUES (2)`
+      assert.strictEqual(yield* Fiber.join(tx), "rolled back")
+      // the outside count waited for the transaction (it saw neither row), and its insert survived the rollback
+      assert.deepStrictEqual(seen, [{ n: 0 }])
+      assert.deepStrictEqual(yield* sql`SELECT n FROM iso`, [{ n: 2 }])
+    }))
+})

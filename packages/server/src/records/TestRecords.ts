@@ -1,0 +1,29 @@
+// For tests of the record engine against a real database (TestDatabase: PGlite, or PostgreSQL when DATABASE_URL is
+// set): RecordService with what it needs, and an owner of the test workspace writing through the API.
+import type { Principal } from "@troupe/api/Authorization"
+import { Layer } from "effect"
+import { TEST_WORKSPACE, TestDatabase } from "../events/TestDatabase.ts"
+import { Secrets } from "../platform/Secrets.ts"
+import { StructureService } from "../structures/StructureService.ts"
+import type { Writer } from "./model.ts"
+import { RecordService } from "./RecordService.ts"
+
+export const owner: Principal = {
+  kind: "user",
+  id: "u-1",
+  name: "owner",
+  workspace: TEST_WORKSPACE,
+  role: "owner",
+  permissions: new Set(["write:structures", "write:records", "read:records"]),
+  isPlatformAdmin: false,
+  groups: []
+}
+
+export const writer: Writer = { workspace: TEST_WORKSPACE, userId: "u-1", userName: "owner", source: "api", canSkipValidation: true }
+
+export const RecordServices = () =>
+  RecordService.layer.pipe(
+    Layer.provideMerge(StructureService.layer),
+    Layer.provideMerge(Secrets.layer),
+    Layer.provideMerge(TestDatabase())
+  )

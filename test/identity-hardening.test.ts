@@ -1,0 +1,325 @@
+// Identity hardening, end to end: nobody takes over a service account holding more than they do (rotate, revoke,
+// delete, rename), identity management is for people only, nobody climbs through IAM groups or roles, service
+// accounts ask only for their own scopes, a password change ends the sessions before it, and adding a member does
+// not tell an owner who exists in other workspaces. Every refusal is a 4xx with the contract's error body.
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { createAccount, createUser, serviceToken, tokenRequest } from "./support/IdentityHelpers.ts"
+import { startServer, type TestServer } from "./support/TestServer.ts"
+
+let server: TestServer
+let root: string
+let base: string
+
+beforeAll(async () => {
+  server = await startServer()
+  root = await server.adminToken()
+  base = server.base
+})
+
+afterAll(async () => {
+  await server?.close()
+})
+
+/** A refusal with the contract's error body. */
+const expectError = (res: { status: number; body: any; headers: Headers }, status: number, code?: string) => {
+  assert.strictEqual(res.status, status, JSON.stringify(res.body))
+  assert.hasAllKeys(res.body, ["error", "message", "code", "statusCode", "details", "requestId"])
+  assert.strictEqual(res.body.statusCode, status)
+  assert.isString(res.body.message)
+  assert.isArray(res.body.details)
+  assert.strictEqual(res.body.requestId, res.headers.get("x-request-id"))
+  if (code !== undefined) assert.strictEqual(res.body.code, code)
+}
+
+const sa = (path = "") => `${base}/service-accounts${path}`
+const g = (path = "") => `${base}/groups${path}`
+
+describe("service accounts holding more than the caller", () => {
+  it("an admin cannot rotate, revoke, delete or rename an owner-role account, and can one holding less", async () => {
+    const adminUser = await createUser(server, root, "admin")
+    const owned = await createAccount(server, root, { role: "owner", description: "the owner's robot" })
+    const attempts = [
+      ["POST", `/${owned.id}/rotate`, undefined],
+      ["PUT", `/${owned.id}/rotate`, undefined],
+      ["POST", `/${owned.id}/revoke`, undefined],
+      ["DELETE", `/${owned.id}`, undefined],
+      ["PUT", `/${owned.id}/name`, { name: "hijacked" }],
+      ["PUT", `/${owned.id}/description`, { description: "hijacked" }]
+    ] as const
+    for (const [method, path, body] of attempts) {
+      const res = await server.request(method, sa(path), { token: adminUser.token, body })
+      expectError(res, 403, "PERMISSION_DENIED")
+      assert.include(res.body.message, "workspace:members")
+      assert.notProperty(res.body, "clientSecret")
+    }
+    // nothing changed: the owner's robot keeps its secret, its token, its name, and acts as owner
+    const after = await server.request("GET", sa(`/${owned.id}`), { token: adminUser.token })
+    assert.strictEqual(after.body.name.startsWith("sa-"), true)
+    assert.strictEqual(after.body.description, "the owner's robot")
+    assert.strictEqual(after.body.status, "active")
+    assert.strictEqual((await server.request("GET", `${base}/me`, { token: owned.token })).status, 200)
+    await serviceToken(server, owned.clientId, owned.clientSecret)
+
+    // an account holding no more than the admin: every operation is allowed
+    for (const body of [{ role: "admin" }, { role: "developer" }, { permissions: ["read:records", "secrets:reveal"] }]) {
+      const lesser = await createAccount(server, root, body)
+      const renamed = await server.request("PUT", sa(`/${lesser.id}/name`), { token: adminUser.token, body: { name: "renamed" } })
+      assert.strictEqual(renamed.status, 200, renamed.text)
+      const described = await server.request("PUT", sa(`/${lesser.id}/description`), {
+        token: adminUser.token,
+        body: { description: "by the admin" }
+      })
+      assert.strictEqual(described.status, 200)
+      for (const method of ["POST", "PUT"]) {
+        const rotated = await server.request(method, sa(`/${lesser.id}/rotate`), { token: adminUser.token })
+        assert.strictEqual(rotated.status, 200, rotated.text)
+      }
+      assert.strictEqual((await server.request("POST", sa(`/${lesser.id}/revoke`), { token: adminUser.token })).status, 200)
+      assert.strictEqual((await server.request("DELETE", sa(`/${lesser.id}`), { token: adminUser.token })).status, 204)
+    }
+
+    // what an account holds includes its groups' policies: an admin denied webhooks cannot rotate a viewer account
+    // whose group lets it list them
+    const noWebhooks = (await server.request("POST", g(), { token: root, body: { name: "No webhooks" } })).body
+    await server.request("POST", g(`/${noWebhooks.id}/policies`), {
+      token: root,
+      body: { action: "manage", resource: "webhooks", effect: "deny" }
+    })
+    await server.request("POST", g(`/${noWebhooks.id}/members`), { token: root, body: { userId: adminUser.userId } })
+    const viaGroup = await createAccount(server, root, { role: "viewer" })
+    const webhookGroup = (await server.request("POST", g(), { token: root, body: { name: "Webhook robots" } })).body
+    await server.request("POST", g(`/${webhookGroup.id}/policies`), { token: root, body: { action: "list", resource: "webhooks" } })
+    await server.request("POST", g(`/${webhookGroup.id}/members`), { token: root, body: { serviceAccountId: viaGroup.id } })
+    expectError(await server.request("POST", sa(`/${viaGroup.id}/rotate`), { token: adminUser.token }), 403, "PERMISSION_DENIED")
+    // the owner (and the platform administrator) may do everything
+    const owner = await createUser(server, root, "owner")
+    assert.strictEqual((await server.request("PUT", sa(`/${owned.id}/name`), { token: owner.token, body: { name: "ok" } })).status, 200)
+    assert.strictEqual((await server.request("POST", sa(`/${owned.id}/rotate`), { token: root })).status, 200)
+    assert.strictEqual((await server.request("DELETE", sa(`/${owned.id}`), { token: owner.token })).status, 204)
+    // unknown ids stay 404, not 403
+    expectError(await server.request("POST", sa("/999999/rotate"), { token: adminUser.token }), 404, "NOT_FOUND")
+  })
+})
+
+describe("identity management needs a user token", () => {
+  it("members and groups refuse service-account tokens that hold the permission; /me still answers", async () => {
+    const robot = await createAccount(server, root, { role: "owner" })
+    const me = await server.request("GET", `${base}/me`, { token: robot.token })
+    assert.strictEqual(me.status, 200)
+    assert.include(me.body.permissions, "workspace:members")
+    const group = (await server.request("POST", g(), { token: root, body: { name: "Robot-proof" } })).body
+    for (const [method, path, body] of [
+      ["GET", `${base}/members`, undefined],
+      ["POST", `${base}/members`, { username: "robot-made", password: "robot-made-pw", role: "owner" }],
+      ["GET", `${base}/members/00000000-0000-4000-8000-000000000000`, undefined],
+      ["PUT", `${base}/members/00000000-0000-4000-8000-000000000000/role`, { role: "owner" }],
+      ["DELETE", `${base}/members/00000000-0000-4000-8000-000000000000`, undefined],
+      ["GET", g(), undefined],
+      ["POST", g(), { name: "Robots" }],
+      ["GET", g(`/${group.id}`), undefined],
+      ["POST", g(`/${group.id}/policies`), { action: "manage", resource: "*" }],
+      ["POST", g(`/${group.id}/members`), { serviceAccountId: robot.id }],
+      ["DELETE", g(`/${group.id}`), undefined]
+    ] as const) {
+      const res = await server.request(method, path, { token: robot.token, body })
+      expectError(res, 403, "PERMISSION_DENIED")
+      assert.include(res.body.message, "user token")
+    }
+    assert.strictEqual((await server.request("GET", g(`/${group.id}`), { token: root })).body.policies.length, 0)
+  })
+})
+
+describe("nobody climbs through groups or roles", () => {
+  it("an owner denied a permission cannot grant it by policy, membership, lifted deny or role", async () => {
+    // an owner denied secrets:reveal by a group the platform administrator made
+    const limited = await createUser(server, root, "owner")
+    const noSecrets = (await server.request("POST", g(), { token: root, body: { name: "No secrets" } })).body
+    const deny = await server.request("POST", g(`/${noSecrets.id}/policies`), {
+      token: root,
+      body: { action: "manage", resource: "secrets", effect: "deny" }
+    })
+    assert.strictEqual(deny.status, 201)
+    await server.request("POST", g(`/${noSecrets.id}/members`), { token: root, body: { userId: limited.userId } })
+    const me = await server.request("GET", `${base}/me`, { token: limited.token })
+    assert.notInclude(me.body.permissions, "secrets:reveal")
+    assert.include(me.body.permissions, "workspace:members")
+
+    // a policy granting it
+    const mine = await server.request("POST", g(), { token: limited.token, body: { name: "Mine" } })
+    assert.strictEqual(mine.status, 201)
+    for (const body of [{ action: "retrieve", resource: "secrets" }, { action: "manage", resource: "*" }]) {
+      const res = await server.request("POST", g(`/${mine.body.id}/policies`), { token: limited.token, body })
+      expectError(res, 403, "PERMISSION_DENIED")
+      assert.include(res.body.message, "secrets:reveal")
+    }
+    // policies within what it holds, and denies, are fine
+    assert.strictEqual(
+      (await server.request("POST", g(`/${mine.body.id}/policies`), { token: limited.token, body: { action: "list", resource: "records" } }))
+        .status,
+      201
+    )
+    assert.strictEqual(
+      (await server.request("POST", g(`/${mine.body.id}/policies`), {
+        token: limited.token,
+        body: { action: "retrieve", resource: "secrets", effect: "deny" }
+      })).status,
+      201
+    )
+
+    // membership of a group granting it
+    const target = await createUser(server, root, "viewer")
+    const revealers = (await server.request("POST", g(), { token: root, body: { name: "Revealers" } })).body
+    await server.request("POST", g(`/${revealers.id}/policies`), { token: root, body: { action: "retrieve", resource: "secrets" } })
+    expectError(
+      await server.request("POST", g(`/${revealers.id}/members`), { token: limited.token, body: { userId: target.userId } }),
+      403,
+      "PERMISSION_DENIED"
+    )
+    const robot = await createAccount(server, root, {})
+    expectError(
+      await server.request("POST", g(`/${revealers.id}/members`), { token: limited.token, body: { serviceAccountId: robot.id } }),
+      403,
+      "PERMISSION_DENIED"
+    )
+    assert.strictEqual(
+      (await server.request("POST", g(`/${mine.body.id}/members`), { token: limited.token, body: { userId: target.userId } })).status,
+      201
+    )
+
+    // lifting the deny: removing the policy, the member, or the group
+    expectError(
+      await server.request("DELETE", g(`/${noSecrets.id}/policies/${deny.body.id}`), { token: limited.token }),
+      403,
+      "PERMISSION_DENIED"
+    )
+    expectError(
+      await server.request("DELETE", g(`/${noSecrets.id}/members/users/${limited.userId}`), { token: limited.token }),
+      403,
+      "PERMISSION_DENIED"
+    )
+    expectError(await server.request("DELETE", g(`/${noSecrets.id}`), { token: limited.token }), 403, "PERMISSION_DENIED")
+    assert.notInclude((await server.request("GET", `${base}/me`, { token: limited.token })).body.permissions, "secrets:reveal")
+
+    // roles holding it
+    expectError(
+      await server.request("PUT", `${base}/members/${target.userId}/role`, { token: limited.token, body: { role: "admin" } }),
+      403,
+      "PERMISSION_DENIED"
+    )
+    expectError(
+      await server.request("POST", `${base}/members`, {
+        token: limited.token,
+        body: { username: `made-by-limited-${Date.now()}`, password: "long-enough-pw", role: "owner" }
+      }),
+      403,
+      "PERMISSION_DENIED"
+    )
+    assert.strictEqual(
+      (await server.request("PUT", `${base}/members/${target.userId}/role`, { token: limited.token, body: { role: "developer" } })).status,
+      200
+    )
+
+    // the platform administrator may do it all
+    assert.strictEqual(
+      (await server.request("POST", g(`/${revealers.id}/members`), { token: root, body: { userId: target.userId } })).status,
+      201
+    )
+    assert.strictEqual(
+      (await server.request("DELETE", g(`/${noSecrets.id}/members/users/${limited.userId}`), { token: root })).status,
+      204
+    )
+    // and once the deny is lifted, the owner holds it again and may pass it on
+    assert.include((await server.request("GET", `${base}/me`, { token: limited.token })).body.permissions, "secrets:reveal")
+    assert.strictEqual(
+      (await server.request("POST", g(`/${mine.body.id}/policies`), { token: limited.token, body: { action: "retrieve", resource: "secrets" } }))
+        .status,
+      201
+    )
+  })
+})
+
+describe("token hygiene", () => {
+  it("a service account asks only for openid and its own workspace", async () => {
+    const account = await createAccount(server, root, { role: "viewer" })
+    const ask = (scope: string) =>
+      tokenRequest(server, { grant_type: "client_credentials", client_id: account.clientId, client_secret: account.clientSecret, scope })
+    for (const scope of ["openid", "workspace:default", "openid  workspace:default"]) {
+      assert.strictEqual((await ask(scope)).status, 200, scope)
+    }
+    for (const scope of ["openid admin", "offline_access", "openid workspace:default platform:admin", "workspace:other"]) {
+      const res = await ask(scope)
+      assert.strictEqual(res.status, 400, scope)
+      assert.strictEqual(res.body.error, "invalid_scope")
+      assert.strictEqual(res.body.statusCode, 400)
+    }
+    const created = await server.request("POST", sa(), { token: root, body: { name: "scoped", scope: "openid admin" } })
+    expectError(created, 400, "VALIDATION_ERROR")
+    assert.strictEqual(created.body.details[0].field, "scope")
+  })
+
+  it("tokens issued before a password change are refused after it, on every route", async () => {
+    const user = await createUser(server, root, "developer")
+    const second = await tokenRequest(server, { grant_type: "password", username: user.username, password: user.password })
+    assert.strictEqual(second.status, 200)
+    const changed = await server.request("PUT", `${base}/me/password`, {
+      token: user.token,
+      body: { currentPassword: user.password, newPassword: "a-brand-new-password" }
+    })
+    assert.strictEqual(changed.status, 204, changed.text)
+    for (const token of [user.token, second.body.access_token as string]) {
+      expectError(await server.request("GET", `${base}/me`, { token }), 401, "UNAUTHORIZED")
+      const read = await server.request("GET", `${base}/records?structureId=x`, { token })
+      assert.strictEqual(read.status, 401)
+      assert.strictEqual(read.body.code, "UNAUTHORIZED")
+    }
+    const fresh = await tokenRequest(server, { grant_type: "password", username: user.username, password: "a-brand-new-password" })
+    assert.strictEqual(fresh.status, 200)
+    assert.strictEqual((await server.request("GET", `${base}/me`, { token: fresh.body.access_token })).status, 200)
+  })
+})
+
+describe("adding members tells nothing about other workspaces", () => {
+  it("an existing user of another workspace answers like a new username", async () => {
+    // an owner of a new workspace who is no platform administrator
+    await server.request("POST", "/workspace/api/v1/workspaces", { token: root, body: { slug: "elsewhere" } })
+    const rootThere = await server.userToken("admin", server.adminPassword, "elsewhere")
+    const owner = await createUser(server, rootThere, "owner", "elsewhere")
+    const stranger = await createUser(server, root, "viewer") // exists, in "default" only
+    const add = (body: Record<string, unknown>) =>
+      server.request("POST", "/workspace/elsewhere/api/v1/members", { token: owner.token, body })
+
+    const unknownNoPassword = await add({ username: `nobody-${Date.now()}`, role: "viewer" })
+    const existingNoPassword = await add({ username: stranger.username, role: "viewer" })
+    expectError(unknownNoPassword, 400, "VALIDATION_ERROR")
+    expectError(existingNoPassword, 400, "VALIDATION_ERROR")
+    assert.strictEqual(existingNoPassword.body.message, unknownNoPassword.body.message)
+    assert.deepStrictEqual(existingNoPassword.body.details, unknownNoPassword.body.details)
+
+    const existingWithPassword = await add({ username: stranger.username, password: "a-guess-at-it", role: "viewer" })
+    expectError(existingWithPassword, 409, "CONFLICT")
+    assert.notInclude(existingWithPassword.body.message, "exists")
+    assert.notInclude(existingWithPassword.body.message, "member")
+    assert.notInclude(existingWithPassword.body.message, "workspace")
+    // the stranger did not join, and their password still works
+    const login = await tokenRequest(server, {
+      grant_type: "password",
+      username: stranger.username,
+      password: stranger.password,
+      scope: "openid workspace:elsewhere"
+    })
+    assert.strictEqual(login.body.error, "invalid_scope")
+
+    // someone who already sees the user (an owner of a workspace they are in, or a platform administrator) adds them
+    const both = await createUser(server, root, "owner")
+    await server.request("POST", "/workspace/elsewhere/api/v1/members", {
+      token: rootThere,
+      body: { username: both.username, role: "owner" }
+    })
+    const bothThere = await server.userToken(both.username, both.password, "elsewhere")
+    const added = await server.request("POST", "/workspace/elsewhere/api/v1/members", {
+      token: bothThere,
+      body: { username: stranger.username, role: "viewer" }
+    })
+    assert.strictEqual(added.status, 201, added.text)
+  })
+})

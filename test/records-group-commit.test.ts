@@ -1,0 +1,198 @@
+// Group commit across records (RecordService: creates, updates and deletes of different records that arrive while a
+// transaction is in flight share the next one). Real concurrent HTTP requests against one node, on either backend:
+// a batch mixing creates, patches and deletes with bad items among them answers each caller its own outcome and
+// writes nothing of the bad ones; upserts of different keys share transactions too; a batch that crosses a unique claim lets exactly one claimant win; every record keeps
+// its versions, changelog and events in order. /metrics proves that writes did share transactions.
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type Client, client, countOf, createStructure, expectError, expectStatus, slug, sleep, subscribe } from "./support/records.ts"
+import { startServer, type TestServer } from "./support/TestServer.ts"
+
+const METRICS_TOKEN = "group-commit-scrape"
+const times = <A>(n: number, f: (i: number) => Promise<A>) => Promise.all(Array.from({ length: n }, (_, i) => f(i)))
+
+describe("group commit of record writes", () => {
+  let server: TestServer
+  let api: Client
+  let items: { id: string; recordSlug: string }
+
+  /** Batches written so far, how many carried more than one write, how many were written again one by one. */
+  const batches = async () => {
+    const res = await server.request("GET", "/metrics", { token: METRICS_TOKEN })
+    expectStatus(res, 200)
+    let count = 0
+    let single = 0
+    let retried = 0
+    for (const line of res.text.split("\n")) {
+      const r = /^troupe_record_write_batch_retries_total\{[^}]*\} (\d+)/.exec(line)
+      if (r !== null) retried += Number(r[1])
+      const m = /^troupe_record_write_batch_size_(count|bucket)\{([^}]*)\} (\d+)/.exec(line)
+      if (m === null) continue
+      if (m[1] === "count") count += Number(m[3])
+      else if (/le="1"/.test(m[2]!)) single += Number(m[3])
+    }
+    return { count, shared: count - single, retried }
+  }
+
+  beforeAll(async () => {
+    server = await startServer({
+      env: { TROUPE_LIMIT_WRITES: "0", TROUPE_LIMIT_BULK: "0", TROUPE_LIMIT_READS: "0", TROUPE_METRICS_TOKEN: METRICS_TOKEN }
+    })
+    api = client(server, await server.adminToken())
+    items = await createStructure(api, {
+      name: "Item",
+      recordSlug: slug("item"),
+      properties: [
+        { name: "key", type: "string", isUnique: true },
+        { name: "n", type: "number" }
+      ]
+    })
+  })
+  afterAll(async () => {
+    await server?.close()
+  })
+
+  const create = (data: Record<string, unknown>) => api.call("POST", "/records", { structureId: items.id, data })
+
+  it("a mixed batch of creates, patches and deletes with bad items: each caller gets its own outcome", async () => {
+    const seeded = await api.call("POST", "/records/bulk", {
+      structureId: items.id,
+      records: Array.from({ length: 40 }, (_, i) => ({ data: { key: `seed-${i}`, n: i } }))
+    })
+    expectStatus(seeded, 201)
+    const ids: Array<string> = seeded.body.records.map((r: any) => r.id)
+    const before = await batches()
+
+    const missing = "00000000-0000-4000-8000-000000000000"
+    const [creates, patches, deletes] = await Promise.all([
+      times(30, (i) =>
+        create(i === 3 ? { key: "bad-type", n: "many" } : i === 7 ? { key: "seed-0", n: 1 } : { key: `new-${i}`, n: i })),
+      times(20, (i) =>
+        api.call("PATCH", `/records/${ids[i]}`, i === 5 ? { data: { n: "x" } } : i === 9 ? { data: { n: 1 }, expectedVersion: 7 } : { data: { n: 1000 + i } })),
+      times(10, (i) => api.call("DELETE", `/records/${i === 4 ? missing : ids[20 + i]}`))
+    ])
+
+    // creates: one bad type (400), one taken key (409), the rest created once each
+    expectError(creates[3]!, 400, "VALIDATION_ERROR")
+    expectError(creates[7]!, 409, "DUPLICATE_KEY")
+    creates.forEach((r, i) => {
+      if (i !== 3 && i !== 7) {
+        expectStatus(r, 201)
+        expect(r.body.data).toEqual({ key: `new-${i}`, n: i })
+        expect(r.body.version).toBe(1)
+      }
+    })
+    // patches: one bad type (400), one stale version (409), the rest at version 2 with their own value
+    expectError(patches[5]!, 400, "VALIDATION_ERROR")
+    expectError(patches[9]!, 409, "VERSION_CONFLICT")
+    patches.forEach((r, i) => {
+      if (i !== 5 && i !== 9) {
+        expectStatus(r, 200)
+        expect(r.body).toMatchObject({ id: ids[i], version: 2, data: { key: `seed-${i}`, n: 1000 + i } })
+      }
+    })
+    // deletes: the unknown id is a 404, every other record is gone
+    expectError(deletes[4]!, 404)
+    deletes.forEach((r, i) => {
+      if (i !== 4) expect(r.status, r.text).toBe(200)
+    })
+
+    // what was stored is exactly what was answered
+    for (const i of [5, 9]) {
+      const r = await api.call("GET", `/records/${ids[i]}`)
+      expect(r.body).toMatchObject({ version: 1, data: { n: i } })
+    }
+    for (let i = 0; i < 20; i++) {
+      if (i === 5 || i === 9) continue
+      expect((await api.call("GET", `/records/${ids[i]}`)).body.data.n).toBe(1000 + i)
+    }
+    for (let i = 0; i < 10; i++) {
+      if (i !== 4) expectError(await api.call("GET", `/records/${ids[20 + i]}`), 404)
+    }
+    expect(await countOf(api, items.id)).toBe(40 - 9 + 28)
+    expect((await api.call("GET", `/records/slug/${items.recordSlug}?filter[key]=bad-type`)).body.data).toEqual([])
+    // a deleted record gave its key up: it can be taken again
+    expectStatus(await create({ key: "seed-21", n: 0 }), 201)
+
+    const after = await batches()
+    expect(after.count).toBeGreaterThan(before.count)
+    expect(after.shared, "some writes shared a transaction").toBeGreaterThan(before.shared)
+    expect(after.retried, "a batch with a bad item was written again one by one").toBeGreaterThan(before.retried)
+  })
+
+  it("a batch crossing a unique claim: of many creates claiming one new key, exactly one wins", async () => {
+    const results = await times(25, (i) => create({ key: "contested", n: i }))
+    const won = results.filter((r) => r.status === 201)
+    expect(won).toHaveLength(1)
+    for (const r of results) if (r.status !== 201) expectError(r, 409, "DUPLICATE_KEY")
+    const list = await api.call("GET", `/records/slug/${items.recordSlug}?filter[key]=contested`)
+    expectStatus(list, 200)
+    expect(list.body.data.map((r: any) => r.id)).toEqual([won[0]!.body.id])
+  })
+
+  it("upserts of different keys share transactions; a bad one, and six of one new key, still get their own answers", async () => {
+    const path = `/records/slug/${items.recordSlug}/upsert`
+    const existing = await create({ key: "up-existing", n: 0 })
+    expectStatus(existing, 201)
+    const before = await batches()
+    const results = await times(40, (i) =>
+      api.call("POST", path, i === 11
+        ? { match: { key: "up-bad" }, data: { n: "not a number" } }
+        : i >= 20 && i < 26
+        ? { match: { key: "up-twice" }, data: { n: i } }
+        : i === 30
+        ? { match: { key: "up-existing" }, data: { n: 30 } }
+        : { match: { key: `up-${i}` }, data: { n: i } }))
+    expectError(results[11]!, 400, "VALIDATION_ERROR")
+    // six upserts of one new key: one created it, the others updated it, one after another
+    expect(results.slice(20, 26).map((r) => r.status).sort()).toEqual([200, 200, 200, 200, 200, 201])
+    const twice = await api.call("GET", `/records/slug/${items.recordSlug}?filter[key]=up-twice`)
+    expect(twice.body.data).toHaveLength(1)
+    expect(twice.body.data[0].version).toBe(6)
+    expectStatus(results[30]!, 200)
+    expect(results[30]!.body).toMatchObject({ operation: "updated", data: { id: existing.body.id, version: 2, data: { key: "up-existing", n: 30 } } })
+    results.forEach((r, i) => {
+      if (i === 11 || i === 30 || (i >= 20 && i < 26)) return
+      expectStatus(r, 201)
+      expect(r.body).toMatchObject({ operation: "created", data: { version: 1, data: { key: `up-${i}`, n: i } } })
+    })
+    expect((await api.call("GET", `/records/slug/${items.recordSlug}?filter[key]=up-bad`)).body.data).toEqual([])
+    const after = await batches()
+    expect(after.shared, "some upserts shared a transaction").toBeGreaterThan(before.shared)
+  })
+
+  it("versions, changelog and events stay in order per record while the records' writes share transactions", async () => {
+    const created = await times(8, (i) => create({ key: `ordered-${i}`, n: 0 }))
+    const ids = created.map((r) => {
+      expectStatus(r, 201)
+      return r.body.id as string
+    })
+    const stream = await subscribe(server, api.token, `structure=${items.recordSlug}`)
+    try {
+      await sleep(200)
+      // each record's patches one after another, the records side by side: their writes meet in batches
+      await Promise.all(ids.map(async (id) => {
+        for (let k = 1; k <= 10; k++) expectStatus(await api.call("PATCH", `/records/${id}`, { data: { n: k } }), 200)
+      }))
+      for (const id of ids) {
+        const history = await api.call("GET", `/records/${id}/history`)
+        expect(history.body.versions.map((v: any) => v.version)).toEqual(Array.from({ length: 11 }, (_, i) => 11 - i))
+        for (const v of history.body.versions) expect(v.data.n).toBe(v.version - 1)
+        const log = await api.call("GET", `/records/${id}/changelog?limit=100`)
+        expect(log.body.entries.map((e: any) => e.action)).toEqual([...Array(10).fill("update"), "create"])
+        log.body.entries.slice(0, 10).forEach((e: any, k: number) => {
+          expect(e.changes.n).toMatchObject({ oldValue: 9 - k, newValue: 10 - k })
+        })
+      }
+      const deadline = Date.now() + 15_000
+      const updates = (id: string) => stream.messages.filter((m) => m.event === "record.updated" && m.data?.record?.id === id)
+      while (ids.some((id) => updates(id).length < 10) && Date.now() < deadline) await sleep(100)
+      for (const id of ids) {
+        const events = updates(id)
+        expect(events.map((e) => e.data.record.version)).toEqual(Array.from({ length: 10 }, (_, k) => k + 2))
+        events.forEach((e, k) => expect(e.data.previous.data.n).toBe(k))
+      }
+    } finally {
+      await stream.close()
+    }
+  })
+})
