@@ -9,6 +9,7 @@ import postgres from "postgres"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startCuttingProxy } from "./support/CuttingProxy.ts"
 import { freshDatabase, startServer, type TestServer } from "./support/TestServer.ts"
+import { until } from "./support/wait.ts"
 
 const root = Path.resolve(import.meta.dirname, "..")
 const bin = Path.join(root, "packages/cli/bin/troupe.mjs")
@@ -289,13 +290,10 @@ describe("troupe CLI", { timeout: 240_000 }, () => {
     const proxy = await startCuttingProxy(server.baseUrl)
     try {
       const tail = troupe(["runs", "tail", "--json", "--limit", "3"], { env: { TROUPE_URL: proxy.baseUrl } })
-      const until = async (ok: () => boolean) => {
-        for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 50))
-      }
-      await until(() => proxy.lastEventIds.length >= 1)
+      await until(() => proxy.lastEventIds.length >= 1, 10_000, 50)
       expect((await api("POST", `/functions/${add}/execute`, { n: 1 })).status).toBe(200)
       // the proxy cuts the stream after that event; the CLI reconnects with Last-Event-ID
-      await until(() => proxy.lastEventIds.length >= 2)
+      await until(() => proxy.lastEventIds.length >= 2, 10_000, 50)
       await api("POST", `/functions/${boom}/execute`, {})
       await api("POST", `/functions/${add}/execute`, { n: 2 })
       const out = await tail

@@ -12,17 +12,10 @@ import { clientCredentials } from "../packages/client-fetch/src/TokenSource.ts"
 import { createTroupeClient } from "../packages/client-fetch/src/TroupeClient.ts"
 import { startCuttingProxy } from "./support/CuttingProxy.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
+import { until } from "./support/wait.ts"
 
 const run = promisify(execFile)
 const root = Path.resolve(import.meta.dirname, "..")
-
-const until = async (ok: () => boolean, ms = 15_000) => {
-  const deadline = Date.now() + ms
-  while (!ok()) {
-    if (Date.now() > deadline) throw new Error("timed out waiting")
-    await new Promise((r) => setTimeout(r, 25))
-  }
-}
 
 describe("@troupe/client-fetch", () => {
   let server: TestServer

@@ -4,6 +4,7 @@
 // administrators' diagnostic route, which answers with runner addresses.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startServer, type TestNode, type TestServer } from "./support/TestServer.ts"
+import { sleep } from "./support/wait.ts"
 
 describe.runIf(process.env.DATABASE_URL)("cluster across two processes", () => {
   let a: TestServer
@@ -35,7 +36,7 @@ describe.runIf(process.env.DATABASE_URL)("cluster across two processes", () => {
         expect(res.body.servedBy).toBe(nodeA)
         seen.add(res.body.node)
       }
-      await new Promise((r) => setTimeout(r, 500))
+      await sleep(500)
     }
     expect(seen).toContain(nodeA)
     expect(seen).toContain(nodeB)

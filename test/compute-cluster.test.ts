@@ -3,9 +3,10 @@
 // SIGKILLed while its runs spin leaves them `failed` ("node lost", once their lease expires), never `running`,
 // while the survivors keep their own runs. PostgreSQL only: PGlite is one process.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { computeClient, fn, sleep } from "./support/compute.ts"
+import { computeClient, fn } from "./support/compute.ts"
 import { database } from "./support/records.ts"
 import { startServer, type TestNode, type TestServer } from "./support/TestServer.ts"
+import { sleep } from "./support/wait.ts"
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => i)
 

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { computeClient, fn } from "./support/compute.ts"
 import { createAccount, createUser } from "./support/IdentityHelpers.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
+import { sleep } from "./support/wait.ts"
 
 describe("compute functions over HTTP", () => {
   let server: TestServer
@@ -302,7 +303,7 @@ describe("compute functions over HTTP", () => {
     it("infinite loops before and after an await time out while the node keeps answering", async () => {
       const before = c.runCode(fn("while (true) {}"))
       const after = c.runCode(fn("await null; while (true) {}"))
-      await new Promise((r) => setTimeout(r, 300))
+      await sleep(300)
       const health = await server.request("GET", "/health")
       expect(health.status).toBe(200)
       for (const run of await Promise.all([before, after])) {

@@ -3,8 +3,9 @@
 // survivor after the scheduler's node is SIGKILLed. The function's side effect (a record per run) happens exactly
 // once per run. PostgreSQL only: PGlite is one process.
 import { afterAll, describe, expect, it } from "vitest"
-import { computeClient, fn, sleep } from "./support/compute.ts"
+import { computeClient, fn } from "./support/compute.ts"
 import { startServer, type TestNode, type TestServer } from "./support/TestServer.ts"
+import { sleep } from "./support/wait.ts"
 
 describe.runIf(process.env.DATABASE_URL)("scheduled triggers across two nodes", () => {
   let a: TestServer

@@ -3,11 +3,12 @@
 // HTTP triggers (sync, async, any method, status codes), the trigger validation errors, the loop limit, and the
 // trigger.fired / function.* events on webhooks and SSE.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { computeClient, fn, sleep } from "./support/compute.ts"
+import { computeClient, fn } from "./support/compute.ts"
 import { createAccount } from "./support/IdentityHelpers.ts"
 import { openSse } from "./support/SseClient.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 import { type Receiver, startReceiver } from "./support/WebhookReceiver.ts"
+import { sleep } from "./support/wait.ts"
 
 /** Writes what the function was given into the `audit` structure. */
 const AUDIT = fn(`
@@ -63,7 +64,7 @@ describe("trigger types over HTTP", () => {
   })
 
   describe("event-driven", () => {
-    it("record_created, record_updated, record_deleted, record_restored and record_reverted fire with §6 params", async () => {
+    it("record_created, record_updated, record_deleted, record_restored and record_reverted fire with the event as params (event, workspaceSlug, recordSlug, recordId, data, timestamp)", async () => {
       for (const e of ["record_created", "record_updated", "record_deleted", "record_restored", "record_reverted"]) await eventTrigger(e, e)
       const created = await server.request("POST", `${server.base}/records`, { token, body: { structureId: "orders", data: { amount: 5, pin: "1234" } } })
       expect(created.status).toBe(201)
@@ -271,6 +272,11 @@ describe("trigger types over HTTP", () => {
       const text = await server.request("PUT", url, { token, raw: "plain words", headers: { "content-type": "text/plain" } })
       expect(text.status).toBe(200)
       expect(text.body.data).toMatchObject({ method: "PUT", body: "plain words" })
+      // a text body with NUL cannot be stored with the run: 400 with the contract body, no run
+      const nul = await server.request("POST", url, { token, raw: "a\u0000b", headers: { "content-type": "text/plain" } })
+      expect(nul.status).toBe(400)
+      expect(nul.body).toMatchObject({ statusCode: 400, code: "VALIDATION_ERROR" })
+      expect(nul.body.message).toContain("NUL")
       for (const method of ["GET", "DELETE", "PATCH", "OPTIONS"]) {
         const res = await server.request(method, url, { token })
         expect(res.status, method).toBe(200)

@@ -1,6 +1,6 @@
 // On-demand triggers, drafts and re-runs end to end: trigger CRUD with versions and encrypted params, the system
 // default-trigger, execute, publishing drafts of functions and triggers, re-runs with lineage and every re-run error
-// of compute-and-auth.md §7, and the default-trigger of a workspace created later.
+// (README: Functions and triggers › Runs), and the default-trigger of a workspace created later.
 import * as Crypto from "node:crypto"
 import postgres from "postgres"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"

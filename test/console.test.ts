@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { computeClient } from "./support/compute.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 import { type Receiver, startReceiver } from "./support/WebhookReceiver.ts"
+import { sleep } from "./support/wait.ts"
 
 const chromium = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
 const screenshots = process.env.TROUPE_CONSOLE_SCREENSHOTS
@@ -378,7 +379,7 @@ describe("admin console in Chromium", () => {
     const deadline = Date.now() + 15_000
     while ((await api.call("GET", `/webhooks/${hook.id}/deliveries?status=delivered`)).body.total < 5) {
       if (Date.now() > deadline) throw new Error("the five deliveries were not recorded as delivered")
-      await new Promise((r) => setTimeout(r, 50))
+      await sleep(50)
     }
     await go(page, "#/webhooks")
     await waitText(page, "Books to the warehouse")

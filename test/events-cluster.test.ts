@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { openSse, type SseConnection } from "./support/SseClient.ts"
 import { startServer, type TestNode, type TestServer } from "./support/TestServer.ts"
-import { sleep, startReceiver } from "./support/WebhookReceiver.ts"
+import { startReceiver } from "./support/WebhookReceiver.ts"
+import { sleep } from "./support/wait.ts"
 
 const RUNNING = "events: outbox relay and webhook dispatcher running on this node"
 const STOPPED = "events: outbox relay and webhook dispatcher stopped on this node"

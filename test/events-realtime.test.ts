@@ -1,9 +1,10 @@
 // Server-sent events end to end on one node (PGlite, or PostgreSQL when DATABASE_URL is set): auth, framing,
 // filters, resume and heartbeats, with real record writes producing the events.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { clientCredentialsToken } from "./support/IdentityHelpers.ts"
 import { openSse, type SseConnection } from "./support/SseClient.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
-import { sleep } from "./support/WebhookReceiver.ts"
+import { sleep } from "./support/wait.ts"
 
 describe("realtime (SSE)", () => {
   let server: TestServer
@@ -53,12 +54,7 @@ describe("realtime (SSE)", () => {
       token,
       body: { name: "no-records", permissions: ["read:webhooks"] }
     })
-    const tokenRes = await fetch(`${server.baseUrl}/oidc/token`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ grant_type: "client_credentials", client_id: sa.body.clientId, client_secret: sa.body.clientSecret })
-    })
-    const limited = ((await tokenRes.json()) as any).access_token as string
+    const limited = await clientCredentialsToken(server, sa.body.clientId, sa.body.clientSecret)
     const denied = await openSse(eventsUrl(), { authorization: `Bearer ${limited}` })
     expect(denied.status).toBe(403)
     expect(denied.errorBody.code).toBe("PERMISSION_DENIED")

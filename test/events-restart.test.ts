@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { passwordToken } from "./support/IdentityHelpers.ts"
 import { startNode, type TestNode } from "./support/TestServer.ts"
 import { type Receiver, startReceiver } from "./support/WebhookReceiver.ts"
+import { sleep } from "./support/wait.ts"
 
 describe.runIf(!process.env.DATABASE_URL)("webhook retries across a PGlite node restart", () => {
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "troupe-events-"))
@@ -52,7 +53,7 @@ describe.runIf(!process.env.DATABASE_URL)("webhook retries across a PGlite node 
     for (let i = 0; i < 100; i++) {
       log = (await node.request("GET", `${base}/webhooks/${hook.body.id}/deliveries`, { token })).body
       if (log.data[0]?.status === "delivered") break
-      await new Promise((r) => setTimeout(r, 100))
+      await sleep(100)
     }
     expect(log.data).toHaveLength(1)
     expect(log.data[0]).toMatchObject({ status: "delivered", lastStatus: 200 })

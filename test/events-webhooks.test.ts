@@ -1,8 +1,10 @@
 // Webhooks end to end: a real node (PGlite, or PostgreSQL when DATABASE_URL is set) with short retry delays, real
 // record writes producing the events, and a real local HTTP receiver checking signatures against the raw body.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { clientCredentialsToken } from "./support/IdentityHelpers.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
-import { type Hit, type Receiver, sleep, startReceiver, troupeSignature, verifyStandardWebhook } from "./support/WebhookReceiver.ts"
+import { type Hit, type Receiver, startReceiver, troupeSignature, verifyStandardWebhook } from "./support/WebhookReceiver.ts"
+import { sleep } from "./support/wait.ts"
 
 const DELAYS = [0.2, 0.4, 0.6]
 
@@ -148,12 +150,7 @@ describe("webhooks over HTTP", () => {
         body: { name: "hook-reader", permissions: ["read:webhooks"] }
       })
       expect(sa.status, JSON.stringify(sa.body)).toBe(201)
-      const tokenRes = await fetch(`${server.baseUrl}/oidc/token`, {
-        method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({ grant_type: "client_credentials", client_id: sa.body.clientId, client_secret: sa.body.clientSecret })
-      })
-      const reader = ((await tokenRes.json()) as any).access_token as string
+      const reader = await clientCredentialsToken(server, sa.body.clientId, sa.body.clientSecret)
       expect((await server.request("GET", hooks(), { token: reader })).status).toBe(200)
       const denied = await server.request("POST", hooks(), { token: reader, body: { url: `${rx.url}/x`, events: ["*"] } })
       expect(denied.status).toBe(403)
@@ -162,7 +159,7 @@ describe("webhooks over HTTP", () => {
   })
 
   describe("delivery", () => {
-    it("POSTs the §6 payload signed over the raw body, with the troupe and Standard Webhooks headers", async () => {
+    it("POSTs the event payload signed over the raw body, with the troupe and Standard Webhooks headers", async () => {
       const secret = "delivery-secret"
       await createHook({ url: `${rx.url}/d1`, events: ["record.created", "record.updated"], filters: { structure: "posts" }, secret })
       const generated = await createHook({ url: `${rx.url}/d1std`, events: ["record.created"], filters: { structure: "posts" } })

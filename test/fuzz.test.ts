@@ -10,6 +10,7 @@ import { operations } from "./support/FuzzContract.ts"
 import { contractProblems, formatFailure, formatReport, runFuzz, sendRaw } from "./support/FuzzRunner.ts"
 import { fuzzServerEnv } from "./support/FuzzServer.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
+import { sleep } from "./support/wait.ts"
 
 const seed = process.env.FUZZ_SEED || Crypto.randomBytes(6).toString("hex")
 // one sweep (every operation × 3 classes × 4 principals) and a quarter of one more, at random
@@ -106,7 +107,7 @@ describe("contract fuzzer", () => {
         })
         socket.on("error", () => {})
       })
-      await new Promise((r) => setTimeout(r, 500))
+      await sleep(500)
       expect(failed().slice(before), "a client that left is logged as a failed request").toEqual([])
       expect((await server.request("GET", "/health")).status).toBe(200)
       silent.close()

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createAccount, createUser } from "./support/IdentityHelpers.ts"
 import { openSse, type SseConnection } from "./support/SseClient.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
-import { sleep } from "./support/WebhookReceiver.ts"
+import { sleep } from "./support/wait.ts"
 
 describe("hardening: fairness and secrets", () => {
   let server: TestServer

@@ -1,6 +1,6 @@
-// First boot (CONTRACT.md §1): without TROUPE_ADMIN_PASSWORD a password is generated and printed once; the
+// First boot (README: Identity and access › First boot): without TROUPE_ADMIN_PASSWORD a password is generated and printed once; the
 // workspace is TROUPE_WORKSPACE; a restart on the same database creates nothing and prints nothing.
-import { afterAll, assert, describe, it } from "@effect/vitest"
+import { afterAll, describe, expect, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -36,26 +36,26 @@ describe("bootstrap", () => {
     let node: TestNode = await startNode(env)
     cleanups.push(() => node.stop().then(() => {}))
     const match = printed.exec(node.output())
-    assert.isNotNull(match, node.output())
+    expect(match, node.output()).not.toBeNull()
     const password = match![1]!
-    assert.isAtLeast(password.length, 20)
+    expect(password.length).toBeGreaterThanOrEqual(20)
     // printed exactly once, on stdout, and nowhere in the JSON log
-    assert.strictEqual(node.output().split(password).length - 1, 1)
+    expect(node.output().split(password).length - 1).toBe(1)
     const res = await tokenRequest(node, { grant_type: "password", username: "admin", password })
-    assert.strictEqual(res.status, 200, res.text)
-    assert.strictEqual(claims(res.body.access_token).workspace, "acme-corp")
+    expect(res.status, res.text).toBe(200)
+    expect(claims(res.body.access_token).workspace).toBe("acme-corp")
     const me = await node.request("GET", "/workspace/acme-corp/api/v1/me", { token: res.body.access_token })
-    assert.strictEqual(me.body.role, "owner")
-    assert.isTrue(me.body.isPlatformAdmin)
+    expect(me.body.role).toBe("owner")
+    expect(me.body.isPlatformAdmin).toBe(true)
     const list = await node.request("GET", "/workspace/api/v1/workspaces", { token: res.body.access_token })
-    assert.deepStrictEqual(list.body.data.map((w: any) => w.slug), ["acme-corp"])
+    expect(list.body.data.map((w: any) => w.slug)).toStrictEqual(["acme-corp"])
 
     await node.stop()
     node = await startNode(env)
-    assert.notMatch(node.output(), printed)
+    expect(node.output()).not.toMatch(printed)
     const again = await tokenRequest(node, { grant_type: "password", username: "admin", password })
-    assert.strictEqual(again.status, 200)
+    expect(again.status).toBe(200)
     // the signing key survived the restart: the earlier token still verifies
-    assert.strictEqual((await node.request("GET", "/workspace/acme-corp/api/v1/me", { token: res.body.access_token })).status, 200)
+    expect((await node.request("GET", "/workspace/acme-corp/api/v1/me", { token: res.body.access_token })).status).toBe(200)
   })
 })

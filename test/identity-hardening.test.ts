@@ -2,8 +2,8 @@
 // delete, rename), identity management is for people only, nobody climbs through IAM groups or roles, service
 // accounts ask only for their own scopes, a password change ends the sessions before it, and adding a member does
 // not tell an owner who exists in other workspaces. Every refusal is a 4xx with the contract's error body.
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { createAccount, createUser, serviceToken, tokenRequest } from "./support/IdentityHelpers.ts"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { createAccount, createUser, clientCredentialsToken, tokenRequest } from "./support/IdentityHelpers.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 
 let server: TestServer
@@ -22,13 +22,13 @@ afterAll(async () => {
 
 /** A refusal with the contract's error body. */
 const expectError = (res: { status: number; body: any; headers: Headers }, status: number, code?: string) => {
-  assert.strictEqual(res.status, status, JSON.stringify(res.body))
-  assert.hasAllKeys(res.body, ["error", "message", "code", "statusCode", "details", "requestId"])
-  assert.strictEqual(res.body.statusCode, status)
-  assert.isString(res.body.message)
-  assert.isArray(res.body.details)
-  assert.strictEqual(res.body.requestId, res.headers.get("x-request-id"))
-  if (code !== undefined) assert.strictEqual(res.body.code, code)
+  expect(res.status, JSON.stringify(res.body)).toBe(status)
+  expect(Object.keys(res.body).sort()).toEqual(["code", "details", "error", "message", "requestId", "statusCode"])
+  expect(res.body.statusCode).toBe(status)
+  expect(res.body.message).toBeTypeOf("string")
+  expect(Array.isArray(res.body.details)).toBe(true)
+  expect(res.body.requestId).toBe(res.headers.get("x-request-id"))
+  if (code !== undefined) expect(res.body.code).toBe(code)
 }
 
 const sa = (path = "") => `${base}/service-accounts${path}`
@@ -49,33 +49,33 @@ describe("service accounts holding more than the caller", () => {
     for (const [method, path, body] of attempts) {
       const res = await server.request(method, sa(path), { token: adminUser.token, body })
       expectError(res, 403, "PERMISSION_DENIED")
-      assert.include(res.body.message, "workspace:members")
-      assert.notProperty(res.body, "clientSecret")
+      expect(res.body.message).toContain("workspace:members")
+      expect(res.body).not.toHaveProperty("clientSecret")
     }
     // nothing changed: the owner's robot keeps its secret, its token, its name, and acts as owner
     const after = await server.request("GET", sa(`/${owned.id}`), { token: adminUser.token })
-    assert.strictEqual(after.body.name.startsWith("sa-"), true)
-    assert.strictEqual(after.body.description, "the owner's robot")
-    assert.strictEqual(after.body.status, "active")
-    assert.strictEqual((await server.request("GET", `${base}/me`, { token: owned.token })).status, 200)
-    await serviceToken(server, owned.clientId, owned.clientSecret)
+    expect(after.body.name.startsWith("sa-")).toBe(true)
+    expect(after.body.description).toBe("the owner's robot")
+    expect(after.body.status).toBe("active")
+    expect((await server.request("GET", `${base}/me`, { token: owned.token })).status).toBe(200)
+    await clientCredentialsToken(server, owned.clientId, owned.clientSecret)
 
     // an account holding no more than the admin: every operation is allowed
     for (const body of [{ role: "admin" }, { role: "developer" }, { permissions: ["read:records", "secrets:reveal"] }]) {
       const lesser = await createAccount(server, root, body)
       const renamed = await server.request("PUT", sa(`/${lesser.id}/name`), { token: adminUser.token, body: { name: "renamed" } })
-      assert.strictEqual(renamed.status, 200, renamed.text)
+      expect(renamed.status, renamed.text).toBe(200)
       const described = await server.request("PUT", sa(`/${lesser.id}/description`), {
         token: adminUser.token,
         body: { description: "by the admin" }
       })
-      assert.strictEqual(described.status, 200)
+      expect(described.status).toBe(200)
       for (const method of ["POST", "PUT"]) {
         const rotated = await server.request(method, sa(`/${lesser.id}/rotate`), { token: adminUser.token })
-        assert.strictEqual(rotated.status, 200, rotated.text)
+        expect(rotated.status, rotated.text).toBe(200)
       }
-      assert.strictEqual((await server.request("POST", sa(`/${lesser.id}/revoke`), { token: adminUser.token })).status, 200)
-      assert.strictEqual((await server.request("DELETE", sa(`/${lesser.id}`), { token: adminUser.token })).status, 204)
+      expect((await server.request("POST", sa(`/${lesser.id}/revoke`), { token: adminUser.token })).status).toBe(200)
+      expect((await server.request("DELETE", sa(`/${lesser.id}`), { token: adminUser.token })).status).toBe(204)
     }
 
     // what an account holds includes its groups' policies: an admin denied webhooks cannot rotate a viewer account
@@ -93,9 +93,9 @@ describe("service accounts holding more than the caller", () => {
     expectError(await server.request("POST", sa(`/${viaGroup.id}/rotate`), { token: adminUser.token }), 403, "PERMISSION_DENIED")
     // the owner (and the platform administrator) may do everything
     const owner = await createUser(server, root, "owner")
-    assert.strictEqual((await server.request("PUT", sa(`/${owned.id}/name`), { token: owner.token, body: { name: "ok" } })).status, 200)
-    assert.strictEqual((await server.request("POST", sa(`/${owned.id}/rotate`), { token: root })).status, 200)
-    assert.strictEqual((await server.request("DELETE", sa(`/${owned.id}`), { token: owner.token })).status, 204)
+    expect((await server.request("PUT", sa(`/${owned.id}/name`), { token: owner.token, body: { name: "ok" } })).status).toBe(200)
+    expect((await server.request("POST", sa(`/${owned.id}/rotate`), { token: root })).status).toBe(200)
+    expect((await server.request("DELETE", sa(`/${owned.id}`), { token: owner.token })).status).toBe(204)
     // unknown ids stay 404, not 403
     expectError(await server.request("POST", sa("/999999/rotate"), { token: adminUser.token }), 404, "NOT_FOUND")
   })
@@ -105,8 +105,8 @@ describe("identity management needs a user token", () => {
   it("members and groups refuse service-account tokens that hold the permission; /me still answers", async () => {
     const robot = await createAccount(server, root, { role: "owner" })
     const me = await server.request("GET", `${base}/me`, { token: robot.token })
-    assert.strictEqual(me.status, 200)
-    assert.include(me.body.permissions, "workspace:members")
+    expect(me.status).toBe(200)
+    expect(me.body.permissions).toContain("workspace:members")
     const group = (await server.request("POST", g(), { token: root, body: { name: "Robot-proof" } })).body
     for (const [method, path, body] of [
       ["GET", `${base}/members`, undefined],
@@ -123,9 +123,9 @@ describe("identity management needs a user token", () => {
     ] as const) {
       const res = await server.request(method, path, { token: robot.token, body })
       expectError(res, 403, "PERMISSION_DENIED")
-      assert.include(res.body.message, "user token")
+      expect(res.body.message).toContain("user token")
     }
-    assert.strictEqual((await server.request("GET", g(`/${group.id}`), { token: root })).body.policies.length, 0)
+    expect((await server.request("GET", g(`/${group.id}`), { token: root })).body.policies.length).toBe(0)
   })
 })
 
@@ -138,33 +138,27 @@ describe("nobody climbs through groups or roles", () => {
       token: root,
       body: { action: "manage", resource: "secrets", effect: "deny" }
     })
-    assert.strictEqual(deny.status, 201)
+    expect(deny.status).toBe(201)
     await server.request("POST", g(`/${noSecrets.id}/members`), { token: root, body: { userId: limited.userId } })
     const me = await server.request("GET", `${base}/me`, { token: limited.token })
-    assert.notInclude(me.body.permissions, "secrets:reveal")
-    assert.include(me.body.permissions, "workspace:members")
+    expect(me.body.permissions).not.toContain("secrets:reveal")
+    expect(me.body.permissions).toContain("workspace:members")
 
     // a policy granting it
     const mine = await server.request("POST", g(), { token: limited.token, body: { name: "Mine" } })
-    assert.strictEqual(mine.status, 201)
+    expect(mine.status).toBe(201)
     for (const body of [{ action: "retrieve", resource: "secrets" }, { action: "manage", resource: "*" }]) {
       const res = await server.request("POST", g(`/${mine.body.id}/policies`), { token: limited.token, body })
       expectError(res, 403, "PERMISSION_DENIED")
-      assert.include(res.body.message, "secrets:reveal")
+      expect(res.body.message).toContain("secrets:reveal")
     }
     // policies within what it holds, and denies, are fine
-    assert.strictEqual(
-      (await server.request("POST", g(`/${mine.body.id}/policies`), { token: limited.token, body: { action: "list", resource: "records" } }))
-        .status,
-      201
-    )
-    assert.strictEqual(
-      (await server.request("POST", g(`/${mine.body.id}/policies`), {
+    expect((await server.request("POST", g(`/${mine.body.id}/policies`), { token: limited.token, body: { action: "list", resource: "records" } }))
+        .status).toBe(201)
+    expect((await server.request("POST", g(`/${mine.body.id}/policies`), {
         token: limited.token,
         body: { action: "retrieve", resource: "secrets", effect: "deny" }
-      })).status,
-      201
-    )
+      })).status).toBe(201)
 
     // membership of a group granting it
     const target = await createUser(server, root, "viewer")
@@ -181,10 +175,7 @@ describe("nobody climbs through groups or roles", () => {
       403,
       "PERMISSION_DENIED"
     )
-    assert.strictEqual(
-      (await server.request("POST", g(`/${mine.body.id}/members`), { token: limited.token, body: { userId: target.userId } })).status,
-      201
-    )
+    expect((await server.request("POST", g(`/${mine.body.id}/members`), { token: limited.token, body: { userId: target.userId } })).status).toBe(201)
 
     // lifting the deny: removing the policy, the member, or the group
     expectError(
@@ -198,7 +189,7 @@ describe("nobody climbs through groups or roles", () => {
       "PERMISSION_DENIED"
     )
     expectError(await server.request("DELETE", g(`/${noSecrets.id}`), { token: limited.token }), 403, "PERMISSION_DENIED")
-    assert.notInclude((await server.request("GET", `${base}/me`, { token: limited.token })).body.permissions, "secrets:reveal")
+    expect((await server.request("GET", `${base}/me`, { token: limited.token })).body.permissions).not.toContain("secrets:reveal")
 
     // roles holding it
     expectError(
@@ -214,27 +205,15 @@ describe("nobody climbs through groups or roles", () => {
       403,
       "PERMISSION_DENIED"
     )
-    assert.strictEqual(
-      (await server.request("PUT", `${base}/members/${target.userId}/role`, { token: limited.token, body: { role: "developer" } })).status,
-      200
-    )
+    expect((await server.request("PUT", `${base}/members/${target.userId}/role`, { token: limited.token, body: { role: "developer" } })).status).toBe(200)
 
     // the platform administrator may do it all
-    assert.strictEqual(
-      (await server.request("POST", g(`/${revealers.id}/members`), { token: root, body: { userId: target.userId } })).status,
-      201
-    )
-    assert.strictEqual(
-      (await server.request("DELETE", g(`/${noSecrets.id}/members/users/${limited.userId}`), { token: root })).status,
-      204
-    )
+    expect((await server.request("POST", g(`/${revealers.id}/members`), { token: root, body: { userId: target.userId } })).status).toBe(201)
+    expect((await server.request("DELETE", g(`/${noSecrets.id}/members/users/${limited.userId}`), { token: root })).status).toBe(204)
     // and once the deny is lifted, the owner holds it again and may pass it on
-    assert.include((await server.request("GET", `${base}/me`, { token: limited.token })).body.permissions, "secrets:reveal")
-    assert.strictEqual(
-      (await server.request("POST", g(`/${mine.body.id}/policies`), { token: limited.token, body: { action: "retrieve", resource: "secrets" } }))
-        .status,
-      201
-    )
+    expect((await server.request("GET", `${base}/me`, { token: limited.token })).body.permissions).toContain("secrets:reveal")
+    expect((await server.request("POST", g(`/${mine.body.id}/policies`), { token: limited.token, body: { action: "retrieve", resource: "secrets" } }))
+        .status).toBe(201)
   })
 })
 
@@ -244,37 +223,37 @@ describe("token hygiene", () => {
     const ask = (scope: string) =>
       tokenRequest(server, { grant_type: "client_credentials", client_id: account.clientId, client_secret: account.clientSecret, scope })
     for (const scope of ["openid", "workspace:default", "openid  workspace:default"]) {
-      assert.strictEqual((await ask(scope)).status, 200, scope)
+      expect((await ask(scope)).status, scope).toBe(200)
     }
     for (const scope of ["openid admin", "offline_access", "openid workspace:default platform:admin", "workspace:other"]) {
       const res = await ask(scope)
-      assert.strictEqual(res.status, 400, scope)
-      assert.strictEqual(res.body.error, "invalid_scope")
-      assert.strictEqual(res.body.statusCode, 400)
+      expect(res.status, scope).toBe(400)
+      expect(res.body.error).toBe("invalid_scope")
+      expect(res.body.statusCode).toBe(400)
     }
     const created = await server.request("POST", sa(), { token: root, body: { name: "scoped", scope: "openid admin" } })
     expectError(created, 400, "VALIDATION_ERROR")
-    assert.strictEqual(created.body.details[0].field, "scope")
+    expect(created.body.details[0].field).toBe("scope")
   })
 
   it("tokens issued before a password change are refused after it, on every route", async () => {
     const user = await createUser(server, root, "developer")
     const second = await tokenRequest(server, { grant_type: "password", username: user.username, password: user.password })
-    assert.strictEqual(second.status, 200)
+    expect(second.status).toBe(200)
     const changed = await server.request("PUT", `${base}/me/password`, {
       token: user.token,
       body: { currentPassword: user.password, newPassword: "a-brand-new-password" }
     })
-    assert.strictEqual(changed.status, 204, changed.text)
+    expect(changed.status, changed.text).toBe(204)
     for (const token of [user.token, second.body.access_token as string]) {
       expectError(await server.request("GET", `${base}/me`, { token }), 401, "UNAUTHORIZED")
       const read = await server.request("GET", `${base}/records?structureId=x`, { token })
-      assert.strictEqual(read.status, 401)
-      assert.strictEqual(read.body.code, "UNAUTHORIZED")
+      expect(read.status).toBe(401)
+      expect(read.body.code).toBe("UNAUTHORIZED")
     }
     const fresh = await tokenRequest(server, { grant_type: "password", username: user.username, password: "a-brand-new-password" })
-    assert.strictEqual(fresh.status, 200)
-    assert.strictEqual((await server.request("GET", `${base}/me`, { token: fresh.body.access_token })).status, 200)
+    expect(fresh.status).toBe(200)
+    expect((await server.request("GET", `${base}/me`, { token: fresh.body.access_token })).status).toBe(200)
   })
 })
 
@@ -292,14 +271,14 @@ describe("adding members tells nothing about other workspaces", () => {
     const existingNoPassword = await add({ username: stranger.username, role: "viewer" })
     expectError(unknownNoPassword, 400, "VALIDATION_ERROR")
     expectError(existingNoPassword, 400, "VALIDATION_ERROR")
-    assert.strictEqual(existingNoPassword.body.message, unknownNoPassword.body.message)
-    assert.deepStrictEqual(existingNoPassword.body.details, unknownNoPassword.body.details)
+    expect(existingNoPassword.body.message).toBe(unknownNoPassword.body.message)
+    expect(existingNoPassword.body.details).toStrictEqual(unknownNoPassword.body.details)
 
     const existingWithPassword = await add({ username: stranger.username, password: "a-guess-at-it", role: "viewer" })
     expectError(existingWithPassword, 409, "CONFLICT")
-    assert.notInclude(existingWithPassword.body.message, "exists")
-    assert.notInclude(existingWithPassword.body.message, "member")
-    assert.notInclude(existingWithPassword.body.message, "workspace")
+    expect(existingWithPassword.body.message).not.toContain("exists")
+    expect(existingWithPassword.body.message).not.toContain("member")
+    expect(existingWithPassword.body.message).not.toContain("workspace")
     // the stranger did not join, and their password still works
     const login = await tokenRequest(server, {
       grant_type: "password",
@@ -307,7 +286,7 @@ describe("adding members tells nothing about other workspaces", () => {
       password: stranger.password,
       scope: "openid workspace:elsewhere"
     })
-    assert.strictEqual(login.body.error, "invalid_scope")
+    expect(login.body.error).toBe("invalid_scope")
 
     // someone who already sees the user (an owner of a workspace they are in, or a platform administrator) adds them
     const both = await createUser(server, root, "owner")
@@ -320,6 +299,6 @@ describe("adding members tells nothing about other workspaces", () => {
       token: bothThere,
       body: { username: stranger.username, role: "viewer" }
     })
-    assert.strictEqual(added.status, 201, added.text)
+    expect(added.status, added.text).toBe(201)
   })
 })

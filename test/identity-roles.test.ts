@@ -3,11 +3,12 @@
 // /openapi.json. A caller holding the operation's x-required-permission gets past the Authorization middleware;
 // one lacking it gets 403 PERMISSION_DENIED; any token on another workspace gets 403. Operations marked
 // x-user-token-only (service accounts, members, groups) refuse service-account tokens whatever they hold.
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { createAccount, createUser } from "./support/IdentityHelpers.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 
-// CONTRACT.md §3, written out independently of the server's own table.
+// The permissions of each role (README: Identity and access › Roles and permissions), written out independently of
+// the server's own table.
 const reads = ["read:structures", "read:records", "read:functions", "read:storage"]
 const developer = [...reads, "write:structures", "write:records", "write:functions", "execute:functions", "write:storage"]
 const admin = [
@@ -143,24 +144,21 @@ const call = (caller: Caller, op: Operation, path = op.path) =>
 describe("roles and permission sets against every guarded operation", () => {
   it("the document lists the guarded identity operations with their permissions", () => {
     const byId = new Map(operations.map((o) => [o.operationId, o.permission]))
-    assert.strictEqual(byId.get("workspaces.create"), "platform:admin")
-    assert.strictEqual(byId.get("members.add"), "workspace:members")
-    assert.strictEqual(byId.get("serviceAccounts.list"), "read:service-accounts")
-    assert.strictEqual(byId.get("serviceAccounts.rotate"), "write:service-accounts")
-    assert.strictEqual(byId.get("groups.addPolicy"), "workspace:members")
-    assert.isNull(byId.get("members.me"))
-    assert.isAtLeast(operations.length, 30)
+    expect(byId.get("workspaces.create")).toBe("platform:admin")
+    expect(byId.get("members.add")).toBe("workspace:members")
+    expect(byId.get("serviceAccounts.list")).toBe("read:service-accounts")
+    expect(byId.get("serviceAccounts.rotate")).toBe("write:service-accounts")
+    expect(byId.get("groups.addPolicy")).toBe("workspace:members")
+    expect(byId.get("members.me")).toBeNull()
+    expect(operations.length).toBeGreaterThanOrEqual(30)
     // people only: service accounts, members (but /me and the password) and groups
     const userOnly = operations.filter((o) => o.userOnly).map((o) => o.operationId)
     for (const id of ["serviceAccounts.rotate", "members.list", "members.add", "members.setRole", "groups.addPolicy", "groups.list"]) {
-      assert.include(userOnly, id)
+      expect(userOnly).toContain(id)
     }
-    assert.notInclude(userOnly, "members.me")
-    assert.notInclude(userOnly, "members.changePassword")
-    assert.deepStrictEqual(
-      userOnly.filter((id) => !/^(serviceAccounts|members|groups)\./.test(id)),
-      []
-    )
+    expect(userOnly).not.toContain("members.me")
+    expect(userOnly).not.toContain("members.changePassword")
+    expect(userOnly.filter((id) => !/^(serviceAccounts|members|groups)\./.test(id))).toStrictEqual([])
   })
 
   it("each caller passes exactly the operations its permissions allow", async () => {
@@ -174,7 +172,7 @@ describe("roles and permission sets against every guarded operation", () => {
         if (res.status === 401 || res.status === 429) {
           failures.push(`unexpected ${label}`)
         } else if (holds(caller, op.permission)) {
-          // identity management refuses service-account tokens (compute-and-auth.md §4.6)
+          // identity management is for users: it refuses service-account tokens
           if (caller.kind === "service" && op.userOnly) {
             if (res.status !== 403 || res.body.code !== "PERMISSION_DENIED") failures.push(`expected user-token 403: ${label}`)
           } else if (deniedByMiddleware) {
@@ -185,7 +183,7 @@ describe("roles and permission sets against every guarded operation", () => {
         }
       }
     }
-    assert.deepStrictEqual(failures, [])
+    expect(failures).toStrictEqual([])
   })
 
   it("every caller's token is refused on another workspace", async () => {
@@ -198,7 +196,7 @@ describe("roles and permission sets against every guarded operation", () => {
         }
       }
     }
-    assert.deepStrictEqual(failures, [])
+    expect(failures).toStrictEqual([])
   })
 
   it("no token at all is 401 on every guarded operation", async () => {
@@ -207,6 +205,6 @@ describe("roles and permission sets against every guarded operation", () => {
       const res = await server.request(op.method, op.path, op.method === "GET" || op.method === "DELETE" ? {} : { body: {} })
       if (res.status !== 401 || res.body.code !== "UNAUTHORIZED") failures.push(`${op.method} ${op.path} -> ${res.status}`)
     }
-    assert.deepStrictEqual(failures, [])
+    expect(failures).toStrictEqual([])
   })
 })

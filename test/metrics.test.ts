@@ -7,6 +7,7 @@ import { computeClient } from "./support/compute.ts"
 import { openSse, type SseConnection } from "./support/SseClient.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 import { type Receiver, startReceiver } from "./support/WebhookReceiver.ts"
+import { sleep } from "./support/wait.ts"
 
 const METRICS_TOKEN = "scrape-secret"
 
@@ -100,7 +101,7 @@ describe("GET /metrics and traces on a real node", () => {
     // counters are recorded just after the outcome is written: scrape until the last ones are in
     let after = await scrape()
     for (let i = 0; i < 50 && (total(after, "troupe_webhook_deliveries_total", { outcome: "failed" }) ?? 0) < 1; i++) {
-      await new Promise((r) => setTimeout(r, 100))
+      await sleep(100)
       after = await scrape()
     }
     const moved = (name: string, labels: Record<string, string> = {}) =>
@@ -151,7 +152,7 @@ describe("GET /metrics and traces on a real node", () => {
 
     sse.close()
     sse = undefined
-    for (let i = 0; i < 50 && total(await scrape(), "troupe_sse_clients") !== 0; i++) await new Promise((r) => setTimeout(r, 100))
+    for (let i = 0; i < 50 && total(await scrape(), "troupe_sse_clients") !== 0; i++) await sleep(100)
     expect(total(await scrape(), "troupe_sse_clients")).toBe(0)
   })
 

@@ -13,15 +13,15 @@ import * as Ast from "../packages/server/src/query/Ast.ts"
 import { parseQueryLanguage } from "../packages/server/src/query/ExpressionParser.ts"
 import { compileCursor, compileOrderBy } from "../packages/server/src/query/Compiler.ts"
 import { pageStatement, scopeOf } from "../packages/server/src/query/QueryService.ts"
-import { contextOf } from "../packages/server/src/records/RecordQuery.ts"
+import { contextOf } from "../packages/server/src/query/RecordQuery.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
+import { sleep } from "./support/wait.ts"
 
 const ROWS = 100_000
 
 // The PostgreSQL statement compiler with no connection: the same SQL text and parameters the server sends.
 const offline = Statement.make(Effect.die("offline"), PgClient.makeCompiler(), [], undefined)
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /** Inserts `count` records of the shape below with one INSERT ... SELECT generate_series, then ANALYZE. */
 const seed = async (db: postgres.Sql, structureId: string, count: number) => {

@@ -4,8 +4,8 @@
 // aggregation through both routes; keyset pagination; search; includeCount; soft-deleted and expired records.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startServer, type TestServer } from "./support/TestServer.ts"
+import { sleep } from "./support/wait.ts"
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 interface Product {
   readonly name: string

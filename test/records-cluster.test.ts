@@ -4,8 +4,8 @@
 // them). PostgreSQL only: PGlite is one process.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Response, startServer, type TestNode, type TestServer } from "./support/TestServer.ts"
+import { sleep } from "./support/wait.ts"
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const range = (n: number, from = 1) => Array.from({ length: n }, (_, i) => i + from)
 
 /** Two nodes, an admin token, a structure `cluster-item` (`key`, a number `n`, `via`) and request helpers. */

@@ -3,8 +3,9 @@
 // race, uniqueness and auto-increments hold under contention, and batches touching the same rows never deadlock
 // into a 500. (Across nodes: test/records-cluster.test.ts.)
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Client, client, countOf, createStructure, expectError, expectStatus, slug, sleep, subscribe } from "./support/records.ts"
+import { type Client, client, countOf, createStructure, expectError, expectStatus, slug, subscribe } from "./support/records.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
+import { sleep } from "./support/wait.ts"
 
 const times = <A>(n: number, f: (i: number) => Promise<A>) => Promise.all(Array.from({ length: n }, (_, i) => f(i)))
 

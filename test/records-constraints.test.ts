@@ -1,8 +1,8 @@
-// Record constraints end to end (data-service.md §2.2, §7; issue 5 items 6 and 7): uniqueness, immutability,
+// Record constraints end to end (README: Records › Constraints, Secrets; issue 5 items 6 and 7): uniqueness, immutability,
 // references with their onDelete rules and expansion, auto-increments, computed fields, and secret properties
 // (encrypted at rest, masked everywhere, plaintext only with secrets:reveal).
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Client, client, createStructure, database, expectError, expectStatus, serviceToken, slug } from "./support/records.ts"
+import { type Client, client, createStructure, database, expectError, expectStatus, createServiceAccountClient, slug } from "./support/records.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 
 describe("record constraints", () => {
@@ -317,7 +317,7 @@ describe("record constraints", () => {
       expect(history.body.versions[0].changes.password).toEqual({ old: "********", new: "********" })
       const revealed = await api.call("GET", `/records/${id}?reveal=true`)
       expect(revealed.body.data).toEqual({ name: "db", password: "correct-horse", creds: { user: "root", token: "tok-abc" } })
-      const developer = await serviceToken(server, api, { role: "developer" })
+      const developer = await createServiceAccountClient(server, api, { role: "developer" })
       const masked = await developer.call("GET", `/records/${id}?reveal=true`)
       expectStatus(masked, 200)
       expect(masked.body.data.password).toBe("********")

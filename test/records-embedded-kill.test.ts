@@ -7,6 +7,7 @@ import * as Path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { passwordToken } from "./support/IdentityHelpers.ts"
 import { startNode, type TestNode } from "./support/TestServer.ts"
+import { sleep } from "./support/wait.ts"
 
 describe("a PGlite node SIGKILLed during a write load", () => {
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "troupe-kill-"))
@@ -47,7 +48,7 @@ describe("a PGlite node SIGKILLed during a write load", () => {
     }
     const loops = Array.from({ length: 24 }, (_, i) => loop(i))
     const deadline = Date.now() + 20_000
-    while (patched.size < 300 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+    while (patched.size < 300 && Date.now() < deadline) await sleep(20)
     await node.stop("SIGKILL")
     stop = true
     await Promise.all(loops)

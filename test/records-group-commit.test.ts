@@ -4,8 +4,9 @@
 // writes nothing of the bad ones; upserts of different keys share transactions too; a batch that crosses a unique claim lets exactly one claimant win; every record keeps
 // its versions, changelog and events in order. /metrics proves that writes did share transactions.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Client, client, countOf, createStructure, expectError, expectStatus, slug, sleep, subscribe } from "./support/records.ts"
+import { type Client, client, countOf, createStructure, expectError, expectStatus, slug, subscribe } from "./support/records.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
+import { sleep } from "./support/wait.ts"
 
 const METRICS_TOKEN = "group-commit-scrape"
 const times = <A>(n: number, f: (i: number) => Promise<A>) => Promise.all(Array.from({ length: n }, (_, i) => f(i)))

@@ -5,8 +5,9 @@
 // and cursors, bad parameters, malformed or mistyped bodies, bad or foreign token, missing permission), and the fast
 // routes must count against their rate classes.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Client, client, createStructure, expectError, expectStatus, serviceToken, slug, sleep } from "./support/records.ts"
+import { type Client, client, createStructure, expectError, expectStatus, createServiceAccountClient, slug } from "./support/records.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
+import { sleep } from "./support/wait.ts"
 
 const windowSeconds = 3
 
@@ -88,7 +89,7 @@ describe("GET /records/{id}, GET /records and POST /query: fast routes and ordin
     const id = created.body.id
     expectError(expectSame(await both(client(server, "not-a-token"), id)), 401)
     expectError(expectSame(await both(other, id)), 403)
-    const writerOnly = await serviceToken(server, api, { permissions: ["write:webhooks"] })
+    const writerOnly = await createServiceAccountClient(server, api, { permissions: ["write:webhooks"] })
     expectError(expectSame(await both(writerOnly, id)), 403)
     // no token at all is the ordinary handler's 401 on both forms
     const anonymous = await server.request("GET", `${server.base}/records/${id}`)
@@ -169,7 +170,7 @@ describe("GET /records/{id}, GET /records and POST /query: fast routes and ordin
     expectError(expectSame(await lists(api, "structureId=no-such-structure")), 404)
     expectError(expectSame(await lists(client(server, "not-a-token"), `structureId=${s}`)), 401)
     expectError(expectSame(await lists(other, `structureId=${s}`)), 403)
-    const writerOnly = await serviceToken(server, api, { permissions: ["write:webhooks"] })
+    const writerOnly = await createServiceAccountClient(server, api, { permissions: ["write:webhooks"] })
     expectError(expectSame(await lists(writerOnly, `structureId=${s}`)), 403)
     // an unknown bracket operator, an unknown bracket field, and numbers past their bounds or not safe integers
     const unknownOp = expectSame(await lists(api, `structureId=${s}&qty[foo]=1`))
@@ -226,7 +227,7 @@ describe("GET /records/{id}, GET /records and POST /query: fast routes and ordin
     expectError(expectSame(await queries(client(server, "not-a-token"), body)), 401)
     expectError(expectSame(await queries(client(server, "not-a-token"), "{")), 401)
     expectError(expectSame(await queries(other, body)), 403)
-    const writerOnly = await serviceToken(server, api, { permissions: ["write:webhooks"] })
+    const writerOnly = await createServiceAccountClient(server, api, { permissions: ["write:webhooks"] })
     expectError(expectSame(await queries(writerOnly, "{")), 403)
   })
 

@@ -6,17 +6,7 @@ import postgres from "postgres"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { subscribe } from "./support/records.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
-
-/** Polls `probe` until it answers a value (bounded); the last failure is thrown when time runs out. */
-const eventually = async <A>(probe: () => Promise<A | undefined>, timeoutMs = 20_000): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  while (true) {
-    const value = await probe()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`)
-    await new Promise((r) => setTimeout(r, 200))
-  }
-}
+import { eventually } from "./support/wait.ts"
 
 describe("record TTL sweeper", () => {
   let server: TestServer

@@ -1,8 +1,8 @@
 // Upsert, Idempotency-Key, bulk routes of both generations (atomic and not), and the outbox events every record
-// write appends in its own transaction (data-service.md §4.2, §4.3, §6). Outbox rows are read from the database in
+// write appends in its own transaction (README: Records › Upsert and Idempotency-Key, Bulk, Events). Outbox rows are read from the database in
 // the PostgreSQL run only: on PGlite the database lives inside the server process.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Client, client, countOf, createStructure, database, expectError, expectStatus, serviceToken, slug } from "./support/records.ts"
+import { type Client, client, countOf, createStructure, database, expectError, expectStatus, createServiceAccountClient, slug } from "./support/records.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 
 describe("upsert, bulk and events", () => {
@@ -83,7 +83,7 @@ describe("upsert, bulk and events", () => {
     })
 
     it("needs write permission (create and update): a viewer is refused", async () => {
-      const viewer = await serviceToken(server, api, { role: "viewer" })
+      const viewer = await createServiceAccountClient(server, api, { role: "viewer" })
       expectError(await viewer.call("POST", `/records/slug/${items.recordSlug}/upsert`, { match: { sku: "V" }, data: {} }), 403, "PERMISSION_DENIED")
     })
 
@@ -168,7 +168,7 @@ describe("upsert, bulk and events", () => {
     })
 
     it("skipValidation only for callers who may change structures", async () => {
-      const writerOnly = await serviceToken(server, api, { permissions: ["read:records", "write:records"] })
+      const writerOnly = await createServiceAccountClient(server, api, { permissions: ["read:records", "write:records"] })
       const n = await countOf(api, items.id)
       const refused = await writerOnly.call("POST", "/records/bulk", { structureId: items.id, records: [{ data: { name: 1 } }], options: { skipValidation: true } })
       expectError(refused, 403, "PERMISSION_DENIED")
@@ -288,7 +288,7 @@ describe("upsert, bulk and events", () => {
   })
 
   describe("events", () => {
-    it.runIf(process.env.DATABASE_URL)("every write appends its §6 event to the outbox (PostgreSQL run: the outbox table is readable)", async () => {
+    it.runIf(process.env.DATABASE_URL)("every write appends its event to the outbox (PostgreSQL run: the outbox table is readable)", async () => {
       const s = await createStructure(api, {
         name: "Evented",
         recordSlug: slug("evented"),

@@ -1,9 +1,10 @@
-// Records end to end through HTTP (data-service.md §2.3, §3, §4.2, §4.3, §9; CONTRACT.md §2, §4): both route
+// Records end to end through HTTP (README: Records, and Errors for the error body): both route
 // generations and the slug lists, versions, history, changelog, restore and revert, optimistic concurrency,
 // deletion, TTL, and bad input answered with a 4xx contract body that changes nothing.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Client, client, countOf, createStructure, expectError, expectStatus, slug, sleep } from "./support/records.ts"
+import { type Client, client, countOf, createStructure, expectError, expectStatus, slug } from "./support/records.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
+import { sleep } from "./support/wait.ts"
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
@@ -38,7 +39,7 @@ describe("records", () => {
   })
 
   describe("generation B", () => {
-    it("creates a record: 201, version 1, the §2.3 shape; GET returns it", async () => {
+    it("creates a record: 201, version 1, the full record shape; GET returns it", async () => {
       const created = await create({ name: "Lamp", price: 30 }, product.id)
       expect(created).toMatchObject({
         structureId: product.id,

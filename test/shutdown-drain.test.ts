@@ -5,6 +5,7 @@
 import * as Http from "node:http"
 import { afterAll, describe, expect, it } from "vitest"
 import { startServer, type TestServer } from "./support/TestServer.ts"
+import { sleep } from "./support/wait.ts"
 
 describe("SIGTERM drain", () => {
   let server: TestServer | undefined
@@ -53,10 +54,10 @@ describe("SIGTERM drain", () => {
     const bulk = { structureId: "drained", records, options: { atomic: true } }
     let signalled!: () => void
     const inFlight = send("POST", `${server.base}/records/bulk`, bulk, new Promise<void>((resolve) => (signalled = resolve)))
-    await new Promise((r) => setTimeout(r, 100))
+    await sleep(100)
     const at = Date.now()
     const exited = server.stop("SIGTERM")
-    await new Promise((r) => setTimeout(r, 200))
+    await sleep(200)
     signalled()
     const answer = await inFlight
     const code = await exited

@@ -3,6 +3,7 @@
 // retention singleton (ticking every half second here) ages versions out by maxAgeDays with no write at all.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startServer, type TestServer } from "./support/TestServer.ts"
+import { eventually } from "./support/wait.ts"
 
 let server: TestServer
 let token: string
@@ -20,17 +21,6 @@ const ok = async (method: string, path: string, body?: unknown) => {
 
 const versionNumbers = async (id: string): Promise<Array<number>> =>
   (await ok("GET", `/structures/${id}/versions`)).versions.map((v: any) => v.version)
-
-/** Polls `probe` until it answers a value (bounded); throws when time runs out. */
-const eventually = async <A>(probe: () => Promise<A | undefined>, timeoutMs = 30_000): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  while (true) {
-    const value = await probe()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`)
-    await new Promise((r) => setTimeout(r, 250))
-  }
-}
 
 beforeAll(async () => {
   server = await startServer({ env: { TROUPE_STRUCTURE_RETENTION_TICK_SECONDS: "0.5" } })

@@ -1,4 +1,4 @@
-// Structures end to end through HTTP (data-service.md §2.1, §2.2, §4.1): create with every property type, every
+// Structures end to end through HTTP (README: Structures): create with every property type, every
 // definition problem reported at once, validate for any body, list with paging / search / sort / filters, get by
 // id and slug, partial updates by property id, bulk property deletion, soft and hard delete (and what that means
 // for records), modes and settings, the read-only metadata locks, the /collections alias, permissions, and the
@@ -39,7 +39,7 @@ const expectError = (res: { status: number; body: any }, status: number, code: s
   expect(Array.isArray(res.body.details)).toBe(true)
 }
 
-/** Every type with every field of §2.2 (reference to `target`). */
+/** Every type with every field a property may have (README: Structures › Properties; reference to `target`). */
 const everyType = (target: string) => [
   {
     name: "title", type: "string", description: "Headline", required: true, nullable: false, isUnique: true,
@@ -108,7 +108,7 @@ describe("create", () => {
     expect(typeof s.createdBy).toBe("string")
   })
 
-  it("accepts all seven property types with every field of §2.2 and gives them back", async () => {
+  it("accepts all seven property types with every property field and gives them back", async () => {
     const author = await create({ name: unique("Author"), properties: [{ name: "name", type: "string" }] })
     const s = await create({ name: unique("Every Type"), properties: everyType(author.recordSlug), tags: ["catalog", "pii"] })
     const again = await api("GET", `/structures/${s.id}`)
@@ -729,7 +729,7 @@ describe("OpenAPI document", () => {
     expect(schemas.ArrayProperty.properties).toHaveProperty("itemSchema")
     expect(schemas.ObjectProperty.properties).toHaveProperty("requiredProperties")
     expect(schemas.ReferenceProperty.properties).toHaveProperty("onDelete")
-    // what §2.2 requires is required in the document too
+    // what a property definition requires is required in the document too
     expect(schemas.ReferenceProperty.required).toEqual(expect.arrayContaining(["name", "type", "relationship", "onDelete"]))
     expect(schemas.ArrayProperty.required).toEqual(expect.arrayContaining(["name", "type", "items"]))
     expect(schemas.StructureInput.required).toEqual(expect.arrayContaining(["name", "properties"]))

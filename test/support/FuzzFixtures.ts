@@ -9,6 +9,7 @@ import { type IdKind, type Rng } from "./FuzzContract.ts"
 import { createUser } from "./IdentityHelpers.ts"
 import type { Response, TestServer } from "./TestServer.ts"
 import { type Receiver, startReceiver } from "./WebhookReceiver.ts"
+import { sleep } from "./wait.ts"
 
 export const principals = ["owner", "viewer", "foreign", "anonymous"] as const
 export type PrincipalName = typeof principals[number]
@@ -95,7 +96,6 @@ const fields = [
 
 export const functionCode = "async function run() {\n  return { success: true, data: { params: executionParams } }\n}"
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /** Creates every fixture of a run (as the owner) and fills the pools. */
 export const setupFixtures = async (server: TestServer, log: (line: string) => void = () => {}): Promise<Fixtures> => {

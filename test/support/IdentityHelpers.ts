@@ -30,7 +30,8 @@ export const passwordToken = async (node: Pick<TestNode, "baseUrl">, username: s
   return res.body.access_token as string
 }
 
-export const serviceToken = async (node: Pick<TestNode, "baseUrl">, clientId: string, clientSecret: string) => {
+/** A client-credentials token for an existing service account (its client id and secret). */
+export const clientCredentialsToken = async (node: Pick<TestNode, "baseUrl">, clientId: string, clientSecret: string) => {
   const res = await tokenRequest(node, { grant_type: "client_credentials", client_id: clientId, client_secret: clientSecret })
   if (res.status !== 200) throw new Error(`service token: ${res.status} ${res.text}`)
   return res.body.access_token as string
@@ -55,7 +56,7 @@ export const createAccount = async (
     body: { name: `sa-${Math.random().toString(36).slice(2, 8)}`, ...body }
   })
   if (res.status !== 201) throw new Error(`create service account: ${res.status} ${res.text}`)
-  const token = await serviceToken(server, res.body.clientId, res.body.clientSecret)
+  const token = await clientCredentialsToken(server, res.body.clientId, res.body.clientSecret)
   return { id: res.body.id, clientId: res.body.clientId, clientSecret: res.body.clientSecret, token }
 }
 

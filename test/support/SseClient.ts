@@ -1,5 +1,7 @@
 // A minimal server-sent-events client over fetch, for end-to-end tests: parses `id:`/`data:`/`retry:` fields and
 // comment lines as they stream in.
+import { sleep } from "./wait.ts"
+
 export interface SseMessage {
   readonly id: string | undefined
   readonly event: string | undefined
@@ -93,7 +95,7 @@ export const openSse = async (url: string, headers: Record<string, string> = {})
         if (Date.now() > deadline) {
           throw new Error(`timed out waiting for ${what}; got ${messages.length}: ${JSON.stringify(messages.map((m) => m.json?.event))}`)
         }
-        await new Promise((r) => setTimeout(r, 25))
+        await sleep(25)
       }
     },
     close: () => controller.abort()

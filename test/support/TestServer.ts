@@ -6,6 +6,8 @@ import * as Crypto from "node:crypto"
 import * as Net from "node:net"
 import * as Path from "node:path"
 import postgres from "postgres"
+import { passwordToken } from "./IdentityHelpers.ts"
+import { sleep } from "./wait.ts"
 
 const root = Path.resolve(import.meta.dirname, "../..")
 const mainTs = Path.join(root, "packages/server/src/main.ts")
@@ -125,7 +127,7 @@ const waitHealthy = async (baseUrl: string, child: ChildProcess, output: () => s
     } catch {
       // not listening yet
     }
-    await new Promise((r) => setTimeout(r, 100))
+    await sleep(100)
   }
   throw new Error(`troupe did not become ready within ${timeoutMs} ms:\n${output()}`)
 }
@@ -201,15 +203,9 @@ export const startServer = async (options: { env?: Record<string, string>; clust
     const key = `${username}\u0000${password}\u0000${ws}`
     const cached = tokens.get(key)
     if (cached) return cached
-    const res = await fetch(`${first.baseUrl}/oidc/token`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ grant_type: "password", username, password, scope: `openid workspace:${ws}` })
-    })
-    const body = (await res.json()) as { access_token?: string }
-    if (res.status !== 200 || !body.access_token) throw new Error(`token for ${username}: ${res.status} ${JSON.stringify(body)}`)
-    tokens.set(key, body.access_token)
-    return body.access_token
+    const token = await passwordToken(first, username, password, ws)
+    tokens.set(key, token)
+    return token
   }
   return {
     ...first,

@@ -2,6 +2,7 @@
 import * as Crypto from "node:crypto"
 import * as Http from "node:http"
 import type * as Net from "node:net"
+import { sleep } from "./wait.ts"
 
 export interface Hit {
   readonly method: string
@@ -56,7 +57,7 @@ export const startReceiver = async (answer: Receiver["answer"] = () => 200): Pro
         if (Date.now() > deadline) {
           throw new Error(`timed out waiting for ${what}; got ${hits.length}: ${JSON.stringify(hits.map((h) => h.json?.event))}`)
         }
-        await new Promise((r) => setTimeout(r, 25))
+        await sleep(25)
       }
     },
     close: () => {
@@ -78,4 +79,3 @@ export const verifyStandardWebhook = (secret: string, headers: Http.IncomingHttp
   return String(headers["webhook-signature"] ?? "").split(" ").includes(expected)
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))

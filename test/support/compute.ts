@@ -1,7 +1,6 @@
 // Helpers for compute end-to-end tests: functions, triggers and following a run to its end over HTTP.
 import type { TestNode, TestServer } from "./TestServer.ts"
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+import { sleep } from "./wait.ts"
 
 const final = new Set(["completed", "failed", "timed_out"])
 

@@ -2,6 +2,7 @@
 // error shape, structures, service-account tokens, and (PostgreSQL runs only) reads of the test database itself.
 import postgres from "postgres"
 import { expect } from "vitest"
+import { clientCredentialsToken } from "./IdentityHelpers.ts"
 import type { RequestOptions, Response, TestServer } from "./TestServer.ts"
 
 export interface Client {
@@ -18,7 +19,7 @@ export const client = (server: TestServer, token: string): Client => ({
   raw: (method, path, options) => server.request(method, server.base + path, { token, ...options })
 })
 
-/** The one error body of CONTRACT.md §4 with this status and code. */
+/** The one error body (README: Errors) with this status and code. */
 export const expectError = (res: Response, status: number, code?: string) => {
   if (res.status !== status) throw new Error(`expected ${status}, got ${res.status}: ${res.text.slice(0, 500)}`)
   expect(res.body).toMatchObject({ statusCode: status })
@@ -50,18 +51,15 @@ export const createStructure = async (api: Client, definition: Record<string, un
   return res.body as { id: string; recordSlug: string; properties: Array<{ id: string; name: string }> }
 }
 
-/** A service account with a role or permissions, signed in (client credentials). */
-export const serviceToken = async (server: TestServer, admin: Client, spec: { role?: string; permissions?: ReadonlyArray<string> }) => {
+/** Creates a service account with a role or permissions and returns a client signed in as it (client credentials). */
+export const createServiceAccountClient = async (
+  server: TestServer,
+  admin: Client,
+  spec: { role?: string; permissions?: ReadonlyArray<string> }
+) => {
   const res = await admin.call("POST", "/service-accounts", { name: `sa-${counter++}`, ...spec })
   if (res.status !== 201 && res.status !== 200) throw new Error(`service account: ${res.status} ${res.text}`)
-  const token = await fetch(`${server.baseUrl}/oidc/token`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ grant_type: "client_credentials", client_id: res.body.clientId, client_secret: res.body.clientSecret })
-  })
-  const body = (await token.json()) as { access_token?: string }
-  if (!body.access_token) throw new Error(`token: ${JSON.stringify(body)}`)
-  return client(server, body.access_token)
+  return client(server, await clientCredentialsToken(server, res.body.clientId, res.body.clientSecret))
 }
 
 /** How many live records a structure has (through the API). */
@@ -77,7 +75,6 @@ export const database = (server: TestServer) => {
   return postgres(server.databaseUrl, { max: 2, onnotice: () => {} })
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /** Subscribes to the workspace's server-sent events and keeps every message. */
 export const subscribe = async (server: TestServer, token: string, query: string) => {

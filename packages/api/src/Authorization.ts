@@ -14,7 +14,7 @@ export const Role = Schema.Literals(["viewer", "developer", "admin", "owner"])
 export type Role = typeof Role.Type
 
 /**
- * Permission names: compute-and-auth.md §2.5 plus the contract's additions. `platform:admin` guards workspace
+ * Permission names (README "Roles and permissions"). `platform:admin` guards workspace
  * management. @category models
  */
 export const Permissions = [
@@ -61,8 +61,11 @@ export const RequiredPermission = Context.Reference<Permission | undefined>("@tr
   defaultValue: () => undefined
 })
 
-/** Rate classes of data-service.md §8 / CONTRACT.md §1. @category annotations */
-export const RateClass = Context.Reference<"reads" | "writes" | "bulk" | "functions" | "queries" | undefined>(
+/** Rate classes, each with its own per-minute budget per workspace (README "Rate limits"). @category models */
+export type RateClassName = "reads" | "writes" | "bulk" | "functions" | "queries"
+
+/** The rate class of an endpoint, as an endpoint annotation. @category annotations */
+export const RateClass = Context.Reference<RateClassName | undefined>(
   "@troupe/api/RateClass",
   { defaultValue: () => undefined }
 )

@@ -1,5 +1,5 @@
 /**
- * The one error body of the contract (CONTRACT.md §4): every failure, whatever route raised it, encodes as
+ * The one error body of the API (README "Errors"): every failure, whatever route raised it, encodes as
  * `{error, message, code, statusCode, details, requestId}`. One class per HTTP status so the typed client can
  * decode each response; `requestId` is filled in by the server's error mapping, never by handlers.
  *
@@ -106,9 +106,6 @@ export class ServiceUnavailable extends Schema.Error<ServiceUnavailable>("Servic
 /** Builds a 503 ServiceUnavailable (default code `UNAVAILABLE`). @category constructors */
 export const serviceUnavailable = (i: ErrorInit | string): ServiceUnavailable =>
   new ServiceUnavailable(init(503, "UNAVAILABLE", typeof i === "string" ? { message: i } : i))
-
-/** The errors every data endpoint may answer with. @category errors */
-export const CommonErrors = [BadRequest, Forbidden, NotFound, Conflict, TooManyRequests] as const
 
 /** Body + status helpers for code that builds error bodies outside HttpApi (router-level failures). */
 export const errorBody = (status: number, code: string, message: string, detailList: ReadonlyArray<ErrorDetail> = []) => ({

@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer } from "effect"
 import { HttpClient, HttpClientResponse } from "effect/http"
 import { TestClock } from "effect/testing"
@@ -30,18 +30,18 @@ describe("TokenSource.clientCredentials", () => {
       })
       const first = yield* Effect.forkChild(source.get)
       yield* TestClock.adjust("10 millis")
-      assert.strictEqual(yield* Fiber.join(first), "token-1")
-      assert.include(state.bodies[0]!, "grant_type=client_credentials")
-      assert.include(state.bodies[0]!, "client_id=ci_1")
-      assert.strictEqual(yield* source.get, "token-1")
+      expect(yield* Fiber.join(first)).toBe("token-1")
+      expect(state.bodies[0]!).toContain("grant_type=client_credentials")
+      expect(state.bodies[0]!).toContain("client_id=ci_1")
+      expect(yield* source.get).toBe("token-1")
       yield* TestClock.adjust(`${25200 - 61} seconds`)
-      assert.strictEqual(yield* source.get, "token-1")
-      assert.strictEqual(state.calls, 1)
+      expect(yield* source.get).toBe("token-1")
+      expect(state.calls).toBe(1)
       yield* TestClock.adjust("2 seconds")
       const renewed = yield* Effect.forkChild(source.get)
       yield* TestClock.adjust("10 millis")
-      assert.strictEqual(yield* Fiber.join(renewed), "token-2")
-      assert.strictEqual(state.calls, 2)
+      expect(yield* Fiber.join(renewed)).toBe("token-2")
+      expect(state.calls).toBe(2)
     }).pipe(Effect.provide(fakeEndpoint(state)))
   })
 
@@ -52,12 +52,12 @@ describe("TokenSource.clientCredentials", () => {
       const fibers = yield* Effect.forEach([1, 2, 3, 4], () => Effect.forkChild(source.get))
       yield* TestClock.adjust("20 millis")
       const tokens = yield* Effect.forEach(fibers, Fiber.join)
-      assert.deepStrictEqual(tokens, ["token-1", "token-1", "token-1", "token-1"])
-      assert.strictEqual(state.calls, 1)
+      expect(tokens).toStrictEqual(["token-1", "token-1", "token-1", "token-1"])
+      expect(state.calls).toBe(1)
       yield* source.invalidate
       const again = yield* Effect.forkChild(source.get)
       yield* TestClock.adjust("10 millis")
-      assert.strictEqual(yield* Fiber.join(again), "token-2")
+      expect(yield* Fiber.join(again)).toBe("token-2")
     }).pipe(Effect.provide(fakeEndpoint(state)))
   })
 
@@ -72,9 +72,9 @@ describe("TokenSource.clientCredentials", () => {
       const attempt = yield* Effect.forkChild(Effect.flip(source.get))
       yield* TestClock.adjust("10 millis")
       const error = yield* Fiber.join(attempt)
-      assert.strictEqual(error._tag, "TokenError")
-      assert.strictEqual(error.status, 401)
-      assert.strictEqual(error.error, "invalid_client")
+      expect(error._tag).toBe("TokenError")
+      expect(error.status).toBe(401)
+      expect(error.error).toBe("invalid_client")
     }).pipe(Effect.provide(fakeEndpoint(state)))
   })
 })

@@ -1,5 +1,5 @@
 /**
- * Access tokens for service accounts (client credentials, compute-and-auth.md §4.7): fetched from
+ * Access tokens for service accounts (client credentials, README "Getting a token"): fetched from
  * `POST {baseUrl}/oidc/token`, cached, and renewed shortly before they expire (60 s by default). Concurrent callers
  * share one request. There is no refresh token: a new one is simply requested.
  *

@@ -3,7 +3,7 @@
 // shutdown exits 0. A bad configuration value exits 1 with one line naming the variable.
 import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Effect, Exit, Layer, Logger } from "effect"
-import { ServerLayer } from "./platform/Server.ts"
+import { ServerLayer } from "./app/Server.ts"
 
 const program = Layer.launch(ServerLayer).pipe(
   Effect.catchTag("InvalidConfig", (e) =>

@@ -1,5 +1,5 @@
 /**
- * Compute (compute-and-auth.md §2.1–2.4, CONTRACT.md §7): functions and their versions, drafts, triggers and
+ * Compute (README "Functions and triggers"): functions and their versions, drafts, triggers and
  * function runs. Ids are UUIDs; an id that is not one answers 400 ("invalid id format"), an unknown one 404.
  *
  * @since 0.1.0

@@ -1,5 +1,5 @@
 /**
- * Compute routes (compute-and-auth.md §4.1–4.5, CONTRACT.md §7): functions (and the simplified `/functions`),
+ * Compute routes (README "Functions and triggers"): functions (and the simplified `/functions`),
  * drafts, triggers and function runs, under `/workspace/{ws}/api/v1`. Reading needs `read:functions` (triggers:
  * `read:triggers`), changing `write:functions` (`write:triggers`), running anything `execute:functions` and counts
  * against the workspace's `functions` rate class. Draft routes check the permission of the draft's resource type.

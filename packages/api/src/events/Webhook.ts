@@ -1,5 +1,5 @@
 /**
- * Webhooks (data-service.md §2.4, §4.5, §6; CONTRACT.md §6): outbound HTTP callbacks for record and compute events,
+ * Webhooks (README "Webhooks"): outbound HTTP callbacks for record and compute events,
  * their delivery log, failures and test sends. The signing secret is returned only by create and by an update that
  * sets a new one.
  *
@@ -177,7 +177,7 @@ export const WebhookDeliveryList = Schema.Struct({
 /** @category models */
 export const DeliveryListQuery = { ...PageQuery, status: optional(DeliveryStatus) }
 
-/** A delivery that used up every attempt (CONTRACT.md §6). @category models */
+/** A delivery that used up every attempt; the webhook is then `failed`. @category models */
 export const WebhookFailure = Schema.Struct({
   id: Schema.String,
   event: Schema.String,

@@ -1,5 +1,5 @@
 /**
- * The webhook routes of data-service.md §4.5 plus the delivery log, served under both `/workspace/{ws}/api/v1` and
+ * The webhook routes (README "Webhooks") and the delivery log, served under both `/workspace/{ws}/api/v1` and
  * `/data/workspace/{ws}/api/v1` (the edge rewrites the second). Reading needs `read:webhooks`, changing needs
  * `write:webhooks`.
  *

@@ -1,6 +1,6 @@
 /**
  * Identity and access models on the wire: workspaces, members, service accounts, IAM groups and policies, tokens.
- * Timestamps are ISO-8601 strings; service-account ids are integers (compute-and-auth.md §2.6).
+ * Timestamps are ISO-8601 strings; service-account ids are integers.
  *
  * @since 0.1.0
  */
@@ -9,8 +9,8 @@ import { Permissions, Role } from "../Authorization.ts"
 import { WorkspaceSlug } from "../Workspace.ts"
 
 /**
- * Marks a group or endpoint that only people may call (compute-and-auth.md §4.6: service-account management uses a
- * user token): a service-account token gets 403 even when it holds the permission. @category annotations
+ * Marks a group or endpoint that only people may call (service-account, member and group management need a user
+ * token): a service-account token gets 403 even when it holds the permission. @category annotations
  */
 export const RequiresUserToken = Context.Reference<boolean>("@troupe/api/identity/RequiresUserToken", {
   defaultValue: () => false

@@ -1,6 +1,6 @@
 /**
- * Roles, permissions and group policies: what each workspace role may do (CONTRACT.md §3) and which permissions an
- * IAM policy `{action, resource, effect}` grants (compute-and-auth.md §2.5). Shared by the server (authorization)
+ * Roles, permissions and group policies (README "Roles and permissions"): what each workspace role may do and which
+ * permissions an IAM policy `{action, resource, effect}` grants. Shared by the server (authorization)
  * and clients (to explain a 403 before it happens).
  *
  * @since 0.1.0

@@ -1,5 +1,5 @@
 /**
- * Service accounts (compute-and-auth.md §4.6): machine clients that exchange a client id and secret for a token.
+ * Service accounts (README "Identity and access"): machine clients that exchange a client id and secret for a token.
  * Managed with a user token holding `write:service-accounts`; a service-account token is refused (403), and so is
  * anyone managing (renaming, rotating, revoking, deleting) an account that holds a permission they do not. Also
  * served under `/iam/` (rewritten at the edge).

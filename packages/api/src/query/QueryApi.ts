@@ -1,5 +1,5 @@
 /**
- * The query language endpoint and aggregation (data-service.md §4.3, §4.4; CONTRACT.md §4, §5). Both answer
+ * The query language endpoint and aggregation (README "Query language", "Aggregation endpoint"). Both answer
  * `{results: [...]}`: records (generation B) for a plain query, flat rows keyed by group fields and aliases for
  * grouped or aggregate queries.
  *

@@ -1,5 +1,5 @@
 /**
- * Records as they travel (data-service.md §2.3): generation B wraps fields in `data`; generation A is flat.
+ * Records as they travel (README "Records"): generation B wraps fields in `data`; generation A is flat.
  *
  * @since 0.1.0
  */

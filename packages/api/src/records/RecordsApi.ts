@@ -1,6 +1,6 @@
 /**
- * Record routes, both generations (data-service.md §4.2, §4.3). Handlers answer with the exact bodies and status
- * codes of the spec (201 vs 200 on upsert, etc.); the schemas here document them.
+ * Record routes, both generations (README "Records"). Handlers answer with the exact bodies and status codes
+ * documented there (201 vs 200 on upsert, etc.); the schemas here document them.
  *
  * Bulk routes (README, "Records"): at most 1,000 items (413), non-atomic by default: 201/200 when every item
  * succeeded, 207 with per-item `errors` when some failed, the contract error body when all failed. `atomic: true`

@@ -1,5 +1,5 @@
 /**
- * Structures: typed schemas for one kind of record (data-service.md §2.1, §2.2). The wire shapes are lenient on
+ * Structures: typed schemas for one kind of record (README "Structures"). The wire shapes are lenient on
  * purpose: relations between fields (minLength <= maxLength, enum values meeting the constraints, reference
  * targets existing, ...) are rules checked by the server's `structures/rules.ts`, which reports every problem at
  * once with a path such as `properties[2].maxLength`. Unknown keys inside a property are ignored.

@@ -1,5 +1,5 @@
 /**
- * Structure routes (data-service.md §4.1), their version history, pinning, bulk property deletion, the
+ * Structure routes (README "Structures"), their version history, pinning, bulk property deletion, the
  * platform-admin metadata route, and the `/collections` alias with the simplified `fields` map body.
  *
  * A create body is checked in one pass (types and rules together), so one 400 names every problem. Other payloads

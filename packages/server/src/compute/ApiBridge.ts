@@ -1,4 +1,4 @@
-// The host side of a function's `api` (compute-and-auth.md §2.1 items 5–6): every async call the sandbox makes lands
+// The host side of a function's `api` (README "`api`"): every async call the sandbox makes lands
 // here as (method, JSON args) and runs as the run's principal through the same services and actors as HTTP:
 // permissions, validation, secret masking, versions, events (writes carry `source: "function"` and the run's id and
 // depth). Answers are `{ok, value}` or `{ok: false, error: {message, code, statusCode, details}}`, which the sandbox
@@ -11,9 +11,10 @@ import { schemaDetails } from "../platform/HttpEdge.ts"
 import * as Ast from "../query/Ast.ts"
 import { parseFilterObject, parseSort } from "../query/FilterParser.ts"
 import { QueryService } from "../query/QueryService.ts"
-import { isUuid, toRecordB, type Writer } from "../records/model.ts"
+import { isUuid, toRecordB } from "../query/RecordRow.ts"
+import { type Writer } from "../records/model.ts"
 import { RecordWriter } from "../records/RecordEntity.ts"
-import { fromResult, RecordQuery } from "../records/RecordQuery.ts"
+import { fromResult, RecordQuery } from "../query/RecordQuery.ts"
 import { RecordService } from "../records/RecordService.ts"
 import { recordViews } from "../records/RecordViews.ts"
 import { StructureService } from "../structures/StructureService.ts"

@@ -1,4 +1,4 @@
-// Drafts (compute-and-auth.md §2.3, §4.2; CONTRACT.md §7.1): functions and triggers held for review. A draft's
+// Drafts (README "Drafts"): functions and triggers held for review. A draft's
 // data is free-form until it is published (FunctionService / TriggerService check it then). Every route needs the
 // permission of the draft's resource type: functions read:/write:functions, triggers read:/write:triggers.
 import { can, type Permission, type Principal } from "@troupe/api/Authorization"

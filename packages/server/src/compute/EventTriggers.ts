@@ -1,4 +1,4 @@
-// Event-driven triggers (compute-and-auth.md §6, CONTRACT.md §7.1).
+// Event-driven triggers (README "Triggers").
 // - Record events reach triggers through the outbox relay's EventConsumers hook: inside the relay's transaction the
 //   consumer only inserts runs (and their trigger.fired events), so an event is handed to its triggers exactly when it
 //   is marked relayed. `record.expired` fires record_deleted. Every bulk write also writes the per-record events
@@ -9,7 +9,7 @@
 // - A run whose own write fires a trigger passes its depth on; past MAX_RUN_DEPTH the triggered run is stored
 //   already failed, which ends a function that keeps writing to its own trigger's structure.
 import type { Structure } from "@troupe/api/structures/Structure"
-import { Context, Effect, Layer, Stream } from "effect"
+import { Clock, Context, Effect, Layer, Stream } from "effect"
 import type { StoredEvent } from "../events/Outbox.ts"
 import { type EventConsumer, EventConsumers } from "../events/OutboxRelay.ts"
 import { isoString } from "../lib/rows.ts"
@@ -22,7 +22,7 @@ import { TriggerParams } from "./TriggerParams.ts"
 import { TriggerRepo } from "./TriggerRepo.ts"
 import { EVENT_TRIGGERS_TOPIC } from "./TriggerService.ts"
 
-/** The §6 trigger event each relayed event type fires. */
+/** The trigger event (underscore spelling) each relayed event type fires. */
 const triggerEventOf: Readonly<Record<string, string>> = {
   "record.created": "record_created",
   "record.updated": "record_updated",
@@ -53,7 +53,7 @@ interface Firing {
   readonly eventId?: string | undefined
 }
 
-/** The function's executionParams for a firing (compute-and-auth.md §6). */
+/** The function's executionParams for a firing. */
 const paramsOf = (f: Firing) => ({
   event: f.event,
   workspaceSlug: f.workspace,
@@ -154,7 +154,7 @@ const make = Layer.effectContext(Effect.gen(function*() {
       const events = failureEvents[failure.kind].filter((event) => keys.has(`${structure.recordSlug}\u0000${event}`))
       if (events.length === 0) return
       const listening = (yield* Effect.orDie(triggers.eventDriven([workspace]))).filter((t) => t.recordSlug === structure.recordSlug)
-      const timestamp = isoString(new Date())
+      const timestamp = isoString(new Date(yield* Clock.currentTimeMillis))
       const data = {
         error: { code: failure.error.code, message: failure.error.message, details: failure.error.details },
         input: failure.input

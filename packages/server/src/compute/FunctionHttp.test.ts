@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import * as Http from "node:http"
 import type * as Net from "node:net"
@@ -80,29 +80,29 @@ const prod = functionHttp({ allowlist: ["127.0.0.1", "localhost", "inward.test"]
 
 describe("hostAllowed", () => {
   it("matches exact names case-insensitively, ignoring the port", () => {
-    assert.isTrue(hostAllowed(["api.example.com"], "api.example.com"))
-    assert.isTrue(hostAllowed(["api.example.com"], "API.Example.COM"))
-    assert.isTrue(hostAllowed(["api.example.com"], new URL("https://api.example.com:8443/x").hostname))
-    assert.isTrue(hostAllowed(["api.example.com"], "api.example.com."))
-    assert.isFalse(hostAllowed(["api.example.com"], "example.com"))
-    assert.isFalse(hostAllowed(["api.example.com"], "api.example.com.evil.net"))
-    assert.isFalse(hostAllowed(["api.example.com"], "xapi.example.com"))
+    expect(hostAllowed(["api.example.com"], "api.example.com")).toBe(true)
+    expect(hostAllowed(["api.example.com"], "API.Example.COM")).toBe(true)
+    expect(hostAllowed(["api.example.com"], new URL("https://api.example.com:8443/x").hostname)).toBe(true)
+    expect(hostAllowed(["api.example.com"], "api.example.com.")).toBe(true)
+    expect(hostAllowed(["api.example.com"], "example.com")).toBe(false)
+    expect(hostAllowed(["api.example.com"], "api.example.com.evil.net")).toBe(false)
+    expect(hostAllowed(["api.example.com"], "xapi.example.com")).toBe(false)
   })
 
   it("a *. entry matches every subdomain but not the domain itself", () => {
-    assert.isTrue(hostAllowed(["*.example.com"], "a.example.com"))
-    assert.isTrue(hostAllowed(["*.example.com"], "a.b.EXAMPLE.com"))
-    assert.isFalse(hostAllowed(["*.example.com"], "example.com"))
-    assert.isFalse(hostAllowed(["*.example.com"], "badexample.com"))
+    expect(hostAllowed(["*.example.com"], "a.example.com")).toBe(true)
+    expect(hostAllowed(["*.example.com"], "a.b.EXAMPLE.com")).toBe(true)
+    expect(hostAllowed(["*.example.com"], "example.com")).toBe(false)
+    expect(hostAllowed(["*.example.com"], "badexample.com")).toBe(false)
   })
 
   it("IP-literal entries match IP-literal hostnames; an empty allowlist allows nothing", () => {
-    assert.isTrue(hostAllowed(["127.0.0.1"], "127.0.0.1"))
-    assert.isTrue(hostAllowed(["::1"], new URL("http://[::1]:8080/").hostname))
-    assert.isTrue(hostAllowed(["2001:db8::1"], new URL("http://[2001:0db8:0:0::1]/").hostname))
-    assert.isFalse(hostAllowed(["127.0.0.1"], "127.0.0.2"))
-    assert.isFalse(hostAllowed([], "example.com"))
-    assert.isFalse(hostAllowed([""], ""))
+    expect(hostAllowed(["127.0.0.1"], "127.0.0.1")).toBe(true)
+    expect(hostAllowed(["::1"], new URL("http://[::1]:8080/").hostname)).toBe(true)
+    expect(hostAllowed(["2001:db8::1"], new URL("http://[2001:0db8:0:0::1]/").hostname)).toBe(true)
+    expect(hostAllowed(["127.0.0.1"], "127.0.0.2")).toBe(false)
+    expect(hostAllowed([], "example.com")).toBe(false)
+    expect(hostAllowed([""], "")).toBe(false)
   })
 })
 
@@ -113,12 +113,12 @@ describe("functionHttp", () => {
       const error = yield* Effect.flip(
         functionHttp({ allowlist: ["example.com"], production: false })({ method: "GET", url: server.url("/") })
       )
-      assert.strictEqual(error.code, "HOST_NOT_ALLOWED")
-      assert.match(error.message, /127\.0\.0\.1/)
+      expect(error.code).toBe("HOST_NOT_ALLOWED")
+      expect(error.message).toMatch(/127\.0\.0\.1/)
       const nothing = functionHttp({ allowlist: [], production: false })
       const empty = yield* Effect.flip(nothing({ method: "GET", url: server.url("/") }))
-      assert.strictEqual(empty.code, "HOST_NOT_ALLOWED")
-      assert.strictEqual(server.connections(), 0)
+      expect(empty.code).toBe("HOST_NOT_ALLOWED")
+      expect(server.connections()).toBe(0)
     }))
 
   it.live("production refuses loopback literals, localhost and names resolving inward; development allows them", () =>
@@ -127,13 +127,13 @@ describe("functionHttp", () => {
       const literal = yield* Effect.flip(prod({ method: "GET", url: server.url("/") }))
       const named = yield* Effect.flip(prod({ method: "GET", url: `http://localhost:${server.port}/` }))
       const resolved = yield* Effect.flip(prod({ method: "GET", url: `http://inward.test:${server.port}/` }))
-      assert.strictEqual(literal.code, "PRIVATE_ADDRESS")
-      assert.strictEqual(named.code, "PRIVATE_ADDRESS")
-      assert.strictEqual(resolved.code, "PRIVATE_ADDRESS")
-      assert.match(resolved.message, /inward\.test resolves to a private address/)
-      assert.strictEqual(server.connections(), 0)
+      expect(literal.code).toBe("PRIVATE_ADDRESS")
+      expect(named.code).toBe("PRIVATE_ADDRESS")
+      expect(resolved.code).toBe("PRIVATE_ADDRESS")
+      expect(resolved.message).toMatch(/inward\.test resolves to a private address/)
+      expect(server.connections()).toBe(0)
       const allowed = yield* dev({ method: "GET", url: `http://localhost:${server.port}/` })
-      assert.strictEqual(allowed.body, "hi")
+      expect(allowed.body).toBe("hi")
     }))
 
   it.live("GET returns status, headers and text body; user headers are sent, forbidden ones stripped", () =>
@@ -152,21 +152,21 @@ describe("functionHttp", () => {
           Upgrade: "h2c"
         }
       })
-      assert.strictEqual(response.status, 201)
-      assert.strictEqual(response.statusText, "Made")
-      assert.strictEqual(response.headers["x-answer"], "42")
-      assert.strictEqual(response.headers["set-cookie"], "a=1, b=2")
-      assert.strictEqual(response.url, server.url("/path?q=1"))
-      assert.strictEqual(response.body, "héllo")
+      expect(response.status).toBe(201)
+      expect(response.statusText).toBe("Made")
+      expect(response.headers["x-answer"]).toBe("42")
+      expect(response.headers["set-cookie"]).toBe("a=1, b=2")
+      expect(response.url).toBe(server.url("/path?q=1"))
+      expect(response.body).toBe("héllo")
       const seen = server.seen[0]!
-      assert.strictEqual(seen.method, "GET")
-      assert.strictEqual(seen.url, "/path?q=1")
-      assert.strictEqual(seen.headers["x-custom"], "yes")
-      assert.strictEqual(seen.headers["user-agent"], "troupe-functions/1")
-      assert.strictEqual(seen.headers["host"], `127.0.0.1:${server.port}`)
-      assert.notStrictEqual(seen.headers["connection"], "close")
-      assert.isUndefined(seen.headers["proxy-authorization"])
-      assert.isUndefined(seen.headers["upgrade"])
+      expect(seen.method).toBe("GET")
+      expect(seen.url).toBe("/path?q=1")
+      expect(seen.headers["x-custom"]).toBe("yes")
+      expect(seen.headers["user-agent"]).toBe("troupe-functions/1")
+      expect(seen.headers["host"]).toBe(`127.0.0.1:${server.port}`)
+      expect(seen.headers["connection"]).not.toBe("close")
+      expect(seen.headers["proxy-authorization"]).toBeUndefined()
+      expect(seen.headers["upgrade"]).toBeUndefined()
     }))
 
   it.live("POST sends a JSON body and reads a JSON answer; the user-agent can be overridden", () =>
@@ -182,10 +182,10 @@ describe("functionHttp", () => {
         headers: { "content-type": "application/json", "user-agent": "mine/2", "content-length": "1" },
         body: payload
       })
-      assert.deepStrictEqual(JSON.parse(response.body), { echo: { name: "ünïcode", n: 1 }, type: "application/json" })
-      assert.strictEqual(response.headers["content-type"], "application/json")
-      assert.strictEqual(server.seen[0]!.headers["content-length"], String(Buffer.byteLength(payload)))
-      assert.strictEqual(server.seen[0]!.headers["user-agent"], "mine/2")
+      expect(JSON.parse(response.body)).toStrictEqual({ echo: { name: "ünïcode", n: 1 }, type: "application/json" })
+      expect(response.headers["content-type"]).toBe("application/json")
+      expect(server.seen[0]!.headers["content-length"]).toBe(String(Buffer.byteLength(payload)))
+      expect(server.seen[0]!.headers["user-agent"]).toBe("mine/2")
     }))
 
   it.live("decodes gzip answers; HEAD has an empty body", () =>
@@ -195,10 +195,10 @@ describe("functionHttp", () => {
         res.end(req.method === "HEAD" ? undefined : Zlib.gzipSync("zipped text"))
       })
       const got = yield* dev({ method: "GET", url: server.url("/"), headers: { "accept-encoding": "gzip" } })
-      assert.strictEqual(got.body, "zipped text")
+      expect(got.body).toBe("zipped text")
       const head = yield* dev({ method: "HEAD", url: server.url("/") })
-      assert.strictEqual(head.status, 200)
-      assert.strictEqual(head.body, "")
+      expect(head.status).toBe(200)
+      expect(head.body).toBe("")
     }))
 
   it.live("a same-host 303 is followed as a GET without body; 307 keeps method and body", () =>
@@ -214,12 +214,12 @@ describe("functionHttp", () => {
         headers: { "content-type": "text/plain" },
         body: "payload"
       })
-      assert.strictEqual(seeOther.status, 200)
-      assert.strictEqual(seeOther.body, "GET ")
-      assert.strictEqual(seeOther.url, server.url("/result"))
-      assert.isUndefined(server.seen[1]!.headers["content-type"])
+      expect(seeOther.status).toBe(200)
+      expect(seeOther.body).toBe("GET ")
+      expect(seeOther.url).toBe(server.url("/result"))
+      expect(server.seen[1]!.headers["content-type"]).toBeUndefined()
       const temporary = yield* dev({ method: "PUT", url: server.url("/temporary"), body: "kept" })
-      assert.strictEqual(temporary.body, "PUT kept")
+      expect(temporary.body).toBe("PUT kept")
     }))
 
   it.live("a redirect to another port of the same host is followed", () =>
@@ -227,8 +227,8 @@ describe("functionHttp", () => {
       const target = yield* serve((_req, res) => res.end("arrived"))
       const origin = yield* serve((_req, res) => res.writeHead(302, { location: target.url("/there") }).end())
       const response = yield* dev({ method: "GET", url: origin.url("/") })
-      assert.strictEqual(response.body, "arrived")
-      assert.strictEqual(response.url, target.url("/there"))
+      expect(response.body).toBe("arrived")
+      expect(response.url).toBe(target.url("/there"))
     }))
 
   it.live("a redirect to another host is not followed: the 3xx is the answer", () =>
@@ -238,31 +238,31 @@ describe("functionHttp", () => {
         else res.end("landed")
       })
       const response = yield* dev({ method: "GET", url: server.url("/away") })
-      assert.strictEqual(response.status, 302)
-      assert.strictEqual(response.headers["location"], `http://localhost:${server.port}/landed`)
-      assert.strictEqual(response.body, "moved")
-      assert.strictEqual(response.url, server.url("/away"))
-      assert.strictEqual(server.seen.length, 1)
+      expect(response.status).toBe(302)
+      expect(response.headers["location"]).toBe(`http://localhost:${server.port}/landed`)
+      expect(response.body).toBe("moved")
+      expect(response.url).toBe(server.url("/away"))
+      expect(server.seen.length).toBe(1)
     }))
 
   it.live("a redirect loop stops after 5 redirects", () =>
     Effect.gen(function*() {
       const server = yield* serve((_req, res) => res.writeHead(302, { location: "/loop" }).end())
       const error = yield* Effect.flip(dev({ method: "GET", url: server.url("/loop") }))
-      assert.strictEqual(error.code, "TOO_MANY_REDIRECTS")
-      assert.strictEqual(server.seen.length, 6)
+      expect(error.code).toBe("TOO_MANY_REDIRECTS")
+      expect(server.seen.length).toBe(6)
     }))
 
   it.live("a server that never answers times out, and the request is aborted", () =>
     Effect.gen(function*() {
       const server = yield* serve(() => {})
       const error = yield* Effect.flip(dev({ method: "GET", url: server.url("/slow"), timeoutMs: 200 }))
-      assert.strictEqual(error.code, "TIMEOUT")
-      assert.match(error.message, /timed out after 200 ms/)
+      expect(error.code).toBe("TIMEOUT")
+      expect(error.message).toMatch(/timed out after 200 ms/)
       yield* Effect.promise(server.allClosed).pipe(Effect.timeout("5 seconds"))
       const capped = functionHttp({ allowlist: ["127.0.0.1"], production: false, maxTimeoutMs: 200 })
       const cappedError = yield* Effect.flip(capped({ method: "GET", url: server.url("/slow") }))
-      assert.strictEqual(cappedError.code, "TIMEOUT")
+      expect(cappedError.code).toBe("TIMEOUT")
     }))
 
   it.live("interrupting the effect aborts the request", () =>
@@ -284,13 +284,13 @@ describe("functionHttp", () => {
         res.end()
       })
       const announced = yield* Effect.flip(dev({ method: "GET", url: server.url("/announced") }))
-      assert.strictEqual(announced.code, "RESPONSE_TOO_LARGE")
-      assert.strictEqual(announced.message, "response body exceeds 5 MiB")
+      expect(announced.code).toBe("RESPONSE_TOO_LARGE")
+      expect(announced.message).toBe("response body exceeds 5 MiB")
       const streamed = yield* Effect.flip(dev({ method: "GET", url: server.url("/streamed") }))
-      assert.strictEqual(streamed.code, "RESPONSE_TOO_LARGE")
+      expect(streamed.code).toBe("RESPONSE_TOO_LARGE")
       const small = functionHttp({ allowlist: ["127.0.0.1"], production: false, maxResponseBytes: 1024 })
       const smallError = yield* Effect.flip(small({ method: "GET", url: server.url("/streamed") }))
-      assert.strictEqual(smallError.message, "response body exceeds 1 KiB")
+      expect(smallError.message).toBe("response body exceeds 1 KiB")
     }))
 
   it.live("refuses invalid URLs, other schemes, credentials, bad methods and oversized bodies", () =>
@@ -305,7 +305,7 @@ describe("functionHttp", () => {
         { method: "GET", url: "http://127.0.0.1/", headers: { "bad header": "x" } },
         { method: "GET", url: "http://127.0.0.1/", headers: { "x-split": "a\r\nb: c" } }
       ], (request) => Effect.flip(dev(request)).pipe(Effect.map((e) => e.code)))
-      assert.deepStrictEqual(codes, [
+      expect(codes).toStrictEqual([
         "INVALID_URL",
         "INVALID_URL",
         "INVALID_URL",
@@ -320,7 +320,7 @@ describe("functionHttp", () => {
   it.live("a refused connection is a NETWORK_ERROR", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(dev({ method: "GET", url: "http://127.0.0.1:1/" }))
-      assert.strictEqual(error.code, "NETWORK_ERROR")
-      assert.match(error.message, /ECONNREFUSED/)
+      expect(error.code).toBe("NETWORK_ERROR")
+      expect(error.message).toMatch(/ECONNREFUSED/)
     }))
 })

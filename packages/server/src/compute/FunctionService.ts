@@ -1,4 +1,4 @@
-// Functions (compute-and-auth.md §4.1): create, read, list, update (every change a stored version), delete (its
+// Functions (README "Functions"): create, read, list, update (every change a stored version), delete (its
 // triggers stay and stop firing), versions, and publishing a function draft. Code is checked by the sandbox before
 // it is stored: a syntax error, module-style code or code without `run` is a 400.
 import type {

@@ -1,4 +1,4 @@
-// HTTP triggers (CONTRACT.md §7, §7.1): any method on `/workspace/{ws}/api/v1/http-triggers/{path}` (and the legacy
+// HTTP triggers (README "Triggers"): any method on `/workspace/{ws}/api/v1/http-triggers/{path}` (and the legacy
 // `/webhook/{path}`) runs the trigger whose path it is. A raw route (not HttpApi): any method, any body.
 // - Bearer token with `execute:functions`; counts against the workspace's `functions` rate class.
 // - executionParams = {method, path, headers (without authorization and cookie), query, body}; a JSON body is
@@ -9,13 +9,15 @@
 import { badRequest, notFound, unauthorized } from "@troupe/api/Errors"
 import { Effect } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { Authenticator, authenticateAndCount } from "../identity/Authenticate.ts"
+import { Authenticator } from "../identity/Authenticate.ts"
 import { flag } from "../lib/rows.ts"
 import { outcomeBody, RunWorker } from "./RunWorker.ts"
 import { RunService } from "./RunService.ts"
 import { FunctionRepo } from "./FunctionRepo.ts"
 import { TriggerRepo } from "./TriggerRepo.ts"
 import { normalizePath } from "./TriggerService.ts"
+import { bearerOf } from "../platform/EdgeInput.ts"
+import { textProblem } from "../platform/HttpEdge.ts"
 
 export const HTTP_TRIGGER_PATHS = [
   "/workspace/:workspace/api/v1/http-triggers/*",
@@ -23,11 +25,6 @@ export const HTTP_TRIGGER_PATHS = [
 ] as const
 
 const hidden = new Set(["authorization", "cookie", "proxy-authorization"])
-
-const bearerOf = (request: HttpServerRequest.HttpServerRequest) => {
-  const header = request.headers["authorization"]
-  return header !== undefined && /^bearer\s+/i.test(header) ? header.replace(/^bearer\s+/i, "").trim() : undefined
-}
 
 export const HttpTriggerRoute = HttpRouter.use((router) =>
   Effect.gen(function*() {
@@ -42,11 +39,9 @@ export const HttpTriggerRoute = HttpRouter.use((router) =>
         const params = yield* HttpRouter.params
         const workspace = params.workspace ?? ""
         const url = new URL(request.url, "http://localhost")
-        const token = bearerOf(request)
+        const token = bearerOf(request.headers.authorization)
         if (token === undefined || token === "") return yield* unauthorized("Missing bearer token")
-        const principal = yield* authenticateAndCount(token, workspace, "execute:functions", "functions").pipe(
-          Effect.provideService(Authenticator, authenticator)
-        )
+        const principal = yield* authenticator.authenticate(token, { workspace, permission: "execute:functions", rateClass: "functions" })
         const rest = url.pathname.replace(/^\/workspace\/[^/]+\/api\/v1\/(http-triggers|webhook)\/?/, "")
         let path: string
         try {
@@ -65,6 +60,9 @@ export const HttpTriggerRoute = HttpRouter.use((router) =>
         const text = request.method === "GET" || request.method === "HEAD" ? "" : yield* request.text.pipe(
           Effect.mapError(() => badRequest("The request body could not be read"))
         )
+        // a text body reaches the run's stored executionParams (jsonb): NUL and lone surrogates are refused there
+        const problem = textProblem(text)
+        if (problem !== undefined) return yield* badRequest({ message: `The request body ${problem}`, code: "VALIDATION_ERROR" })
         let body: unknown = text === "" ? null : text
         if (text !== "" && /^application\/([\w.+-]+\+)?json\b/i.test(request.headers["content-type"] ?? "")) {
           try {

@@ -3,7 +3,7 @@
 // queued runs with `FOR UPDATE SKIP LOCKED`, renew the leases of what they run, and finish runs in batches: final
 // status and the function.completed / function.failed event in one statement. A running run whose lease expired (its
 // node died) is failed as "node lost", never run again on its own.
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { appendEvents, EVENTS_CHANNEL, type OutboxEvent } from "../events/Outbox.ts"
@@ -129,7 +129,7 @@ export class RunRepo extends Context.Service<RunRepo, {
     const sql = yield* SqlClient.SqlClient
 
     /**
-     * The function.* events (CONTRACT.md §7.1) of the finished runs a `done` CTE returns, and the relay's wake-up:
+     * The function.* events of the finished runs a `done` CTE returns, and the relay's wake-up:
      * `{event, timestamp, workspace, data: {runId, functionId, triggerId, status, durationMs, executionSource, error?}}`.
      * (A data-modifying CTE runs whether or not the final SELECT reads it.)
      */
@@ -191,7 +191,7 @@ export class RunRepo extends Context.Service<RunRepo, {
         if (runs.length === 0) return []
         const rows = (yield* insertSql(rowsOf(runs, "queued", null), null)).map(runRow)
         const stored = new Set(rows.map((r) => r.id))
-        const at = new Date().toISOString()
+        const at = new Date(yield* Clock.currentTimeMillis).toISOString()
         yield* appendEvents(sql, runs.filter((r) => r.fired !== undefined && stored.has(r.id)).map((r) => firedEvent(r, at)))
         if (rows.some((r) => r.status === "queued")) yield* notifyAfterCommit(sql, RUNS_CHANNEL)
         return rows
@@ -210,7 +210,7 @@ export class RunRepo extends Context.Service<RunRepo, {
      * code and trigger params it runs with. */
     const startNow = (run: NewRun, owner: string, leaseMs: number) =>
       Effect.gen(function*() {
-        const fired = run.fired === undefined ? [] : [firedEvent(run, new Date().toISOString())]
+        const fired = run.fired === undefined ? [] : [firedEvent(run, new Date(yield* Clock.currentTimeMillis).toISOString())]
         const rows = yield* sql`WITH r AS (${insertSql(rowsOf([run], "running", owner), leaseMs)}),
           ev AS (
             INSERT INTO events (workspace, type, payload)
@@ -265,7 +265,7 @@ export class RunRepo extends Context.Service<RunRepo, {
           function_code_hash: r.functionCodeHash,
           function_version: r.functionVersion
         }))
-        const at = new Date().toISOString()
+        const at = new Date(yield* Clock.currentTimeMillis).toISOString()
         // one statement (one round trip, atomic): the final states, their function.* events, the relay's wake-up
         const rows = yield* sql`WITH done AS (
             UPDATE function_runs r SET status = v.status, result = v.result, error = v.error,
@@ -285,7 +285,7 @@ export class RunRepo extends Context.Service<RunRepo, {
 
     const failLost = (limit: number) =>
       Effect.gen(function*() {
-        const at = new Date().toISOString()
+        const at = new Date(yield* Clock.currentTimeMillis).toISOString()
         const rows = yield* sql`WITH lost AS (
             SELECT id FROM function_runs WHERE status = 'running' AND lease_expires_at < now()
             ORDER BY lease_expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED

@@ -1,10 +1,10 @@
-// Function runs seen from the API (CONTRACT.md §7, §7.1): queue a run (test executions, on-demand executes,
-// `POST /functions/{id}/execute`), read one or a page, re-run one (compute-and-auth.md §4.5) and its lineage.
+// Function runs seen from the API (README "Runs"): queue a run (test executions, on-demand executes,
+// `POST /functions/{id}/execute`), read one or a page, re-run one and its lineage.
 // New runs go through this node's RunWorker: started here at once when it has a free slot, else queued for any node.
 import type { Principal } from "@troupe/api/Authorization"
 import type { FunctionRun, JobQueued, RerunRequest } from "@troupe/api/compute/Compute"
 import { badRequest, type BadRequest, type NotFound } from "@troupe/api/Errors"
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { FunctionRepo } from "./FunctionRepo.ts"
 import { checkId, functionNotFound, isUuid, runNotFound, type RunRow, toRun } from "./model.ts"
 import { type NewRun, RunRepo } from "./RunRepo.ts"
@@ -56,8 +56,7 @@ export class RunService extends Context.Service<RunService, {
     // The system trigger's id per workspace, looked up once a minute at most (test executions ask for it every time).
     const systemIds = new Map<string, { readonly id: string | undefined; readonly until: number }>()
     const defaultTrigger = (workspace: string) =>
-      Effect.suspend(() => {
-        const now = Date.now()
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const cached = systemIds.get(workspace)
         if (cached !== undefined && cached.until > now) return Effect.succeed(cached.id === undefined ? undefined : { id: cached.id })
         return Effect.map(Effect.orDie(triggers.byName(workspace, "default-trigger")), (t) => {
@@ -135,7 +134,7 @@ export class RunService extends Context.Service<RunService, {
       return { data: rows.map(toRun), total, page, limit }
     })
 
-    // compute-and-auth.md §4.5: every failure is a 400 with the message of its row in §7.
+    // Every re-run failure is a 400 with one of the fixed messages listed in README "Runs".
     const rerun = Effect.fn("RunService.rerun")(function*(workspace: string, id: string, input: RerunRequest | null, by: Principal) {
       if (!isUuid(id)) return yield* rerunError("Invalid run ID.")
       const original = yield* Effect.orDie(repo.get(id))

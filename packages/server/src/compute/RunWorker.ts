@@ -7,7 +7,8 @@
 // - Finished runs are written in batches: whatever finished while the previous batch committed goes into one
 //   transaction with its function.* events.
 // - Leases of running runs are renewed; any node fails runs whose lease expired ("node lost"), never re-running them.
-// Each run resolves who it acts as (CONTRACT.md §7.1) when it starts: a principal revoked since it was queued fails it.
+// Each run resolves who it acts as (README "Who a run acts as") when it starts: a principal revoked since it was
+// queued fails it.
 import type { Principal } from "@troupe/api/Authorization"
 import { Context, Deferred, Duration, Effect, Fiber, Layer, Queue, Schedule } from "effect"
 import { listen } from "../events/Listen.ts"
@@ -328,7 +329,7 @@ export class RunWorker extends Context.Service<RunWorker, {
   }))
 }
 
-/** What a finished run answers to whoever waited for it: `{success, data | error, runId}` (CONTRACT.md §7). */
+/** What a finished run answers to whoever waited for it: `{success, data | error, runId}`. */
 export const outcomeBody = (run: RunRow): Record<string, unknown> => {
   if (run.status !== "completed") return { success: false, error: run.error ?? run.status, runId: run.id }
   const result = run.result

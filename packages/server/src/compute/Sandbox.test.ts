@@ -1,4 +1,4 @@
-import { assert, describe, it, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Context, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import { createHash } from "node:crypto"
 import { type BridgeAnswer, defaultLimits, type HostBridge, Sandbox, type SandboxJob } from "./Sandbox.ts"
@@ -70,54 +70,54 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
         const a = yield* exec(
           "async function run(exec, trig) { return { exec, trig, same: exec === executionParams } }"
         )
-        assert.strictEqual(a.status, "completed")
-        assert.deepStrictEqual(a.result, {
+        expect(a.status).toBe("completed")
+        expect(a.result).toStrictEqual({
           exec: { user: { id: "u1", roles: ["admin"] } },
           trig: { source: "test" },
           same: true
         })
-        assert.isNull(a.error)
+        expect(a.error).toBeNull()
         const b = yield* exec("async function run() {}")
-        assert.strictEqual(b.status, "completed")
-        assert.isNull(b.result)
+        expect(b.status).toBe("completed")
+        expect(b.result).toBeNull()
         const c = yield* exec("const run = async () => [1, 'two', null]")
-        assert.deepStrictEqual(c.result, [1, "two", null])
+        expect(c.result).toStrictEqual([1, "two", null])
         const d = yield* exec("function run() { return 42 }")
-        assert.strictEqual(d.result, 42)
+        expect(d.result).toBe(42)
       }))
 
     it.effect("a thrown error fails the run with name, message and the user frame; {success:false} completes", () =>
       Effect.gen(function*() {
         const thrown = yield* exec("async function run() {\n  await null\n  throw new TypeError('boom')\n}")
-        assert.strictEqual(thrown.status, "failed")
-        assert.isTrue(thrown.error!.startsWith("TypeError: boom"), thrown.error!)
-        assert.include(thrown.error!, "function.js:3")
-        assert.isNull(thrown.result)
+        expect(thrown.status).toBe("failed")
+        expect(thrown.error!.startsWith("TypeError: boom"), thrown.error!).toBe(true)
+        expect(thrown.error!).toContain("function.js:3")
+        expect(thrown.result).toBeNull()
         const soft = yield* exec("async function run() { return { success: false, error: 'nope' } }")
-        assert.strictEqual(soft.status, "completed")
-        assert.deepStrictEqual(soft.result, { success: false, error: "nope" })
+        expect(soft.status).toBe("completed")
+        expect(soft.result).toStrictEqual({ success: false, error: "nope" })
         const top = yield* exec("throw new Error('at load')\nasync function run() {}")
-        assert.strictEqual(top.status, "failed")
-        assert.include(top.error!, "at load")
+        expect(top.status).toBe("failed")
+        expect(top.error!).toContain("at load")
         const syntax = yield* exec("async function run() {\n  return 1 +\n}")
-        assert.strictEqual(syntax.status, "failed")
-        assert.isTrue(syntax.error!.startsWith("SyntaxError: Unexpected token '}'"), syntax.error!)
+        expect(syntax.status).toBe("failed")
+        expect(syntax.error!.startsWith("SyntaxError: Unexpected token '}'"), syntax.error!).toBe(true)
         const none = yield* exec("async function handler() { return 1 }")
-        assert.strictEqual(none.status, "failed")
-        assert.include(none.error!, "run")
+        expect(none.status).toBe("failed")
+        expect(none.error!).toContain("run")
       }))
 
     it.effect("huge and unserialisable results fail with a clear message", () =>
       Effect.gen(function*() {
         const huge = yield* exec("async function run() { return 'x'.repeat(2 * 1024 * 1024) }")
-        assert.strictEqual(huge.status, "failed")
-        assert.include(huge.error!, "Result exceeds the limit of 1048576 bytes")
+        expect(huge.status).toBe("failed")
+        expect(huge.error!).toContain("Result exceeds the limit of 1048576 bytes")
         const cycle = yield* exec("async function run() { const a = {}; a.a = a; return a }")
-        assert.strictEqual(cycle.status, "failed")
-        assert.include(cycle.error!, "Result is not serialisable to JSON")
+        expect(cycle.status).toBe("failed")
+        expect(cycle.error!).toContain("Result is not serialisable to JSON")
         const big = yield* exec("async function run() { return { n: 1n } }")
-        assert.strictEqual(big.status, "failed")
-        assert.include(big.error!, "BigInt")
+        expect(big.status).toBe("failed")
+        expect(big.error!).toContain("BigInt")
       }))
   })
 
@@ -144,8 +144,8 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
             fetchRecord: () => ({ ok: false, error: { message: "not found", code: "NOT_FOUND" } })
           }).bridge
         })
-        assert.strictEqual(out.status, "completed", out.error ?? "")
-        assert.deepStrictEqual(out.result, {
+        expect(out.status, out.error ?? "").toBe("completed")
+        expect(out.result).toStrictEqual({
           viaGlobal: "undefined",
           viaThis: "undefined",
           viaLog: true,
@@ -169,13 +169,13 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           api.lodash.merge({}, { get a() { return probe() } })
           return found
         }`)
-        assert.strictEqual(out.status, "completed", out.error ?? "")
+        expect(out.status, out.error ?? "").toBe("completed")
         const found = out.result as Array<{ caller: string | null; sites: Array<[string, string]> }>
-        assert.strictEqual(found.length, 3)
-        assert.deepStrictEqual(found.map((f) => f.caller), [null, null, "get a"]) // a native or strict caller is hidden
+        expect(found.length).toBe(3)
+        expect(found.map((f) => f.caller)).toStrictEqual([null, null, "get a"]) // a native or strict caller is hidden
         const exposed = found.flatMap((f) => f.sites.filter(([, type]) => type === "function").map(([name]) => name))
-        assert.deepStrictEqual([...new Set(exposed)].sort(), ["get a", "probe"])
-        assert.include(found[0]!.sites.map(([name]) => name), "callHost", "the bootstrap frames were on the stack")
+        expect([...new Set(exposed)].sort()).toStrictEqual(["get a", "probe"])
+        expect(found[0]!.sites.map(([name]) => name), "the bootstrap frames were on the stack").toContain("callHost")
       }))
 
     it.effect("globals expose nothing of isolated-vm, timers or console; api has exactly its methods", () =>
@@ -189,15 +189,15 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           }
         }`)
         const result = out.result as { globals: Array<string>; api: Array<string>; missing: Array<string> }
-        assert.deepStrictEqual(result.missing, [])
+        expect(result.missing).toStrictEqual([])
         // Plain ECMAScript (a new global here deserves a look) plus the contract's own names.
-        assert.deepStrictEqual(result.globals.filter((name) => !ECMASCRIPT_GLOBALS.has(name)).sort(), [
+        expect(result.globals.filter((name) => !ECMASCRIPT_GLOBALS.has(name)).sort()).toStrictEqual([
           "api",
           "executionParams",
           "run",
           "triggerParams"
         ])
-        assert.deepStrictEqual(result.api, [
+        expect(result.api).toStrictEqual([
           "aggregateRecords",
           "createRecord",
           "decrementField",
@@ -243,12 +243,12 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           const { id, roles } = executionParams.user
           return { threw, id, roles, frozen: Object.isFrozen(api.lodash) }
         }`)
-        assert.strictEqual(out.status, "completed", out.error ?? "")
+        expect(out.status, out.error ?? "").toBe("completed")
         const r = out.result as { threw: Record<string, unknown>; id: string; roles: Array<string>; frozen: boolean }
-        for (const [k, v] of Object.entries(r.threw)) assert.strictEqual(v, "TypeError", k)
-        assert.strictEqual(r.id, "u1")
-        assert.deepStrictEqual(r.roles, ["admin"])
-        assert.isTrue(r.frozen)
+        for (const [k, v] of Object.entries(r.threw)) expect(v, k).toBe("TypeError")
+        expect(r.id).toBe("u1")
+        expect(r.roles).toStrictEqual(["admin"])
+        expect(r.frozen).toBe(true)
       }))
 
     it.effect("prototype pollution in one run does not reach the next run on the same isolate", () =>
@@ -260,14 +260,14 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           globalThis.leftover = 1
           return 1
         }`, ws)
-        assert.strictEqual(first.status, "completed", first.error ?? "")
+        expect(first.status, first.error ?? "").toBe("completed")
         const created = (yield* sandbox.stats).created
         const second = yield* exec(`async function run() {
           const a = []; a.push(1)
           return { polluted: ({}).polluted ?? null, leftover: typeof leftover, json: JSON.stringify({ a }) }
         }`, ws)
-        assert.deepStrictEqual(second.result, { polluted: null, leftover: "undefined", json: "{\"a\":[1]}" })
-        assert.strictEqual((yield* sandbox.stats).created, created, "the same isolate ran both")
+        expect(second.result).toStrictEqual({ polluted: null, leftover: "undefined", json: "{\"a\":[1]}" })
+        expect((yield* sandbox.stats).created, "the same isolate ran both").toBe(created)
       }))
   })
 
@@ -288,9 +288,9 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
         Effect.gen(function*() {
           const bridge = name === "never-settling host call" ? stuck : recordingBridge().bridge
           const out = yield* exec(code, { bridge, workspace: "spin" })
-          assert.strictEqual(out.status, "timed_out", out.error ?? "")
-          assert.strictEqual(out.error, timedOut)
-          assert.isNull(out.result)
+          expect(out.status, out.error ?? "").toBe("timed_out")
+          expect(out.error).toBe(timedOut)
+          expect(out.result).toBeNull()
         }))
     }
 
@@ -302,17 +302,17 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
         const out = yield* exec("async function run() { await null; for (;;) {} }").pipe(
           Effect.tap(() => Effect.sync(() => (endedAt = performance.now())))
         )
-        assert.strictEqual(out.status, "timed_out")
-        assert.isAbove(firedAt, 0)
-        assert.isBelow(firedAt, endedAt, "the host timer fired while the isolate was spinning")
+        expect(out.status).toBe("timed_out")
+        expect(firedAt).toBeGreaterThan(0)
+        expect(firedAt, "the host timer fired while the isolate was spinning").toBeLessThan(endedAt)
         const next = yield* exec("async function run() { return 'alive' }")
-        assert.strictEqual(next.result, "alive")
+        expect(next.result).toBe("alive")
       }))
 
     it.effect("a job's timeoutMs overrides the limit", () =>
       Effect.gen(function*() {
         const out = yield* exec("async function run() { for (;;) await null }", { timeoutMs: 100 })
-        assert.strictEqual(out.error, "Function timed out after 100 ms")
+        expect(out.error).toBe("Function timed out after 100 ms")
       }))
 
     it.effect("interrupting execute disposes the run's isolate", () =>
@@ -327,8 +327,8 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
         yield* Fiber.interrupt(fiber)
         yield* wait(20)
         const after = yield* sandbox.stats
-        assert.strictEqual(after.isolates, during.isolates - 1)
-        assert.strictEqual(after.busy, 0)
+        expect(after.isolates).toBe(during.isolates - 1)
+        expect(after.busy).toBe(0)
       }))
   })
 
@@ -347,12 +347,12 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           const created = (yield* sandbox.stats).created
           // a generous clock: on a loaded machine filling the heap may take longer than the default limit
           const out = yield* exec(code, { workspace: "bomb", timeoutMs: 20_000 })
-          assert.strictEqual(out.status, "failed")
-          if (name === "one huge string") assert.include(out.error!, "RangeError: Invalid string length")
-          else assert.strictEqual(out.error, outOfMemory)
+          expect(out.status).toBe("failed")
+          if (name === "one huge string") expect(out.error!).toContain("RangeError: Invalid string length")
+          else expect(out.error).toBe(outOfMemory)
           const next = yield* exec("async function run() { return 'fine' }", { workspace: "bomb" })
-          assert.strictEqual(next.result, "fine")
-          if (name !== "one huge string") assert.isAbove((yield* sandbox.stats).created, created)
+          expect(next.result).toBe("fine")
+          if (name !== "one huge string") expect((yield* sandbox.stats).created).toBeGreaterThan(created)
         }))
     }
   })
@@ -364,34 +364,34 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           api.log("hello", { a: 1 }, [2], 3)
           api.log.info("i"); api.log.warn("w"); api.log.error(new Error("e")); api.log.debug(null)
         }`)
-        assert.deepStrictEqual(out.logs.map((l) => [l.level, l.message]), [
+        expect(out.logs.map((l) => [l.level, l.message])).toStrictEqual([
           ["info", "hello {\"a\":1} [2] 3"],
           ["info", "i"],
           ["warn", "w"],
           ["error", "Error: e"],
           ["debug", "null"]
         ])
-        assert.isFalse(out.logsTruncated)
-        assert.isFalse(Number.isNaN(Date.parse(out.logs[0]!.at)))
+        expect(out.logsTruncated).toBe(false)
+        expect(Number.isNaN(Date.parse(out.logs[0]!.at))).toBe(false)
       }))
 
     it.effect("a huge entry is cut, many entries are dropped and counted", () =>
       Effect.gen(function*() {
         const huge = yield* exec("async function run() { api.log('é'.repeat(100000)) }")
-        assert.strictEqual(huge.logs.length, 1)
-        assert.isTrue(huge.logs[0]!.message.endsWith("…[truncated]"))
-        assert.isAtMost(Buffer.byteLength(huge.logs[0]!.message), 8192)
-        assert.isTrue(huge.logsTruncated)
+        expect(huge.logs.length).toBe(1)
+        expect(huge.logs[0]!.message.endsWith("…[truncated]")).toBe(true)
+        expect(Buffer.byteLength(huge.logs[0]!.message)).toBeLessThanOrEqual(8192)
+        expect(huge.logsTruncated).toBe(true)
         const many = yield* exec("async function run() { for (let i = 0; i < 1500; i++) api.log.info('line ' + i) }")
-        assert.strictEqual(many.logs.length, 1001)
-        assert.strictEqual(many.logs[1000]!.message, "500 log entries dropped")
-        assert.isTrue(many.logsTruncated)
+        expect(many.logs.length).toBe(1001)
+        expect(many.logs[1000]!.message).toBe("500 log entries dropped")
+        expect(many.logsTruncated).toBe(true)
         const bytes = yield* exec("async function run() { for (let i = 0; i < 100; i++) api.log('x'.repeat(8000)) }")
         const kept = bytes.logs.length - 1
-        assert.strictEqual(kept, Math.floor(limits.maxLogBytes / 8000))
-        assert.strictEqual(bytes.logs[kept]!.message, `${100 - kept} log entries dropped`)
+        expect(kept).toBe(Math.floor(limits.maxLogBytes / 8000))
+        expect(bytes.logs[kept]!.message).toBe(`${100 - kept} log entries dropped`)
         const failing = yield* exec("async function run() { api.log('before'); throw new Error('x') }")
-        assert.strictEqual(failing.logs[0]!.message, "before")
+        expect(failing.logs[0]!.message).toBe("before")
       }))
   })
 
@@ -410,13 +410,13 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           await api.invokeTrigger("other", { x: 1 })
           return { created, n: list.length, one }
         }`, { bridge })
-        assert.strictEqual(out.status, "completed", out.error ?? "")
-        assert.deepStrictEqual(out.result, {
+        expect(out.status, out.error ?? "").toBe("completed")
+        expect(out.result).toStrictEqual({
           created: { id: "r1", data: { title: "t", at: "1970-01-01T00:00:00.000Z" } },
           n: 2,
           one: { method: "fetchRecord", args: ["r1"] }
         })
-        assert.deepStrictEqual(calls.map((c) => c.method), [
+        expect(calls.map((c) => c.method)).toStrictEqual([
           "createRecord",
           "queryRecords",
           "fetchRecord",
@@ -424,8 +424,8 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           "incrementField",
           "invokeTrigger"
         ])
-        assert.deepStrictEqual(calls[3]!.args, ["r1", true])
-        assert.deepStrictEqual(calls[5]!.args, ["other", { x: 1 }])
+        expect(calls[3]!.args).toStrictEqual(["r1", true])
+        expect(calls[5]!.args).toStrictEqual(["other", { x: 1 }])
       }))
 
     it.effect("a bridge error surfaces as an Error with message, code, statusCode and details", () =>
@@ -442,7 +442,7 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
             return { isError: e instanceof Error, message, code, statusCode, details }
           }
         }`, { bridge })
-        assert.deepStrictEqual(out.result, {
+        expect(out.result).toStrictEqual({
           isError: true,
           message: "version conflict",
           code: "CONFLICT",
@@ -451,8 +451,8 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
         })
         const rejecting: HostBridge = { call: () => Promise.reject(new Error("database down")) }
         const down = yield* exec("async function run() { await api.fetchRecord('x') }", { bridge: rejecting })
-        assert.strictEqual(down.status, "failed")
-        assert.isTrue(down.error!.startsWith("Error: database down"))
+        expect(down.status).toBe("failed")
+        expect(down.error!.startsWith("Error: database down")).toBe(true)
       }))
 
     it.effect("arguments over maxCallBytes or not JSON are refused inside the isolate", () =>
@@ -465,9 +465,9 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           return errors
         }`, { bridge })
         const errors = out.result as Array<string>
-        assert.include(errors[0], "arguments exceed 65536 bytes")
-        assert.include(errors[1], "arguments are not JSON")
-        assert.strictEqual(calls.length, 0)
+        expect(errors[0]).toContain("arguments exceed 65536 bytes")
+        expect(errors[1]).toContain("arguments are not JSON")
+        expect(calls.length).toBe(0)
       }))
 
     it.effect("http helpers and fetch go through method http with one request object", () =>
@@ -498,19 +498,19 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
             fetch: [res.ok, res.status, res.url, res.headers.get("content-type"), res.headers.get("nope"),
               await res.text(), (await res.json()).echo, Object.isFrozen(res)] }
         }`, { bridge })
-        assert.strictEqual(out.status, "completed", out.error ?? "")
+        expect(out.status, out.error ?? "").toBe("completed")
         const r = out.result as Record<string, unknown>
-        assert.deepStrictEqual(r.get, {
+        expect(r.get).toStrictEqual({
           status: 200,
           statusText: "OK",
           ok: true,
           headers: { "Content-Type": "application/json" },
           data: { echo: "GET" }
         })
-        assert.strictEqual(r.text, "plain text")
-        assert.deepStrictEqual(r.post, { echo: "POST" })
-        assert.deepStrictEqual(r.del, [404, false])
-        assert.deepStrictEqual(r.fetch, [
+        expect(r.text).toBe("plain text")
+        expect(r.post).toStrictEqual({ echo: "POST" })
+        expect(r.del).toStrictEqual([404, false])
+        expect(r.fetch).toStrictEqual([
           true,
           200,
           "https://x.test/e",
@@ -520,20 +520,20 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           "PATCH",
           true
         ])
-        assert.isTrue(calls.every((c) => c.method === "http" && c.args.length === 1))
-        assert.deepStrictEqual(calls[0]!.args[0], {
+        expect(calls.every((c) => c.method === "http" && c.args.length === 1)).toBe(true)
+        expect(calls[0]!.args[0]).toStrictEqual({
           method: "GET",
           url: "https://x.test/a",
           headers: { "X-A": "1" },
           timeoutMs: 500
         })
-        assert.deepStrictEqual(calls[2]!.args[0], {
+        expect(calls[2]!.args[0]).toStrictEqual({
           method: "POST",
           url: "https://x.test/b",
           headers: { "content-type": "application/json" },
           body: "{\"a\":1}"
         })
-        assert.deepStrictEqual(calls[3]!.args[0], {
+        expect(calls[3]!.args[0]).toStrictEqual({
           method: "PUT",
           url: "https://x.test/c",
           headers: { "content-type": "text/plain" },
@@ -562,7 +562,7 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
             invalid
           ]
         }`)
-        assert.deepStrictEqual(out.result, [
+        expect(out.result).toStrictEqual([
           "2024 24 January Jan 01 1 05 5 Friday Fri",
           "15 15 03 3 04 4 09 9 007 PM pm +00:00 +0000",
           "YYYY is 2024",
@@ -591,19 +591,19 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
             fromParams, paramsUntouched: executionParams.user.id, newObject: fromParams !== executionParams
           }
         }`)
-        assert.strictEqual(out.status, "completed", out.error ?? "")
+        expect(out.status, out.error ?? "").toBe("completed")
         const r = out.result as Record<string, unknown>
         const [u1, u2] = r.uuids as [string, string]
-        assert.match(u1, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
-        assert.notStrictEqual(u1, u2)
-        assert.deepStrictEqual(r.chunk, [[[1, 2], [3, 4], [5]], [], [[1], [2], [3]]])
-        assert.deepStrictEqual(r.flatten, [1, 2, [3, [4]], 5])
-        assert.deepStrictEqual(r.uniq, [2, 1, null, "2"]) // NaN is kept once (SameValueZero), JSON writes null
-        assert.deepStrictEqual(r.merged, { a: { x: 2, keep: true, y: 3 }, list: [9, 2], b: 1 })
-        assert.isTrue(r.same)
-        assert.deepStrictEqual(r.fromParams, { user: { id: "u2", roles: ["admin"] }, extra: 1 })
-        assert.strictEqual(r.paramsUntouched, "u1")
-        assert.isTrue(r.newObject)
+        expect(u1).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+        expect(u1).not.toBe(u2)
+        expect(r.chunk).toStrictEqual([[[1, 2], [3, 4], [5]], [], [[1], [2], [3]]])
+        expect(r.flatten).toStrictEqual([1, 2, [3, [4]], 5])
+        expect(r.uniq).toStrictEqual([2, 1, null, "2"]) // NaN is kept once (SameValueZero), JSON writes null
+        expect(r.merged).toStrictEqual({ a: { x: 2, keep: true, y: 3 }, list: [9, 2], b: 1 })
+        expect(r.same).toBe(true)
+        expect(r.fromParams).toStrictEqual({ user: { id: "u2", roles: ["admin"] }, extra: 1 })
+        expect(r.paramsUntouched).toBe("u1")
+        expect(r.newObject).toBe(true)
       }))
 
     it.effect("math: arithmetic, division by zero, random range, evaluate with the expression language", () =>
@@ -622,7 +622,7 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
             randomOk: randoms.every((x) => x >= 5 && x < 7) && units.every((x) => x >= 0 && x < 1)
           }
         }`)
-        assert.deepStrictEqual(out.result, {
+        expect(out.result).toStrictEqual({
           ops: [5, -1, 6, 1.5],
           evaluate: [14, "ab", 2.5],
           errors: ["Division by zero", true],
@@ -640,12 +640,12 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           ws
         )
         const idle = yield* exec("async function run() { return 1 }", ws)
-        assert.strictEqual(busy.status, "completed")
-        assert.isAbove(busy.cpuUsageSeconds, 0)
-        assert.isBelow(idle.cpuUsageSeconds, busy.cpuUsageSeconds)
-        assert.isAbove(idle.memoryUsageBytes, 0)
-        assert.isBelow(idle.memoryUsageBytes, MEMORY_MB * 1024 * 1024)
-        assert.isAbove(busy.durationMs, 0)
+        expect(busy.status).toBe("completed")
+        expect(busy.cpuUsageSeconds).toBeGreaterThan(0)
+        expect(idle.cpuUsageSeconds).toBeLessThan(busy.cpuUsageSeconds)
+        expect(idle.memoryUsageBytes).toBeGreaterThan(0)
+        expect(idle.memoryUsageBytes).toBeLessThan(MEMORY_MB * 1024 * 1024)
+        expect(busy.durationMs).toBeGreaterThan(0)
       }))
   })
 })
@@ -659,22 +659,22 @@ describe("Sandbox pool", () => {
       const runIn = (workspace: string) => exec("async function run() { return 1 }", { workspace })
       yield* runIn("a")
       yield* runIn("a")
-      assert.deepStrictEqual(yield* sandbox.stats, { isolates: 1, busy: 0, idle: 1, created: 1 })
+      expect(yield* sandbox.stats).toStrictEqual({ isolates: 1, busy: 0, idle: 1, created: 1 })
       yield* runIn("b")
-      assert.deepStrictEqual(yield* sandbox.stats, { isolates: 2, busy: 0, idle: 2, created: 2 })
+      expect(yield* sandbox.stats).toStrictEqual({ isolates: 2, busy: 0, idle: 2, created: 2 })
       yield* runIn("c") // at the cap of 2: evicts a's isolate
-      assert.deepStrictEqual(yield* sandbox.stats, { isolates: 2, busy: 0, idle: 2, created: 3 })
+      expect(yield* sandbox.stats).toStrictEqual({ isolates: 2, busy: 0, idle: 2, created: 3 })
       yield* runIn("b") // b's isolate survived
-      assert.strictEqual((yield* sandbox.stats).created, 3)
+      expect((yield* sandbox.stats).created).toBe(3)
       yield* runIn("a") // a's was evicted
-      assert.strictEqual((yield* sandbox.stats).created, 4)
+      expect((yield* sandbox.stats).created).toBe(4)
     }).pipe(Effect.provide(Sandbox.layer(small))))
 
   it.live("recycles an isolate after maxRunsPerIsolate runs", () =>
     Effect.gen(function*() {
       const sandbox = yield* Sandbox
       for (let i = 0; i < 5; i++) yield* exec("async function run() { return 1 }")
-      assert.strictEqual((yield* sandbox.stats).created, 3)
+      expect((yield* sandbox.stats).created).toBe(3)
     }).pipe(Effect.provide(Sandbox.layer(defaultLimits({ ...small, maxRunsPerIsolate: 2 })))))
 
   it.live("at most `concurrency` runs at once; nested runs skip the semaphore", () =>
@@ -703,16 +703,16 @@ describe("Sandbox pool", () => {
       const fibers = yield* Effect.forEach([1, 2, 3, 4], (i) =>
         Effect.forkChild(exec(code, { bridge, workspace: `w${i}` })))
       yield* wait(300)
-      assert.strictEqual(inside, 2)
+      expect(inside).toBe(2)
       const nested = yield* Effect.forkChild(exec(code, { bridge, nested: true }))
       yield* wait(200)
-      assert.strictEqual(inside, 3, "the nested run entered although both slots are taken")
+      expect(inside, "the nested run entered although both slots are taken").toBe(3)
       // from here on calls answer at once: the runs still waiting for a slot finish whenever they get one
       open = true
       waiting.splice(0).forEach((release) => release())
       const outcomes = yield* Effect.forEach([...fibers, nested], Fiber.join)
-      assert.isTrue(outcomes.every((o) => o.result === "done"))
-      assert.strictEqual(most, 3)
+      expect(outcomes.every((o) => o.result === "done")).toBe(true)
+      expect(most).toBe(3)
     }).pipe(Effect.provide(Sandbox.layer(defaultLimits({ ...small, concurrency: 2, nodeMemoryMb: MEMORY_MB * 8 })))))
 
   it.live("closing the layer disposes every isolate; later runs fail cleanly", () =>
@@ -720,47 +720,47 @@ describe("Sandbox pool", () => {
       const scope = yield* Scope.make()
       const sandbox = Context.get(yield* Layer.buildWithScope(Sandbox.layer(small), scope), Sandbox)
       yield* sandbox.execute(job("async function run() { return 1 }"))
-      assert.strictEqual((yield* sandbox.stats).isolates, 1)
+      expect((yield* sandbox.stats).isolates).toBe(1)
       yield* Scope.close(scope, Exit.void)
-      assert.strictEqual((yield* sandbox.stats).isolates, 0)
+      expect((yield* sandbox.stats).isolates).toBe(0)
       const after = yield* sandbox.execute(job("async function run() { return 1 }"))
-      assert.strictEqual(after.status, "failed")
-      assert.strictEqual(after.error, "Sandbox is shut down")
+      expect(after.status).toBe("failed")
+      expect(after.error).toBe("Sandbox is shut down")
     }))
 })
 
 describe("Sandbox.check", () => {
   it("accepts the supported shapes of run", () => {
-    assert.isUndefined(check("async function run(exec, trig) { return 1 }"))
-    assert.isUndefined(check("function run() {}"))
-    assert.isUndefined(check("const run = async () => ({ import: 1 })"))
-    assert.isUndefined(check("let run = function () {}"))
+    expect(check("async function run(exec, trig) { return 1 }")).toBeUndefined()
+    expect(check("function run() {}")).toBeUndefined()
+    expect(check("const run = async () => ({ import: 1 })")).toBeUndefined()
+    expect(check("let run = function () {}")).toBeUndefined()
     // words inside strings, templates, regexes and comments do not count
-    assert.isUndefined(check([
+    expect(check([
       "// module.exports = x",
       "/* import x from 'y' */",
       "const s = 'exports.handler' + \"import('x')\" + `module.exports ${1 + 1} import`",
       "const r = /import\\(/",
       "async function run() { return api.import ?? s.length / 2 }"
-    ].join("\n")))
+    ].join("\n"))).toBeUndefined()
   })
 
   it("reports syntax errors with their line", () => {
-    assert.strictEqual(check("async function run() {\n  return 1 +\n}"), "SyntaxError: Unexpected token '}' (line 3)")
+    expect(check("async function run() {\n  return 1 +\n}")).toBe("SyntaxError: Unexpected token '}' (line 3)")
   })
 
   it("refuses module syntax", () => {
     const message =
       "Functions define `async function run()`; module.exports / exports.handler / import are not supported"
-    assert.strictEqual(check("module.exports = async () => 1"), message)
-    assert.strictEqual(check("exports.handler = async function () {}"), message)
-    assert.strictEqual(check("import x from 'y'\nasync function run() {}"), message)
-    assert.strictEqual(check("async function run() { const m = await import('fs') }"), message)
-    assert.strictEqual(check("async function run() { return import.meta }"), message)
+    expect(check("module.exports = async () => 1")).toBe(message)
+    expect(check("exports.handler = async function () {}")).toBe(message)
+    expect(check("import x from 'y'\nasync function run() {}")).toBe(message)
+    expect(check("async function run() { const m = await import('fs') }")).toBe(message)
+    expect(check("async function run() { return import.meta }")).toBe(message)
   })
 
   it("refuses code without run", () => {
-    assert.include(check("async function handler() {}")!, "async function run()")
-    assert.include(check("const runner = 1")!, "async function run()")
+    expect(check("async function handler() {}")!).toContain("async function run()")
+    expect(check("const runner = 1")!).toContain("async function run()")
   })
 })

@@ -1,4 +1,4 @@
-// Scheduled triggers (compute-and-auth.md §2.2, §3; CONTRACT.md §7.1): a cluster singleton (one node at a time; the
+// Scheduled triggers (README "Triggers"): a cluster singleton (one node at a time; the
 // next takes over when it dies) keeps the due times of every active scheduled trigger in memory and sleeps until the
 // earliest. A tick is one transaction: a compare-and-set of the trigger's `next_run_at` from the due time to the next
 // one (effect/Cron for cron, with the trigger's time zone; missed ticks collapse into one run) plus the run insert,

@@ -1,4 +1,4 @@
-// Encrypted trigger params (compute-and-auth.md §2.2): a value written `{value, encrypt: true}` is stored AES-256-GCM
+// Encrypted trigger params (README "Triggers"): a value written `{value, encrypt: true}` is stored AES-256-GCM
 // encrypted and shown as `{value: <ciphertext>, encrypted: true, keyVersion: <n>}`; the plaintext never leaves the
 // server except into the function that runs. `keyVersion` numbers the encryption keys in the order they were first
 // used here (table encryption_key_versions), since the key ring itself names keys by a hash.

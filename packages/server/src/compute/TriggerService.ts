@@ -1,8 +1,9 @@
-// Triggers (compute-and-auth.md §2.2, §4.3; CONTRACT.md §7.1): create, read, list, update (every change a stored
+// Triggers (README "Triggers"): create, read, list, update (every change a stored
 // version; executionType never changes), delete (runs stay), pause/resume (scheduled only), execute (on-demand
 // only) and publishing a trigger draft. `default-trigger` is the system trigger: readable, never changed.
 // Metadata is validated per execution type and stored normalised: `webhook` becomes `http-trigger`, HTTP paths lose
-// their slashes at both ends, event names take their §6 spelling, schedules get their type and time zone filled in.
+// their slashes at both ends, event names take underscores (`record.created` becomes `record_created`), schedules
+// get their type and time zone filled in.
 import type { Principal } from "@troupe/api/Authorization"
 import type { JobQueued, Trigger, TriggerCreate, TriggerUpdate } from "@troupe/api/compute/Compute"
 import { TriggerCreate as TriggerCreateSchema } from "@troupe/api/compute/Compute"
@@ -37,7 +38,7 @@ export const SCHEDULE_TOPIC = "triggers.schedule"
 /** Notifier topic: event-driven triggers of a workspace changed (payload: workspace). */
 export const EVENT_TRIGGERS_TOPIC = "triggers.events"
 
-/** §6 event names a trigger may subscribe to; both spellings of the create failure are accepted. */
+/** Event names a trigger may subscribe to (underscore spelling); both spellings of the create failure are accepted. */
 export const TriggerEvents = [
   "record_created",
   "record_updated",

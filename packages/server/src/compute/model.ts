@@ -14,7 +14,7 @@ import { badRequest, type BadRequest, conflict, type ErrorDetail, notFound } fro
 import { Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { iso, isoOrNull, json, num } from "../lib/rows.ts"
-import { isUuid } from "../records/model.ts"
+import { isUuid } from "../query/RecordRow.ts"
 
 export { isUuid }
 
@@ -40,7 +40,7 @@ export const invalid = (field: string, message: string): BadRequest =>
 export const invalidAll = (problems: ReadonlyArray<ErrorDetail>): BadRequest =>
   badRequest({ message: problems.map((p) => `${p.field}: ${p.message}`).join("; "), code: "VALIDATION_ERROR", details: problems })
 
-/** A path id that is no UUID is a 400 (compute-and-auth.md §7: invalid id format). */
+/** A path id that is no UUID is a 400 (invalid id format), an unknown one a 404. */
 export const checkId = (kind: string, id: string): Effect.Effect<void, BadRequest> =>
   isUuid(id) ? Effect.void : Effect.fail(badRequest({ message: `Invalid ${kind} ID: ${id.slice(0, 64)}`, code: "INVALID_ID" }))
 
@@ -195,7 +195,7 @@ export const toDraft = (r: any): Draft => ({
 
 // ------------------------------------------------------------------------------------------------ runs
 
-/** Who a run acts as (CONTRACT.md §7.1), resolved again when it runs. */
+/** Who a run acts as (README "Who a run acts as"), resolved again when it runs. */
 export interface ActingAs {
   readonly kind: "user" | "service"
   readonly id: string

@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { bundleConsole } from "./ConsoleBundle.ts"
 
@@ -11,15 +11,15 @@ describe("bundleConsole", () => {
       const names = [...bundle.assets.keys()]
       const main = names.find((n) => /^main-\w+\.js$/.test(n))
       const style = names.find((n) => /^main-\w+\.css$/.test(n))
-      assert.isDefined(main)
-      assert.isDefined(style)
+      expect(main).toBeDefined()
+      expect(style).toBeDefined()
       const html = text(bundle.index.body)
-      assert.include(html, `src="/console/assets/${main}"`)
-      assert.include(html, `href="/console/assets/${style}"`)
+      expect(html).toContain(`src="/console/assets/${main}"`)
+      expect(html).toContain(`href="/console/assets/${style}"`)
       // the editor (most of the bytes) loads with the first code editor, not with the page
       const mainJs = text(bundle.assets.get(main!)!.body)
-      assert.notInclude(mainJs, "cm-scroller")
-      assert.isTrue(names.some((n) => n.startsWith("chunk-") && text(bundle.assets.get(n)!.body).includes("cm-scroller")))
-      for (const asset of bundle.assets.values()) assert.isBelow(asset.gzip.length, asset.body.length)
+      expect(mainJs).not.toContain("cm-scroller")
+      expect(names.some((n) => n.startsWith("chunk-") && text(bundle.assets.get(n)!.body).includes("cm-scroller"))).toBe(true)
+      for (const asset of bundle.assets.values()) expect(asset.gzip.length).toBeLessThan(asset.body.length)
     }), 30_000)
 })

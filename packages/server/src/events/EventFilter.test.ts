@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
 import { compileMatcher, eventSelected, likeMatch, validateEvents, validateFilters } from "./EventFilter.ts"
 import type { StoredEvent } from "./Outbox.ts"
@@ -21,43 +21,43 @@ const event = (over: Partial<StoredEvent> & { data?: Record<string, unknown> } =
 
 describe("eventSelected", () => {
   it("matches exact names, family wildcards and *", () => {
-    assert.isTrue(eventSelected(["record.created"], "record.created"))
-    assert.isFalse(eventSelected(["record.updated"], "record.created"))
-    assert.isTrue(eventSelected(["*"], "function.failed"))
-    assert.isTrue(eventSelected(["record.*"], "record.bulk.deleted"))
-    assert.isTrue(eventSelected(["record.bulk.*"], "record.bulk.created"))
-    assert.isFalse(eventSelected(["record.bulk.*"], "record.created"))
-    assert.isFalse(eventSelected(["function.*"], "record.created"))
+    expect(eventSelected(["record.created"], "record.created")).toBe(true)
+    expect(eventSelected(["record.updated"], "record.created")).toBe(false)
+    expect(eventSelected(["*"], "function.failed")).toBe(true)
+    expect(eventSelected(["record.*"], "record.bulk.deleted")).toBe(true)
+    expect(eventSelected(["record.bulk.*"], "record.bulk.created")).toBe(true)
+    expect(eventSelected(["record.bulk.*"], "record.created")).toBe(false)
+    expect(eventSelected(["function.*"], "record.created")).toBe(false)
   })
 })
 
 describe("validateEvents", () => {
   it("names each unknown event", () => {
     const problems = validateEvents(["record.created", "record.exploded", "*", "nope"])
-    assert.deepStrictEqual(problems.map((p) => p.field), ["events[1]", "events[3]"])
-    assert.match(problems[0]!.message, /record\.exploded/)
+    expect(problems.map((p) => p.field)).toStrictEqual(["events[1]", "events[3]"])
+    expect(problems[0]!.message).toMatch(/record\.exploded/)
   })
   it("accepts every documented name", () => {
-    assert.lengthOf(validateEvents(["record.reverted", "record.expired", "function.completed", "trigger.fired", "record.*"]), 0)
+    expect(validateEvents(["record.reverted", "record.expired", "function.completed", "trigger.fired", "record.*"])).toHaveLength(0)
   })
 })
 
 describe("validateFilters", () => {
   it("accepts structure, data and a parseable query", () => {
     const r = validateFilters({ structure: "orders", data: { status: "paid" }, query: "amount > 100" })
-    assert.isTrue(Result.isSuccess(r))
-    if (Result.isSuccess(r)) assert.deepStrictEqual(r.success, { structure: "orders", data: { status: "paid" }, query: "amount > 100" })
+    expect(Result.isSuccess(r)).toBe(true)
+    if (Result.isSuccess(r)) expect(r.success).toStrictEqual({ structure: "orders", data: { status: "paid" }, query: "amount > 100" })
   })
   it("treats null and undefined as no filters", () => {
-    assert.deepStrictEqual(Result.getOrThrow(validateFilters(null)), {})
-    assert.deepStrictEqual(Result.getOrThrow(validateFilters(undefined)), {})
+    expect(Result.getOrThrow(validateFilters(null))).toStrictEqual({})
+    expect(Result.getOrThrow(validateFilters(undefined))).toStrictEqual({})
   })
   it("refuses unknown keys, wrong types and a query that does not parse, naming each", () => {
     const r = validateFilters({ structur: "x", structure: 3, data: [1], query: "amount >" })
-    assert.isTrue(Result.isFailure(r))
+    expect(Result.isFailure(r)).toBe(true)
     if (Result.isFailure(r)) {
-      assert.deepStrictEqual(r.failure.map((d) => d.field).sort(), ["filters.data", "filters.query", "filters.structur", "filters.structure"])
-      assert.match(r.failure.find((d) => d.field === "filters.query")!.message, /position/)
+      expect(r.failure.map((d) => d.field).sort()).toStrictEqual(["filters.data", "filters.query", "filters.structur", "filters.structure"])
+      expect(r.failure.find((d) => d.field === "filters.query")!.message).toMatch(/position/)
     }
   })
 })
@@ -65,31 +65,31 @@ describe("validateFilters", () => {
 describe("compileMatcher", () => {
   it("applies the events list", () => {
     const m = compileMatcher(["record.updated"], {})
-    assert.isFalse(m.test(event()))
-    assert.isTrue(m.test(event({ type: "record.updated" })))
+    expect(m.test(event())).toBe(false)
+    expect(m.test(event({ type: "record.updated" }))).toBe(true)
   })
   it("filters by structure slug and id", () => {
-    assert.isTrue(compileMatcher(["*"], { structure: "orders" }).test(event()))
-    assert.isFalse(compileMatcher(["*"], { structure: "users" }).test(event()))
-    assert.isTrue(compileMatcher(["*"], { structureId: "s-1" }).test(event()))
-    assert.isFalse(compileMatcher(["*"], { structureId: "s-2" }).test(event()))
+    expect(compileMatcher(["*"], { structure: "orders" }).test(event())).toBe(true)
+    expect(compileMatcher(["*"], { structure: "users" }).test(event())).toBe(false)
+    expect(compileMatcher(["*"], { structureId: "s-1" }).test(event())).toBe(true)
+    expect(compileMatcher(["*"], { structureId: "s-2" }).test(event())).toBe(false)
   })
   it("filters by field equality, including nested paths and arrays", () => {
-    assert.isTrue(compileMatcher(["*"], { data: { status: "paid" } }).test(event()))
-    assert.isFalse(compileMatcher(["*"], { data: { status: "open" } }).test(event()))
-    assert.isTrue(compileMatcher(["*"], { data: { "address.city": "Paris", amount: 150 } }).test(event()))
-    assert.isFalse(compileMatcher(["*"], { data: { amount: "150" } }).test(event()))
-    assert.isTrue(compileMatcher(["*"], { data: { tags: ["a", "b"] } }).test(event()))
+    expect(compileMatcher(["*"], { data: { status: "paid" } }).test(event())).toBe(true)
+    expect(compileMatcher(["*"], { data: { status: "open" } }).test(event())).toBe(false)
+    expect(compileMatcher(["*"], { data: { "address.city": "Paris", amount: 150 } }).test(event())).toBe(true)
+    expect(compileMatcher(["*"], { data: { amount: "150" } }).test(event())).toBe(false)
+    expect(compileMatcher(["*"], { data: { tags: ["a", "b"] } }).test(event())).toBe(true)
   })
   it("a data or query filter never matches an event without a record (bulk)", () => {
     const bulk = event({ type: "record.bulk.created", payload: { data: { structure: "orders", count: 2, recordIds: ["a", "b"] } } })
-    assert.isFalse(compileMatcher(["*"], { data: { status: "paid" } }).test(bulk))
-    assert.isFalse(compileMatcher(["*"], { query: "amount > 1" }).test(bulk))
-    assert.isTrue(compileMatcher(["*"], { structure: "orders" }).test(bulk))
+    expect(compileMatcher(["*"], { data: { status: "paid" } }).test(bulk)).toBe(false)
+    expect(compileMatcher(["*"], { query: "amount > 1" }).test(bulk)).toBe(false)
+    expect(compileMatcher(["*"], { structure: "orders" }).test(bulk)).toBe(true)
   })
   it("evaluates query-language conditions", () => {
-    const yes = (q: string) => assert.isTrue(compileMatcher(["*"], { query: q }).test(event()), q)
-    const no = (q: string) => assert.isFalse(compileMatcher(["*"], { query: q }).test(event()), q)
+    const yes = (q: string) => expect(compileMatcher(["*"], { query: q }).test(event()), q).toBe(true)
+    const no = (q: string) => expect(compileMatcher(["*"], { query: q }).test(event()), q).toBe(false)
     yes("amount > 100 AND status = 'paid'")
     no("amount > 200")
     yes("amount BETWEEN 100 AND 200")
@@ -108,17 +108,17 @@ describe("compileMatcher", () => {
 
 describe("likeMatch", () => {
   it("handles % and _ and escapes", () => {
-    assert.isTrue(likeMatch("a%c", "abbbc", false))
-    assert.isTrue(likeMatch("a_c", "abc", false))
-    assert.isFalse(likeMatch("a_c", "abbc", false))
-    assert.isTrue(likeMatch("%", "", false))
-    assert.isTrue(likeMatch("100\\%", "100%", false))
-    assert.isFalse(likeMatch("100\\%", "1000", false))
-    assert.isTrue(likeMatch("HELLO%", "hello world", true))
-    assert.isFalse(likeMatch("HELLO%", "hello world", false))
+    expect(likeMatch("a%c", "abbbc", false)).toBe(true)
+    expect(likeMatch("a_c", "abc", false)).toBe(true)
+    expect(likeMatch("a_c", "abbc", false)).toBe(false)
+    expect(likeMatch("%", "", false)).toBe(true)
+    expect(likeMatch("100\\%", "100%", false)).toBe(true)
+    expect(likeMatch("100\\%", "1000", false)).toBe(false)
+    expect(likeMatch("HELLO%", "hello world", true)).toBe(true)
+    expect(likeMatch("HELLO%", "hello world", false)).toBe(false)
   })
   it("answers patterns that make backtracking regexes blow up", () => {
-    assert.isFalse(likeMatch("%a%a%a%a%a%a%a%b", "a".repeat(5000), false))
-    assert.isTrue(likeMatch("%a%a%a%a%a%a%a%b", `${"a".repeat(5000)}b`, false))
+    expect(likeMatch("%a%a%a%a%a%a%a%b", "a".repeat(5000), false)).toBe(false)
+    expect(likeMatch("%a%a%a%a%a%a%a%b", `${"a".repeat(5000)}b`, false)).toBe(true)
   })
 })

@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Http from "node:http"
 import type * as Net from "node:net"
@@ -31,38 +31,38 @@ describe("post", () => {
           res.writeHead(204).end()
         })
       }, (url) => post(url, "{\"a\":1}", { "content-type": "application/json", "x-test": "yes" }, { timeoutMs: 5000, allowPrivate: true }))
-      assert.isTrue(result.ok)
-      assert.strictEqual(result.status, 204)
-      assert.isNull(result.error)
-      assert.strictEqual(seen[0]!.body, "{\"a\":1}")
-      assert.strictEqual(seen[0]!.headers["x-test"], "yes")
-      assert.strictEqual(seen[0]!.headers["content-length"], "7")
+      expect(result.ok).toBe(true)
+      expect(result.status).toBe(204)
+      expect(result.error).toBeNull()
+      expect(seen[0]!.body).toBe("{\"a\":1}")
+      expect(seen[0]!.headers["x-test"]).toBe("yes")
+      expect(seen[0]!.headers["content-length"]).toBe("7")
     }))
 
   it.live("a non-2xx answer is a failure naming the status", () =>
     Effect.gen(function*() {
       const result = yield* withServer((_req, res) => res.writeHead(503).end("busy"), (url) =>
         post(url, "{}", {}, { timeoutMs: 5000, allowPrivate: true }))
-      assert.isFalse(result.ok)
-      assert.strictEqual(result.status, 503)
-      assert.match(result.error!, /HTTP 503/)
+      expect(result.ok).toBe(false)
+      expect(result.status).toBe(503)
+      expect(result.error!).toMatch(/HTTP 503/)
     }))
 
   it.live("an answer slower than the timeout is a failure with no status", () =>
     Effect.gen(function*() {
       const result = yield* withServer((_req, res) => void setTimeout(() => res.writeHead(200).end(), 2000), (url) =>
         post(url, "{}", {}, { timeoutMs: 200, allowPrivate: true }))
-      assert.isFalse(result.ok)
-      assert.isNull(result.status)
-      assert.match(result.error!, /timed out/)
+      expect(result.ok).toBe(false)
+      expect(result.status).toBeNull()
+      expect(result.error!).toMatch(/timed out/)
     }))
 
   it.live("a refused connection is a failure", () =>
     Effect.gen(function*() {
       const result = yield* post("http://127.0.0.1:1/hook", "{}", {}, { timeoutMs: 2000, allowPrivate: true })
-      assert.isFalse(result.ok)
-      assert.isNull(result.status)
-      assert.isString(result.error)
+      expect(result.ok).toBe(false)
+      expect(result.status).toBeNull()
+      expect(result.error).toBeTypeOf("string")
     }))
 
   it.live("private addresses are refused when not allowed, by literal and by resolved name", () =>
@@ -76,10 +76,10 @@ describe("post", () => {
           post(url, "{}", {}, { timeoutMs: 2000, allowPrivate: false }),
           post(url.replace("127.0.0.1", "localhost"), "{}", {}, { timeoutMs: 2000, allowPrivate: false })
         ]))
-      assert.isFalse(literal.ok)
-      assert.match(literal.error!, /private/)
-      assert.isFalse(named.ok)
-      assert.match(named.error!, /private/)
-      assert.strictEqual(hits, 0)
+      expect(literal.ok).toBe(false)
+      expect(literal.error!).toMatch(/private/)
+      expect(named.ok).toBe(false)
+      expect(named.error!).toMatch(/private/)
+      expect(hits).toBe(0)
     }))
 })

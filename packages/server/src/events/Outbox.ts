@@ -2,6 +2,7 @@
 // exists exactly when the change committed; the relay is woken by a NOTIFY sent after the commit (Wake.ts: never
 // inside the write transaction, where it would serialise every commit), and polls as well. The relay
 // (OutboxRelay.ts) hands committed events on, at least once.
+import type { EventNames } from "@troupe/api/events/Webhook"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
@@ -10,19 +11,8 @@ import { notifyAfterCommit } from "./Wake.ts"
 /** The channel the relay LISTENs on (a wake-up without payload). */
 export const EVENTS_CHANNEL = "troupe_events"
 
-/** Dotted event names of data-service.md §6 (and the compute events), as stored in `events.type`. */
-export const RecordEventTypes = [
-  "record.created",
-  "record.updated",
-  "record.deleted",
-  "record.restored",
-  "record.reverted",
-  "record.bulk.created",
-  "record.bulk.updated",
-  "record.bulk.deleted",
-  "record.expired"
-] as const
-export type RecordEventType = typeof RecordEventTypes[number]
+/** Dotted record event names (README "Events"), as stored in `events.type`: the API's event names of records. */
+export type RecordEventType = Extract<typeof EventNames[number], `record.${string}`>
 
 /** One event to append. `payload` is the full event body (see `recordEvent` / `bulkEvent`). */
 export interface OutboxEvent {
@@ -46,7 +36,7 @@ export interface StoredEvent {
   readonly createdAt: string
 }
 
-/** The stored event body: `{event, timestamp, workspace, structure, data}` (data-service.md §6). */
+/** The stored event body: `{event, timestamp, workspace, structure, data}` (README "Events"). */
 export interface EventPayload {
   readonly event?: string
   readonly timestamp?: string

@@ -1,11 +1,11 @@
 // The outbox and its relay against a real database (PGlite, or PostgreSQL when DATABASE_URL is set).
-import { assert, layer } from "@effect/vitest"
+import { expect, layer } from "@effect/vitest"
 import { Effect, Layer, Ref } from "effect"
 import { SqlClient } from "effect/sql"
 import { listen } from "./Listen.ts"
 import { appendEvent, appendEvents, EVENTS_CHANNEL, recordEvent, type StoredEvent } from "./Outbox.ts"
 import { EventConsumers, makeRelayStep } from "./OutboxRelay.ts"
-import { TEST_WORKSPACE, TestDatabase } from "./TestDatabase.ts"
+import { TEST_WORKSPACE, TestDatabase } from "../../../../test/support/TestDatabase.ts"
 import { WebhookRepo } from "./WebhookRepo.ts"
 
 const ev = (slug: string, type: "record.created" | "record.updated", data: Record<string, unknown>, workspace = TEST_WORKSPACE) =>
@@ -45,7 +45,7 @@ layer(WebhookRepo.layer.pipe(Layer.provideMerge(TestDatabase())), { excludeTestS
       const sql = yield* SqlClient.SqlClient
       const before = yield* pending
       yield* sql.withTransaction(Effect.andThen(appendEvent(sql, ev("orders", "record.created", {})), Effect.fail("boom"))).pipe(Effect.flip)
-      assert.strictEqual(yield* pending, before)
+      expect(yield* pending).toBe(before)
     }))
 
   it.effect("the wake-up of appendEvent is sent after commit, not before, and not after a rollback", () =>
@@ -57,16 +57,16 @@ layer(WebhookRepo.layer.pipe(Layer.provideMerge(TestDatabase())), { excludeTestS
       yield* sql.withTransaction(Effect.gen(function*() {
         yield* appendEvent(sql, ev("orders", "record.created", {}))
         yield* Effect.sleep("200 millis")
-        assert.lengthOf(yield* Ref.get(seen), 0)
+        expect(yield* Ref.get(seen)).toHaveLength(0)
       }))
       for (let i = 0; i < 50 && (yield* Ref.get(seen)).length === 0; i++) yield* Effect.sleep("50 millis")
-      assert.lengthOf(yield* Ref.get(seen), 1)
+      expect(yield* Ref.get(seen)).toHaveLength(1)
       yield* Effect.ignore(sql.withTransaction(Effect.andThen(
         appendEvent(sql, ev("orders", "record.created", {})),
         Effect.fail("rolled back")
       )))
       yield* Effect.sleep("300 millis")
-      assert.lengthOf(yield* Ref.get(seen), 1)
+      expect(yield* Ref.get(seen)).toHaveLength(1)
       // drain so later tests start clean
       const step = yield* makeRelayStep
       while ((yield* step).count > 0) {}
@@ -89,24 +89,24 @@ layer(WebhookRepo.layer.pipe(Layer.provideMerge(TestDatabase())), { excludeTestS
         ev("orders", "record.created", {}, "other")
       ])
       const result = yield* step
-      assert.strictEqual(result.count, 4)
-      assert.deepStrictEqual([...result.webhookIds].sort(), [ordersCreated.id, paid.id, other.id, queried.id].sort())
+      expect(result.count).toBe(4)
+      expect([...result.webhookIds].sort()).toStrictEqual([ordersCreated.id, paid.id, other.id, queried.id].sort())
       const ids = (yield* sql`SELECT id::text AS id, seq FROM events ORDER BY id DESC LIMIT 4`).map((r: any) => [r.id, Number(r.seq)]).reverse()
       // seq follows id order within the batch
-      for (let i = 1; i < ids.length; i++) assert.isAbove(ids[i]![1] as number, ids[i - 1]![1] as number)
+      for (let i = 1; i < ids.length; i++) expect(ids[i]![1] as number).toBeGreaterThan(ids[i - 1]![1] as number)
       const [e1, e2, e3, e4] = ids.map((x) => x[0])
-      assert.deepStrictEqual((yield* deliveriesOf(ordersCreated.id)).map((r: any) => r.event_id), [e1])
-      assert.deepStrictEqual((yield* deliveriesOf(paid.id)).map((r: any) => r.event_id), [e2, e3])
-      assert.deepStrictEqual((yield* deliveriesOf(other.id)).map((r: any) => r.event_id), [e4])
-      assert.deepStrictEqual((yield* deliveriesOf(disabled.id)).map((r: any) => r.event_id), [])
-      assert.deepStrictEqual((yield* deliveriesOf(queried.id)).map((r: any) => r.event_id), [e2])
+      expect((yield* deliveriesOf(ordersCreated.id)).map((r: any) => r.event_id)).toStrictEqual([e1])
+      expect((yield* deliveriesOf(paid.id)).map((r: any) => r.event_id)).toStrictEqual([e2, e3])
+      expect((yield* deliveriesOf(other.id)).map((r: any) => r.event_id)).toStrictEqual([e4])
+      expect((yield* deliveriesOf(disabled.id)).map((r: any) => r.event_id)).toStrictEqual([])
+      expect((yield* deliveriesOf(queried.id)).map((r: any) => r.event_id)).toStrictEqual([e2])
       const body = (yield* deliveriesOf(paid.id))[0] as any
       const payload = typeof body.payload === "string" ? JSON.parse(body.payload) : body.payload
-      assert.strictEqual(payload.event, "record.updated")
-      assert.deepStrictEqual(Object.keys(payload), ["event", "workspace", "timestamp", "data"])
-      assert.strictEqual(payload.data.record.status, "paid")
-      assert.strictEqual((yield* step).count, 0)
-      assert.strictEqual(yield* pending, 0)
+      expect(payload.event).toBe("record.updated")
+      expect(Object.keys(payload)).toStrictEqual(["event", "workspace", "timestamp", "data"])
+      expect(payload.data.record.status).toBe("paid")
+      expect((yield* step).count).toBe(0)
+      expect(yield* pending).toBe(0)
     }))
 
   it.effect("a failing consumer rolls the whole batch back; the next step hands it over again", () =>
@@ -121,18 +121,18 @@ layer(WebhookRepo.layer.pipe(Layer.provideMerge(TestDatabase())), { excludeTestS
         handle: () => Effect.andThen(sql`SELECT 1`, Effect.die("consumer down"))
       }]))
       yield* Effect.exit(failing)
-      assert.strictEqual(yield* pending, 1)
-      assert.lengthOf(yield* deliveriesOf(webhook.id), 0)
+      expect(yield* pending).toBe(1)
+      expect(yield* deliveriesOf(webhook.id)).toHaveLength(0)
       const seen: Array<StoredEvent> = []
       const working = yield* makeRelayStep.pipe(Effect.provideService(EventConsumers, [{
         name: "collect",
         handle: (events) => Effect.sync(() => void seen.push(...events))
       }]))
-      assert.strictEqual((yield* working).count, 1)
-      assert.strictEqual(seen.length, 1)
-      assert.strictEqual(seen[0]!.type, "record.created")
-      assert.strictEqual(seen[0]!.recordSlug, "invoices")
-      assert.lengthOf(yield* deliveriesOf(webhook.id), 1)
-      assert.strictEqual(yield* pending, 0)
+      expect((yield* working).count).toBe(1)
+      expect(seen.length).toBe(1)
+      expect(seen[0]!.type).toBe("record.created")
+      expect(seen[0]!.recordSlug).toBe("invoices")
+      expect(yield* deliveriesOf(webhook.id)).toHaveLength(1)
+      expect(yield* pending).toBe(0)
     }))
 })

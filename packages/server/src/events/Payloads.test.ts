@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import type { StoredEvent } from "./Outbox.ts"
 import { bulkEvent, recordEvent } from "./Outbox.ts"
 import { deliveryPayload, realtimeMessage } from "./Payloads.ts"
@@ -28,15 +28,15 @@ const updated = recordEvent({
 describe("deliveryPayload", () => {
   it("is {event, workspace, timestamp, data: {structure, recordId, record}} with record = fields + id", () => {
     const p = deliveryPayload(stored(updated)) as any
-    assert.strictEqual(p.event, "record.updated")
-    assert.strictEqual(p.workspace, "acme")
-    assert.strictEqual(p.timestamp, "2024-05-01T10:00:00.000Z")
-    assert.strictEqual(p.data.structure, "orders")
-    assert.strictEqual(p.data.recordId, "r-1")
-    assert.deepStrictEqual(p.data.record, { status: "paid", total: 10, id: "r-1" })
-    assert.deepStrictEqual(p.data.previous, { status: "open", total: 10, id: "r-1" })
-    assert.deepStrictEqual(p.data.changes, { status: { old: "open", new: "paid" } })
-    assert.deepStrictEqual(Object.keys(p), ["event", "workspace", "timestamp", "data"])
+    expect(p.event).toBe("record.updated")
+    expect(p.workspace).toBe("acme")
+    expect(p.timestamp).toBe("2024-05-01T10:00:00.000Z")
+    expect(p.data.structure).toBe("orders")
+    expect(p.data.recordId).toBe("r-1")
+    expect(p.data.record).toStrictEqual({ status: "paid", total: 10, id: "r-1" })
+    expect(p.data.previous).toStrictEqual({ status: "open", total: 10, id: "r-1" })
+    expect(p.data.changes).toStrictEqual({ status: { old: "open", new: "paid" } })
+    expect(Object.keys(p)).toStrictEqual(["event", "workspace", "timestamp", "data"])
   })
 
   it("passes bulk and other events' data through", () => {
@@ -48,21 +48,21 @@ describe("deliveryPayload", () => {
       timestamp: "2024-05-01T10:00:00.000Z"
     })
     const p = deliveryPayload(stored(bulk as any)) as any
-    assert.deepStrictEqual(p.data, { structure: "orders", count: 2, recordIds: ["a", "b"] })
+    expect(p.data).toStrictEqual({ structure: "orders", count: 2, recordIds: ["a", "b"] })
     const fn = deliveryPayload({ ...stored(updated), type: "function.failed", payload: { data: { runId: "x" } } }) as any
-    assert.strictEqual(fn.event, "function.failed")
-    assert.deepStrictEqual(fn.data, { runId: "x" })
-    assert.strictEqual(fn.timestamp, "2024-05-01T00:00:00.000Z")
+    expect(fn.event).toBe("function.failed")
+    expect(fn.data).toStrictEqual({ runId: "x" })
+    expect(fn.timestamp).toBe("2024-05-01T00:00:00.000Z")
   })
 })
 
 describe("realtimeMessage", () => {
   it("is the stored event body plus its id", () => {
     const m = realtimeMessage(stored(updated, "42")) as any
-    assert.strictEqual(m.id, "42")
-    assert.strictEqual(m.event, "record.updated")
-    assert.strictEqual(m.structure, "orders")
-    assert.deepStrictEqual(m.data.record, { id: "r-1", structureId: "s-1", data: { status: "paid", total: 10 } })
-    assert.deepStrictEqual(m.data.metadata, { userId: "u-1", source: "api" })
+    expect(m.id).toBe("42")
+    expect(m.event).toBe("record.updated")
+    expect(m.structure).toBe("orders")
+    expect(m.data.record).toStrictEqual({ id: "r-1", structureId: "s-1", data: { status: "paid", total: 10 } })
+    expect(m.data.metadata).toStrictEqual({ userId: "u-1", source: "api" })
   })
 })

@@ -1,4 +1,4 @@
-// What leaves the server for one event: the webhook body of data-service.md §6 and the SSE message.
+// What leaves the server for one event: the webhook body (README "Delivery") and the SSE message.
 import type { StoredEvent } from "./Outbox.ts"
 
 const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)

@@ -1,12 +1,12 @@
 // The realtime hub against a real database: live delivery after the relay, filters, resume, slow subscribers.
-import { assert, layer } from "@effect/vitest"
+import { expect, layer } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { appendEvents, type OutboxEvent, recordEvent } from "./Outbox.ts"
 import { makeRelayStep } from "./OutboxRelay.ts"
 import { RealtimeHub, SUBSCRIBER_BUFFER } from "./RealtimeHub.ts"
-import { TEST_WORKSPACE, TestDatabase } from "./TestDatabase.ts"
+import { TEST_WORKSPACE, TestDatabase } from "../../../../test/support/TestDatabase.ts"
 import { WebhookRepo } from "./WebhookRepo.ts"
 
 const ev = (slug: string, n: number, type: "record.created" | "record.updated" = "record.created", workspace = TEST_WORKSPACE): OutboxEvent =>
@@ -40,14 +40,14 @@ layer(Env, { excludeTestServices: true, timeout: 60_000 })("realtime hub", (it) 
         1
       )))
       yield* Effect.sleep("100 millis")
-      assert.strictEqual(yield* hub.subscriberCount, 2)
+      expect(yield* hub.subscriberCount).toBe(2)
       yield* publish([ev("orders", 1), ev("users", 2, "record.updated"), ev("orders", 3, "record.created", "other"), ev("orders", 4, "record.updated")])
       const got = yield* Fiber.join(all)
-      assert.deepStrictEqual(got.map(n), [1, 2, 4])
-      for (let i = 1; i < got.length; i++) assert.isAbove(got[i]!.seq, got[i - 1]!.seq)
-      assert.deepStrictEqual((yield* Fiber.join(orders)).map(n), [4])
+      expect(got.map(n)).toStrictEqual([1, 2, 4])
+      for (let i = 1; i < got.length; i++) expect(got[i]!.seq).toBeGreaterThan(got[i - 1]!.seq)
+      expect((yield* Fiber.join(orders)).map(n)).toStrictEqual([4])
       // finished streams unsubscribe
-      assert.strictEqual(yield* hub.subscriberCount, 0)
+      expect(yield* hub.subscriberCount).toBe(0)
     }))
 
   it.effect("resumes after a Last-Event-ID, with nothing lost or repeated between replay and live", () =>
@@ -63,7 +63,7 @@ layer(Env, { excludeTestServices: true, timeout: 60_000 })("realtime hub", (it) 
       yield* Effect.sleep("100 millis")
       yield* publish([ev("resume", 13)])
       const got = yield* Fiber.join(resumed)
-      assert.deepStrictEqual(got.map(n), [11, 12, 13])
+      expect(got.map(n)).toStrictEqual([11, 12, 13])
     }).pipe(Effect.timeout("20 seconds")))
 
   it.effect("Last-Event-ID 0 replays everything retained; an unknown id later than all starts live", () =>
@@ -73,14 +73,14 @@ layer(Env, { excludeTestServices: true, timeout: 60_000 })("realtime hub", (it) 
         hub.subscribe({ workspace: TEST_WORKSPACE, structures: new Set(["resume"]), lastEventId: "0" }),
         4
       ))
-      assert.deepStrictEqual(replayed.map(n), [10, 11, 12, 13])
+      expect(replayed.map(n)).toStrictEqual([10, 11, 12, 13])
       const live = yield* Effect.forkChild(Stream.runCollect(Stream.take(
         hub.subscribe({ workspace: TEST_WORKSPACE, structures: new Set(["resume"]), lastEventId: "999999999" }),
         1
       )))
       yield* Effect.sleep("100 millis")
       yield* publish([ev("resume", 14)])
-      assert.deepStrictEqual((yield* Fiber.join(live)).map(n), [14])
+      expect((yield* Fiber.join(live)).map(n)).toStrictEqual([14])
     }).pipe(Effect.timeout("20 seconds")))
 
   it.effect("a subscriber that stops reading is dropped after its buffer fills, not buffered without bound", () =>
@@ -97,12 +97,12 @@ layer(Env, { excludeTestServices: true, timeout: 60_000 })("realtime hub", (it) 
       yield* publish(Array.from({ length: total }, (_, i) => ev("flood", i)))
       yield* Effect.sleep("200 millis")
       // dropped from the hub while still stalled
-      assert.strictEqual(yield* hub.subscriberCount, 0)
+      expect(yield* hub.subscriberCount).toBe(0)
       yield* Deferred.succeed(gate, undefined)
       // the stream ends on its own after what it had buffered
       yield* Fiber.join(stalled)
       // its queue plus the one chunk its stream had already taken from it
-      assert.isAtMost(received, 2 * SUBSCRIBER_BUFFER)
-      assert.isBelow(received, total)
+      expect(received).toBeLessThanOrEqual(2 * SUBSCRIBER_BUFFER)
+      expect(received).toBeLessThan(total)
     }).pipe(Effect.timeout("30 seconds")))
 })

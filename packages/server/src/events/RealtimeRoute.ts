@@ -1,4 +1,4 @@
-// GET /realtime/workspace/{ws}/api/v1/events: server-sent events of one workspace (CONTRACT.md §2). A raw route
+// GET /realtime/workspace/{ws}/api/v1/events: server-sent events of one workspace (README "Realtime"). A raw route
 // (not HttpApi) because the body is an endless stream.
 // - Token: `Authorization: Bearer` or `?access_token=`; needs `read:records` in that workspace.
 // - Filters: `?structure=a,b` (slugs or ids), `?events=record.created,record.*`. Compute events (`function.*`,

@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Exit, Fiber, Ref, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { closedBecause, formatClosed, makeRealtimeSessions, type StreamClosed } from "./RealtimeSessions.ts"
@@ -14,10 +14,10 @@ describe("RealtimeSessions", () => {
       const ended = yield* sessions.open({ workspace: "w", expiresAt: now + 10_000, check: allowed }).pipe(Scope.provide(scope))
       const fiber = yield* Effect.forkChild(ended)
       yield* TestClock.adjust("9 seconds")
-      assert.isUndefined(fiber.pollUnsafe())
+      expect(fiber.pollUnsafe()).toBeUndefined()
       yield* TestClock.adjust("1 second")
       const closed = yield* Fiber.join(fiber)
-      assert.strictEqual(closed.reason, "token_expired")
+      expect(closed.reason).toBe("token_expired")
       yield* Scope.close(scope, Exit.void)
     }))
 
@@ -32,11 +32,11 @@ describe("RealtimeSessions", () => {
       const b = yield* Effect.forkChild(other)
       yield* sessions.recheck
       yield* Effect.yieldNow
-      assert.isUndefined(a.pollUnsafe())
+      expect(a.pollUnsafe()).toBeUndefined()
       yield* Ref.set(verdict, closedBecause("access_revoked"))
       yield* sessions.recheck
-      assert.strictEqual((yield* Fiber.join(a)).reason, "access_revoked")
-      assert.isUndefined(b.pollUnsafe())
+      expect((yield* Fiber.join(a)).reason).toBe("access_revoked")
+      expect(b.pollUnsafe()).toBeUndefined()
       yield* Scope.close(scope, Exit.void)
     }))
 
@@ -50,21 +50,21 @@ describe("RealtimeSessions", () => {
       const refused = yield* Effect.flip(
         Effect.scoped(sessions.open({ workspace: "w", expiresAt: undefined, check: allowed }))
       )
-      assert.strictEqual(refused.statusCode, 429)
-      assert.strictEqual(refused.code, "TOO_MANY_CONNECTIONS")
+      expect(refused.statusCode).toBe(429)
+      expect(refused.code).toBe("TOO_MANY_CONNECTIONS")
       // another workspace has its own count
       yield* Effect.scoped(sessions.open({ workspace: "v", expiresAt: undefined, check: allowed }))
       yield* Scope.close(first, Exit.void)
-      assert.strictEqual(sessions.count("w"), 1)
+      expect(sessions.count("w")).toBe(1)
       yield* Effect.scoped(sessions.open({ workspace: "w", expiresAt: undefined, check: allowed }))
       yield* Scope.close(second, Exit.void)
-      assert.strictEqual(sessions.count("w"), 0)
+      expect(sessions.count("w")).toBe(0)
     }))
 
   it("the last message is data-only JSON naming the reason", () => {
     const text = formatClosed(closedBecause("permission_removed"))
-    assert.match(text, /^data: /)
-    assert.match(text, /\n\n$/)
-    assert.deepInclude(JSON.parse(text.slice(6)), { event: "stream.closed", reason: "permission_removed" })
+    expect(text).toMatch(/^data: /)
+    expect(text).toMatch(/\n\n$/)
+    expect(JSON.parse(text.slice(6))).toMatchObject({ event: "stream.closed", reason: "permission_removed" })
   })
 })

@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import * as Crypto from "node:crypto"
 import { deliveryHeaders, generateSecret, standardKey, standardSignature, troupeSignature } from "./Signature.ts"
 
@@ -15,33 +15,33 @@ describe("webhook signatures", () => {
 
   it("x-troupe-signature is sha256=<hex HMAC of the raw body> keyed with the secret", () => {
     const expected = Crypto.createHmac("sha256", "my-secret").update(body).digest("hex")
-    assert.strictEqual(troupeSignature("my-secret", body), `sha256=${expected}`)
+    expect(troupeSignature("my-secret", body)).toBe(`sha256=${expected}`)
   })
 
   it("generated secrets are whsec_ + 32 random bytes, and the standard signature verifies like the reference libraries", () => {
     const secret = generateSecret()
-    assert.match(secret, /^whsec_[A-Za-z0-9+/]{43}=$/)
-    assert.notStrictEqual(generateSecret(), secret)
-    assert.lengthOf(standardKey(secret), 32)
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/)
+    expect(generateSecret()).not.toBe(secret)
+    expect(standardKey(secret)).toHaveLength(32)
     const headers = deliveryHeaders({ secret, deliveryId: "d-1", event: "record.created", body, timestampSeconds: 1700000000 })
-    assert.isTrue(verifyStandard(secret, headers, body))
-    assert.isFalse(verifyStandard(secret, headers, body + " "))
+    expect(verifyStandard(secret, headers, body)).toBe(true)
+    expect(verifyStandard(secret, headers, body + " ")).toBe(false)
   })
 
   it("a secret that is not whsec_ keys the standard signature with its UTF-8 bytes", () => {
     const sig = standardSignature("plain", "d-2", 1700000001, body)
     const expected = Crypto.createHmac("sha256", "plain").update(`d-2.1700000001.${body}`).digest("base64")
-    assert.strictEqual(sig, `v1,${expected}`)
+    expect(sig).toBe(`v1,${expected}`)
   })
 
   it("carries every header, the delivery id under both names", () => {
     const h = deliveryHeaders({ secret: "s", deliveryId: "d-3", event: "record.updated", body, timestampSeconds: 42 })
-    assert.strictEqual(h["content-type"], "application/json")
-    assert.strictEqual(h["x-troupe-event"], "record.updated")
-    assert.strictEqual(h["x-troupe-delivery"], "d-3")
-    assert.strictEqual(h["webhook-id"], "d-3")
-    assert.strictEqual(h["webhook-timestamp"], "42")
-    assert.match(h["webhook-signature"]!, /^v1,[A-Za-z0-9+/]+=*$/)
-    assert.match(h["x-troupe-signature"]!, /^sha256=[0-9a-f]{64}$/)
+    expect(h["content-type"]).toBe("application/json")
+    expect(h["x-troupe-event"]).toBe("record.updated")
+    expect(h["x-troupe-delivery"]).toBe("d-3")
+    expect(h["webhook-id"]).toBe("d-3")
+    expect(h["webhook-timestamp"]).toBe("42")
+    expect(h["webhook-signature"]!).toMatch(/^v1,[A-Za-z0-9+/]+=*$/)
+    expect(h["x-troupe-signature"]!).toMatch(/^sha256=[0-9a-f]{64}$/)
   })
 })

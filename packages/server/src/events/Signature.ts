@@ -1,4 +1,4 @@
-// Webhook signatures. Two schemes on every delivery (CONTRACT.md §6):
+// Webhook signatures. Two schemes on every delivery (README "Delivery"):
 // - `x-troupe-signature: sha256=<hex>`: HMAC-SHA256 of the raw body, keyed with the secret string as given.
 // - Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64>`): HMAC-SHA256 of
 //   `${id}.${timestamp}.${body}`. Its key follows that spec: for a `whsec_<base64>` secret (what we generate) the

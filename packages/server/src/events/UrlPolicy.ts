@@ -1,7 +1,7 @@
 // Where webhooks may point. Always http(s) with a host. With NODE_ENV=production, loopback, private, link-local,
-// carrier-grade NAT, unique-local, unspecified and IPv4-embedding (NAT64 64:ff9b::/96, 6to4 2002::/16) addresses are refused (CONTRACT.md §1): literal addresses and
-// `localhost` names when the webhook is saved, and every resolved address again when a delivery connects (so a
-// name that later resolves inward is refused too).
+// carrier-grade NAT, unique-local, unspecified and IPv4-embedding (NAT64 64:ff9b::/96, 6to4 2002::/16) addresses
+// are refused: literal addresses and `localhost` names when the webhook is saved, and every resolved address again
+// when a delivery connects (so a name that later resolves inward is refused too).
 import * as Net from "node:net"
 
 const blocked = new Net.BlockList()

@@ -1,5 +1,5 @@
 // The dispatcher against a real database and a real local HTTP receiver, with short retry delays.
-import { assert, layer } from "@effect/vitest"
+import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
@@ -8,7 +8,7 @@ import type * as Net from "node:net"
 import { Secrets } from "../platform/Secrets.ts"
 import { appendEvent, recordEvent } from "./Outbox.ts"
 import { makeRelayStep } from "./OutboxRelay.ts"
-import { TEST_WORKSPACE, TestDatabase } from "./TestDatabase.ts"
+import { TEST_WORKSPACE, TestDatabase } from "../../../../test/support/TestDatabase.ts"
 import { sealSigningSecret } from "./SigningSecret.ts"
 import { makeDispatcher } from "./WebhookDispatcher.ts"
 import { WebhookRepo } from "./WebhookRepo.ts"
@@ -137,20 +137,20 @@ layer(Env, { excludeTestServices: true, timeout: 60_000 })("webhook dispatcher",
       const dispatcher = yield* makeDispatcher
       yield* dispatcher.kick([hook.id])
       yield* waitFor("5 deliveries", rows(hook.id), (r) => r.every((d) => d.status === "delivered"))
-      assert.lengthOf(rx.hits, 5)
-      assert.deepStrictEqual(rx.hits.map((h) => JSON.parse(h.body).data.record.n), [0, 1, 2, 3, 4])
+      expect(rx.hits).toHaveLength(5)
+      expect(rx.hits.map((h) => JSON.parse(h.body).data.record.n)).toStrictEqual([0, 1, 2, 3, 4])
       const log = yield* rows(hook.id)
       for (const [i, hit] of rx.hits.entries()) {
         const expected = Crypto.createHmac("sha256", "topsecret").update(hit.body).digest("hex")
-        assert.strictEqual(hit.headers["x-troupe-signature"], `sha256=${expected}`)
-        assert.strictEqual(hit.headers["x-troupe-event"], "record.created")
-        assert.strictEqual(hit.headers["x-troupe-delivery"], log[i].id)
-        assert.strictEqual(hit.headers["webhook-id"], log[i].id)
+        expect(hit.headers["x-troupe-signature"]).toBe(`sha256=${expected}`)
+        expect(hit.headers["x-troupe-event"]).toBe("record.created")
+        expect(hit.headers["x-troupe-delivery"]).toBe(log[i].id)
+        expect(hit.headers["webhook-id"]).toBe(log[i].id)
         const ts = hit.headers["webhook-timestamp"] as string
         const std = Crypto.createHmac("sha256", "topsecret").update(`${log[i].id}.${ts}.${hit.body}`).digest("base64")
-        assert.strictEqual(hit.headers["webhook-signature"], `v1,${std}`)
-        assert.strictEqual(log[i].attempts, 1)
-        assert.strictEqual(Number(log[i].last_status), 200)
+        expect(hit.headers["webhook-signature"]).toBe(`v1,${std}`)
+        expect(log[i].attempts).toBe(1)
+        expect(Number(log[i].last_status)).toBe(200)
       }
     })))
 
@@ -162,18 +162,18 @@ layer(Env, { excludeTestServices: true, timeout: 60_000 })("webhook dispatcher",
       const dispatcher = yield* makeDispatcher
       yield* dispatcher.kick([hook.id])
       yield* waitFor("failed webhook", webhookStatus(hook.id), (s) => s === "failed")
-      assert.lengthOf(rx.hits, 1 + DELAYS.length)
-      assert.lengthOf(new Set(rx.hits.map((h) => h.headers["x-troupe-delivery"])), 1)
+      expect(rx.hits).toHaveLength(1 + DELAYS.length)
+      expect(new Set(rx.hits.map((h) => h.headers["x-troupe-delivery"])).size).toBe(1)
       for (let i = 1; i < rx.hits.length; i++) {
-        assert.isAtLeast(rx.hits[i]!.at - rx.hits[i - 1]!.at, DELAYS[i - 1]! * 1000 - 20)
+        expect(rx.hits[i]!.at - rx.hits[i - 1]!.at).toBeGreaterThanOrEqual(DELAYS[i - 1]! * 1000 - 20)
       }
       const [first, second] = yield* rows(hook.id)
-      assert.strictEqual(first.status, "failed")
-      assert.strictEqual(first.attempts, 3)
-      assert.strictEqual(Number(first.last_status), 500)
-      assert.match(first.last_error, /500/)
+      expect(first.status).toBe("failed")
+      expect(first.attempts).toBe(3)
+      expect(Number(first.last_status)).toBe(500)
+      expect(first.last_error).toMatch(/500/)
       // the webhook stopped: what was queued behind is skipped, not sent
-      assert.strictEqual(second.status, "skipped")
+      expect(second.status).toBe("skipped")
     })))
 
   it.effect("deliveries that succeeded before the webhook failed stay delivered; only those behind are skipped", () =>
@@ -185,7 +185,7 @@ layer(Env, { excludeTestServices: true, timeout: 60_000 })("webhook dispatcher",
       yield* dispatcher.kick([hook.id])
       yield* waitFor("failed webhook", webhookStatus(hook.id), (s) => s === "failed")
       const log = yield* waitFor("settled log", rows(hook.id), (r) => r.every((d) => d.status !== "pending" && d.status !== "retrying"))
-      assert.deepStrictEqual(log.map((d) => d.status), ["delivered", "delivered", "failed", "skipped"])
+      expect(log.map((d) => d.status)).toStrictEqual(["delivered", "delivered", "failed", "skipped"])
     })))
 
   it.effect("recovers when a retry succeeds", () =>
@@ -196,8 +196,8 @@ layer(Env, { excludeTestServices: true, timeout: 60_000 })("webhook dispatcher",
       const dispatcher = yield* makeDispatcher
       yield* dispatcher.kick([hook.id])
       const [row] = yield* waitFor("delivered", rows(hook.id), (r) => r[0]?.status === "delivered")
-      assert.strictEqual(row.attempts, 2)
-      assert.strictEqual(yield* webhookStatus(hook.id), "active")
+      expect(row.attempts).toBe(2)
+      expect(yield* webhookStatus(hook.id)).toBe("active")
     })))
 
   it.effect("resumes a stored retry: waits for next_attempt_at and counts the earlier attempts", () =>
@@ -214,9 +214,9 @@ layer(Env, { excludeTestServices: true, timeout: 60_000 })("webhook dispatcher",
       const dispatcher = yield* makeDispatcher
       yield* dispatcher.scan
       yield* waitFor("failed", rows(hook.id), (r) => r[0]?.status === "failed")
-      assert.lengthOf(rx.hits, 1)
-      assert.isAtLeast(rx.hits[0]!.at - start, 250)
-      assert.strictEqual((yield* rows(hook.id))[0].attempts, 3)
+      expect(rx.hits).toHaveLength(1)
+      expect(rx.hits[0]!.at - start).toBeGreaterThanOrEqual(250)
+      expect((yield* rows(hook.id))[0].attempts).toBe(3)
     })))
 
   it.effect("a slow webhook does not hold up another webhook", () =>
@@ -232,10 +232,10 @@ layer(Env, { excludeTestServices: true, timeout: 60_000 })("webhook dispatcher",
       yield* dispatcher.kick([slowHook.id, fastHook.id])
       yield* waitFor("fast deliveries", rows(fastHook.id), (r) => r.length === 3 && r.every((d) => d.status === "delivered"))
       // the slow receiver has the first delivery in hand and nothing else yet: one at a time, in order
-      assert.lengthOf(slow.hits, 1)
+      expect(slow.hits).toHaveLength(1)
       release!()
       yield* waitFor("slow deliveries", rows(slowHook.id), (r) => r.every((d) => d.status === "delivered"))
-      assert.deepStrictEqual(slow.hits.map((h) => JSON.parse(h.body).data.record.n), [0, 1, 2])
+      expect(slow.hits.map((h) => JSON.parse(h.body).data.record.n)).toStrictEqual([0, 1, 2])
     })))
 
   it.effect("signs with a secret stored encrypted, and the stored form is not the secret", () =>
@@ -244,15 +244,15 @@ layer(Env, { excludeTestServices: true, timeout: 60_000 })("webhook dispatcher",
       const rx = yield* receiver(() => 200)
       const hook = yield* createHook(`${rx.url}/sealed`, "whsec_c2VhbGVk", { sealed: true })
       const stored = (yield* sql`SELECT secret FROM webhooks WHERE id = ${hook.id}::uuid`)[0] as any
-      assert.match(stored.secret, /^enc:v1:/)
-      assert.notInclude(stored.secret, "c2VhbGVk")
+      expect(stored.secret).toMatch(/^enc:v1:/)
+      expect(stored.secret).not.toContain("c2VhbGVk")
       yield* emit(1)
       const dispatcher = yield* makeDispatcher
       yield* dispatcher.kick([hook.id])
       yield* waitFor("delivered", rows(hook.id), (r) => r[0]?.status === "delivered")
       const hit = rx.hits[0]!
       const expected = Crypto.createHmac("sha256", "whsec_c2VhbGVk").update(hit.body).digest("hex")
-      assert.strictEqual(hit.headers["x-troupe-signature"], `sha256=${expected}`)
+      expect(hit.headers["x-troupe-signature"]).toBe(`sha256=${expected}`)
     })))
 
   it.effect("a workspace whose receivers never answer does not delay another workspace's deliveries", () =>
@@ -269,12 +269,12 @@ layer(Env, { excludeTestServices: true, timeout: 60_000 })("webhook dispatcher",
       // every global permit the tarpit workspace may take is taken
       yield* waitFor("tarpit holding its share", Effect.sync(() => pit.open()), (n) => n >= 2)
       yield* Effect.sleep("100 millis")
-      assert.strictEqual(pit.open(), 2, "one workspace holds at most its share of open requests")
+      expect(pit.open(), "one workspace holds at most its share of open requests").toBe(2)
       const start = performance.now()
       yield* emit(3, "orders", "other")
       yield* dispatcher.kick([other.id])
       yield* waitFor("other workspace delivered", rows(other.id), (r) => r.length === 3 && r.every((d) => d.status === "delivered"), 5_000)
-      assert.isBelow(performance.now() - start, 3_000)
-      assert.strictEqual(pit.open(), 2)
+      expect(performance.now() - start).toBeLessThan(3_000)
+      expect(pit.open()).toBe(2)
     })))
 })

@@ -1,4 +1,4 @@
-// Webhook management (data-service.md §4.5): create, list, get, update, delete, failures, the delivery log,
+// Webhook management (README "Webhooks"): create, list, get, update, delete, failures, the delivery log,
 // redelivery and test sends. Deliveries themselves are made by WebhookDispatcher; this service only queues them and
 // signals the dispatcher (which may run on another node) through the Notifier.
 // - A workspace holds at most TROUPE_WEBHOOKS_PER_WORKSPACE webhooks (100): one more is 409 WEBHOOK_LIMIT_REACHED.
@@ -39,7 +39,7 @@ import { type DeliveryRow, toDelivery, toWebhook, type WebhookPatch, WebhookRepo
 /** Notifier topic: "these webhooks have queued deliveries" (payload: webhook id). */
 export const KICK_TOPIC = "webhooks.kick"
 
-/** Per attempt (CONTRACT.md §1). */
+/** Per attempt: only a 2xx within this time is a success. */
 export const DELIVERY_TIMEOUT_MS = 30_000
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i

@@ -9,7 +9,7 @@
 // that made a change waits, up to 2 s, until every node seen in the last 5 s holds it before answering.
 import type { Principal, Role } from "@troupe/api/Authorization"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Deferred, Effect, Layer, Option, Queue, Schedule, Semaphore } from "effect"
+import { Clock, Context, Deferred, Effect, Layer, Option, Queue, Schedule, Semaphore } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { isRole, type PolicyStatement, resolvePermissions } from "./Permissions.ts"
@@ -238,9 +238,9 @@ export class AccessCache extends Context.Service<AccessCache, AccessCacheShape>(
         const version = current.version
         const lagging = sql<{ node: string }>`SELECT node FROM identity_acks
           WHERE seen_at > now() - interval '5 seconds' AND version < ${version}::bigint`
-        const deadline = Date.now() + 2000
+        const deadline = (yield* Clock.currentTimeMillis) + 2000
         let behind = yield* lagging
-        while (behind.length > 0 && Date.now() < deadline) {
+        while (behind.length > 0 && (yield* Clock.currentTimeMillis) < deadline) {
           yield* Effect.sleep("10 millis")
           behind = yield* lagging
         }

@@ -6,7 +6,8 @@ import { can, type Permission, type Principal } from "@troupe/api/Authorization"
 import { type Forbidden, forbidden, type TooManyRequests, type Unauthorized, unauthorized } from "@troupe/api/Errors"
 import { Context, Effect, Layer } from "effect"
 import { AccessCache } from "./AccessCache.ts"
-import { type RateClassName, RateLimiter } from "./RateLimiter.ts"
+import type { RateClassName } from "@troupe/api/Authorization"
+import { RateLimiter } from "./RateLimiter.ts"
 import { SigningKeys } from "./SigningKeys.ts"
 
 export interface AuthenticateOptions {
@@ -83,12 +84,3 @@ export const authenticate = (
     Effect.service(Authenticator),
     (a) => a.authenticate(token, { workspace, permission }) as Effect.Effect<Principal, Unauthorized | Forbidden>
   )
-
-/** Like `authenticate`, also counting the request against the workspace's `rateClass` limit (429 when over). */
-export const authenticateAndCount = (
-  token: string,
-  workspace: string,
-  permission: Permission | undefined,
-  rateClass: RateClassName
-): Effect.Effect<Principal, Unauthorized | Forbidden | TooManyRequests, Authenticator> =>
-  Effect.flatMap(Effect.service(Authenticator), (a) => a.authenticate(token, { workspace, permission, rateClass }))

@@ -13,7 +13,7 @@ import { Context, Data, Effect, Layer, Option, Redacted } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Authenticator } from "./Authenticate.ts"
-import type { RateClassName } from "./RateLimiter.ts"
+import type { RateClassName } from "@troupe/api/Authorization"
 
 interface Needs {
   readonly permission: Permission | undefined

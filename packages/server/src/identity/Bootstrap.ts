@@ -1,7 +1,7 @@
-// First boot on an empty database (CONTRACT.md §1): workspace TROUPE_WORKSPACE and user `admin`, Owner of it and
+// First boot on an empty database (README "First boot"): workspace TROUPE_WORKSPACE and user `admin`, Owner of it and
 // platform administrator, with password TROUPE_ADMIN_PASSWORD, or a generated one printed once on stdout. Nodes
 // starting together take turns on an advisory lock; only the one that finds no user creates them.
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { AppConfig } from "../platform/AppConfig.ts"
@@ -17,7 +17,7 @@ export const bootstrap = Effect.gen(function*() {
   )
   if (!(yield* noUsers)) return
   const generated = Option.isNone(config.adminPassword)
-  const password = Option.getOrElse(config.adminPassword, newPassword)
+  const password = Option.getOrElse(Option.map(config.adminPassword, Redacted.value), newPassword)
   const hash = yield* hashPassword(password)
   const created = yield* sql.withTransaction(Effect.gen(function*() {
     if (sql.driver !== "pglite") yield* sql`SELECT pg_advisory_xact_lock(7412003)`

@@ -1,5 +1,6 @@
 // IAM groups: named sets of workspace members and service accounts holding policies {action, resource, effect}.
-// Policies are validated against compute-and-auth.md §2.5 (`read` is not an action) and must grant something.
+// Policies use the actions and resources of README "Roles and permissions" (`read` is not an action) and must
+// grant something.
 // Nobody climbs through a group: allowing a permission, adding a member to a group that allows it, or lifting a deny
 // on it (removing the deny, a member of its group, or the group) needs the caller to hold that permission.
 import type { Principal } from "@troupe/api/Authorization"

@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { addressKey, addressRule, clientKey, clientRule, makeLoginThrottle } from "./LoginThrottle.ts"
@@ -28,22 +28,22 @@ describe("LoginThrottle", () => {
     Effect.gen(function*() {
       const t = makeLoginThrottle()
       const a = keys("a")
-      for (let i = 0; i < 4; i++) assert.strictEqual(yield* guess(t, a, false), 0)
-      assert.strictEqual(yield* peek(t, a), 0)
+      for (let i = 0; i < 4; i++) expect(yield* guess(t, a, false)).toBe(0)
+      expect(yield* peek(t, a)).toBe(0)
       yield* guess(t, a, false)
-      assert.strictEqual(yield* peek(t, a), 1)
-      assert.strictEqual(yield* guess(t, a, true), 1, "locked even for the right password")
-      assert.strictEqual(yield* peek(t, keys("b")), 0)
+      expect(yield* peek(t, a)).toBe(1)
+      expect(yield* guess(t, a, true), "locked even for the right password").toBe(1)
+      expect(yield* peek(t, keys("b"))).toBe(0)
       yield* TestClock.adjust("1001 millis")
-      assert.strictEqual(yield* guess(t, a, false), 0)
-      assert.strictEqual(yield* peek(t, a), 2)
+      expect(yield* guess(t, a, false)).toBe(0)
+      expect(yield* peek(t, a)).toBe(2)
       yield* TestClock.adjust("2001 millis")
-      assert.strictEqual(yield* guess(t, a, false), 0)
-      assert.strictEqual(yield* peek(t, a), 4)
+      expect(yield* guess(t, a, false)).toBe(0)
+      expect(yield* peek(t, a)).toBe(4)
       yield* TestClock.adjust("4001 millis")
-      assert.strictEqual(yield* guess(t, a, true), 0)
-      assert.strictEqual(yield* peek(t, a), 0)
-      for (let i = 0; i < 4; i++) assert.strictEqual(yield* guess(t, a, false), 0, "the count starts over")
+      expect(yield* guess(t, a, true)).toBe(0)
+      expect(yield* peek(t, a)).toBe(0)
+      for (let i = 0; i < 4; i++) expect(yield* guess(t, a, false), "the count starts over").toBe(0)
     }))
 
   it.effect("the wait is capped at 60 s and failures are forgotten after 15 quiet minutes", () =>
@@ -51,34 +51,34 @@ describe("LoginThrottle", () => {
       const t = makeLoginThrottle()
       const x = keys("x")
       for (let i = 0; i < 12; i++) {
-        assert.strictEqual(yield* guess(t, x, false), 0)
+        expect(yield* guess(t, x, false)).toBe(0)
         yield* TestClock.adjust("61 seconds")
       }
       yield* guess(t, x, false)
-      assert.strictEqual(yield* peek(t, x), 60)
+      expect(yield* peek(t, x)).toBe(60)
       yield* TestClock.adjust("16 minutes")
-      assert.strictEqual(yield* peek(t, x), 0)
+      expect(yield* peek(t, x)).toBe(0)
       yield* guess(t, x, false)
-      assert.strictEqual(yield* peek(t, x), 0)
+      expect(yield* peek(t, x)).toBe(0)
     }))
 
   it.effect("an address is locked after 20 failures whatever the names", () =>
     Effect.gen(function*() {
       const t = makeLoginThrottle()
       for (let i = 0; i < 19; i++) yield* guess(t, keys(`user${i}`), false)
-      assert.strictEqual(yield* peek(t, keys("new")), 0)
+      expect(yield* peek(t, keys("new"))).toBe(0)
       yield* guess(t, keys("user19"), false)
-      assert.strictEqual(yield* peek(t, keys("new")), 1)
-      assert.strictEqual(yield* peek(t, keys("new", "5.6.7.8")), 0)
+      expect(yield* peek(t, keys("new"))).toBe(1)
+      expect(yield* peek(t, keys("new", "5.6.7.8"))).toBe(0)
     }))
 
   it.effect("a name locked from one address is not locked from another: nobody locks a victim out", () =>
     Effect.gen(function*() {
       const t = makeLoginThrottle()
       for (let i = 0; i < 5; i++) yield* guess(t, keys("victim", "6.6.6.6"), false)
-      assert.strictEqual(yield* peek(t, keys("victim", "6.6.6.6")), 1)
-      assert.strictEqual(yield* peek(t, keys("Victim", "6.6.6.6")), 1, "names are compared without case")
-      assert.strictEqual(yield* guess(t, keys("victim", "10.0.0.1"), true), 0)
+      expect(yield* peek(t, keys("victim", "6.6.6.6"))).toBe(1)
+      expect(yield* peek(t, keys("Victim", "6.6.6.6")), "names are compared without case").toBe(1)
+      expect(yield* guess(t, keys("victim", "10.0.0.1"), true)).toBe(0)
     }))
 
   it.effect("concurrent guesses are counted as they start: no more than the allowance runs", () =>
@@ -93,23 +93,23 @@ describe("LoginThrottle", () => {
         () => Effect.forkChild(waitOf(t.attempt(a, slowCheck, (ok) => ok)))
       )
       yield* Effect.yieldNow
-      assert.strictEqual(ran, 5, "only the allowance got past the throttle")
+      expect(ran, "only the allowance got past the throttle").toBe(5)
       yield* Deferred.succeed(gate, false)
       const waits = yield* Fiber.joinAll(fibers)
-      assert.strictEqual(waits.filter((w) => w === 0).length, 5)
-      assert.strictEqual(waits.filter((w) => w > 0).length, 25)
-      assert.strictEqual(yield* peek(t, a), 1, "locked once the five failed")
+      expect(waits.filter((w) => w === 0).length).toBe(5)
+      expect(waits.filter((w) => w > 0).length).toBe(25)
+      expect(yield* peek(t, a), "locked once the five failed").toBe(1)
     }))
 
   it.effect("a check that ends without an answer releases its reservation and counts as no failure", () =>
     Effect.gen(function*() {
       const t = makeLoginThrottle()
       const a = keys("a")
-      for (let i = 0; i < 10; i++) assert.strictEqual(yield* peek(t, a), 0)
+      for (let i = 0; i < 10; i++) expect(yield* peek(t, a)).toBe(0)
       const stuck = yield* Effect.forkChild(t.attempt(a, Effect.never, () => false))
       yield* Effect.yieldNow
       yield* Fiber.interrupt(stuck)
-      for (let i = 0; i < 4; i++) assert.strictEqual(yield* guess(t, a, false), 0)
-      assert.strictEqual(yield* peek(t, a), 0)
+      for (let i = 0; i < 4; i++) expect(yield* guess(t, a, false)).toBe(0)
+      expect(yield* peek(t, a)).toBe(0)
     }))
 })

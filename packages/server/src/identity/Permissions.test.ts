@@ -1,29 +1,21 @@
 import { rolePermissions, policyPermissions } from "@troupe/api/identity/Roles"
-import { assert, describe, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { resolvePermissions } from "./Permissions.ts"
 
 const sorted = (s: Iterable<string>) => [...s].sort()
 
-describe("role permissions (CONTRACT.md §3)", () => {
+describe("role permissions (README: Roles and permissions)", () => {
   it("viewer reads; developer writes data and functions; admin adds webhooks, triggers, accounts; owner all", () => {
-    assert.deepStrictEqual(
-      sorted(rolePermissions.viewer),
-      ["read:functions", "read:records", "read:storage", "read:structures"]
-    )
-    assert.deepStrictEqual(
-      sorted(rolePermissions.developer),
-      sorted([
+    expect(sorted(rolePermissions.viewer)).toStrictEqual(["read:functions", "read:records", "read:storage", "read:structures"])
+    expect(sorted(rolePermissions.developer)).toStrictEqual(sorted([
         ...rolePermissions.viewer,
         "write:structures",
         "write:records",
         "write:functions",
         "execute:functions",
         "write:storage"
-      ])
-    )
-    assert.deepStrictEqual(
-      sorted(rolePermissions.admin),
-      sorted([
+      ]))
+    expect(sorted(rolePermissions.admin)).toStrictEqual(sorted([
         ...rolePermissions.developer,
         "read:webhooks",
         "write:webhooks",
@@ -32,54 +24,44 @@ describe("role permissions (CONTRACT.md §3)", () => {
         "read:service-accounts",
         "write:service-accounts",
         "secrets:reveal"
-      ])
-    )
-    assert.includeMembers([...rolePermissions.owner], [...rolePermissions.admin, "workspace:members"])
-    assert.notInclude([...rolePermissions.admin], "workspace:members")
-    assert.notInclude([...rolePermissions.viewer], "read:webhooks")
+      ]))
+    expect([...rolePermissions.owner]).toEqual(expect.arrayContaining([...rolePermissions.admin, "workspace:members"]))
+    expect([...rolePermissions.admin]).not.toContain("workspace:members")
+    expect([...rolePermissions.viewer]).not.toContain("read:webhooks")
   })
 })
 
 describe("policies", () => {
   it("maps actions onto permissions per resource", () => {
-    assert.deepStrictEqual(sorted(policyPermissions("retrieve", "records")), ["read:records"])
-    assert.deepStrictEqual(sorted(policyPermissions("list", "structures")), ["read:structures"])
-    assert.deepStrictEqual(sorted(policyPermissions("update", "records")), ["write:records"])
-    assert.deepStrictEqual(sorted(policyPermissions("validate", "structures")), ["write:structures"])
-    assert.deepStrictEqual(sorted(policyPermissions("execute", "compute-functions")), ["execute:functions"])
-    assert.deepStrictEqual(
-      sorted(policyPermissions("manage", "compute-functions")),
-      ["execute:functions", "read:functions", "write:functions"]
-    )
-    assert.deepStrictEqual(
-      sorted(policyPermissions("manage", "function-triggers")),
-      ["execute:functions", "read:triggers", "write:triggers"]
-    )
-    assert.deepStrictEqual(sorted(policyPermissions("retrieve", "secrets")), ["secrets:reveal"])
-    assert.deepStrictEqual([...policyPermissions("execute", "records")], [])
-    assert.includeMembers(
-      [...policyPermissions("list", "*")],
-      ["read:records", "read:webhooks", "read:service-accounts"]
-    )
-    assert.notInclude([...policyPermissions("list", "*")], "write:records")
+    expect(sorted(policyPermissions("retrieve", "records"))).toStrictEqual(["read:records"])
+    expect(sorted(policyPermissions("list", "structures"))).toStrictEqual(["read:structures"])
+    expect(sorted(policyPermissions("update", "records"))).toStrictEqual(["write:records"])
+    expect(sorted(policyPermissions("validate", "structures"))).toStrictEqual(["write:structures"])
+    expect(sorted(policyPermissions("execute", "compute-functions"))).toStrictEqual(["execute:functions"])
+    expect(sorted(policyPermissions("manage", "compute-functions"))).toStrictEqual(["execute:functions", "read:functions", "write:functions"])
+    expect(sorted(policyPermissions("manage", "function-triggers"))).toStrictEqual(["execute:functions", "read:triggers", "write:triggers"])
+    expect(sorted(policyPermissions("retrieve", "secrets"))).toStrictEqual(["secrets:reveal"])
+    expect([...policyPermissions("execute", "records")]).toStrictEqual([])
+    expect([...policyPermissions("list", "*")]).toEqual(expect.arrayContaining(["read:records", "read:webhooks", "read:service-accounts"]))
+    expect([...policyPermissions("list", "*")]).not.toContain("write:records")
   })
 
   it("resolves role + explicit + group allows, and a deny wins over everything", () => {
     const viewerPlus = resolvePermissions("viewer", [], [{ action: "create", resource: "records", effect: "allow" }])
-    assert.isTrue(viewerPlus.has("write:records"))
-    assert.isFalse(viewerPlus.has("write:structures"))
+    expect(viewerPlus.has("write:records")).toBe(true)
+    expect(viewerPlus.has("write:structures")).toBe(false)
     const explicit = resolvePermissions(undefined, ["read:records"], [])
-    assert.deepStrictEqual(sorted(explicit), ["read:records"])
+    expect(sorted(explicit)).toStrictEqual(["read:records"])
     const denied = resolvePermissions("owner", [], [
       { action: "manage", resource: "records", effect: "deny" },
       { action: "create", resource: "records", effect: "allow" }
     ])
-    assert.isFalse(denied.has("write:records"))
-    assert.isFalse(denied.has("read:records"))
-    assert.isTrue(denied.has("read:structures"))
+    expect(denied.has("write:records")).toBe(false)
+    expect(denied.has("read:records")).toBe(false)
+    expect(denied.has("read:structures")).toBe(true)
     // unknown actions (such as "read") grant nothing
     const readPolicy = [{ action: "read", resource: "records", effect: "allow" }]
-    assert.deepStrictEqual(sorted(resolvePermissions(undefined, [], readPolicy)), [])
-    assert.deepStrictEqual(sorted(resolvePermissions(undefined, [], [])), [])
+    expect(sorted(resolvePermissions(undefined, [], readPolicy))).toStrictEqual([])
+    expect(sorted(resolvePermissions(undefined, [], []))).toStrictEqual([])
   })
 })

@@ -1,4 +1,4 @@
-// Per-workspace, per-class request limits (CONTRACT.md §1: reads, writes, bulk, functions, queries per minute;
+// Per-workspace, per-class request limits (README "Rate limits": reads, writes, bulk, functions, queries per minute;
 // 0 = off), counted in fixed windows aligned to the clock.
 // No query per request: each node counts in memory and, about once a second, adds its new hits to the shared row
 // in `rate_counters` and reads back the cluster-wide total; a counter that has not synced for 2 s (new window, idle
@@ -10,7 +10,7 @@ import { Clock, Context, Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../platform/AppConfig.ts"
 
-export type RateClassName = "reads" | "writes" | "bulk" | "functions" | "queries"
+import type { RateClassName } from "@troupe/api/Authorization"
 
 interface Counter {
   readonly workspace: string

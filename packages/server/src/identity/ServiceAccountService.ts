@@ -1,4 +1,4 @@
-// Service accounts (compute-and-auth.md §2.5, §4.6): a client id (`ci_` + 24 hex) and a secret (`sk_` + 64 hex),
+// Service accounts (README "Identity and access"): a client id (`ci_` + 24 hex) and a secret (`sk_` + 64 hex),
 // of which only a SHA-256 digest is stored; the secret is shown at creation and rotation only. Rotation bumps the
 // secret version (tokens carry it as `sv`), so tokens issued before are refused at once, as are a revoked or
 // deleted account's. Managed with a user token; nobody can grant permissions they do not hold themselves, nor manage
@@ -246,7 +246,7 @@ export class ServiceAccountService extends Context.Service<ServiceAccountService
         return toAccount(row)
       })
 
-      // Rotation also reactivates a revoked account (compute-and-auth.md §3: "any -> active with new secret").
+      // Rotation also reactivates a revoked account: whatever its status, a new secret makes it active.
       const rotate = Effect.fn("ServiceAccountService.rotate")(function*(workspace: string, by: Principal, id: number) {
         const clientSecret = newClientSecret()
         const row = yield* update(workspace, by, id, sql<Row>`

@@ -1,24 +1,18 @@
-import { assert, describe, it, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Option } from "effect"
 import { TestClock } from "effect/testing"
 import { SqlClient } from "effect/sql"
 import * as Jose from "jose"
 import * as Crypto from "node:crypto"
+import { MigratedPglite } from "../../../../test/support/TestDatabase.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
-import * as PgliteClient from "../platform/PgliteClient.ts"
 import { Secrets } from "../platform/Secrets.ts"
 import { singleFlight, SigningKeys } from "./SigningKeys.ts"
 
 const keyA = Crypto.randomBytes(32)
 const keyB = Crypto.randomBytes(32)
 
-const Db = Layer.effectDiscard(Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  yield* sql`CREATE TABLE signing_keys (
-    kid text PRIMARY KEY, alg text NOT NULL, public_jwk jsonb NOT NULL, private_enc text NOT NULL,
-    active boolean NOT NULL DEFAULT true, created_at timestamptz NOT NULL DEFAULT now(), retired_at timestamptz)`
-})).pipe(
-  Layer.provideMerge(PgliteClient.layer("memory://")),
+const Db = MigratedPglite().pipe(
   Layer.provideMerge(AppConfig.layerWith({ publicUrl: "http://troupe.test", configuredPublicUrl: Option.some("http://troupe.test") }))
 )
 
@@ -36,39 +30,39 @@ layer(Db, { excludeTestServices: true })("SigningKeys", (it) => {
       Effect.gen(function*() {
         const token = yield* keys.sign(sample)
         const payload = yield* keys.verify(token)
-        assert.strictEqual(payload.sub, "ci_1")
-        assert.strictEqual(payload.iss, "http://troupe.test")
-        assert.strictEqual(payload.aud, "http://troupe.test")
-        assert.strictEqual(payload.exp! - payload.iat!, 25200)
+        expect(payload.sub).toBe("ci_1")
+        expect(payload.iss).toBe("http://troupe.test")
+        expect(payload.aud).toBe("http://troupe.test")
+        expect(payload.exp! - payload.iat!).toBe(25200)
         const jwks = yield* keys.jwks
-        assert.strictEqual(jwks.keys.length, 1)
-        assert.isUndefined((jwks.keys[0] as any).d)
+        expect(jwks.keys.length).toBe(1)
+        expect((jwks.keys[0] as any).d).toBeUndefined()
         const verified = yield* Effect.promise(() => Jose.jwtVerify(token, Jose.createLocalJWKSet(jwks)))
-        assert.strictEqual(verified.protectedHeader.alg, "ES256")
+        expect(verified.protectedHeader.alg).toBe("ES256")
         // the private key is stored encrypted
         const sql = yield* SqlClient.SqlClient
         const rows = yield* sql<{ privateEnc: string }>`SELECT private_enc AS "privateEnc" FROM signing_keys`
-        assert.isTrue(rows[0]!.privateEnc.startsWith("enc:v1:"))
-        assert.notInclude(rows[0]!.privateEnc, "\"d\"")
+        expect(rows[0]!.privateEnc.startsWith("enc:v1:")).toBe(true)
+        expect(rows[0]!.privateEnc).not.toContain("\"d\"")
         // tampering, another issuer's key, garbage
         const [h, p, s] = token.split(".")
         const forgedBody = Buffer.from(JSON.stringify({ ...payload, workspace: "other" })).toString("base64url")
         const altered = `${h}.${forgedBody}.${s}`
-        assert.strictEqual((yield* Effect.flip(keys.verify(altered))).statusCode, 401)
-        assert.strictEqual((yield* Effect.flip(keys.verify("garbage"))).statusCode, 401)
-        assert.strictEqual((yield* Effect.flip(keys.verify(`${h}.${p}`))).statusCode, 401)
+        expect((yield* Effect.flip(keys.verify(altered))).statusCode).toBe(401)
+        expect((yield* Effect.flip(keys.verify("garbage"))).statusCode).toBe(401)
+        expect((yield* Effect.flip(keys.verify(`${h}.${p}`))).statusCode).toBe(401)
         const stranger = yield* Effect.promise(() => Jose.generateKeyPair("ES256"))
         const foreign = yield* Effect.promise(() =>
           new Jose.SignJWT(sample).setProtectedHeader({ alg: "ES256", kid: Jose.decodeProtectedHeader(token).kid! })
             .setIssuer("http://troupe.test").setAudience("http://troupe.test").setIssuedAt().setExpirationTime("1h")
             .sign(stranger.privateKey)
         )
-        assert.strictEqual((yield* Effect.flip(keys.verify(foreign))).statusCode, 401)
+        expect((yield* Effect.flip(keys.verify(foreign))).statusCode).toBe(401)
         const expired = yield* Effect.promise(() =>
           new Jose.SignJWT(sample).setProtectedHeader({ alg: "ES256", kid: "x" }).setIssuer("http://troupe.test")
             .setAudience("http://troupe.test").setIssuedAt(1).setExpirationTime(2).sign(stranger.privateKey)
         )
-        assert.strictEqual((yield* Effect.flip(keys.verify(expired))).statusCode, 401)
+        expect((yield* Effect.flip(keys.verify(expired))).statusCode).toBe(401)
       }).pipe(Effect.orDie)
     ))
 
@@ -89,7 +83,7 @@ layer(Db, { excludeTestServices: true })("SigningKeys", (it) => {
           )
         })
         const first = yield* foreignKey
-        assert.strictEqual((yield* keys.verify(first)).sub, "ci_1")
+        expect((yield* keys.verify(first)).sub).toBe("ci_1")
         // a burst of junk kids right after: no reload, so a second new key is not seen yet...
         const stranger = yield* Effect.promise(() => Jose.generateKeyPair("ES256"))
         const junk = yield* Effect.promise(() =>
@@ -98,12 +92,12 @@ layer(Db, { excludeTestServices: true })("SigningKeys", (it) => {
         )
         const answers = yield* Effect.forEach(Array.from({ length: 20 }, (_, i) => i), () =>
           Effect.flip(keys.verify(junk)), { concurrency: "unbounded" })
-        assert.isTrue(answers.every((e) => e.statusCode === 401))
+        expect(answers.every((e) => e.statusCode === 401)).toBe(true)
         const second = yield* foreignKey
-        assert.strictEqual((yield* Effect.flip(keys.verify(second))).statusCode, 401)
+        expect((yield* Effect.flip(keys.verify(second))).statusCode).toBe(401)
         // ...until a second has passed
         yield* Effect.sleep("1100 millis")
-        assert.strictEqual((yield* keys.verify(second)).sub, "ci_1")
+        expect((yield* keys.verify(second)).sub).toBe("ci_1")
       }).pipe(Effect.orDie)
     ))
 
@@ -114,11 +108,11 @@ layer(Db, { excludeTestServices: true })("SigningKeys", (it) => {
       const rotated = yield* keysWith(keyA)((keys) =>
         Effect.gen(function*() {
           const info = yield* keys.rotate
-          assert.notStrictEqual(info.kid, oldKid)
+          expect(info.kid).not.toBe(oldKid)
           yield* keys.verify(old)
           const fresh = yield* keys.sign(sample)
-          assert.strictEqual(Jose.decodeProtectedHeader(fresh).kid, info.kid)
-          assert.includeMembers((yield* keys.jwks).keys.map((k) => k.kid), [oldKid, info.kid])
+          expect(Jose.decodeProtectedHeader(fresh).kid).toBe(info.kid)
+          expect((yield* keys.jwks).keys.map((k) => k.kid)).toEqual(expect.arrayContaining([oldKid, info.kid]))
           return info.kid
         })
       )
@@ -128,8 +122,8 @@ layer(Db, { excludeTestServices: true })("SigningKeys", (it) => {
           yield* keys.verify(old)
           const fresh = yield* keys.sign(sample)
           const kid = Jose.decodeProtectedHeader(fresh).kid
-          assert.notStrictEqual(kid, rotated)
-          assert.notStrictEqual(kid, oldKid)
+          expect(kid).not.toBe(rotated)
+          expect(kid).not.toBe(oldKid)
           yield* keys.verify(fresh)
         })
       )
@@ -145,7 +139,7 @@ describe("singleFlight", () => {
       const reload = singleFlight(run, 1000)
       const callers = yield* Effect.forEach(Array.from({ length: 50 }, (_, i) => i), () => Effect.forkChild(reload))
       yield* Effect.yieldNow
-      assert.strictEqual(runs, 1, "50 callers at once: one run")
+      expect(runs, "50 callers at once: one run").toBe(1)
       yield* Deferred.succeed(gate, undefined)
       yield* Fiber.joinAll(callers)
       // within the interval: nothing runs, callers return at once
@@ -153,12 +147,12 @@ describe("singleFlight", () => {
       yield* reload
       yield* TestClock.adjust("999 millis")
       yield* reload
-      assert.strictEqual(runs, 1)
+      expect(runs).toBe(1)
       // past it: one more run
       yield* TestClock.adjust("1 millis")
       const again = yield* Effect.forkChild(reload)
       yield* Effect.yieldNow
-      assert.strictEqual(runs, 2)
+      expect(runs).toBe(2)
       yield* Deferred.succeed(gate, undefined)
       yield* Fiber.join(again)
     }))
@@ -177,6 +171,6 @@ describe("singleFlight", () => {
       yield* Deferred.succeed(gate, undefined)
       yield* Fiber.join(interrupting)
       yield* Fiber.join(second)
-      assert.strictEqual(finished, 1)
+      expect(finished).toBe(1)
     }))
 })

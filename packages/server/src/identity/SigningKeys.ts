@@ -12,7 +12,7 @@ import { AppConfig } from "../platform/AppConfig.ts"
 import { Secrets } from "../platform/Secrets.ts"
 
 export const alg = "ES256"
-/** Token lifetime (compute-and-auth.md §5.4). */
+/** Token lifetime: 7 hours, with no refresh token (README "Tokens"). */
 export const tokenLifetimeSeconds = 25200
 /** A retired key stays published this long: one token lifetime plus a margin. */
 const retiredKeyGraceHours = 8

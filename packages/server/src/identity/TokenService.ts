@@ -1,5 +1,5 @@
 // The token endpoint's logic (RFC 6749): client_credentials for service accounts, password for users. Failures
-// are RFC 6749 §5.2 errors; bad credentials answer 401 invalid_client (CONTRACT.md §3) and feed the login
+// are RFC 6749 §5.2 errors; bad credentials answer 401 invalid_client (README "Getting a token") and feed the login
 // throttle, which answers 429 slow_down once a client id / username from an address, or an address, has failed
 // too often. User tokens carry the password version (`pv`): a password change refuses the tokens issued before.
 import type { TokenResponse } from "@troupe/api/identity/Identity"

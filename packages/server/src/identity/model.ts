@@ -35,7 +35,7 @@ export const uniqueOr = <E2>(onConflict: () => E2) => <A, E, R>(self: Effect.Eff
     (e) => e.reason._tag === "UniqueViolation" ? Effect.fail(onConflict()) : Effect.die(e)
   ) as Effect.Effect<A, Exclude<E, SqlError> | E2, R>
 
-/** Service-account management needs a person (compute-and-auth.md §4.6). */
+/** Service-account management needs a person: a user token, never a service account's. */
 export const requireUser = (principal: Principal): Effect.Effect<void, Forbidden> =>
   principal.kind === "user"
     ? Effect.void

@@ -1,6 +1,7 @@
-// Every environment variable of CONTRACT.md §1, read once through effect/Config and validated at start.
-// A bad value fails the start with InvalidConfig, which main prints as one line naming the variable.
-import { Config, Context, Data, Effect, Layer, Option } from "effect"
+// Every environment variable the node reads (README "Configuration"), read once through effect/Config and validated
+// at start. A bad value fails the start with InvalidConfig, which main prints as one line naming the variable; a blank
+// value counts as unset. Secrets (DATABASE_URL, keys, passwords, the metrics token) stay Redacted until used.
+import { Config, Context, Data, Duration, Effect, Layer, LogLevel, Option, Redacted, Schema } from "effect"
 import * as Os from "node:os"
 
 export class InvalidConfig extends Data.TaggedError("InvalidConfig")<{ readonly variable: string; readonly reason: string }> {
@@ -9,46 +10,83 @@ export class InvalidConfig extends Data.TaggedError("InvalidConfig")<{ readonly 
   }
 }
 
-const raw = (name: string) =>
-  Config.String(name).pipe(Config.option, Effect.map(Option.filter((s) => s.trim().length > 0)), Effect.orDie)
+/** The first line of a ConfigError's schema message ("Expected a value between 1 and 65535"). */
+const reasonOf = (error: Config.ConfigError) => {
+  const text = (error.cause as { message?: string } | undefined)?.message ?? String(error)
+  return text.split("\n")[0]!
+}
 
-const parsed = <A>(name: string, fallback: A, parse: (s: string) => A | undefined, expected: string) =>
-  Effect.flatMap(raw(name), (value) => {
-    if (Option.isNone(value)) return Effect.succeed(fallback)
-    const result = parse(value.value.trim())
-    return result === undefined
-      ? Effect.fail(new InvalidConfig({ variable: name, reason: `${expected}, got "${value.value}"` }))
-      : Effect.succeed(result)
-  })
+/** `config` read as `name`; missing or blank -> `fallback`; anything else that does not decode -> InvalidConfig. */
+const read = <A>(name: string, config: Config.Config<A>, fallback: A) =>
+  Config.withDefault(config, fallback).pipe(
+    Effect.catchTag("ConfigError", (error) =>
+      Effect.flatMap(
+        Effect.orElseSucceed(Config.String(name), () => ""),
+        (raw) => Effect.fail(new InvalidConfig({ variable: name, reason: `${reasonOf(error)}, got "${raw}"` }))
+      ))
+  )
+
+const optional = <A>(name: string, config: Config.Config<A>) => read(name, Config.option(config), Option.none())
 
 const int = (name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
-  parsed(name, fallback, (s) => {
-    const n = Number(s)
-    return /^\d+$/.test(s) && n >= min && n <= max ? n : undefined
-  }, `expected a whole number between ${min} and ${max}`)
+  read(name, Config.schema(Schema.Int.check(Schema.isBetween({ minimum: min, maximum: max })), name), fallback)
 
+/** A positive number of seconds, written as a number ("1.5") or as an Effect duration ("1500 millis", "2 seconds"). */
 const seconds = (name: string, fallback: number) =>
-  parsed(name, fallback, (s) => {
-    const n = Number(s)
-    return /^\d+(\.\d+)?$/.test(s) && n > 0 ? n : undefined
-  }, "expected a positive number of seconds")
+  read(
+    name,
+    Config.orElse(Config.Duration(name), () => Config.map(Config.schema(Schema.Finite, name), (s) => Duration.seconds(s))),
+    Duration.seconds(fallback)
+  ).pipe(Effect.flatMap((d) =>
+    Duration.isGreaterThan(d, Duration.zero)
+      ? Effect.succeed(Duration.toSeconds(d))
+      : Effect.fail(new InvalidConfig({ variable: name, reason: `Expected a positive duration, got "${Duration.format(d)}"` }))
+  ))
 
-const text = (name: string, fallback: string) => parsed(name, fallback, (s) => s, "expected text")
+/** A string matching `pattern` (described as `expected` when it does not). */
+const matching = (name: string, pattern: RegExp, expected: string) =>
+  Config.schema(Schema.String.check(Schema.isPattern(pattern, { message: expected })), name)
+
+const httpUrl = (name: string) =>
+  Config.map(matching(name, /^https?:\/\/[^\s]+$/, "Expected an http(s) URL"), (s) => s.replace(/\/+$/, ""))
+
+const text = (name: string, fallback: string) => read(name, Config.String(name), fallback)
+
+/** Lowercase levels of TROUPE_LOG_LEVEL -> Effect's minimum log level. */
+/** `key=value` pairs, values percent-decoded (a value that does not decode is kept as written). */
+const otlpHeaderPairs = (s: string) => {
+  const headers: Record<string, string> = {}
+  for (const pair of s.split(",")) {
+    const at = pair.indexOf("=")
+    const value = pair.slice(at + 1).trim()
+    let decoded = value
+    try {
+      decoded = decodeURIComponent(value)
+    } catch {
+      // kept as written
+    }
+    headers[pair.slice(0, at).trim().toLowerCase()] = decoded
+  }
+  return headers
+}
+
+const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error", none: "None" } as const satisfies Record<string, LogLevel.LogLevel>
 
 const config = Effect.gen(function*() {
   const port = yield* int("PORT", 8080, 0, 65535)
   const host = yield* text("HOST", "127.0.0.1")
-  const databaseUrl = yield* parsed("DATABASE_URL", Option.none<string>(), (s) =>
-    /^postgres(ql)?:\/\//.test(s) ? Option.some(s) : undefined, "expected a postgres:// URL")
+  const databaseUrl = yield* optional("DATABASE_URL", Config.map(matching("DATABASE_URL", /^postgres(ql)?:\/\//, "Expected a postgres:// URL"), Redacted.make))
   const dataDir = yield* text("TROUPE_DATA_DIR", "./.troupe")
-  const workspace = yield* parsed("TROUPE_WORKSPACE", "default", (s) =>
-    /^[a-z0-9]+(-[a-z0-9]+)*$/.test(s) ? s : undefined, "expected a lowercase hyphen-separated slug")
-  const adminPassword = yield* raw("TROUPE_ADMIN_PASSWORD")
-  const configuredPublicUrl = yield* parsed("TROUPE_PUBLIC_URL", Option.none<string>(), (s) =>
-    /^https?:\/\/[^\s]+$/.test(s) ? Option.some(s.replace(/\/+$/, "")) : undefined, "expected an http(s) URL")
+  const workspace = yield* read(
+    "TROUPE_WORKSPACE",
+    matching("TROUPE_WORKSPACE", /^[a-z0-9]+(-[a-z0-9]+)*$/, "Expected a lowercase hyphen-separated slug"),
+    "default"
+  )
+  const adminPassword = yield* optional("TROUPE_ADMIN_PASSWORD", Config.Redacted("TROUPE_ADMIN_PASSWORD"))
+  const configuredPublicUrl = yield* optional("TROUPE_PUBLIC_URL", httpUrl("TROUPE_PUBLIC_URL"))
   const publicUrl = Option.getOrElse(configuredPublicUrl, () => `http://localhost:${port}`)
-  const runnerHost = yield* raw("TROUPE_RUNNER_HOST")
-  const runnerPort = yield* int("TROUPE_RUNNER_PORT", port + 1000, 1, 65535)
+  const runnerHost = yield* optional("TROUPE_RUNNER_HOST", Config.String("TROUPE_RUNNER_HOST"))
+  const runnerPort = yield* read("TROUPE_RUNNER_PORT", Config.Port("TROUPE_RUNNER_PORT"), port + 1000)
   const limits = {
     reads: yield* int("TROUPE_LIMIT_READS", 5000),
     writes: yield* int("TROUPE_LIMIT_WRITES", 1000),
@@ -56,23 +94,31 @@ const config = Effect.gen(function*() {
     functions: yield* int("TROUPE_LIMIT_FUNCTIONS", 500),
     queries: yield* int("TROUPE_LIMIT_QUERIES", 500)
   }
-  const webhookRetryDelays = yield* parsed("TROUPE_WEBHOOK_RETRY_DELAYS", [1, 5, 15], (s) => {
-    const parts = s.split(",").map((x) => x.trim())
-    return parts.every((p) => /^\d+(\.\d+)?$/.test(p)) ? parts.map(Number) : undefined
-  }, "expected comma-separated seconds such as 1,5,15")
+  const webhookRetryDelays = yield* read(
+    "TROUPE_WEBHOOK_RETRY_DELAYS",
+    Config.map(matching("TROUPE_WEBHOOK_RETRY_DELAYS", /^\s*\d+(\.\d+)?\s*(,\s*\d+(\.\d+)?\s*)*$/, "Expected comma-separated seconds such as 1,5,15"), (s) =>
+      s.split(",").map((x) => Number(x.trim()))),
+    [1, 5, 15]
+  )
   const functionTimeoutMs = yield* int("TROUPE_FUNCTION_TIMEOUT_MS", 30000, 1)
   const functionMemoryMb = yield* int("TROUPE_FUNCTION_MEMORY_MB", 128, 8, 4096)
   // Functions mostly wait on `api` calls and HTTP: several runs per core keep the cores busy.
   const functionConcurrency = yield* int("TROUPE_FUNCTION_CONCURRENCY", Math.max(8, 4 * Os.availableParallelism()), 1, 1024)
   // the isolates of one node together: room for every slot twice over (warm isolates of several workspaces)
   const functionNodeMemoryMb = yield* int("TROUPE_FUNCTION_NODE_MEMORY_MB", Math.max(512, functionConcurrency * functionMemoryMb * 2), 8)
-  const functionHttpAllowlist = yield* parsed("TROUPE_FUNCTION_HTTP_ALLOWLIST", [] as Array<string>, (s) =>
-    s.split(",").map((x) => x.trim().toLowerCase()).filter((x) => x.length > 0), "expected host names")
+  const functionHttpAllowlist = yield* read(
+    "TROUPE_FUNCTION_HTTP_ALLOWLIST",
+    Config.map(Config.String("TROUPE_FUNCTION_HTTP_ALLOWLIST"), (s) => s.split(",").map((x) => x.trim().toLowerCase()).filter((x) => x.length > 0)),
+    [] as Array<string>
+  )
   const nodeEnv = yield* text("NODE_ENV", "development")
-  const encryptionKey = yield* parsed("TROUPE_ENCRYPTION_KEY", Option.none<Buffer>(), (s) => {
-    const key = Buffer.from(s, "base64")
-    return key.length === 32 ? Option.some(key) : undefined
-  }, "expected 32 bytes, base64-encoded")
+  const encryptionKey = yield* optional(
+    "TROUPE_ENCRYPTION_KEY",
+    Config.map(
+      matching("TROUPE_ENCRYPTION_KEY", /^[A-Za-z0-9+/_-]{43}=?$/, "Expected 32 bytes, base64-encoded"),
+      (s) => Redacted.make(Buffer.from(s, "base64"))
+    )
+  )
   const maxBodyBytes = yield* int("TROUPE_MAX_BODY_BYTES", 10 * 1024 * 1024, 1024)
   // Tuning knobs of single domains (README, Configuration).
   const tuning = {
@@ -99,28 +145,20 @@ const config = Effect.gen(function*() {
     clusterHealthCheckSeconds: yield* seconds("TROUPE_CLUSTER_HEALTH_CHECK_SECONDS", 1),
     clusterRefreshSeconds: yield* seconds("TROUPE_CLUSTER_REFRESH_SECONDS", 1)
   }
-  const logLevel = yield* parsed("TROUPE_LOG_LEVEL", "info", (s) =>
-    ["debug", "info", "warn", "error", "none"].includes(s) ? s : undefined, "expected debug, info, warn, error or none")
+  const logLevel = yield* read("TROUPE_LOG_LEVEL", Config.Literals(["debug", "info", "warn", "error", "none"], "TROUPE_LOG_LEVEL"), "info")
   // Observability (README, "What to watch on /metrics"): the scrape token, and OTLP trace export.
   /** when set, GET /metrics answers only `Authorization: Bearer <this>` */
-  const metricsToken = Option.map(yield* raw("TROUPE_METRICS_TOKEN"), (s) => s.trim())
+  const metricsToken = yield* optional("TROUPE_METRICS_TOKEN", Config.Redacted("TROUPE_METRICS_TOKEN"))
   /** OTLP/HTTP base URL: spans go to `<this>/v1/traces`; unset, no spans leave the node */
-  const otlpEndpoint = yield* parsed("OTEL_EXPORTER_OTLP_ENDPOINT", Option.none<string>(), (s) =>
-    /^https?:\/\/[^\s]+$/.test(s) ? Option.some(s.replace(/\/+$/, "")) : undefined, "expected an http(s) URL")
-  const otlpHeaders = yield* parsed("OTEL_EXPORTER_OTLP_HEADERS", {} as Record<string, string>, (s) => {
-    const headers: Record<string, string> = {}
-    for (const pair of s.split(",")) {
-      const at = pair.indexOf("=")
-      const key = at < 0 ? "" : pair.slice(0, at).trim()
-      if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(key)) return undefined
-      try {
-        headers[key.toLowerCase()] = decodeURIComponent(pair.slice(at + 1).trim())
-      } catch {
-        return undefined
-      }
-    }
-    return headers
-  }, "expected comma-separated key=value pairs")
+  const otlpEndpoint = yield* optional("OTEL_EXPORTER_OTLP_ENDPOINT", httpUrl("OTEL_EXPORTER_OTLP_ENDPOINT"))
+  const otlpHeaders = yield* read(
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    Config.map(
+      matching("OTEL_EXPORTER_OTLP_HEADERS", /^\s*[A-Za-z0-9!#$%&'*+.^_`|~-]+\s*=[^,]*(,\s*[A-Za-z0-9!#$%&'*+.^_`|~-]+\s*=[^,]*)*$/, "Expected comma-separated key=value pairs"),
+      otlpHeaderPairs
+    ),
+    {} as Record<string, string>
+  )
   const otelServiceName = yield* text("OTEL_SERVICE_NAME", "troupe")
   return {
     port,
@@ -135,7 +173,7 @@ const config = Effect.gen(function*() {
     configuredPublicUrl,
     runnerHost: Option.getOrElse(runnerHost, () => host),
     runnerPort,
-    /** Every node on the same PostgreSQL joins one cluster (CONTRACT.md §1); PGlite is one process, one runner. */
+    /** Every node on the same PostgreSQL joins one cluster; PGlite is one process, one runner. */
     clustered: Option.isSome(databaseUrl),
     limits,
     webhookRetryDelays,
@@ -148,6 +186,8 @@ const config = Effect.gen(function*() {
     encryptionKey,
     maxBodyBytes,
     logLevel,
+    /** Effect's minimum log level for TROUPE_LOG_LEVEL */
+    minimumLogLevel: logLevels[logLevel],
     metricsToken,
     otlpEndpoint,
     otlpHeaders,

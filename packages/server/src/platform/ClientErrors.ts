@@ -2,11 +2,12 @@
 // cannot read (a malformed request line, header or chunk, a URL or header block over the size limit, a body cut off
 // mid-chunk), an Expect header other than 100-continue, an HTTP/1.1 request without a Host header. Left to itself Node
 // answers them with an empty body; these listeners answer with the same status (a parser error only while no response
-// has started on the socket, then the socket closes) in the shape of CONTRACT.md §4.
-import { errorBody } from "@troupe/api/Errors"
+// has started on the socket, then the socket closes) with the contract's error body (README.md, "Errors"), written by
+// the edge's writer (EdgeWriter).
 import * as Crypto from "node:crypto"
 import type * as Http from "node:http"
 import type * as Net from "node:net"
+import { contractBody, writeFailure } from "./EdgeWriter.ts"
 
 /** Status, reason phrase, contract code, message. */
 type Answer = readonly [number, string, string, string]
@@ -21,16 +22,13 @@ const malformed: Answer = [400, "Bad Request", "BAD_REQUEST", "Malformed HTTP re
 const expectationFailed: Answer = [417, "Expectation Failed", "EXPECTATION_FAILED", "Only Expect: 100-continue is supported"]
 const hostMissing: Answer = [400, "Bad Request", "BAD_REQUEST", "An HTTP/1.1 request needs a Host header"]
 
-/** The contract body of an answer, with a request id of its own. */
-const bodyOf = ([status, reason, code, message]: Answer) => {
-  const requestId = Crypto.randomUUID()
-  return { requestId, text: JSON.stringify({ ...errorBody(status, code, message), error: reason, requestId }) }
-}
+const failureOf = ([status, reason, code, message]: Answer, headers?: Record<string, string>) => ({ status, reason, code, message, headers })
 
 /** The raw HTTP/1.1 response to a parser error (by Node's error code): the contract body, connection closed. */
 export const clientErrorResponse = (code: string | undefined): string => {
   const answer = parserAnswers[code ?? ""] ?? malformed
-  const { requestId, text } = bodyOf(answer)
+  const requestId = Crypto.randomUUID()
+  const text = JSON.stringify(contractBody(failureOf(answer), requestId))
   return [
     `HTTP/1.1 ${answer[0]} ${answer[1]}`,
     "Content-Type: application/json",
@@ -42,16 +40,8 @@ export const clientErrorResponse = (code: string | undefined): string => {
   ].join("\r\n")
 }
 
-const respond = (response: Http.ServerResponse, answer: Answer, headers: Record<string, string> = {}) => {
-  const { requestId, text } = bodyOf(answer)
-  response.writeHead(answer[0], {
-    ...headers,
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(text),
-    "x-request-id": requestId
-  })
-  response.end(text)
-}
+const respond = (response: Http.ServerResponse, answer: Answer, headers?: Record<string, string>) =>
+  writeFailure(response, failureOf(answer, headers), Crypto.randomUUID())
 
 /** Installs the listeners on a server; returns the server. */
 export const answerClientErrors = <S extends Http.Server>(server: S): S => {
@@ -66,7 +56,7 @@ export const answerClientErrors = <S extends Http.Server>(server: S): S => {
   server.on("checkExpectation", (_: Http.IncomingMessage, response: Http.ServerResponse) => {
     respond(response, expectationFailed)
   })
-  // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400; Node's own check answers it before any listener
+  // RFC 9112 (HTTP/1.1 message syntax): an HTTP/1.1 request without Host is a 400; Node's own check answers it before any listener
   ;(server as unknown as { requireHostHeader: boolean }).requireHostHeader = false
   const emit = server.emit.bind(server)
   server.emit = ((event: string, ...args: Array<any>) => {

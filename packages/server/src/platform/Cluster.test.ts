@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer } from "effect"
 import { ClusterError, Runner, RunnerAddress, RunnerHealth, RunnerStorage, ShardId } from "effect/cluster"
 import { TestClock } from "effect/testing"
@@ -33,8 +33,8 @@ describe("FewReleasesAtOnce", () => {
       }).pipe(Effect.provide(FewReleasesAtOnce.pipe(Layer.provide(storage))), Effect.forkChild)
       yield* TestClock.adjust("1 second")
       yield* Fiber.join(fiber)
-      assert.strictEqual(most, RELEASES_AT_ONCE)
-      assert.deepStrictEqual([...released].sort(), shards.map(String).sort())
+      expect(most).toBe(RELEASES_AT_ONCE)
+      expect([...released].sort()).toStrictEqual(shards.map(String).sort())
     }))
 })
 
@@ -53,10 +53,10 @@ describe("quickPing", () => {
       })
       const fiber = yield* Effect.forkChild(health.isAlive(address))
       yield* TestClock.adjust("499 millis")
-      assert.isUndefined(fiber.pollUnsafe())
+      expect(fiber.pollUnsafe()).toBeUndefined()
       yield* TestClock.adjust("1 millis")
-      assert.strictEqual(yield* Fiber.join(fiber), false)
-      assert.strictEqual(pings, 3)
+      expect(yield* Fiber.join(fiber)).toBe(false)
+      expect(pings).toBe(3)
     }))
 
   it.effect("keeps a node alive when a retry answers", () =>
@@ -71,8 +71,8 @@ describe("quickPing", () => {
       })
       const fiber = yield* Effect.forkChild(health.isAlive(address))
       yield* TestClock.adjust("250 millis")
-      assert.strictEqual(yield* Fiber.join(fiber), true)
-      assert.strictEqual(pings, 2)
+      expect(yield* Fiber.join(fiber)).toBe(true)
+      expect(pings).toBe(2)
     }))
 
   it.effect("waits for a ping that hangs instead of calling a slow node dead", () =>
@@ -80,7 +80,7 @@ describe("quickPing", () => {
       const health = quickPing({ ping: () => Effect.never })
       const fiber = yield* Effect.forkChild(health.isAlive(address))
       yield* TestClock.adjust("9 seconds")
-      assert.isUndefined(fiber.pollUnsafe())
+      expect(fiber.pollUnsafe()).toBeUndefined()
     }))
 })
 
@@ -109,17 +109,17 @@ describe("watchForDeadRunners", () => {
     Effect.gen(function*() {
       const marked = yield* check([[1, true], [2, true], [3, true]], (port) => Effect.succeed(port !== 2))
       // checked every second: marked at each check while the storage still lists it as healthy
-      assert.deepStrictEqual([...new Set(marked)], ["2:false"])
+      expect([...new Set(marked)]).toStrictEqual(["2:false"])
     }))
 
   it.effect("never marks the last healthy runner, nor one already unhealthy, nor itself", () =>
     Effect.gen(function*() {
-      assert.deepStrictEqual(yield* check([[1, false], [2, true], [3, false]], () => Effect.succeed(false)), [])
-      assert.deepStrictEqual(yield* check([[1, true]], () => Effect.succeed(false)), [])
+      expect(yield* check([[1, false], [2, true], [3, false]], () => Effect.succeed(false))).toStrictEqual([])
+      expect(yield* check([[1, true]], () => Effect.succeed(false))).toStrictEqual([])
     }))
 
   it.effect("takes no verdict from a check that hangs", () =>
     Effect.gen(function*() {
-      assert.deepStrictEqual(yield* check([[1, true], [2, true]], () => Effect.never), [])
+      expect(yield* check([[1, true], [2, true]], () => Effect.never)).toStrictEqual([])
     }))
 })

@@ -38,7 +38,7 @@ const ClientLayer = Layer.unwrap(Effect.gen(function*() {
   return Option.match(config.databaseUrl, {
     onNone: () => PgliteClient.layer(config.dataDir) as Layer.Layer<SqlClient.SqlClient, unknown>,
     onSome: (url) =>
-      PgClient.layer({ url: Redacted.make(url), maxConnections: 20, multiplex: true, idleTimeout: "60 seconds" }) as Layer.Layer<
+      PgClient.layer({ url, maxConnections: 20, multiplex: true, idleTimeout: "60 seconds" }) as Layer.Layer<
         SqlClient.SqlClient,
         unknown
       >

@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import * as Http from "node:http"
 import type * as Net from "node:net"
 import { draining } from "./Drain.ts"
@@ -33,7 +33,7 @@ describe("draining", () => {
     const { server, port, release } = await serve()
     const agent = new Http.Agent({ keepAlive: true, maxSockets: 1 })
     const first = await get(port, agent)
-    assert.strictEqual(first.connection, "keep-alive")
+    expect(first.connection).toBe("keep-alive")
     // a request in flight on the kept-alive connection when the drain starts
     const inFlight = get(port, agent, "/slow")
     await new Promise((r) => setTimeout(r, 50))
@@ -43,10 +43,10 @@ describe("draining", () => {
     })
     release()
     const answer = await inFlight
-    assert.strictEqual(answer.status, 200)
-    assert.strictEqual(answer.connection, "close")
+    expect(answer.status).toBe(200)
+    expect(answer.connection).toBe("close")
     // the listener is closed and so is the last connection: close completes at once, not after keepAliveTimeout
-    assert.isBelow(await closed, 1000)
+    expect(await closed).toBeLessThan(1000)
     agent.destroy()
   })
 
@@ -56,7 +56,7 @@ describe("draining", () => {
     await get(port, agent)
     const at = performance.now()
     await new Promise<void>((r) => server.close(() => r()))
-    assert.isBelow(performance.now() - at, 1000)
+    expect(performance.now() - at).toBeLessThan(1000)
     agent.destroy()
   })
 })

@@ -1,20 +1,31 @@
-// Hot routes answered before the Effect HTTP stack: the few requests that dominate a data service's load (reading one
-// record, listing a page, running a query) skip the generic per-request work (a request fiber and scope, the edge
-// wrapper, route lookup, merging every service into the request context, schema decoding), which costs more than
-// the query itself.
+// The fast lane: the few requests that dominate a data service's load (reading one record, listing a page, running a
+// query) answered before the Effect HTTP stack, skipping its generic per-request work (a request fiber and scope, the
+// edge wrapper, merging every service into the request context), which costs more than the query itself.
 //
-// `FastServer` is the node's `http.Server`: a request that a fast route matches (a bearer token, method, canonical
-// path, a query string only where the route takes one, a JSON body only where it takes one) is answered by that
-// route's effect, run on the node's runtime; every other request, and any a route declines (its effect answers
-// undefined, or its query string has what only the stack should judge), is emitted as usual to the Effect HTTP stack
-// (HttpEdge). A route's failures are the typed errors the ordinary handler raises, written as the same contract
-// body, with the same request id handling, request log line, request metrics and server span (named after the
-// endpoint's route pattern) as the edge.
-import { errorBody } from "@troupe/api/Errors"
-import { Cause, Context, Effect, Exit, Option, Tracer } from "effect"
-import { Headers, HttpTraceContext } from "effect/http"
+// A fast lane is declared by naming an endpoint of the API definition and giving its handler (`FastTable`, e.g.
+// `{ "records.get": { accepts, run } }`); everything else is derived from the endpoint once, at startup, through
+// `HttpApi.reflect`: its method and path (matched by the router's own FindMyWay, with the router's options, on the
+// canonical URL), its permission, rate class and user-token requirement (the Authorization middleware's
+// annotations), its path and query schemas, and the media types and schemas of its JSON payload.
+//
+// `fastServer` is the node's `http.Server`: a request the lane takes (a bearer credential; the endpoint's method and
+// path; no query string for an endpoint without query parameters, and single-valued parameters for one with them;
+// parameters its schemas decode and its handler `accepts`; a JSON body of declared length within the body limit for
+// an endpoint with a payload, no body otherwise) is answered on the node's runtime, in the order HttpApi runs an
+// endpoint: authentication (and the rate class's count), then the payload's decoding, then the handler. Every other
+// request is emitted as usual to the Effect HTTP stack (HttpEdge), which answers it exactly as before. Answers,
+// failures, request ids, log lines (at TROUPE_LOG_LEVEL), request metrics and the server span (named after the
+// endpoint's route pattern) are those of the edge (EdgeWriter, EdgeInput, HttpEdge's input guards).
+import { Authorization, type Permission, type Principal, RateClass, type RateClassName, RequiredPermission } from "@troupe/api/Authorization"
+import { type Forbidden, forbidden, type TooManyRequests, type Unauthorized } from "@troupe/api/Errors"
+import { RequiresUserToken } from "@troupe/api/identity/Identity"
+import { Context, Effect, Exit, Option, Schema, Tracer } from "effect"
+import { FindMyWay, Headers, HttpTraceContext } from "effect/http"
+import { HttpApi } from "effect/http-api"
 import * as Http from "node:http"
-import { canonicalUrl, contractErrorOf, jsonBodyRefusal, requestIdOf, type RouteOf, spanName, suspectUrl } from "./HttpEdge.ts"
+import { bearerOf, canonicalUrl, declaredBody, mediaTypeOf, type SearchParams, singleValued } from "./EdgeInput.ts"
+import { edgeLog, failureOf, requestIdOf, writeFailure, writeJson } from "./EdgeWriter.ts"
+import { decodeJsonPayload, jsonBodyRefusal, type RouteOf, spanName, suspectUrl } from "./HttpEdge.ts"
 import { recordRequest, UNMATCHED } from "./Metrics.ts"
 
 export interface FastAnswer {
@@ -22,219 +33,271 @@ export interface FastAnswer {
   readonly body: unknown
 }
 
+/** A request as the endpoint's HttpApi handler would see it. */
 export interface FastRequest {
-  readonly match: RegExpExecArray
-  /** the bearer token (a fast route only takes requests that carry one) */
-  readonly token: string
+  /** path parameters, decoded by the endpoint's schema */
+  readonly params: Readonly<Record<string, any>>
+  /** query parameters, decoded by the endpoint's schema (`{}` for an endpoint without one) */
+  readonly query: Readonly<Record<string, any>>
+  /** the query string as the router parsed it (what HttpApi provides as ParsedSearchParams), single-valued */
+  readonly searchParams: Readonly<Record<string, string>>
   readonly headers: Http.IncomingHttpHeaders
-  readonly query: Readonly<Record<string, string>>
-  /** the body as text (routes that take one) */
-  readonly body: string
+  /** the JSON body decoded by the endpoint's payload schema (undefined for an endpoint without one) */
+  readonly payload: any
+  /** the caller, authenticated for the endpoint's permission and counted against its rate class */
+  readonly principal: Principal
 }
 
-export interface FastRoute {
-  readonly method: string
-  /** matched against the canonical path (aliases already rewritten), without the query string */
-  readonly pattern: RegExp
-  /** whether the route takes a query string; without it, a request with one never matches */
-  readonly query?: boolean
+export interface FastHandler {
   /**
-   * Whether the route takes a JSON body (`application/json`, a content-length within the body limit; the stack
-   * answers every other form). Its body is read before `run`, so such a route must answer: it cannot decline.
+   * Which requests the lane takes, judged before authentication and synchronously (default: every one the lane
+   * can read); the stack answers the others, untouched.
    */
-  readonly body?: boolean
-  readonly run: (request: FastRequest) => Effect.Effect<FastAnswer | undefined, unknown>
+  readonly accepts?: ((request: Pick<FastRequest, "params" | "query" | "searchParams">) => boolean) | undefined
+  readonly run: (request: FastRequest) => Effect.Effect<FastAnswer, unknown>
 }
 
-export class FastRoutes extends Context.Service<FastRoutes, ReadonlyArray<FastRoute>>()(
-  "@troupe/server/platform/FastRoutes"
-) {}
+/** Fast lanes by endpoint, named `group.endpoint` as in the API definition: a handler, or one with `accepts`. */
+export type FastTable = Readonly<Record<string, FastHandler | FastHandler["run"]>>
 
-/** `+` is a space; percent-escapes are decoded where they are valid and kept as they are where not. */
-const decodeComponent = (text: string) => {
-  const spaced = text.includes("+") ? text.replaceAll("+", " ") : text
-  if (!spaced.includes("%")) return spaced
-  try {
-    return decodeURIComponent(spaced) || spaced
-  } catch {
-    return spaced
+/** The fast lanes of the node (every domain's tables, merged). */
+export class FastRoutes extends Context.Service<FastRoutes, FastTable>()("@troupe/server/platform/FastRoutes") {}
+
+/** A request's effect, given its body text (`""` for an endpoint without a payload). */
+type Answer = (body: string) => Effect.Effect<FastAnswer | undefined, unknown>
+
+interface LaneRoute {
+  readonly method: string
+  /** the endpoint's route pattern: metrics label and span name */
+  readonly label: string | undefined
+  /** whether the endpoint reads a query string (without query parameters, a request with one is the stack's) */
+  readonly query: boolean
+  /** the media types of its JSON payload; undefined for an endpoint without one */
+  readonly payload: ReadonlySet<string> | undefined
+  /** the request's effect, or undefined when the lane leaves the request to the stack */
+  readonly take: (
+    params: Readonly<Record<string, string | undefined>>,
+    searchParams: Readonly<Record<string, string>>,
+    token: string,
+    headers: Http.IncomingHttpHeaders
+  ) => Answer | undefined
+}
+
+/** The fast lane, compiled: the route of a method and canonical URL (query string included). */
+export interface FastLane {
+  readonly find: (method: string, url: string) => FindMyWay.FindResult<LaneRoute> | undefined
+}
+
+const empty: Readonly<Record<string, never>> = Object.freeze({})
+
+/** A decoder that answers `undefined` for what its schema refuses; the decoding of `{}` computed once. */
+const decoderOf = (schema: Schema.Top | undefined) => {
+  if (schema === undefined) return undefined
+  const decode = Schema.decodeUnknownExit(schema as Schema.Codec<any, unknown>)
+  const ofEmpty = decode({})
+  const emptyValue = Exit.isSuccess(ofEmpty) ? ofEmpty.value : undefined
+  return (input: Readonly<Record<string, unknown>>): any => {
+    let keys = false
+    for (const _ in input) {
+      keys = true
+      break
+    }
+    if (!keys && emptyValue !== undefined) return emptyValue
+    const exit = decode(input)
+    return Exit.isSuccess(exit) ? exit.value : undefined
   }
 }
 
 /**
- * A query string read as the HTTP stack's router reads it (RecordsApi parameters are single strings). Undefined for
- * what only the stack should judge: a repeated or nameless parameter, or a NUL or lone surrogate (the edge refuses
- * them).
+ * Authenticates a bearer token for an endpoint: the workspace of its URL, its permission, and its rate class counted.
+ * The composition hands in identity's Authenticator, so the ground floor names no domain.
  */
-export const queryParams = (text: string): Record<string, string> | undefined => {
-  const out: Record<string, string> = Object.create(null)
-  if (suspectUrl(text)) return undefined
-  for (const pair of text.split("&")) {
-    if (pair === "") continue
-    const eq = pair.indexOf("=")
-    const key = decodeComponent(eq < 0 ? pair : pair.slice(0, eq))
-    if (key === "" || key in out) return undefined
-    out[key] = eq < 0 ? "" : decodeComponent(pair.slice(eq + 1))
+export type FastAuthenticate = (
+  token: string,
+  options: {
+    readonly workspace: string | undefined
+    readonly permission: Permission | undefined
+    readonly rateClass: RateClassName | undefined
   }
-  return out
-}
-
-const noQuery: Readonly<Record<string, string>> = Object.freeze(Object.create(null))
-
-/** The bearer token of an Authorization header ("Bearer" in any case), else undefined. */
-export const bearerOf = (header: string | undefined): string | undefined => {
-  if (header === undefined || header.length < 8) return undefined
-  const scheme = header.slice(0, 7).toLowerCase()
-  return scheme === "bearer " ? header.slice(7).trim() || undefined : undefined
-}
-
-const send = (res: Http.ServerResponse, status: number, body: unknown, headers: Record<string, string>) => {
-  const text = JSON.stringify(body)
-  res.writeHead(status, { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(text) })
-  res.end(text)
-}
-
-/** A failed route: the contract body of its typed error, or 500 (logged) for anything else. */
-const failure = (cause: Cause.Cause<unknown>, requestId: string) => {
-  const contract = contractErrorOf(cause)
-  if (contract === undefined) {
-    return { status: 500, body: { ...errorBody(500, "INTERNAL", "Internal server error", []), requestId }, headers: {}, unexpected: true }
-  }
-  const { error, headers } = contract
-  return { status: error.statusCode, body: { ...errorBody(error.statusCode, error.code, error.message, error.details), requestId }, headers, unexpected: false }
-}
-
-/** `application/json`, with parameters or none: what HttpApi decodes as a JSON payload. */
-const jsonContentType = /^application\/json\s*(;|$)/i
-
-const decoder = new TextDecoder()
+) => Effect.Effect<Principal, Unauthorized | Forbidden | TooManyRequests>
 
 /**
- * The `http.Server` class to listen with: fast routes first, the Effect HTTP stack for the rest. `context` is the
- * runtime the routes' effects run on; `logRequests` mirrors the edge's info-level request line; `maxBody` is the
- * edge's body limit (larger bodies are the stack's 413); `maxJsonDepth` the edge's bound on JSON nesting; `routeOf`
- * names the endpoint a route answers for (the edge's route labels), for metrics and spans. A request target the
- * edge's input guards would refuse is left to the edge; a JSON body is checked by the same guards (before the route
- * authenticates, as at the edge).
+ * The fast lane of `api` for the endpoints `table` names: each endpoint's route, authentication and schemas derived
+ * from its definition once. Fails (a defect, at startup) for a name the API lacks or an endpoint without the
+ * Authorization middleware.
+ */
+export const fastLane = (api: unknown, table: FastTable, authenticateToken: FastAuthenticate): Effect.Effect<FastLane> =>
+  Effect.gen(function*() {
+    const router = FindMyWay.make<LaneRoute>()
+    const pending = new Set(Object.keys(table))
+    HttpApi.reflect(api as HttpApi.HttpApi<string, any>, {
+      onGroup: () => {},
+      onEndpoint: ({ endpoint, group, mergedAnnotations, middleware }) => {
+        const name = `${group.identifier}.${endpoint.identifier}`
+        const entry = table[name]
+        if (entry === undefined) return
+        pending.delete(name)
+        const { accepts, run } = typeof entry === "function" ? { accepts: undefined, run: entry } : entry
+        if (![...middleware].some((m) => m.key === Authorization.key)) {
+          throw new Error(`fast lane ${name}: the endpoint is not guarded by the Authorization middleware`)
+        }
+        const permission = Context.get(mergedAnnotations, RequiredPermission)
+        const rateClass = Context.get(mergedAnnotations, RateClass)
+        const userOnly = Context.get(mergedAnnotations, RequiresUserToken)
+        const decodeParams = decoderOf(endpoint.params)
+        const decodeQuery = decoderOf(endpoint.query === undefined ? undefined : Schema.toCodecArrayFromSingle(endpoint.query as Schema.Codec<any, any>))
+        const json = endpoint.payload.get("application/json")
+        const payloadTypes = new Set<string>()
+        for (const [type, { encoding }] of endpoint.payload) {
+          if (encoding._tag !== "Json") throw new Error(`fast lane ${name}: only JSON payloads are read (${type})`)
+          payloadTypes.add(type)
+        }
+        const decodePayload = json === undefined ? undefined : decodeJsonPayload(json.schemas)
+        const authenticate = (token: string, workspace: string | undefined) => {
+          const principal = authenticateToken(token, { workspace, permission, rateClass })
+          return userOnly
+            ? Effect.tap(principal, (p) =>
+              p.kind === "user"
+                ? Effect.void
+                : Effect.fail(forbidden("This route needs a user token; service-account tokens cannot manage identities")))
+            : principal
+        }
+        router.on(endpoint.method, endpoint.path as FindMyWay.PathInput, {
+          method: endpoint.method,
+          label: endpoint.path,
+          query: endpoint.query !== undefined,
+          payload: payloadTypes.size > 0 ? payloadTypes : undefined,
+          take: (raw, searchParams, token, headers) => {
+            const params = decodeParams === undefined ? empty : decodeParams(raw)
+            if (params === undefined) return undefined
+            const query = decodeQuery === undefined ? empty : decodeQuery(searchParams)
+            if (query === undefined) return undefined
+            if (accepts !== undefined && !accepts({ params, query, searchParams })) return undefined
+            const principal = authenticate(token, raw.workspace)
+            return (body) =>
+              Effect.flatMap(principal, (principal) =>
+                decodePayload === undefined
+                  ? run({ params, query, searchParams, headers, payload: undefined, principal })
+                  : Effect.flatMap(decodePayload(body), (payload) => run({ params, query, searchParams, headers, payload, principal })))
+          }
+        })
+      }
+    })
+    if (pending.size > 0) throw new Error(`fast lane: the API has no endpoint ${[...pending].join(", ")}`)
+    return { find: (method, url) => router.find(method, url) }
+  })
+
+const tracingIn = (context: Context.Context<never>) => Context.get(context, Tracer.Tracer) !== Tracer.nativeTracer
+
+/**
+ * The `http.Server` class to listen with: the fast lane first, the Effect HTTP stack for the rest. `context` is the
+ * runtime the lane's effects run on; `logLevel` is TROUPE_LOG_LEVEL; `maxBody` the edge's body limit; `maxJsonDepth`
+ * its bound on JSON nesting. A request target or JSON body the edge's input guards would refuse is refused alike
+ * (the target is left to the edge; the body, read here, is checked before authentication, as at the edge).
  */
 export const fastServer = (
-  routes: ReadonlyArray<FastRoute>,
+  routes: FastLane,
   context: Context.Context<never>,
   options: {
-    readonly logRequests: boolean
+    readonly logLevel: string
     readonly maxBody: number
     readonly maxJsonDepth?: number | undefined
-    readonly routeOf?: RouteOf | undefined
   }
 ): typeof Http.Server => {
-  // A fast route answers for one endpoint: its pattern, looked up once.
-  const labels = new Map<FastRoute, string>()
-  const labelOf = (route: FastRoute, url: string) => {
-    let label = labels.get(route)
-    if (label === undefined) labels.set(route, label = options.routeOf?.(route.method, url) ?? UNMATCHED)
-    return label
-  }
+  const log = edgeLog(options.logLevel)
+  const maxBody = options.maxBody
+  const maxDepth = options.maxJsonDepth ?? 64
   // Without an exporting tracer no span is made (as the HTTP server does).
-  const tracing = Context.get(context, Tracer.Tracer) !== Tracer.nativeTracer
+  const tracing = tracingIn(context)
   return class FastServer extends Http.Server {
     override emit(event: string, ...args: Array<any>): boolean {
-      if (event === "request" && routes.length > 0 && this.#take(args[0], args[1])) return true
+      if (event === "request" && this.#take(args[0], args[1])) return true
       return super.emit(event, ...args)
     }
 
     #take(req: Http.IncomingMessage, res: Http.ServerResponse): boolean {
       const token = bearerOf(req.headers.authorization)
-      if (token === undefined || req.headers["transfer-encoding"] !== undefined) return false
-      const length = req.headers["content-length"]
+      if (token === undefined) return false
       const raw = req.url ?? "/"
       if (suspectUrl(raw)) return false
-      const at = raw.indexOf("?")
-      const url = canonicalUrl(at < 0 ? raw : raw.slice(0, at))
-      for (const route of routes) {
-        if (route.method !== req.method || (at >= 0 && route.query !== true)) continue
-        const match = route.pattern.exec(url)
-        if (match === null) continue
-        const query = at < 0 ? noQuery : queryParams(raw.slice(at + 1))
-        if (query === undefined) return false
-        if (route.body !== true) {
-          if (length !== undefined) return false
-          this.#answer(route, { match, token, headers: req.headers, query, body: "" }, req, res, url)
-          return true
-        }
-        const size = Number(length)
-        if (!(size > 0 && size <= options.maxBody) || !jsonContentType.test(req.headers["content-type"] ?? "")) return false
-        const chunks: Array<Buffer> = []
-        req.on("data", (chunk: Buffer) => chunks.push(chunk))
-        // a client gone mid-body: nothing to answer (and an unheard stream error would crash the node)
-        req.on("error", () => {})
-        req.on("end", () => {
-          const body = decoder.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))
-          const refusal = jsonBodyRefusal(body, options.maxJsonDepth ?? 64)
-          this.#answer(route, { match, token, headers: req.headers, query, body }, req, res, url, refusal)
-        })
+      const url = canonicalUrl(raw)
+      const method = req.method ?? "GET"
+      const found = routes.find(method, url)
+      if (found === undefined) return false
+      const route = found.handler
+      let searchParams: Readonly<Record<string, string>> = empty
+      for (const _ in found.searchParams) {
+        if (!route.query) return false
+        const single = singleValued(found.searchParams as SearchParams)
+        if (single === undefined) return false
+        searchParams = single
+        break
+      }
+      const body = declaredBody(req.headers, maxBody)
+      if (route.payload === undefined) {
+        if (body !== "none") return false
+      } else if (body !== "sized" || !route.payload.has(mediaTypeOf(req.headers["content-type"] ?? ""))) return false
+      const answer = route.take(found.params, searchParams, token, req.headers)
+      if (answer === undefined) return false
+      if (route.payload === undefined) {
+        this.#answer(route, answer(""), req, res, method, url)
         return true
       }
-      return false
+      const chunks: Array<Buffer> = []
+      req.on("data", (chunk: Buffer) => chunks.push(chunk))
+      // a client gone mid-body: nothing to answer (and an unheard stream error would crash the node)
+      req.on("error", () => {})
+      req.on("end", () => {
+        const text = decoder.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))
+        const refusal = jsonBodyRefusal(text, maxDepth)
+        this.#answer(route, refusal === undefined ? answer(text) : Effect.fail(refusal), req, res, method, url)
+      })
+      return true
     }
 
     #answer(
-      route: FastRoute,
-      request: FastRequest,
+      route: LaneRoute,
+      effect: Effect.Effect<FastAnswer | undefined, unknown>,
       req: Http.IncomingMessage,
       res: Http.ServerResponse,
-      url: string,
-      refusal?: unknown
+      method: string,
+      url: string
     ) {
       const start = performance.now()
       const requestId = requestIdOf(req.headers["x-request-id"])
-      const headers = { "x-request-id": requestId }
-      const method = req.method ?? "GET"
-      const label = labelOf(route, url)
-      const run = Effect.exit(refusal === undefined ? route.run(request) : Effect.fail(refusal)).pipe(
-        Effect.flatMap((exit) => {
-          if (Exit.isSuccess(exit)) {
-            if (exit.value === undefined) {
-              return Effect.andThen(
-                tracing ? Effect.annotateCurrentSpan("troupe.fast_lane", "declined") : Effect.void,
-                Effect.sync(() => void super.emit("request", req, res))
-              )
-            }
-            send(res, exit.value.status, exit.value.body, headers)
-            return answered(exit.value.status)
-          }
-          const answer = failure(exit.cause, requestId)
-          send(res, answer.status, answer.body, { ...answer.headers, ...headers })
-          return Effect.andThen(
-            answer.unexpected
-              ? Effect.logError("request failed", { requestId, method: req.method, url, cause: Cause.pretty(exit.cause) })
-              : Effect.void,
-            answered(answer.status)
-          )
-        })
-      )
+      const label = route.label ?? UNMATCHED
       const answered = (status: number) => {
         const elapsed = performance.now() - start
         recordRequest(context, method, label, status, elapsed / 1000, "fast")
-        const log = options.logRequests
-          ? Effect.logInfo("request").pipe(Effect.annotateLogs({
-            requestId,
-            method: req.method,
-            url,
-            status,
-            durationMs: Math.round(elapsed * 100) / 100
-          }))
-          : Effect.void
-        return tracing ? Effect.andThen(Effect.annotateCurrentSpan("http.response.status_code", status), log) : log
+        const line = log.request(requestId, method, url, status, elapsed)
+        return tracing ? Effect.andThen(Effect.annotateCurrentSpan("http.response.status_code", status), line) : line
       }
+      const run = Effect.flatMap(Effect.exit(effect), (exit) => {
+        if (Exit.isSuccess(exit)) {
+          if (exit.value === undefined) {
+            return Effect.andThen(
+              tracing ? Effect.annotateCurrentSpan("troupe.fast_lane", "declined") : Effect.void,
+              Effect.sync(() => void super.emit("request", req, res))
+            )
+          }
+          writeJson(res, exit.value.status, exit.value.body, { "x-request-id": requestId })
+          return answered(exit.value.status)
+        }
+        const { failure, logged } = failureOf(exit.cause)
+        writeFailure(res, failure, requestId)
+        return Effect.andThen(logged ? log.failed(requestId, method, url, exit.cause) : Effect.void, answered(failure.status))
+      })
       Effect.runForkWith(context)(
         tracing
           ? Effect.withSpan(run, spanName(method, label), {
             kind: "server",
             parent: Option.getOrUndefined(HttpTraceContext.fromHeaders(Headers.fromInput(req.headers))),
-            attributes: { "http.request.method": method, "http.route": label, "url.path": url, "troupe.fast_lane": "answered" }
+            attributes: { "http.request.method": method, "http.route": label, "url.path": url.split("?")[0], "troupe.fast_lane": "answered" }
           })
           : run
       )
     }
   }
 }
+
+const decoder = new TextDecoder()

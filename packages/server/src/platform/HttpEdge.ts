@@ -1,9 +1,10 @@
 // The HTTP edge, in one place: request ids, base-path aliases, body limits and content types, input guards (no NUL
 // or lone surrogate in any path segment, query parameter, form field or JSON string; bounded JSON nesting), the
-// single error body of CONTRACT.md §4 for every failure (typed errors, schema decode failures, unknown routes, wrong
-// methods, malformed JSON, defects), one structured log line per request, and the request's metrics (by route pattern)
-// and server span name (`GET /workspace/:workspace/api/v1/records/:id`).
-import { badRequest, errorBody, type ErrorDetail, statusText } from "@troupe/api/Errors"
+// single contract error body (README.md, "Errors") for every failure (typed errors, schema decode failures, unknown
+// routes, wrong methods, malformed JSON, defects), one structured log line per request, and the request's metrics (by
+// route pattern) and server span name (`GET /workspace/:workspace/api/v1/records/:id`). The fast lane (FastRoutes)
+// reads requests (EdgeInput), guards them (below) and writes its answers and logs (EdgeWriter) with the same code.
+import { badRequest, type ErrorDetail, statusText } from "@troupe/api/Errors"
 import { Cause, Effect, Layer, Schema, SchemaIssue } from "effect"
 import {
   FindMyWay,
@@ -11,29 +12,16 @@ import {
   HttpMiddleware,
   HttpRouter,
   HttpServer,
-  HttpServerError,
   HttpServerRequest,
   HttpServerResponse
 } from "effect/http"
-import { HttpApi, HttpApiError } from "effect/http-api"
-import * as Crypto from "node:crypto"
-import { redactUrl } from "../lib/redactUrl.ts"
+import { HttpApi } from "effect/http-api"
 import { AppConfig } from "./AppConfig.ts"
+import { canonicalUrl, declaredBody } from "./EdgeInput.ts"
+import { contractBody, edgeLog, failureOf, requestIdOf, schemaDetails } from "./EdgeWriter.ts"
 import { recordRequest, UNMATCHED } from "./Metrics.ts"
 
-/** Alternate bases served by the same handlers: the canonical path is what the router knows. */
-const aliases: ReadonlyArray<readonly [RegExp, string]> = [
-  [/^\/data\/workspace\//, "/workspace/"],
-  [/^\/iam\/workspace\//, "/workspace/"],
-  [/^(\/workspace\/[^/]+\/api\/v1)\/iam\//, "$1/"]
-]
-
-export const canonicalUrl = (url: string): string => {
-  for (const [pattern, replacement] of aliases) {
-    if (pattern.test(url)) return url.replace(pattern, replacement)
-  }
-  return url
-}
+export { schemaDetails } from "./EdgeWriter.ts"
 
 /** Paths whose bodies are not JSON: form-encoded tokens, raw HTTP triggers. */
 const nonJsonBodies = [/^\/oidc\/token(\?|$)/, /^\/workspace\/[^/]+\/api\/v1\/(webhook|http-triggers)\//]
@@ -50,30 +38,17 @@ export const errorResponse = (
   details: ReadonlyArray<ErrorDetail> = [],
   headers: Record<string, string> = {}
 ) =>
-  HttpServerResponse.jsonUnsafe({ ...errorBody(status, code, message, details), requestId }, {
+  HttpServerResponse.jsonUnsafe(contractBody({ status, code, message, details }, requestId), {
     status,
     headers: { ...headers, "x-request-id": requestId }
   })
 
-const issueFormatter = SchemaIssue.makeFormatterStandardSchemaV1()
-
-/** Schema decode failure -> `details` naming each field. */
-export const schemaDetails = (error: Schema.SchemaError, prefix = ""): Array<ErrorDetail> =>
-  issueFormatter(error.issue).issues.map((issue) => {
-    const path = (issue.path ?? []).map((p) => {
-      const key = typeof p === "object" && p !== null && "key" in p ? (p as { key: PropertyKey }).key : p
-      return typeof key === "number" ? `[${key}]` : String(key)
-    })
-    const field = [prefix, ...path].filter((s) => s.length > 0).join(".").replace(/\.\[/g, "[")
-    return { field: field || "body", property: field || "body", message: issue.message }
-  })
-
 /**
  * A JSON request body decoded as HttpApi decodes an endpoint's payload (the union of its schemas), failing with the
- * 400 the edge answers for a bad one: for the fast routes, which read their bodies themselves.
+ * 400 the edge answers for a bad one: for the fast lane, which reads bodies itself.
  */
-export const decodeJsonPayload = <S extends Schema.Top>(schema: S) => {
-  const decode = Schema.decodeUnknownEffect(Schema.Union([schema]))
+export const decodeJsonPayload = (schemas: readonly [Schema.Top, ...Array<Schema.Top>]) => {
+  const decode = Schema.decodeUnknownEffect(Schema.Union(schemas) as unknown as Schema.Codec<unknown, unknown>)
   const invalid = (error: Schema.SchemaError) =>
     badRequest({ message: "Invalid request body", code: "VALIDATION_ERROR", details: schemaDetails(error) })
   return (text: string) => {
@@ -97,7 +72,7 @@ const NUL = "must not contain NUL characters"
 const SURROGATE = "must be valid Unicode (no lone surrogates)"
 
 /** The problem of decoded text, if any. */
-const textProblem = (s: string): string | undefined =>
+export const textProblem = (s: string): string | undefined =>
   s.includes("\u0000") ? NUL : s.isWellFormed() ? undefined : SURROGATE
 
 /** NUL raw, percent-encoded or overlong; the (WTF-8) percent-encoding of a surrogate. */
@@ -318,91 +293,6 @@ const urlRefusal = (details: ReadonlyArray<ErrorDetail>) =>
     details
   })
 
-interface ContractError {
-  readonly statusCode: number
-  readonly code: string
-  readonly message: string
-  readonly details: ReadonlyArray<ErrorDetail>
-}
-
-/** The caller's request id when it is a sane token, else a new one. */
-export const requestIdOf = (incoming: string | ReadonlyArray<string> | undefined): string =>
-  typeof incoming === "string" && /^[\w.:-]{1,128}$/.test(incoming) ? incoming : Crypto.randomUUID()
-
-const isContractError = (u: unknown): u is ContractError =>
-  typeof u === "object" && u !== null && typeof (u as any).statusCode === "number" &&
-  typeof (u as any).code === "string" && typeof (u as any).error === "string"
-
-/** The contract error a cause fails or dies with, and the headers it carries (Retry-After); used by the fast routes too. */
-export const contractErrorOf = (
-  cause: Cause.Cause<unknown>
-): { readonly error: ContractError; readonly headers: Record<string, string> } | undefined => {
-  for (const reason of cause.reasons) {
-    const value = reason._tag === "Fail" ? reason.error : reason._tag === "Die" ? reason.defect : undefined
-    if (!isContractError(value)) continue
-    const retry = (value as { retryAfter?: unknown }).retryAfter
-    return { error: value, headers: typeof retry === "number" ? { "retry-after": String(retry) } : {} }
-  }
-  return undefined
-}
-
-const payloadKinds: Record<string, string> = { Payload: "body", Query: "query", Params: "path", Headers: "headers" }
-
-/** Any failure or defect -> the contract response. Returns undefined for causes that are interruptions only. */
-const failureResponse = (
-  cause: Cause.Cause<unknown>,
-  requestId: string,
-  allowedMethods: (method: string, url: string) => ReadonlyArray<string>
-): { response: HttpServerResponse.HttpServerResponse; logged: boolean } => {
-  const contract = contractErrorOf(cause)
-  if (contract !== undefined) {
-    const { error, headers } = contract
-    return { response: errorResponse(error.statusCode, error.code, error.message, requestId, error.details, headers), logged: false }
-  }
-  for (const reason of cause.reasons) {
-    const value = reason._tag === "Fail" ? reason.error : reason._tag === "Die" ? reason.defect : undefined
-    if (value === undefined) continue
-    if (HttpApiError.HttpApiSchemaError.is(value)) {
-      if (value.kind === "Body" || value.kind === "ResponseHeaders") break
-      const where = payloadKinds[value.kind] ?? "request"
-      const details = schemaDetails(value.cause, where === "body" ? "" : where)
-      return {
-        response: errorResponse(400, "VALIDATION_ERROR", `Invalid request ${where}`, requestId, details),
-        logged: false
-      }
-    }
-    if (HttpServerError.isHttpServerError(value)) {
-      const r = value.reason
-      if (r._tag === "RouteNotFound") {
-        const allowed = allowedMethods(r.request.method, r.request.url)
-        return allowed.length > 0
-          ? {
-            response: errorResponse(405, "METHOD_NOT_ALLOWED", `${r.request.method} is not allowed here`, requestId, [], {
-              allow: allowed.join(", ")
-            }),
-            logged: false
-          }
-          : { response: errorResponse(404, "NOT_FOUND", `No route for ${r.request.method} ${r.request.url.split("?")[0]}`, requestId), logged: false }
-      }
-      if (r._tag === "RequestParseError") {
-        return r.reason === "BodyTooLarge"
-          ? { response: errorResponse(413, "PAYLOAD_TOO_LARGE", "Request body is too large", requestId), logged: false }
-          : { response: errorResponse(400, "BAD_REQUEST", "Malformed request body: expected valid JSON", requestId), logged: false }
-      }
-    }
-    if (HttpApiError.HttpApiPayloadTooLarge.is(value)) {
-      return { response: errorResponse(413, "PAYLOAD_TOO_LARGE", "Request body is too large", requestId), logged: false }
-    }
-    if (Schema.isSchemaError(value)) {
-      return {
-        response: errorResponse(400, "VALIDATION_ERROR", "Invalid request", requestId, schemaDetails(value)),
-        logged: false
-      }
-    }
-  }
-  return { response: errorResponse(500, "INTERNAL", "Internal server error", requestId), logged: true }
-}
-
 /** Routes known to the API, to tell 405 (path exists, other method) from 404. */
 const makeMethodIndex = (api: unknown, extra: ReadonlyArray<readonly [string, string]>) => {
   const router = FindMyWay.make<true>({ ignoreTrailingSlash: true })
@@ -470,8 +360,6 @@ export const routeLabels = (
 /** A server span's name: method and route pattern, or the method alone when no route matches (OpenTelemetry's rule). */
 export const spanName = (method: string, route: string) => (route === UNMATCHED ? method : `${method} ${route}`)
 
-const logLevels = { debug: 0, info: 1, warn: 2, error: 3, none: 4 } as const
-
 /**
  * Serves `app` (HttpApi routes and raw routes) behind the edge wrapper. `extraRoutes` lists raw routes that are
  * not in the HttpApi definition, so they count for 405 detection; `routeOf` names the route of a request (metrics
@@ -489,7 +377,7 @@ export const serve = <E, R>(
     const { allowedMethods, paramAt } = makeMethodIndex(api, extraRoutes)
     // the node's runtime context: where the request metrics live
     const context = yield* Effect.context<never>()
-    const level = logLevels[config.logLevel as keyof typeof logLevels] ?? 1
+    const log = edgeLog(config.logLevel)
     const maxBody = config.maxBodyBytes
     const maxDepth = config.maxJsonDepth
 
@@ -523,9 +411,9 @@ export const serve = <E, R>(
       const request = url === original.url ? original : original.modify({ url })
 
       let response: HttpServerResponse.HttpServerResponse
-      const length = Number(request.headers["content-length"] ?? "0")
-      const hasBody = length > 0 || request.headers["transfer-encoding"] !== undefined
-      if (length > maxBody) {
+      const body = declaredBody(request.headers, maxBody)
+      const hasBody = body !== "none"
+      if (body === "tooLarge") {
         response = errorResponse(413, "PAYLOAD_TOO_LARGE", `Request body exceeds ${maxBody} bytes`, requestId)
       } else if (
         hasBody && (request.method === "POST" || request.method === "PUT" || request.method === "PATCH") &&
@@ -544,11 +432,9 @@ export const serve = <E, R>(
           // the client went away mid-request (nobody reads this answer): no server error, nothing to log
           response = errorResponse(499, "CLIENT_CLOSED_REQUEST", "The client closed the request", requestId)
         } else {
-          const mapped = failureResponse(exit.cause, requestId, allowedMethods)
-          response = mapped.response
-          if (mapped.logged && level <= 3) {
-            yield* Effect.logError("request failed", { requestId, method: request.method, url: redactUrl(url), cause: Cause.pretty(exit.cause) })
-          }
+          const { failure, logged } = failureOf(exit.cause, allowedMethods)
+          response = errorResponse(failure.status, failure.code, failure.message, requestId, failure.details, failure.headers)
+          if (logged) yield* log.failed(requestId, request.method, url, exit.cause)
         }
         // HttpApi answers some failures itself with an empty body: give them the contract body.
         if (response.status >= 400 && response.body._tag === "Empty") {
@@ -559,15 +445,7 @@ export const serve = <E, R>(
       }
       const elapsed = performance.now() - start
       recordRequest(context, request.method, routeOf(request.method, url), response.status, elapsed / 1000, "stack")
-      if (level <= 1) {
-        yield* Effect.logInfo("request").pipe(Effect.annotateLogs({
-          requestId,
-          method: request.method,
-          url: url.split("?")[0],
-          status: response.status,
-          durationMs: Math.round(elapsed * 100) / 100
-        }))
-      }
+      yield* log.request(requestId, request.method, url, response.status, elapsed)
       return HttpServerResponse.setHeader(response, "x-request-id", requestId)
     })
     // The server span (made by the HTTP server when a tracer is installed, before routing) is named after the route.

@@ -1,7 +1,7 @@
 // The embedded client over its worker thread: errors keep their SQLSTATE class across the thread boundary (PGlite's
 // errors carry functions that cannot cross), single statements run side by side, and a transaction has the session
 // to itself: statements issued while it is open neither see its writes nor land inside it.
-import { assert, layer } from "@effect/vitest"
+import { expect, layer } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { SqlClient } from "effect/sql"
 import * as PgliteClient from "./PgliteClient.ts"
@@ -16,13 +16,13 @@ layer(PgliteClient.layer("memory://"))("PgliteClient", (it) => {
       yield* sql`CREATE TABLE errs (k text PRIMARY KEY)`
       yield* sql`INSERT INTO errs VALUES ('a')`
       const dup = yield* Effect.flip(sql`INSERT INTO errs VALUES ('a')`)
-      assert.strictEqual(dup.reason._tag, "UniqueViolation")
+      expect(dup.reason._tag).toBe("UniqueViolation")
       const syntax = yield* Effect.flip(sql.unsafe("SELEC 1"))
-      assert.strictEqual(syntax.reason._tag, "SqlSyntaxError")
+      expect(syntax.reason._tag).toBe("SqlSyntaxError")
       const bad = yield* Effect.flip(sql`SELECT ${"0000-01-01"}::timestamptz`)
-      assert.match(bad.message, /date|time|range/i)
+      expect(bad.message).toMatch(/date|time|range/i)
       // the client keeps working after each of them
-      assert.deepStrictEqual(yield* sql`SELECT count(*)::int AS n FROM errs`, [{ n: 1 }])
+      expect(yield* sql`SELECT count(*)::int AS n FROM errs`).toStrictEqual([{ n: 1 }])
     }))
 
   it.effect("statements run side by side, and none lands inside a transaction another fiber holds", () =>
@@ -32,7 +32,7 @@ layer(PgliteClient.layer("memory://"))("PgliteClient", (it) => {
       const answers = yield* Effect.forEach(Array.from({ length: 200 }, (_, i) => i), (i) => sql`SELECT ${i}::int AS n`, {
         concurrency: "unbounded"
       })
-      assert.deepStrictEqual(answers.map((rows) => rows[0]!.n), Array.from({ length: 200 }, (_, i) => i))
+      expect(answers.map((rows) => rows[0]!.n)).toStrictEqual(Array.from({ length: 200 }, (_, i) => i))
 
       // a transaction writes, then waits; meanwhile another fiber counts rows and inserts one of its own
       const tx = yield* sql.withTransaction(Effect.gen(function*() {
@@ -43,9 +43,9 @@ layer(PgliteClient.layer("memory://"))("PgliteClient", (it) => {
       yield* wait(10)
       const seen = yield* sql`SELECT count(*)::int AS n FROM iso`
       yield* sql`INSERT INTO iso VALUES (2)`
-      assert.strictEqual(yield* Fiber.join(tx), "rolled back")
+      expect(yield* Fiber.join(tx)).toBe("rolled back")
       // the outside count waited for the transaction (it saw neither row), and its insert survived the rollback
-      assert.deepStrictEqual(seen, [{ n: 0 }])
-      assert.deepStrictEqual(yield* sql`SELECT n FROM iso`, [{ n: 2 }])
+      expect(seen).toStrictEqual([{ n: 0 }])
+      expect(yield* sql`SELECT n FROM iso`).toStrictEqual([{ n: 2 }])
     }))
 })

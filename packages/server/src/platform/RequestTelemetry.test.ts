@@ -2,28 +2,46 @@
 // server span after its route pattern and count it under that pattern, with an in-memory tracer and metric registry;
 // and who may scrape GET /metrics.
 import { NodeHttpServer } from "@effect/platform-node"
-import { assert, describe, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
+import { Authorization, type Principal } from "@troupe/api/Authorization"
 import { Context, Effect, Layer, Metric, Option, Schema, Tracer } from "effect"
 import { HttpServer } from "effect/http"
 import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { Authenticator } from "../identity/Authenticate.ts"
+import { AuthorizationLive } from "../identity/AuthorizationLive.ts"
 import { AppConfig } from "./AppConfig.ts"
-import { type FastRoute, fastServer } from "./FastRoutes.ts"
+import { fastLane, fastServer } from "./FastRoutes.ts"
 import { routeLabels, serve } from "./HttpEdge.ts"
 import { scrapeMetrics } from "./http.ts"
 
 const api = HttpApi.make("telemetry").add(
   HttpApiGroup.make("things", { topLevel: true }).add(
     HttpApiEndpoint.get("get", "/things/:id", { params: { id: Schema.String }, success: Schema.Struct({ id: Schema.String }) })
-  )
+  ).middleware(Authorization)
 )
+const caller: Principal = {
+  kind: "user",
+  id: "1",
+  name: "tester",
+  workspace: "default",
+  role: "owner",
+  permissions: new Set(),
+  isPlatformAdmin: false,
+  groups: []
+}
+// every bearer token is the caller; no token is a 401 from either lane's authentication
+const authenticate = () => Effect.succeed(caller)
 const App = HttpApiBuilder.layer(api).pipe(
-  Layer.provide(HttpApiBuilder.group(api, "things", (handlers) => handlers.handle("get", ({ params }) => Effect.succeed({ id: params.id }))))
+  Layer.provide(HttpApiBuilder.group(api, "things", (handlers) => handlers.handle("get", ({ params }) => Effect.succeed({ id: params.id })))),
+  Layer.provide(AuthorizationLive),
+  Layer.provide(Layer.succeed(Authenticator, { authenticate }))
 )
-// the same endpoint in the fast lane, taken by requests with a bearer token
-const fastThing: FastRoute = {
-  method: "GET",
-  pattern: /^\/things\/([^/]+)$/,
-  run: ({ match }) => Effect.succeed({ status: 200, body: { id: match[1]! } })
+// the same endpoint in the fast lane, which leaves `/things/stack` to the Effect stack
+const fastThings = {
+  "things.get": {
+    accepts: ({ params }: { readonly params: Readonly<Record<string, unknown>> }) => params.id !== "stack",
+    run: ({ params }: { readonly params: Readonly<Record<string, unknown>> }) => Effect.succeed({ status: 200, body: { id: params.id } })
+  }
 }
 
 const spans: Array<Tracer.NativeSpan> = []
@@ -38,7 +56,8 @@ const registry: Metric.MetricRegistry = new Map()
 
 const Edge = Layer.unwrap(Effect.gen(function*() {
   const routeOf = routeLabels(api)
-  const FastServer = fastServer([fastThing], yield* Effect.context<never>(), { logRequests: false, maxBody: 1 << 20, routeOf })
+  const lane = yield* fastLane(api, fastThings, authenticate)
+  const FastServer = fastServer(lane, yield* Effect.context<never>(), { logLevel: "none", maxBody: 1 << 20 })
   return serve(api, App, [], routeOf).pipe(
     Layer.provideMerge(NodeHttpServer.layer(() => new FastServer(), { port: 0, host: "127.0.0.1" }))
   )
@@ -68,23 +87,23 @@ describe("request telemetry", () => {
   it.layer(Edge)((it) => {
     it.effect("a span per request, named after its route in either lane; counts by route pattern", () =>
       Effect.gen(function*() {
-        assert.strictEqual(yield* get("/things/a"), 200) // no token: the Effect stack
-        assert.strictEqual(yield* get("/things/b", { authorization: "Bearer t" }), 200) // the fast lane
-        assert.strictEqual(yield* get("/nothing/here"), 404)
+        expect(yield* get("/things/stack", { authorization: "Bearer t" })).toBe(200) // not accepted by the lane: the Effect stack
+        expect(yield* get("/things/b", { authorization: "Bearer t" })).toBe(200) // the fast lane
+        expect(yield* get("/nothing/here")).toBe(404)
 
         const server = yield* serverSpans
-        assert.deepStrictEqual(server.map((s) => s.name).sort(), ["GET", "GET /things/:id", "GET /things/:id"])
+        expect(server.map((s) => s.name).sort()).toStrictEqual(["GET", "GET /things/:id", "GET /things/:id"])
         const fast = server.find((s) => s.attributes.get("troupe.fast_lane") === "answered")
-        assert.strictEqual(fast?.name, "GET /things/:id")
-        assert.strictEqual(fast?.attributes.get("http.response.status_code"), 200)
+        expect(fast?.name).toBe("GET /things/:id")
+        expect(fast?.attributes.get("http.response.status_code")).toBe(200)
         const stack = server.find((s) => s.name === "GET /things/:id" && s !== fast)
-        assert.strictEqual(stack?.attributes.get("http.route"), "/things/:id")
+        expect(stack?.attributes.get("http.route")).toBe("/things/:id")
 
         const requests = Metric.snapshotUnsafe(Context.make(Metric.MetricRegistry, registry))
           .filter((m) => m.id === "troupe_http_requests_total")
           .map((m) => `${m.attributes?.route} ${m.attributes?.status} ${m.attributes?.lane} ${(m.state as Metric.CounterState<number>).count}`)
           .sort()
-        assert.deepStrictEqual(requests, ["/things/:id 200 fast 1", "/things/:id 200 stack 1", "unmatched 404 stack 1"])
+        expect(requests).toStrictEqual(["/things/:id 200 fast 1", "/things/:id 200 stack 1", "unmatched 404 stack 1"])
       }))
   })
 })
@@ -99,8 +118,8 @@ describe("GET /metrics access", () => {
       let refreshed = 0
       const scrape = scrapeMetrics(Option.none(), Effect.sync(() => void refreshed++))
       const text = yield* isolated(scrape(undefined))
-      assert.include(text, "scrape_test_total 1")
-      assert.strictEqual(refreshed, 1)
+      expect(text).toContain("scrape_test_total 1")
+      expect(refreshed).toBe(1)
     }))
 
   it.effect("with the token set, answers its bearer only (401 otherwise)", () =>
@@ -108,8 +127,8 @@ describe("GET /metrics access", () => {
       const scrape = scrapeMetrics(Option.some("s3cret"), Effect.void)
       for (const header of [undefined, "Bearer nope", "Basic s3cret", "Bearer s3cre"]) {
         const error = yield* Effect.flip(isolated(scrape(header)))
-        assert.strictEqual(error.statusCode, 401)
+        expect(error.statusCode).toBe(401)
       }
-      assert.include(yield* isolated(scrape("Bearer s3cret")), "scrape_test_total 1")
+      expect(yield* isolated(scrape("Bearer s3cret"))).toContain("scrape_test_total 1")
     }))
 })

@@ -2,7 +2,7 @@
 // encrypted trigger params. Ciphertexts name the key that made them (`enc:v1:<keyId>:<base64url(iv|ct|tag)>`), so
 // a new TROUPE_ENCRYPTION_KEY can be introduced while older values stay readable: the key ring holds the configured
 // key and the key generated on an earlier boot (kept in `settings`), and encryption always uses the current one.
-import { Context, Data, Effect, Layer, Option } from "effect"
+import { Context, Data, Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { AppConfig } from "./AppConfig.ts"
@@ -81,7 +81,7 @@ const load = Effect.gen(function*() {
   let stored = yield* readStored
   if (Option.isSome(config.encryptionKey)) {
     const keys = stored !== undefined && stored.length === 32 ? [stored] : []
-    return makeSecrets(keys, config.encryptionKey.value)
+    return makeSecrets(keys, Redacted.value(config.encryptionKey.value))
   }
   if (stored === undefined) {
     // Two nodes booting together race here: ON CONFLICT keeps the first key and both read it back.

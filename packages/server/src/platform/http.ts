@@ -1,14 +1,14 @@
 // Handlers of the system group (liveness, readiness, metrics) and of the platform administrators' cluster probe.
 import { Api } from "@troupe/api/Api"
 import { serviceUnavailable, unauthorized } from "@troupe/api/Errors"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, Redacted } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { PrometheusMetrics } from "effect/observability"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { AppConfig } from "./AppConfig.ts"
 import { NodeProbe, runnerAddress } from "./Cluster.ts"
-import { bearerOf } from "./FastRoutes.ts"
+import { bearerOf } from "./EdgeInput.ts"
 import { MetricsScrape } from "./Metrics.ts"
 
 const digest = (text: string) => Crypto.createHash("sha256").update(text).digest()
@@ -51,7 +51,7 @@ const SystemGroup = HttpApiBuilder.group(Api, "system", Effect.fn(function*(hand
       Effect.fail(serviceUnavailable("The node has not joined the cluster or the database is unreachable"))
     )
   )
-  const metrics = scrapeMetrics(config.metricsToken, (yield* MetricsScrape).refresh)
+  const metrics = scrapeMetrics(Option.map(config.metricsToken, Redacted.value), (yield* MetricsScrape).refresh)
   return handlers
     .handle("health", () => Effect.succeed({ status: "ok" as const }))
     .handle("ready", () => ready)

@@ -25,7 +25,7 @@ export const columnNames: ReadonlyArray<ColumnName> = [
   "updatedBy"
 ]
 
-/** Columns a bare name always means, whatever the structure declares (CONTRACT.md §5). */
+/** Columns a bare name always means, whatever the structure declares (README "Field names"). */
 export const hardColumns: ReadonlySet<string> = new Set(["id", "createdAt", "updatedAt", "version"])
 
 /**

@@ -1,12 +1,9 @@
-// Runs compiled SQL against a real database: embedded PGlite always, and PostgreSQL too when DATABASE_URL is set
-// (in a table of its own, dropped afterwards). Same rows, same assertions, so the SQL is proven on both.
-import { PgClient } from "@effect/sql-pg"
-import { assert, layer } from "@effect/vitest"
-import { Effect, Layer, Redacted, Result } from "effect"
+// Runs compiled SQL against a real, migrated database: embedded PGlite always, and PostgreSQL too when DATABASE_URL
+// is set (a fresh database, dropped afterwards). Same rows, same assertions, so the SQL is proven on both.
+import { expect, layer } from "@effect/vitest"
+import { Effect, Layer, Result } from "effect"
 import { SqlClient } from "effect/sql"
-import * as Crypto from "node:crypto"
-import datetimeFunction from "../migrations/0004_datetime.ts"
-import * as PgliteClient from "../platform/PgliteClient.ts"
+import { MigratedPglite, MigratedPostgres } from "../../../../test/support/TestDatabase.ts"
 import * as Ast from "./Ast.ts"
 import {
   type CompileContext,
@@ -155,22 +152,8 @@ const fixture = (table: string) =>
     const sql = yield* SqlClient.SqlClient
     const t = sql.literal(table)
     const create = Effect.gen(function*() {
-      yield* datetimeFunction
-      yield* sql`CREATE TABLE ${t} (
-        id uuid PRIMARY KEY,
-        workspace text NOT NULL,
-        structure_id uuid NOT NULL,
-        data jsonb NOT NULL,
-        metadata jsonb NOT NULL DEFAULT '{}',
-        version integer NOT NULL DEFAULT 1,
-        status text NOT NULL DEFAULT 'active',
-        created_by text,
-        updated_by text,
-        created_at timestamptz NOT NULL DEFAULT now(),
-        updated_at timestamptz NOT NULL DEFAULT now(),
-        deleted_at timestamptz,
-        expires_at timestamptz
-      )`
+      // a scratch copy of the migrated records table: same columns and defaults, without the foreign keys
+      yield* sql`CREATE TABLE ${t} (LIKE records INCLUDING DEFAULTS)`
       for (const [i, row] of rows.entries()) {
         const at = createdAt(row.hour)
         yield* sql`INSERT INTO ${t}
@@ -185,18 +168,12 @@ const fixture = (table: string) =>
   })
 
 const backends: Array<readonly [string, Layer.Layer<SqlClient.SqlClient, unknown>, string]> = [
-  ["PGlite", PgliteClient.layer("memory://"), "records"]
+  ["PGlite", MigratedPglite(), "q_records"]
 ]
-if (process.env.DATABASE_URL) {
-  backends.push([
-    "PostgreSQL",
-    PgClient.layer({ url: Redacted.make(process.env.DATABASE_URL), maxConnections: 1 }),
-    `q_records_${Crypto.randomBytes(4).toString("hex")}`
-  ])
-}
+if (process.env.DATABASE_URL) backends.push(["PostgreSQL", MigratedPostgres(process.env.DATABASE_URL), "q_records"])
 
 const get = <A, E>(r: Result.Result<A, E>): A => {
-  if (Result.isFailure(r)) return assert.fail(`unexpected failure: ${JSON.stringify(r.failure)}`)
+  if (Result.isFailure(r)) return expect.fail(`unexpected failure: ${JSON.stringify(r.failure)}`)
   return r.success
 }
 
@@ -306,7 +283,7 @@ for (const [backend, client, table] of backends) {
     for (const [label, expr, expected, context] of cases) {
       it.effect(label, () =>
         Effect.gen(function*() {
-          assert.deepStrictEqual(yield* matching(expr, context), [...expected].sort())
+          expect(yield* matching(expr, context)).toStrictEqual([...expected].sort())
         }))
     }
 
@@ -314,7 +291,7 @@ for (const [backend, client, table] of backends) {
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const [row] = yield* sql<{ n: string }>`SELECT count(*)::text AS n FROM ${sql.literal(table)}`
-        assert.strictEqual(row?.n, String(rows.length))
+        expect(row?.n).toBe(String(rows.length))
       }))
 
     const ordered = (sort: string, context: CompileContext = ctx) =>
@@ -328,22 +305,22 @@ for (const [backend, client, table] of backends) {
 
     it.effect("sorts typed, nulls first descending", () =>
       Effect.gen(function*() {
-        assert.deepStrictEqual((yield* ordered("-price")).map(nameOf), [
+        expect((yield* ordered("-price")).map(nameOf)).toStrictEqual([
           "kiwi", "laptop", "drone", "phone", "tablet", "bike", "table", "chair", ROBERT, "O'Reilly book", "lamp",
           "100% cotton shirt", "under_score", "old stock", "notebook", "mango", "pen", "apple", "carrot", "banana"
         ])
         // schemaless sorts as text: "999.99" before "66"
         const text = (yield* ordered("-price", schemaless)).map(nameOf)
-        assert.isBelow(text.indexOf("drone"), text.indexOf(ROBERT))
-        assert.isAbove(text.indexOf("laptop"), text.indexOf(ROBERT))
+        expect(text.indexOf("drone")).toBeLessThan(text.indexOf(ROBERT))
+        expect(text.indexOf("laptop")).toBeGreaterThan(text.indexOf(ROBERT))
       }))
 
     it.effect("breaks ties by id", () =>
       Effect.gen(function*() {
         const ids = yield* ordered("createdAt")
-        assert.deepStrictEqual(ids, rows.map((_, i) => idOf(i)))
+        expect(ids).toStrictEqual(rows.map((_, i) => idOf(i)))
         const byCategory = (yield* ordered("category")).map(nameOf)
-        assert.deepStrictEqual(byCategory.slice(-1), ["bike"])
+        expect(byCategory.slice(-1)).toStrictEqual(["bike"])
       }))
 
     // Pages of 3 through the cursor must give exactly the full ordering, for every kind of key.
@@ -380,7 +357,7 @@ for (const [backend, client, table] of backends) {
               const row = exact ? last : { id: last.id, data: last.data, created_at: last.created_at }
               cursor = get(encodeCursor(row, keys, ctx))
             }
-            assert.deepStrictEqual(seen, yield* ordered(sort))
+            expect(seen).toStrictEqual(yield* ordered(sort))
           }))
       }
     }
@@ -399,17 +376,17 @@ for (const [backend, client, table] of backends) {
           SELECT ${c.select} FROM ${sql.literal(table)} r WHERE ${where} ${c.clauses}`
         const out = result.map(c.decode)
         const categories = out.map((r) => r.category)
-        assert.deepStrictEqual(categories, ["food", "tech", "home", "fashion", "office", "books", "misc", null])
+        expect(categories).toStrictEqual(["food", "tech", "home", "fashion", "office", "books", "misc", null])
         const food = out[0]!
-        assert.strictEqual(food.n, 5)
-        assert.strictEqual(food.total, 5.3)
-        assert.strictEqual(food.lo, 0.5)
-        assert.strictEqual(food.avgQty, 5)
-        assert.strictEqual(food.anyInStock, true)
-        assert.strictEqual(new Date(food.last as string).toISOString(), "2024-03-15T12:30:00.000Z")
+        expect(food.n).toBe(5)
+        expect(food.total).toBe(5.3)
+        expect(food.lo).toBe(0.5)
+        expect(food.avgQty).toBe(5)
+        expect(food.anyInStock).toBe(true)
+        expect(new Date(food.last as string).toISOString()).toBe("2024-03-15T12:30:00.000Z")
         const tech = out[1]!
-        assert.deepStrictEqual([tech.n, tech.total, tech.lo], [4, 3449.99, 450])
-        assert.strictEqual(out.find((r) => r.category === "misc")!.n, 1)
+        expect([tech.n, tech.total, tech.lo]).toStrictEqual([4, 3449.99, 450])
+        expect(out.find((r) => r.category === "misc")!.n).toBe(1)
       }))
 
     it.effect("aggregates an HTTP aggregate request without GROUP BY", () =>
@@ -423,7 +400,7 @@ for (const [backend, client, table] of backends) {
         const where = get(compileWhere(sql, request.where, ctx))
         const result = yield* sql<Record<string, unknown>>`
           SELECT ${c.select} FROM ${sql.literal(table)} r WHERE ${where} ${c.clauses}`
-        assert.deepStrictEqual(result.map(c.decode), [{ count: 2, total: 4, most: "mango" }])
+        expect(result.map(c.decode)).toStrictEqual([{ count: 2, total: 4, most: "mango" }])
       }))
   })
 }

@@ -1,5 +1,5 @@
 import { PgClient } from "@effect/sql-pg"
-import { assert, describe, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { Effect, Result } from "effect"
 import { Statement } from "effect/sql"
 import * as Ast from "./Ast.ts"
@@ -46,18 +46,18 @@ const compile = (f: Statement.Fragment) => sql`SELECT 1 WHERE ${f}`.compile()
 
 const where = (expr: Ast.Expr, ctx: CompileContext = strict) => {
   const r = compileWhere(sql, expr, ctx)
-  if (Result.isFailure(r)) return assert.fail(`unexpected field error: ${r.failure.message}`)
+  if (Result.isFailure(r)) return expect.fail(`unexpected field error: ${r.failure.message}`)
   return compile(r.success)
 }
 
 const whereError = (expr: Ast.Expr, ctx: CompileContext = strict) => {
   const r = compileWhere(sql, expr, ctx)
-  if (Result.isSuccess(r)) return assert.fail(`expected a field error, got ${compile(r.success)[0]}`)
+  if (Result.isSuccess(r)) return expect.fail(`expected a field error, got ${compile(r.success)[0]}`)
   return r.failure
 }
 
 const get = <A, E>(r: Result.Result<A, E>): A => {
-  if (Result.isFailure(r)) return assert.fail(`unexpected failure: ${JSON.stringify(r.failure)}`)
+  if (Result.isFailure(r)) return expect.fail(`unexpected failure: ${JSON.stringify(r.failure)}`)
   return r.success
 }
 
@@ -161,7 +161,7 @@ describe("equivalent forms compile to the same SQL", () => {
   for (const [label, exprs] of groups) {
     it(label, () => {
       const [first, ...rest] = exprs.map((e) => where(e))
-      for (const other of rest) assert.deepStrictEqual(other, first)
+      for (const other of rest) expect(other).toStrictEqual(first)
     })
   }
 })
@@ -169,10 +169,10 @@ describe("equivalent forms compile to the same SQL", () => {
 describe("typed comparisons", () => {
   it("casts numbers, datetimes and booleans by property type, all values bound", () => {
     const [text, params] = where(genB("price:>10,published:>2024-01-01T00:00:00Z,inStock:!true"))
-    assert.include(text, "::numeric END) > $3::text::numeric")
-    assert.include(text, "troupe_datetime((r.data ->> $4::text)) > troupe_datetime($5::text)")
-    assert.include(text, "@> $")
-    assert.deepStrictEqual(params, [
+    expect(text).toContain("::numeric END) > $3::text::numeric")
+    expect(text).toContain("troupe_datetime((r.data ->> $4::text)) > troupe_datetime($5::text)")
+    expect(text).toContain("@> $")
+    expect(params).toStrictEqual([
       "price",
       "price",
       "10",
@@ -187,69 +187,69 @@ describe("typed comparisons", () => {
       "id:[00000000-0000-4000-8000-000000000001],createdAt:>2024-01-01,version:>=2," +
         "recordSlug:products,workspaceSlug:acme,createdBy:u1"
     ))
-    assert.include(text, "r.id IN ($1::text::uuid)")
-    assert.include(text, "r.created_at > troupe_datetime($2::text)")
-    assert.include(text, "r.version >= $3::text::numeric")
-    assert.include(text, "$4::text = $5::text")
-    assert.include(text, "r.created_by = $8::text")
-    assert.deepStrictEqual(params.slice(3, 7), ["products", "products", "acme", "acme"])
+    expect(text).toContain("r.id IN ($1::text::uuid)")
+    expect(text).toContain("r.created_at > troupe_datetime($2::text)")
+    expect(text).toContain("r.version >= $3::text::numeric")
+    expect(text).toContain("$4::text = $5::text")
+    expect(text).toContain("r.created_by = $8::text")
+    expect(params.slice(3, 7)).toStrictEqual(["products", "products", "acme", "acme"])
   })
 
   it("resolves a bare column name to a declared property of that name", () => {
     const ctx: CompileContext = { ...strict, properties: propertyMap([{ name: "status", type: "number" }]) }
-    assert.include(where(genB("status:3"), ctx)[1], "{\"status\":3}")
-    assert.include(where(genB("status:active"))[0], "r.status")
+    expect(where(genB("status:3"), ctx)[1]).toContain("{\"status\":3}")
+    expect(where(genB("status:active"))[0]).toContain("r.status")
     // id is always the column
-    assert.include(where(genB("id:00000000-0000-4000-8000-000000000001"), ctx)[0], "r.id =")
+    expect(where(genB("id:00000000-0000-4000-8000-000000000001"), ctx)[0]).toContain("r.id =")
   })
 
   it("addresses nested paths with one bound key per level", () => {
     const [text, params] = where(genB("address.city:>M"))
-    assert.include(text, "(r.data -> $1::text ->> $2::text) > $3::text")
-    assert.deepStrictEqual(params, ["address", "city", "M"])
+    expect(text).toContain("(r.data -> $1::text ->> $2::text) > $3::text")
+    expect(params).toStrictEqual(["address", "city", "M"])
     // inside a free-form object: compared as text
     const [freeText, freeParams] = where(genB("meta.level.deep:5"))
-    assert.include(freeText, "(r.data -> $1::text -> $2::text ->> $3::text) = $4::text")
-    assert.deepStrictEqual(freeParams, ["meta", "level", "deep", "5"])
+    expect(freeText).toContain("(r.data -> $1::text -> $2::text ->> $3::text) = $4::text")
+    expect(freeParams).toStrictEqual(["meta", "level", "deep", "5"])
   })
 
   it("compares everything as text in schemaless mode", () => {
     const [text, params] = where(genB("price:>10,anything.nested:x,tags:[a,b]"), schemaless)
-    assert.notInclude(text, "numeric")
-    assert.notInclude(text, "@>")
-    assert.include(text, "(r.data ->> $1::text) > $2::text")
-    assert.deepStrictEqual(params, ["price", "10", "anything", "nested", "x", "tags", "a", "b"])
+    expect(text).not.toContain("numeric")
+    expect(text).not.toContain("@>")
+    expect(text).toContain("(r.data ->> $1::text) > $2::text")
+    expect(params).toStrictEqual(["price", "10", "anything", "nested", "x", "tags", "a", "b"])
   })
 
   it("uses jsonb containment for arrays, typed by item type", () => {
-    assert.deepStrictEqual(where(bracket(["scores[hasAll]", "1,2.5"]))[1], ["{\"scores\":[1,2.5]}"])
-    assert.deepStrictEqual(where(bracket(["tags[hasAny]", "a,b"]))[1], ["{\"tags\":[\"a\"]}", "{\"tags\":[\"b\"]}"])
-    assert.deepStrictEqual(where(bracket(["editors[includes]", "u1"]))[1], ["{\"editors\":[\"u1\"]}"])
-    assert.include(where(bracket(["tags[hasAny]", "a"]), schemaless)[0], "jsonb_array_elements_text")
+    expect(where(bracket(["scores[hasAll]", "1,2.5"]))[1]).toStrictEqual(["{\"scores\":[1,2.5]}"])
+    expect(where(bracket(["tags[hasAny]", "a,b"]))[1]).toStrictEqual(["{\"tags\":[\"a\"]}", "{\"tags\":[\"b\"]}"])
+    expect(where(bracket(["editors[includes]", "u1"]))[1]).toStrictEqual(["{\"editors\":[\"u1\"]}"])
+    expect(where(bracket(["tags[hasAny]", "a"]), schemaless)[0]).toContain("jsonb_array_elements_text")
   })
 
   it("escapes LIKE wildcards in contains / startswith / endswith", () => {
-    assert.deepStrictEqual(where(bracket(["name[contains]", "50%_off\\"]))[1], ["name", "%50\\%\\_off\\\\%"])
-    assert.deepStrictEqual(where(bracket(["name[startswith]", "a%"]))[1], ["name", "a\\%%"])
-    assert.deepStrictEqual(where(bracket(["name[endswith]", "_z"]))[1], ["name", "%\\_z"])
-    assert.deepStrictEqual(where(ql("name LIKE 'a%'"))[1], ["name", "a%"])
+    expect(where(bracket(["name[contains]", "50%_off\\"]))[1]).toStrictEqual(["name", "%50\\%\\_off\\\\%"])
+    expect(where(bracket(["name[startswith]", "a%"]))[1]).toStrictEqual(["name", "a\\%%"])
+    expect(where(bracket(["name[endswith]", "_z"]))[1]).toStrictEqual(["name", "%\\_z"])
+    expect(where(ql("name LIKE 'a%'"))[1]).toStrictEqual(["name", "a%"])
   })
 
   it("searches with full text and a substring fallback, substring only for short terms", () => {
     const [long, longParams] = where(Ast.search("red apple", [Ast.name("name")]))
-    assert.include(long, "to_tsvector('simple', coalesce(")
-    assert.include(long, "plainto_tsquery('simple', $")
-    assert.include(long, "ILIKE")
-    assert.include(longParams, "red apple")
-    assert.include(longParams, "%red apple%")
+    expect(long).toContain("to_tsvector('simple', coalesce(")
+    expect(long).toContain("plainto_tsquery('simple', $")
+    expect(long).toContain("ILIKE")
+    expect(longParams).toContain("red apple")
+    expect(longParams).toContain("%red apple%")
     const [short] = where(Ast.search("ap", [Ast.name("name")]))
-    assert.notInclude(short, "tsquery")
-    assert.include(short, "ILIKE")
-    assert.include(where(Ast.search("apple", []))[0], "jsonb_to_tsvector")
-    assert.include(where(Ast.search("apple", []), { ...strict, defaultSearchField: "name" })[1], "name")
+    expect(short).not.toContain("tsquery")
+    expect(short).toContain("ILIKE")
+    expect(where(Ast.search("apple", []))[0]).toContain("jsonb_to_tsvector")
+    expect(where(Ast.search("apple", []), { ...strict, defaultSearchField: "name" })[1]).toContain("name")
   })
 
-  it("matches everything for an empty filter", () => assert.include(where(Ast.all)[0], "TRUE"))
+  it("matches everything for an empty filter", () => expect(where(Ast.all)[0]).toContain("TRUE"))
 })
 
 describe("field errors", () => {
@@ -277,14 +277,14 @@ describe("field errors", () => {
   for (const [label, expr, field, message, ctx] of cases) {
     it(label, () => {
       const e = whereError(expr, ctx)
-      assert.strictEqual(e._tag, "QueryFieldError")
-      assert.strictEqual(e.field, field)
-      assert.include(e.message, message)
+      expect(e._tag).toBe("QueryFieldError")
+      expect(e.field).toBe(field)
+      expect(e.message).toContain(message)
     })
   }
 
   it("allows any field in schemaless mode", () => {
-    assert.isTrue(Result.isSuccess(compileWhere(sql, genB("nope:1,price.x:2"), schemaless)))
+    expect(Result.isSuccess(compileWhere(sql, genB("nope:1,price.x:2"), schemaless))).toBe(true)
   })
 })
 
@@ -292,7 +292,7 @@ describe("size limits: long lists and big conditions are field errors, never the
   const numbers = (n: number) => Array.from({ length: n }, (_, i) => i)
 
   it("a list holds at most MAX_LIST_VALUES values, in every syntax", () => {
-    assert.isTrue(Result.isSuccess(compileWhere(sql, object({ price: { in: numbers(MAX_LIST_VALUES) } }), strict)))
+    expect(Result.isSuccess(compileWhere(sql, object({ price: { in: numbers(MAX_LIST_VALUES) } }), strict))).toBe(true)
     const lists = [
       object({ price: { in: numbers(MAX_LIST_VALUES + 1) } }),
       bracket(["tags[hasAny]", numbers(MAX_LIST_VALUES + 1).join(",")]),
@@ -301,35 +301,35 @@ describe("size limits: long lists and big conditions are field errors, never the
     ]
     for (const expr of lists) {
       const e = whereError(expr)
-      assert.include(e.message, `at most ${MAX_LIST_VALUES} values`)
-      assert.oneOf(e.field, ["price", "tags"])
+      expect(e.message).toContain(`at most ${MAX_LIST_VALUES} values`)
+      expect(e.field).toBeOneOf(["price", "tags"])
     }
   })
 
   it("a condition holds at most MAX_CONDITION_TERMS comparisons and values; the error names no field", () => {
     const or = (n: number) => object({ $or: numbers(n).map((i) => ({ price: { gt: i } })) })
-    assert.isTrue(Result.isSuccess(compileWhere(sql, or(MAX_CONDITION_TERMS), strict)))
+    expect(Result.isSuccess(compileWhere(sql, or(MAX_CONDITION_TERMS), strict))).toBe(true)
     const e = whereError(or(10_000))
-    assert.strictEqual(e.field, "")
-    assert.include(e.message, `at most ${MAX_CONDITION_TERMS}`)
-    assert.strictEqual(whereError(object({ $or: numbers(3000).map(() => ({ name: { isNull: true } })) })).field, "")
+    expect(e.field).toBe("")
+    expect(e.message).toContain(`at most ${MAX_CONDITION_TERMS}`)
+    expect(whereError(object({ $or: numbers(3000).map(() => ({ name: { isNull: true } })) })).field).toBe("")
   })
 
   it("sorts, groups and selections are bounded", () => {
     const sort = get(parseSort(Array(MAX_SORT_KEYS + 1).fill("price").join(",")))
     const r = compileOrderBy(sql, sort, strict)
-    assert.isTrue(Result.isFailure(r) && r.failure.message.includes(`at most ${MAX_SORT_KEYS}`))
+    expect(Result.isFailure(r) && r.failure.message.includes(`at most ${MAX_SORT_KEYS}`)).toBe(true)
     const groupBy = Array(MAX_GROUP_FIELDS + 1).fill(Ast.fieldRef("name"))
     const g = compileAggregate(sql, { groupBy, select: [], orderBy: [] }, strict)
-    assert.isTrue(Result.isFailure(g))
+    expect(Result.isFailure(g)).toBe(true)
   })
 })
 
 describe("injection attempts stay bound parameters", () => {
   const payload = "x'); DROP TABLE records; --"
   const check = ([text, params]: readonly [string, ReadonlyArray<unknown>]) => {
-    assert.notInclude(text, "DROP")
-    assert.isTrue(params.some((p) => typeof p === "string" && p.includes("DROP TABLE")), "payload is a parameter")
+    expect(text).not.toContain("DROP")
+    expect(params.some((p) => typeof p === "string" && p.includes("DROP TABLE")), "payload is a parameter").toBe(true)
   }
   it("in values of every syntax", () => {
     check(where(genB(`name:"${payload}"`)))
@@ -349,11 +349,11 @@ describe("injection attempts stay bound parameters", () => {
     check(where(ql(`"${payload}" = 'v'`), schemaless))
     check(where(Ast.search("term", [Ast.name("a", payload)]), schemaless))
     const e = whereError(Ast.compare("eq", Ast.data(payload), Ast.literal("v")))
-    assert.strictEqual(e.field, `data.${payload}`)
+    expect(e.field).toBe(`data.${payload}`)
   })
   it("in sort keys", () => {
     check(compile(get(compileOrderBy(sql, [{ field: Ast.data(payload), direction: "desc" }], schemaless))))
-    assert.isTrue(Result.isFailure(parseSort(`name;${payload}`)))
+    expect(Result.isFailure(parseSort(`name;${payload}`))).toBe(true)
   })
   it("in search terms", () => {
     check(where(Ast.search(payload, [Ast.name("name")])))
@@ -371,27 +371,24 @@ describe("injection attempts stay bound parameters", () => {
       select: [{ _tag: "Aggregate", fn: "count", field: undefined, alias: payload }]
     }, schemaless))
     check(sql`SELECT ${c.select} FROM records r ${c.clauses}`.compile())
-    assert.deepStrictEqual(c.decode({ g0: "a", a0: 2 }), { [`data.${payload}`]: "a", [payload]: 2 })
+    expect(c.decode({ g0: "a", a0: 2 })).toStrictEqual({ [`data.${payload}`]: "a", [payload]: 2 })
   })
 })
 
 describe("sorting and cursors", () => {
   it("types sort keys, puts nulls last ascending and appends r.id", () => {
     const [text, params] = compile(get(compileOrderBy(sql, get(parseSort("-price,name,createdAt")), strict)))
-    assert.include(
-      text,
-      "::numeric END) DESC NULLS FIRST,(r.data ->> $3::text) ASC NULLS LAST,r.created_at ASC NULLS LAST," +
-        "r.id ASC NULLS LAST"
-    )
-    assert.deepStrictEqual(params, ["price", "price", "name"])
+    expect(text).toContain("::numeric END) DESC NULLS FIRST,(r.data ->> $3::text) ASC NULLS LAST,r.created_at ASC NULLS LAST," +
+        "r.id ASC NULLS LAST")
+    expect(params).toStrictEqual(["price", "price", "name"])
     const [byId] = compile(get(compileOrderBy(sql, get(parseSort("-id")), strict)))
-    assert.include(byId, "r.id DESC NULLS FIRST")
-    assert.notInclude(byId, "r.id ASC")
+    expect(byId).toContain("r.id DESC NULLS FIRST")
+    expect(byId).not.toContain("r.id ASC")
   })
 
   it("refuses to sort by arrays and objects, and by unknown fields", () => {
     for (const s of ["tags", "address", "nope"]) {
-      assert.isTrue(Result.isFailure(compileOrderBy(sql, get(parseSort(s)), strict)), s)
+      expect(Result.isFailure(compileOrderBy(sql, get(parseSort(s)), strict)), s).toBe(true)
     }
   })
 
@@ -402,11 +399,11 @@ describe("sorting and cursors", () => {
       keys,
       strict
     ))
-    assert.match(cursor, /^[A-Za-z0-9_-]+$/)
+    expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/)
     const [text, params] = compile(get(compileCursor(sql, cursor, keys, strict)))
-    assert.include(text, "< $3::text::numeric")
-    assert.include(params, "kiwi")
-    assert.include(params, "00000000-0000-4000-8000-000000000001")
+    expect(text).toContain("< $3::text::numeric")
+    expect(params).toContain("kiwi")
+    expect(params).toContain("00000000-0000-4000-8000-000000000001")
   })
 
   it("prefers the exact qcursor values the database selected", () => {
@@ -420,7 +417,7 @@ describe("sorting and cursors", () => {
       keys,
       strict
     ))
-    assert.include(compile(get(compileCursor(sql, cursor, keys, strict)))[1], "2024-01-01T00:00:00.123456+00:00")
+    expect(compile(get(compileCursor(sql, cursor, keys, strict)))[1]).toContain("2024-01-01T00:00:00.123456+00:00")
   })
 
   const bad = (s: string) => Buffer.from(s).toString("base64url")
@@ -439,9 +436,9 @@ describe("sorting and cursors", () => {
   for (const [label, cursor] of cursors) {
     it(`rejects a ${label} cursor as a field error`, () => {
       const r = compileCursor(sql, cursor, get(parseSort("-price")), strict)
-      if (Result.isSuccess(r)) return assert.fail("expected a cursor error")
-      assert.strictEqual(r.failure._tag, "QueryFieldError")
-      assert.strictEqual(r.failure.field, "cursor")
+      if (Result.isSuccess(r)) return expect.fail("expected a cursor error")
+      expect(r.failure._tag).toBe("QueryFieldError")
+      expect(r.failure.field).toBe("cursor")
     })
   }
 })
@@ -454,13 +451,13 @@ describe("aggregation", () => {
     ))
     const c = get(compileAggregate(sql, { groupBy: q.groupBy!, select: q.select!, orderBy: q.orderBy }, strict))
     const [text] = sql`SELECT ${c.select} FROM records r ${c.clauses}`.compile()
-    assert.include(text, "NULLIF((r.data -> $1::text), 'null'::jsonb) AS g0")
-    assert.include(text, "to_jsonb(count(*)) AS a0")
-    assert.include(text, "to_jsonb(sum(")
-    assert.include(text, "to_jsonb(min(troupe_datetime(")
-    assert.include(text, "to_jsonb(bool_or(")
-    assert.include(text, "GROUP BY 1 ORDER BY a1 DESC NULLS FIRST,g0 ASC NULLS LAST")
-    assert.deepStrictEqual(c.decode({ g0: "food", a0: 3, a1: 7.5, a2: null, a3: true }), {
+    expect(text).toContain("NULLIF((r.data -> $1::text), 'null'::jsonb) AS g0")
+    expect(text).toContain("to_jsonb(count(*)) AS a0")
+    expect(text).toContain("to_jsonb(sum(")
+    expect(text).toContain("to_jsonb(min(troupe_datetime(")
+    expect(text).toContain("to_jsonb(bool_or(")
+    expect(text).toContain("GROUP BY 1 ORDER BY a1 DESC NULLS FIRST,g0 ASC NULLS LAST")
+    expect(c.decode({ g0: "food", a0: 3, a1: 7.5, a2: null, a3: true })).toStrictEqual({
       cat: "food",
       n: 3,
       total: 7.5,
@@ -480,9 +477,9 @@ describe("aggregation", () => {
     it(`rejects ${text}`, () => {
       const q = get(parseQueryLanguage(text))
       const r = compileAggregate(sql, { groupBy: q.groupBy ?? [], select: q.select ?? [], orderBy: q.orderBy }, strict)
-      if (Result.isSuccess(r)) return assert.fail("expected a field error")
-      assert.strictEqual(r.failure.field, field)
-      assert.include(r.failure.message, message)
+      if (Result.isSuccess(r)) return expect.fail("expected a field error")
+      expect(r.failure.field).toBe(field)
+      expect(r.failure.message).toContain(message)
     })
   }
 })

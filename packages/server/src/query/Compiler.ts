@@ -6,6 +6,7 @@ import { Result } from "effect"
 import { Statement } from "effect/sql"
 import * as Ast from "./Ast.ts"
 import { QueryFieldError } from "./QueryErrors.ts"
+import { tryParse } from "../lib/tryParse.ts"
 
 type Sql = Statement.Constructor
 type Fragment = Statement.Fragment
@@ -71,14 +72,8 @@ const fail = (field: string, message: string): never => {
   throw new FieldFail(field, message)
 }
 
-const run = <A>(f: () => A): Result.Result<A, QueryFieldError> => {
-  try {
-    return Result.succeed(f())
-  } catch (e) {
-    if (e instanceof FieldFail) return Result.fail(new QueryFieldError({ field: e.field, message: e.message }))
-    throw e
-  }
-}
+const run = <A>(f: () => A): Result.Result<A, QueryFieldError> =>
+  tryParse(f, (e) => e instanceof FieldFail ? new QueryFieldError({ field: e.field, message: e.message }) : undefined)
 
 // ---------------------------------------------------------------------------------------------------------------
 // Fields

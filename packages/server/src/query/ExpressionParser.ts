@@ -1,11 +1,12 @@
 // Recursive-descent parsers of the gen-A `query` expression (`price>500 AND tags.includes('x')`) and of the query
-// language of CONTRACT.md §5 (`SELECT ... FROM ... WHERE ... GROUP BY ... ORDER BY ... LIMIT ... INCLUDE ...`).
+// language of `POST /query` (`SELECT ... FROM ... WHERE ... GROUP BY ... ORDER BY ... LIMIT ... INCLUDE ...`).
 // Both share one condition grammar; keywords are case-insensitive; every error carries the offending token's
 // position.
 import { Result } from "effect"
 import * as Ast from "./Ast.ts"
 import { type Dialect, LexError, type Token, tokenize } from "./Lexer.ts"
 import { QueryParseError } from "./QueryErrors.ts"
+import { tryParse } from "../lib/tryParse.ts"
 
 /** Longer inputs are refused outright: the compiled SQL of a bigger one would not fit PostgreSQL's 65535 binds. */
 export const MAX_QUERY_LENGTH = 20_000
@@ -126,6 +127,22 @@ class Parser {
     return this.next()
   }
 
+  /** Takes `t` (the current token) and the parts of `my-field` joined to it by a '-' with no spaces around. */
+  hyphenated(t: Token): string {
+    this.next()
+    let text = t.text
+    let end = t.end
+    while (this.isOp("-") && this.peek().start === end) {
+      const after = this.peek(1)
+      if ((after.kind !== "ident" && after.kind !== "number") || after.start !== end + 1) break
+      this.next()
+      this.next()
+      text += `-${after.text}`
+      end = after.end
+    }
+    return text
+  }
+
   expectEnd(): void {
     const t = this.peek()
     if (t.kind !== "eof") this.fail(`Unexpected ${describe(t)}`)
@@ -197,18 +214,7 @@ class Parser {
     if (t.kind !== "ident" || reserved.has(t.text.toUpperCase())) {
       this.fail(`Expected a field name, found ${describe(t)}`)
     }
-    this.next()
-    let text = t.text
-    let end = t.end
-    // `my-field`: parts separated by a '-' with no spaces around it
-    while (this.isOp("-") && this.peek().start === end) {
-      const after = this.peek(1)
-      if ((after.kind !== "ident" && after.kind !== "number") || after.start !== end + 1) break
-      this.next()
-      this.next()
-      text += `-${after.text}`
-      end = after.end
-    }
+    const text = this.hyphenated(t)
     const dot = text.lastIndexOf(".")
     if (dot > 0 && this.isOp("(")) {
       const method = methods.get(text.slice(dot + 1).toLowerCase())
@@ -373,18 +379,7 @@ class Parser {
     if (t.kind !== "ident" || reserved.has(t.text.toUpperCase())) {
       this.fail(`Expected a structure ${context}, found ${describe(t)}`)
     }
-    this.next()
-    let text = t.text
-    let end = t.end
-    while (this.isOp("-") && this.peek().start === end) {
-      const after = this.peek(1)
-      if ((after.kind !== "ident" && after.kind !== "number") || after.start !== end + 1) break
-      this.next()
-      this.next()
-      text += `-${after.text}`
-      end = after.end
-    }
-    return text
+    return this.hyphenated(t)
   }
 
   parseAlias(): string | undefined {
@@ -549,14 +544,10 @@ const run = <A>(
     const message = `Query longer than ${MAX_QUERY_LENGTH} characters`
     return Result.fail(new QueryParseError({ message, position: MAX_QUERY_LENGTH, input }))
   }
-  try {
-    return Result.succeed(f(new Parser(input, dialect, parameters)))
-  } catch (e) {
-    if (e instanceof ParseFail || e instanceof LexError) {
-      return Result.fail(new QueryParseError({ message: e.message, position: e.position, input }))
-    }
-    throw e
-  }
+  return tryParse(
+    () => f(new Parser(input, dialect, parameters)),
+    (e) => e instanceof ParseFail || e instanceof LexError ? new QueryParseError({ message: e.message, position: e.position, input }) : undefined
+  )
 }
 
 /**
@@ -574,7 +565,7 @@ export const parseExpressionA = (query: string): Result.Result<Ast.Expr, QueryPa
   })
 
 /**
- * Parses a query-language statement (CONTRACT.md §5): `[SELECT items] FROM <slug or name> [WHERE cond]
+ * Parses a query-language statement (README "Query language"): `[SELECT items] FROM <slug or name> [WHERE cond]
  * [GROUP BY f, ...] [ORDER BY f [ASC|DESC], ...] [LIMIT n] [OFFSET n] [INCLUDE ref [FROM S [WHERE cond]], ...]`.
  * Strings take single quotes, `"..."` quotes an identifier, `:name` binds from `parameters` (a missing one is a
  * parse error naming it; an array parameter fills an `IN` list).

@@ -4,6 +4,7 @@
 import { Result } from "effect"
 import * as Ast from "./Ast.ts"
 import { QueryParseError } from "./QueryErrors.ts"
+import { tryParse } from "../lib/tryParse.ts"
 
 /** Internal failure, turned into a QueryParseError at each entry point. */
 class Fail {
@@ -15,14 +16,8 @@ class Fail {
   }
 }
 
-const run = <A>(input: string, f: () => A): Result.Result<A, QueryParseError> => {
-  try {
-    return Result.succeed(f())
-  } catch (e) {
-    if (e instanceof Fail) return Result.fail(new QueryParseError({ message: e.message, position: e.position, input }))
-    throw e
-  }
-}
+const run = <A>(input: string, f: () => A): Result.Result<A, QueryParseError> =>
+  tryParse(f, (e) => e instanceof Fail ? new QueryParseError({ message: e.message, position: e.position, input }) : undefined)
 
 const segmentChar = /[A-Za-z0-9_$-]/
 

@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
 import * as Ast from "./Ast.ts"
 import { parseCondition, parseExpressionA, parseQueryLanguage } from "./ExpressionParser.ts"
@@ -19,12 +19,12 @@ const L = Ast.literal
 const U = Ast.untyped
 
 const ok = <A>(r: Result.Result<A, QueryParseError>): A => {
-  if (Result.isFailure(r)) assert.fail(`unexpected parse error: ${r.failure.message} at ${r.failure.position}`)
+  if (Result.isFailure(r)) expect.fail(`unexpected parse error: ${r.failure.message} at ${r.failure.position}`)
   return r.success
 }
 
 const err = <A>(r: Result.Result<A, QueryParseError>): QueryParseError => {
-  if (Result.isSuccess(r)) assert.fail(`expected a parse error, got ${JSON.stringify(r.success)}`)
+  if (Result.isSuccess(r)) expect.fail(`expected a parse error, got ${JSON.stringify(r.success)}`)
   return r.failure
 }
 
@@ -74,7 +74,7 @@ describe("parseFilterB", () => {
     ["", Ast.all]
   ]
   for (const [input, expected] of cases) {
-    it(`parses ${JSON.stringify(input)}`, () => assert.deepStrictEqual(ok(parseFilterB(input)), expected))
+    it(`parses ${JSON.stringify(input)}`, () => expect(ok(parseFilterB(input))).toStrictEqual(expected))
   }
 
   const errors: ReadonlyArray<readonly [string, number, string]> = [
@@ -97,10 +97,10 @@ describe("parseFilterB", () => {
   for (const [input, position, message] of errors) {
     it(`reports ${JSON.stringify(input)} at ${position}`, () => {
       const e = err(parseFilterB(input))
-      assert.strictEqual(e._tag, "QueryParseError")
-      assert.strictEqual(e.position, position)
-      assert.include(e.message, message)
-      assert.strictEqual(e.input, input)
+      expect(e._tag).toBe("QueryParseError")
+      expect(e.position).toBe(position)
+      expect(e.message).toContain(message)
+      expect(e.input).toBe(input)
     })
   }
 })
@@ -146,17 +146,17 @@ describe("parseBracketParams", () => {
     [[], Ast.all]
   ]
   for (const [params, expected] of cases) {
-    it(`parses ${JSON.stringify(params)}`, () => assert.deepStrictEqual(ok(parseBracketParams(params)), expected))
+    it(`parses ${JSON.stringify(params)}`, () => expect(ok(parseBracketParams(params))).toStrictEqual(expected))
   }
 
   it("treats a declared `x_min` field as a field", () => {
     const parsed = ok(parseBracketParams([["score_min", "3"]], { knownFields: new Set(["score_min"]) }))
-    assert.deepStrictEqual(parsed, Ast.compare("eq", n("score_min"), U("3")))
+    expect(parsed).toStrictEqual(Ast.compare("eq", n("score_min"), U("3")))
   })
 
   it("lists the reserved parameters of the spec", () => {
     for (const p of ["page", "pageSize", "sort", "fields", "search", "searchFields", "all", "cursor", "filter"]) {
-      assert.include(reservedParams, p)
+      expect(reservedParams).toContain(p)
     }
   })
 
@@ -176,9 +176,9 @@ describe("parseBracketParams", () => {
   for (const [key, value, position, message] of errors) {
     it(`reports ${key}=${value} at ${position}`, () => {
       const e = err(parseBracketParams([["ok", "1"], [key, value]]))
-      assert.strictEqual(e.input, `${key}=${value}`)
-      assert.strictEqual(e.position, position)
-      assert.include(e.message, message)
+      expect(e.input).toBe(`${key}=${value}`)
+      expect(e.position).toBe(position)
+      expect(e.message).toContain(message)
     })
   }
 })
@@ -195,9 +195,7 @@ describe("parseFilterObject", () => {
       $or: [{ a: 1 }, { b: { contains: "z" } }],
       $not: { c: true }
     }))
-    assert.deepStrictEqual(
-      parsed,
-      Ast.and([
+    expect(parsed).toStrictEqual(Ast.and([
         Ast.compare("gte", d("price"), L(10)),
         Ast.compare("lt", d("price"), L(20)),
         Ast.list("hasAny", d("tags"), [L("a"), L("b")]),
@@ -207,11 +205,10 @@ describe("parseFilterObject", () => {
         Ast.isNull(n("note")),
         Ast.or([Ast.compare("eq", n("a"), L(1)), Ast.text("contains", n("b"), L("z"))]),
         Ast.not(Ast.compare("eq", n("c"), L(true)))
-      ])
-    )
+      ]))
   })
 
-  it("accepts an absent filter", () => assert.deepStrictEqual(ok(parseFilterObject(undefined)), Ast.all))
+  it("accepts an absent filter", () => expect(ok(parseFilterObject(undefined))).toStrictEqual(Ast.all))
 
   const errors: ReadonlyArray<readonly [unknown, string]> = [
     [[1], "expected an object"],
@@ -223,13 +220,13 @@ describe("parseFilterObject", () => {
     [{ price: {} }, "expected at least one operator"]
   ]
   for (const [input, message] of errors) {
-    it(`rejects ${JSON.stringify(input)}`, () => assert.include(err(parseFilterObject(input)).message, message))
+    it(`rejects ${JSON.stringify(input)}`, () => expect(err(parseFilterObject(input)).message).toContain(message))
   }
 })
 
 describe("parseSort", () => {
   it("reads directions and paths", () => {
-    assert.deepStrictEqual(ok(parseSort("-price,name,data.rank,+x,y:desc,z DESC")), [
+    expect(ok(parseSort("-price,name,data.rank,+x,y:desc,z DESC"))).toStrictEqual([
       { field: n("price"), direction: "desc" },
       { field: n("name"), direction: "asc" },
       { field: d("rank"), direction: "asc" },
@@ -237,7 +234,7 @@ describe("parseSort", () => {
       { field: n("y"), direction: "desc" },
       { field: n("z"), direction: "desc" }
     ])
-    assert.deepStrictEqual(ok(parseSort("")), [])
+    expect(ok(parseSort(""))).toStrictEqual([])
   })
   const errors: ReadonlyArray<readonly [string, number]> = [
     ["price,,name", 6],
@@ -247,7 +244,7 @@ describe("parseSort", () => {
   ]
   for (const [input, position] of errors) {
     it(`reports ${JSON.stringify(input)} at ${position}`, () => {
-      assert.strictEqual(err(parseSort(input)).position, position)
+      expect(err(parseSort(input)).position).toBe(position)
     })
   }
 })
@@ -300,7 +297,7 @@ describe("parseExpressionA", () => {
     ["", Ast.all]
   ]
   for (const [input, expected] of cases) {
-    it(`parses ${JSON.stringify(input)}`, () => assert.deepStrictEqual(ok(parseExpressionA(input)), expected))
+    it(`parses ${JSON.stringify(input)}`, () => expect(ok(parseExpressionA(input))).toStrictEqual(expected))
   }
 
   const errors: ReadonlyArray<readonly [string, number, string]> = [
@@ -321,19 +318,19 @@ describe("parseExpressionA", () => {
   for (const [input, position, message] of errors) {
     it(`reports ${JSON.stringify(input)} at ${position}`, () => {
       const e = err(parseExpressionA(input))
-      assert.strictEqual(e.position, position)
-      assert.include(e.message, message)
+      expect(e.position).toBe(position)
+      expect(e.message).toContain(message)
     })
   }
 
   it("refuses deep nesting cleanly", () => {
     const deep = "(".repeat(3000) + "a == 1" + ")".repeat(3000)
-    assert.include(err(parseExpressionA(deep)).message, "nested deeper")
-    assert.include(err(parseExpressionA("NOT ".repeat(3000) + "a")).message, "nested deeper")
+    expect(err(parseExpressionA(deep)).message).toContain("nested deeper")
+    expect(err(parseExpressionA("NOT ".repeat(3000) + "a")).message).toContain("nested deeper")
   })
 
   it("refuses oversized input", () => {
-    assert.include(err(parseExpressionA("a == 1 OR ".repeat(3000) + "a == 1")).message, "longer than")
+    expect(err(parseExpressionA("a == 1 OR ".repeat(3000) + "a == 1")).message).toContain("longer than")
   })
 })
 
@@ -344,7 +341,7 @@ describe("parseQueryLanguage", () => {
         "from Products where price > 10 and (inStock = true or name like 'a%') " +
         "group by category order by total desc, category limit 10 offset 20"
     ))
-    assert.deepStrictEqual(q, {
+    expect(q).toStrictEqual({
       from: "Products",
       select: [
         { _tag: "SelectField", field: n("category"), alias: "category" },
@@ -394,8 +391,8 @@ describe("parseQueryLanguage", () => {
   ]
   for (const [input, expected] of where) {
     it(`parses WHERE ${input}`, () => {
-      assert.deepStrictEqual(ok(parseQueryLanguage(`FROM x WHERE ${input}`)).where, expected)
-      assert.deepStrictEqual(ok(parseCondition(input)), expected)
+      expect(ok(parseQueryLanguage(`FROM x WHERE ${input}`)).where).toStrictEqual(expected)
+      expect(ok(parseCondition(input))).toStrictEqual(expected)
     })
   }
 
@@ -405,41 +402,38 @@ describe("parseQueryLanguage", () => {
         "LIMIT :n OFFSET :o",
       { lo: 1, hi: 5, cats: ["a", "b"], name: "it's", one: null, n: 3, o: 6 }
     ))
-    assert.deepStrictEqual(q.where, Ast.and([
+    expect(q.where).toStrictEqual(Ast.and([
       Ast.between(n("price"), L(1), L(5)),
       Ast.list("in", n("category"), [L("a"), L("b")]),
       Ast.compare("eq", n("name"), L("it's")),
       Ast.list("in", n("x"), [L(null), U("2")])
     ]))
-    assert.strictEqual(q.limit, 3)
-    assert.strictEqual(q.offset, 6)
+    expect(q.limit).toBe(3)
+    expect(q.offset).toBe(6)
   })
 
   it("parses FROM targets and INCLUDE", () => {
-    assert.strictEqual(ok(parseQueryLanguage("FROM blog-posts")).from, "blog-posts")
-    assert.strictEqual(ok(parseQueryLanguage("FROM 'Blog Posts'")).from, "Blog Posts")
-    assert.strictEqual(ok(parseQueryLanguage("from \"Blog Posts\"")).from, "Blog Posts")
-    assert.deepStrictEqual(ok(parseQueryLanguage("FROM Posts INCLUDE author WHERE published = true")), {
+    expect(ok(parseQueryLanguage("FROM blog-posts")).from).toBe("blog-posts")
+    expect(ok(parseQueryLanguage("FROM 'Blog Posts'")).from).toBe("Blog Posts")
+    expect(ok(parseQueryLanguage("from \"Blog Posts\"")).from).toBe("Blog Posts")
+    expect(ok(parseQueryLanguage("FROM Posts INCLUDE author WHERE published = true"))).toStrictEqual({
       from: "Posts",
       where: Ast.compare("eq", n("published"), U("true")),
       orderBy: [],
       include: [{ field: "author" }]
     })
-    assert.deepStrictEqual(
-      ok(parseQueryLanguage(
+    expect(ok(parseQueryLanguage(
         "FROM Posts WHERE a = 1 INCLUDE author, editor INCLUDE comments FROM Comments WHERE approved = true"
-      )).include,
-      [
+      )).include).toStrictEqual([
         { field: "author" },
         { field: "editor" },
         { field: "comments", from: "Comments", where: Ast.compare("eq", n("approved"), U("true")) }
-      ]
-    )
-    assert.deepStrictEqual(ok(parseQueryLanguage("SELECT * FROM x")), { from: "x", orderBy: [], include: [] })
-    assert.isFalse(Ast.isAggregate(ok(parseQueryLanguage("SELECT a, b FROM x"))))
-    assert.isTrue(Ast.isAggregate(ok(parseQueryLanguage("SELECT a, COUNT(*) FROM x"))))
-    assert.isTrue(Ast.isAggregate(ok(parseQueryLanguage("SELECT a FROM x GROUP BY a"))))
-    assert.deepStrictEqual(ok(parseQueryLanguage("FROM x SELECT COUNT(*)")).select, [
+      ])
+    expect(ok(parseQueryLanguage("SELECT * FROM x"))).toStrictEqual({ from: "x", orderBy: [], include: [] })
+    expect(Ast.isAggregate(ok(parseQueryLanguage("SELECT a, b FROM x")))).toBe(false)
+    expect(Ast.isAggregate(ok(parseQueryLanguage("SELECT a, COUNT(*) FROM x")))).toBe(true)
+    expect(Ast.isAggregate(ok(parseQueryLanguage("SELECT a FROM x GROUP BY a")))).toBe(true)
+    expect(ok(parseQueryLanguage("FROM x SELECT COUNT(*)")).select).toStrictEqual([
       { _tag: "Aggregate", fn: "count", field: undefined, alias: "count" }
     ])
   })
@@ -473,9 +467,9 @@ describe("parseQueryLanguage", () => {
   for (const [input, position, message, params] of errors) {
     it(`reports ${JSON.stringify(input)} at ${position}`, () => {
       const e = err(parseQueryLanguage(input, params ?? {}))
-      assert.strictEqual(e.position, position)
-      assert.include(e.message, message)
-      assert.strictEqual(e.input, input)
+      expect(e.position).toBe(position)
+      expect(e.message).toContain(message)
+      expect(e.input).toBe(input)
     })
   }
 })
@@ -493,7 +487,7 @@ describe("aggregate requests", () => {
         hi: { max: "price" }
       }
     }))
-    assert.deepStrictEqual(r, {
+    expect(r).toStrictEqual({
       where: Ast.compare("eq", n("status"), L("active")),
       groupBy: [d("category")],
       aggregates: [
@@ -514,9 +508,9 @@ describe("aggregate requests", () => {
     ["sum", "expected an object"]
   ]
   for (const [ops, message] of errors) {
-    it(`rejects ${JSON.stringify(ops)}`, () => assert.include(err(parseAggregateOperations(ops)).message, message))
+    it(`rejects ${JSON.stringify(ops)}`, () => expect(err(parseAggregateOperations(ops)).message).toContain(message))
   }
   it("rejects a bad groupBy", () => {
-    assert.include(err(parseAggregateRequest({ groupBy: [1], operations: { n: { count: "*" } } })).message, "groupBy")
+    expect(err(parseAggregateRequest({ groupBy: [1], operations: { n: { count: "*" } } })).message).toContain("groupBy")
   })
 })

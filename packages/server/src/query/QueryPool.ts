@@ -39,7 +39,7 @@ export class QueryPool extends Context.Service<QueryPool, {
       const timeoutMs = config.queryTimeoutMs
       const sql: SqlClient.SqlClient = main.driver !== "pglite" && Option.isSome(config.databaseUrl)
         ? yield* PgClient.make({
-          url: Redacted.make(config.databaseUrl.value),
+          url: config.databaseUrl.value,
           maxConnections: Math.max(1, config.queryPoolSize),
           minConnections: Math.min(QUERY_POOL_WARM, config.queryPoolSize),
           multiplex: true,

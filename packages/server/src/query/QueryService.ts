@@ -13,11 +13,13 @@ import {
 } from "@troupe/api/Errors"
 import type { AggregateRequest } from "@troupe/api/query/QueryApi"
 import type { Structure } from "@troupe/api/structures/Structure"
-import { Context, Effect, Layer, Option, Redacted, Result } from "effect"
+import { Clock, Context, Effect, Layer, Option, Redacted, Result } from "effect"
 import { SqlClient, type SqlError, Statement } from "effect/sql"
 import { spanMethods } from "../platform/Tracing.ts"
-import { fromRow, maskData, toRecordB } from "../records/model.ts"
-import { contextOf, fromResult, RecordQuery } from "../records/RecordQuery.ts"
+import { visibleRecord } from "./Live.ts"
+import { decodeRecordRow, toRecordB } from "./RecordRow.ts"
+import { maskData } from "../structures/SecretPaths.ts"
+import { contextOf, fromResult, RecordQuery } from "./RecordQuery.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { applyVirtual, referenceFields } from "../structures/Validator.ts"
 import * as Ast from "./Ast.ts"
@@ -67,9 +69,7 @@ const invalid = (field: string, message: string): BadRequest =>
 
 /** Live rows of one structure: the predicate the partial indexes of QueryIndexes.ts are defined with. */
 export const scopeOf = (sql: Sql, structureId: string, includeDeleted: boolean): Fragment => {
-  const scope = [sql`r.structure_id = ${structureId}`, sql`(r.expires_at IS NULL OR r.expires_at > now())`]
-  if (!includeDeleted) scope.push(sql`r.deleted_at IS NULL`)
-  return sql.and(scope)
+  return sql.and([sql`r.structure_id = ${structureId}`, visibleRecord(sql, includeDeleted, "r")])
 }
 
 export interface PageSpec {
@@ -156,7 +156,7 @@ const project = (data: Record<string, unknown>, projections: ReadonlyArray<Proje
 // -------------------------------------------------------------------------------------------------------------
 
 export class QueryService extends Context.Service<QueryService, {
-  /** Runs a query-language statement (CONTRACT.md §5); results are records or flat group rows. */
+  /** Runs a query-language statement (README "Query language"); results are records or flat group rows. */
   readonly query: (
     workspace: string,
     text: string,
@@ -317,8 +317,8 @@ export class QueryService extends Context.Service<QueryService, {
             }, ctx)
           )
           const projections = parsed.select ? yield* projectionsOf(parsed.select, ctx) : undefined
-          const rows = (yield* timed(statement)).map(fromRow)
-          const now = new Date()
+          const rows = (yield* timed(statement)).map(decodeRecordRow)
+          const now = new Date(yield* Clock.currentTimeMillis)
           const items = rows.map((row) => ({ row, data: applyVirtual(structure, maskData(structure, row.data), now) }))
           if (parsed.include.length > 0 && items.length > 0) {
             yield* records.expand(structure, items.map((i) => ({ id: i.row.id, data: i.data })), parsed.include.map((i) => i.field))

@@ -3,13 +3,17 @@
 // upserts of one business key anywhere in the cluster. Messages are volatile RPCs: durability is the handler's own
 // transaction, and a caller whose node dies mid-call gets an error it may retry.
 import { badRequest, conflict, ErrorDetail, locked, notFound, serviceUnavailable, unprocessable } from "@troupe/api/Errors"
+import type { Structure } from "@troupe/api/structures/Structure"
 import { Context, Effect, Layer, Queue, Schema } from "effect"
 import { Entity, type Envelope } from "effect/cluster"
 import { Rpc, type RpcGroup } from "effect/rpc"
 import * as Crypto from "node:crypto"
 import { canonicalJson } from "../structures/Formats.ts"
 import { StructureService } from "../structures/StructureService.ts"
-import { fromRow, isUuid, type RecordRow, Writer } from "./model.ts"
+import { isUuid, type RecordRow } from "../query/RecordRow.ts"
+import { Writer } from "./model.ts"
+import { type BulkError, type BulkOptions, type BulkOutcome, makeBulkRequests } from "./RecordBulk.ts"
+import type { CreateInput } from "./RecordInputs.ts"
 import { type RecordError, recordNotFound, RecordService, type UpdateInput, type WriteResult } from "./RecordService.ts"
 
 /**
@@ -23,7 +27,6 @@ class WriteFailure extends Schema.TaggedError<WriteFailure>()("WriteFailure", {
   code: Schema.String,
   details: Schema.Array(ErrorDetail)
 }) {}
-const WriteError = WriteFailure
 const toFailure = (e: RecordError) => new WriteFailure({ statusCode: e.statusCode, message: e.message, code: e.code, details: e.details })
 const fromFailure = (e: WriteFailure): RecordError => {
   const init = { message: e.message, code: e.code, details: e.details }
@@ -40,20 +43,20 @@ const Written = Schema.Struct({
 })
 
 export const RecordEntity = Entity.make("Record", [
-  Rpc.make("Update", { payload: { input: Schema.Json, writer: Writer }, success: Written, error: WriteError }),
+  Rpc.make("Update", { payload: { input: Schema.Json, writer: Writer }, success: Written, error: WriteFailure }),
   Rpc.make("Delete", {
     payload: { permanent: Schema.Boolean, reason: Schema.optionalKey(Schema.String), writer: Writer },
     success: Schema.Struct({ id: Schema.String, deletedAt: Schema.String, structureId: Schema.String }),
-    error: WriteError
+    error: WriteFailure
   }),
   Rpc.make("Restore", {
     payload: { version: Schema.optionalKey(Schema.Number), reason: Schema.optionalKey(Schema.String), writer: Writer },
     success: Written,
-    error: WriteError
+    error: WriteFailure
   }),
-  Rpc.make("Revert", { payload: { reason: Schema.optionalKey(Schema.String), writer: Writer }, success: Written, error: WriteError }),
+  Rpc.make("Revert", { payload: { reason: Schema.optionalKey(Schema.String), writer: Writer }, success: Written, error: WriteFailure }),
   // Adds to a numeric field under the record's lock: never a read-modify-write by the caller (api.incrementField).
-  Rpc.make("Increment", { payload: { field: Schema.String, by: Schema.Number, writer: Writer }, success: Written, error: WriteError })
+  Rpc.make("Increment", { payload: { field: Schema.String, by: Schema.Number, writer: Writer }, success: Written, error: WriteFailure })
 ])
 
 export const RecordKeyEntity = Entity.make("RecordKey", [
@@ -66,7 +69,7 @@ export const RecordKeyEntity = Entity.make("RecordKey", [
       idempotencyKey: Schema.optionalKey(Schema.String)
     },
     success: Schema.Struct({ status: Schema.Number, body: Schema.Json, replayed: Schema.Boolean }),
-    error: WriteError
+    error: WriteFailure
   })
 ])
 
@@ -191,7 +194,12 @@ const fromWire = (w: { row: unknown; previousVersion?: number; restoredFrom?: nu
   restoredFrom: w.restoredFrom
 })
 
-/** The write front: single-record writes and upserts routed to their actors, wherever they live. */
+type Removal = { readonly id: string; readonly deletedAt: string; readonly structureId: string }
+
+/**
+ * The write front: single-record writes and upserts routed to their actors, wherever they live, and whole bulk
+ * requests (RecordBulk: atomic ones through RecordService, the items of the others each through its actor).
+ */
 export class RecordWriter extends Context.Service<RecordWriter, {
   readonly update: (workspace: string, id: string, input: UpdateInput, writer: Writer) => Effect.Effect<Written, RecordError>
   readonly remove: (workspace: string, id: string, permanent: boolean, writer: Writer, reason?: string) => Effect.Effect<{ id: string; deletedAt: string; structureId: string }, RecordError>
@@ -199,6 +207,10 @@ export class RecordWriter extends Context.Service<RecordWriter, {
   readonly revert: (workspace: string, id: string, reason: string | undefined, writer: Writer) => Effect.Effect<Written, RecordError>
   readonly increment: (workspace: string, id: string, field: string, by: number, writer: Writer) => Effect.Effect<Written, RecordError>
   readonly upsert: (workspace: string, structureId: string, match: Record<string, unknown>, data: Record<string, unknown>, writer: Writer, idempotencyKey?: string) => Effect.Effect<{ status: number; body: unknown; replayed: boolean }, RecordError>
+  readonly bulkCreate: (structure: Structure, items: ReadonlyArray<CreateInput>, writer: Writer, options: BulkOptions) => Effect.Effect<BulkOutcome<{ readonly row: RecordRow }>, BulkError>
+  /** `options.structure`: generation A batches may only touch records of the structure in the path. */
+  readonly bulkUpdate: (workspace: string, items: ReadonlyArray<{ readonly id: string; readonly input: UpdateInput }>, writer: Writer, options: BulkOptions & { readonly structure?: Structure | undefined }) => Effect.Effect<BulkOutcome<{ readonly row: RecordRow }>, BulkError>
+  readonly bulkRemove: (workspace: string, ids: ReadonlyArray<string>, permanent: boolean, writer: Writer, options: BulkOptions & { readonly structure?: Structure | undefined }) => Effect.Effect<BulkOutcome<Removal>, BulkError>
 }>()("@troupe/server/records/RecordWriter") {
   static readonly layer = Layer.effect(RecordWriter, Effect.gen(function*() {
     const record = yield* RecordEntity.client
@@ -219,11 +231,14 @@ export class RecordWriter extends Context.Service<RecordWriter, {
     // an id that is no record id never reaches an actor
     const known = <A>(id: string, send: () => Effect.Effect<A, RecordError>): Effect.Effect<A, RecordError> =>
       isUuid(id) ? send() : Effect.fail(recordNotFound(id))
+    const update = (workspace: string, id: string, input: UpdateInput, writer: Writer): Effect.Effect<Written, RecordError> =>
+      known(id, () => orDie(record(`${workspace}/${id.toLowerCase()}`).Update({ input: defined(input) as unknown as Schema.Json, writer })).pipe(Effect.map(fromWire)) as any)
+    const remove = (workspace: string, id: string, permanent: boolean, writer: Writer, reason?: string): Effect.Effect<Removal, RecordError> =>
+      known(id, () => orDie(record(`${workspace}/${id.toLowerCase()}`).Delete({ permanent, ...(reason !== undefined ? { reason } : {}), writer })) as any)
+    const bulk = makeBulkRequests({ records, update, remove, structures })
     return RecordWriter.of({
-      update: (workspace, id, input, writer) =>
-        known(id, () => orDie(record(`${workspace}/${id.toLowerCase()}`).Update({ input: defined(input) as unknown as Schema.Json, writer })).pipe(Effect.map(fromWire)) as any),
-      remove: (workspace, id, permanent, writer, reason) =>
-        known(id, () => orDie(record(`${workspace}/${id.toLowerCase()}`).Delete({ permanent, ...(reason !== undefined ? { reason } : {}), writer })) as any),
+      update,
+      remove,
       restore: (workspace, id, version, reason, writer) =>
         known(id, () => orDie(record(`${workspace}/${id.toLowerCase()}`).Restore({
           ...(version !== undefined ? { version } : {}),
@@ -250,9 +265,10 @@ export class RecordWriter extends Context.Service<RecordWriter, {
           records.upsertGrouped(structure, match, data, writer)).pipe(
           Effect.flatMap((done) => (done === undefined ? throughActor() : Effect.succeed({ ...done, replayed: false })))
         )
-      }
+      },
+      bulkCreate: Effect.fn("RecordWriter.bulkCreate")(bulk.bulkCreate),
+      bulkUpdate: Effect.fn("RecordWriter.bulkUpdate")(bulk.bulkUpdate),
+      bulkRemove: Effect.fn("RecordWriter.bulkRemove")(bulk.bulkRemove)
     })
   }))
 }
-
-void fromRow

@@ -2,13 +2,13 @@
 // commit of one key's queued upserts. Over HTTP, batches form only when requests queue up while a transaction runs
 // (test/records-concurrency.test.ts); here they are formed on purpose.
 import type { Structure } from "@troupe/api/structures/Structure"
-import { assert, layer } from "@effect/vitest"
+import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { TEST_WORKSPACE } from "../events/TestDatabase.ts"
+import { TEST_WORKSPACE } from "../../../../test/support/TestDatabase.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { RecordService } from "./RecordService.ts"
-import { owner, RecordServices, writer } from "./TestRecords.ts"
+import { owner, RecordServices, writer } from "../../../../test/support/TestRecords.ts"
 
 const Services = RecordServices()
 
@@ -31,30 +31,30 @@ layer(Services)("RecordService.upsertMany", (it) => {
       const s: Structure = yield* structure
       const items = [0, 1, 2, 3, 4].map((n) => ({ data: { n, pin: `p${n}` }, writer }))
       const results = yield* records.upsertMany(s, { key: "k" }, items)
-      assert.deepStrictEqual(results.map((r) => r.status), [201, 200, 200, 200, 200])
+      expect(results.map((r) => r.status)).toStrictEqual([201, 200, 200, 200, 200])
       const bodies = results.map((r) => (r.body as any).data)
-      assert.deepStrictEqual(bodies.map((b) => b.version), [1, 2, 3, 4, 5])
-      assert.deepStrictEqual(bodies.map((b) => b.data.n), [0, 1, 2, 3, 4])
-      assert.isTrue(bodies.every((b) => b.data.pin !== undefined && !String(b.data.pin).startsWith("p")), "secrets masked")
+      expect(bodies.map((b) => b.version)).toStrictEqual([1, 2, 3, 4, 5])
+      expect(bodies.map((b) => b.data.n)).toStrictEqual([0, 1, 2, 3, 4])
+      expect(bodies.every((b) => b.data.pin !== undefined && !String(b.data.pin).startsWith("p")), "secrets masked").toBe(true)
       const id = bodies[0].id
-      assert.isTrue(bodies.every((b) => b.id === id))
+      expect(bodies.every((b) => b.id === id)).toBe(true)
       const { row } = yield* records.get(TEST_WORKSPACE, id)
-      assert.strictEqual(row.version, 5)
-      assert.strictEqual(row.data.n, 4)
-      assert.strictEqual(row.updatedAt, bodies[4].updatedAt)
+      expect(row.version).toBe(5)
+      expect(row.data.n).toBe(4)
+      expect(row.updatedAt).toBe(bodies[4].updatedAt)
       const versions = yield* rowsOf(sql, "record_versions", id)
-      assert.deepStrictEqual(versions.map((v: any) => Number(v.version)).sort(), [1, 2, 3, 4, 5])
+      expect(versions.map((v: any) => Number(v.version)).sort()).toStrictEqual([1, 2, 3, 4, 5])
       const log = yield* records.changelog(TEST_WORKSPACE, id, {})
-      assert.deepStrictEqual(log.entries.map((e: any) => e.action), ["update", "update", "update", "update", "create"])
-      assert.deepStrictEqual(log.entries.map((e: any) => e.changes.n?.newValue), [4, 3, 2, 1, 0])
+      expect(log.entries.map((e: any) => e.action)).toStrictEqual(["update", "update", "update", "update", "create"])
+      expect(log.entries.map((e: any) => e.changes.n?.newValue)).toStrictEqual([4, 3, 2, 1, 0])
       const events = yield* sql`SELECT type, payload FROM events WHERE record_id = ${id}::uuid ORDER BY id`.pipe(Effect.orDie)
-      assert.deepStrictEqual(events.map((e: any) => e.type), ["record.created", ...Array(4).fill("record.updated")])
+      expect(events.map((e: any) => e.type)).toStrictEqual(["record.created", ...Array(4).fill("record.updated")])
       const payloads = events.map((e: any) => (typeof e.payload === "string" ? JSON.parse(e.payload) : e.payload))
       payloads.slice(1).forEach((p: any, k: number) => {
-        assert.strictEqual(p.data.record.version, k + 2)
-        assert.deepStrictEqual(p.data.changes.n, { old: k, new: k + 1 })
-        assert.strictEqual(p.data.previous.data.n, k)
-        assert.notStrictEqual(p.data.record.data.pin, `p${k + 1}`)
+        expect(p.data.record.version).toBe(k + 2)
+        expect(p.data.changes.n).toStrictEqual({ old: k, new: k + 1 })
+        expect(p.data.previous.data.n).toBe(k)
+        expect(p.data.record.data.pin).not.toBe(`p${k + 1}`)
       })
     }))
 
@@ -69,11 +69,11 @@ layer(Services)("RecordService.upsertMany", (it) => {
         { data: { n: "two" }, writer },
         { data: { n: 3 }, writer }
       ]))
-      assert.strictEqual(failure.statusCode, 400)
+      expect(failure.statusCode).toBe(400)
       const { row } = yield* records.get(TEST_WORKSPACE, id)
-      assert.strictEqual(row.version, 1)
-      assert.strictEqual(row.data.n, 1)
+      expect(row.version).toBe(1)
+      expect(row.data.n).toBe(1)
       const log = yield* records.changelog(TEST_WORKSPACE, id, {})
-      assert.strictEqual(log.entries.length, 1)
+      expect(log.entries.length).toBe(1)
     }))
 })

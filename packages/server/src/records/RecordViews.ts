@@ -1,17 +1,21 @@
-// What a caller sees of records, shared by the record handlers (http.ts) and the fast routes (FastRead.ts): the
-// structure a route names, stored data as shown (secrets masked or revealed, virtual computed fields added), list
-// pages, projection, and the whole generation B list (`GET /records`), so both paths answer it identically.
+// What a caller sees of records, shared by the record handlers (http.ts), the fast routes (FastRead.ts) and the
+// compute bridge: the structure a route names, stored data as shown (secrets masked or revealed, virtual computed
+// fields added), and list pages. `listPage` builds the page of all three list routes (generation B `GET /records`,
+// `GET /records/slug/{slug}`, generation A `GET /{slug}`) from their query parameters, so the ordinary and the fast
+// routes answer identically.
 import { can, type Principal } from "@troupe/api/Authorization"
 import { badRequest, notFound } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
-import { Effect, Result } from "effect"
+import { Clock, Effect, Result } from "effect"
 import { flag } from "../lib/rows.ts"
 import * as Ast from "../query/Ast.ts"
+import { parseExpressionA } from "../query/ExpressionParser.ts"
 import { parseBracketParams, parseFilterB, parseSort, reservedParams } from "../query/FilterParser.ts"
 import type { StructureService } from "../structures/StructureService.ts"
 import { applyVirtual } from "../structures/Validator.ts"
-import { isUuid, maskData, toRecordB } from "./model.ts"
-import { csvParam, fromResult, intParam, type ListSpec, queryError, type RecordQuery } from "./RecordQuery.ts"
+import { isUuid, type RecordRow, toRecordA, toRecordB } from "../query/RecordRow.ts"
+import { maskData } from "../structures/SecretPaths.ts"
+import { csvParam, fromResult, intParam, type ListSpec, queryError, type RecordQuery } from "../query/RecordQuery.ts"
 import type { RecordService } from "./RecordService.ts"
 
 const slugPattern = /^[a-z0-9]+(-[a-z0-9]+)*$/
@@ -39,6 +43,24 @@ export type ListQueryB = { readonly [K in
   | "structureId" | "filter" | "sort" | "limit" | "offset" | "cursor" | "includeCount" | "expand" | "includeDeleted"
   | "all" | "reveal" | "search" | "searchFields" | "fields"]?: string | undefined }
 
+/** The query parameters any list route reads (each reads its own subset). */
+export type ListQuery = ListQueryB & { readonly [K in "query" | "page" | "pageSize" | "populate"]?: string | undefined }
+
+/**
+ * The three list routes:
+ * - `B`: `GET /records` (structureId optional; limit/offset or cursor; `results` and `pagination`);
+ * - `bySlug`: `GET /records/slug/{slug}` and `GET /records/{slug}` (page/pageSize; `data` and `meta`);
+ * - `A`: generation A `GET /{slug}` (limit or pageSize, page or offset; flat records, `populate`).
+ */
+export type ListRoute = "B" | "bySlug" | "A"
+
+/** The defaults and parameter names of each list route. */
+const routes = {
+  B: { whereParam: "filter", sort: "createdAt", filters: ["filter"] },
+  bySlug: { whereParam: "filters", sort: "-createdAt", filters: ["filter", "query"] },
+  A: { whereParam: "query", sort: "createdAt", filters: ["query", "filter"] }
+} as const
+
 export const recordViews = (
   records: RecordService["Service"],
   query: RecordQuery["Service"],
@@ -52,9 +74,10 @@ export const recordViews = (
 
   /** What a caller sees of stored data: secrets masked (or revealed), virtual computed fields added. */
   const shown = (structure: Structure, data: Record<string, unknown>, principal: Principal, reveal: boolean) =>
-    Effect.map(
+    Effect.zipWith(
       reveal && can(principal, "secrets:reveal") ? records.reveal(structure, data) : Effect.succeed(maskData(structure, data)),
-      (d) => applyVirtual(structure, d, new Date())
+      Clock.currentTimeMillis,
+      (d, now) => applyVirtual(structure, d, new Date(now))
     )
 
   /** A page of records as shown, with references expanded when asked. */
@@ -62,7 +85,7 @@ export const recordViews = (
     Effect.gen(function*() {
       const result = yield* query.list(spec)
       const one = spec.structure
-      const now = new Date()
+      const now = new Date(yield* Clock.currentTimeMillis)
       // the common page (one structure, secrets masked) is shaped without an effect per row
       const items = one !== undefined && !(reveal && can(principal, "secrets:reveal"))
         ? result.rows.map((row) => ({ structure: one, row, data: applyVirtual(one, maskData(one, row.data), now) }))
@@ -85,43 +108,90 @@ export const recordViews = (
   const project = (data: Record<string, unknown>, fields: ReadonlyArray<string>) =>
     fields.length === 0 ? data : Object.fromEntries(fields.filter((f) => f in data).map((f) => [f, data[f]]))
 
-  /**
-   * The body of `GET /records` (generation B): filter and bracket filters, search, sort, limit/offset or cursor,
-   * projection. `params` are every query parameter as given (the bracket filters among them).
-   */
-  const listB = (workspace: string, q: ListQueryB, params: Iterable<readonly [string, string]>, principal: Principal) =>
+  /** Page size and offset as each route names and bounds them (checked in this order). */
+  const paging = (route: ListRoute, q: ListQuery) =>
     Effect.gen(function*() {
-      const structure = q.structureId ? yield* resolve(workspace, q.structureId) : undefined
-      const limit = yield* intParam("limit", q.limit, 20, 1, 100)
-      const offset = yield* intParam("offset", q.offset, 0, 0, Number.MAX_SAFE_INTEGER)
-      const conditions: Array<Ast.Expr> = [yield* bracketFilters(params, structure)]
-      if (q.filter) conditions.push(yield* fromResult("filter", parseFilterB(q.filter)))
-      if (q.search) conditions.push(Ast.search(q.search, csvParam(q.searchFields).map(Ast.fieldRef)))
-      const sort = yield* fromResult("sort", parseSort(q.sort ?? "createdAt"))
-      const fields = csvParam(q.fields)
-      const { result, items } = yield* listRows({
-        workspace,
-        structure,
-        where: Ast.and(conditions),
-        whereParam: "filter",
-        sort,
-        limit,
-        offset,
-        cursor: q.cursor,
-        includeCount: flag(q.includeCount),
-        includeDeleted: flag(q.includeDeleted) || flag(q.all)
-      }, principal, flag(q.reveal), csvParam(q.expand))
-      return {
-        results: items.map((i) => toRecordB(i.row, project(i.data, fields))),
-        pagination: {
-          limit,
-          offset: q.cursor ? 0 : offset,
-          ...(result.total !== undefined ? { total: result.total } : {}),
-          hasMore: result.hasMore,
-          nextCursor: result.nextCursor
+      switch (route) {
+        case "B": {
+          const limit = yield* intParam("limit", q.limit, 20, 1, 100)
+          return { limit, offset: yield* intParam("offset", q.offset, 0, 0, Number.MAX_SAFE_INTEGER), page: 1 }
+        }
+        case "bySlug": {
+          const page = yield* intParam("page", q.page, 1, 1, 1_000_000)
+          const limit = yield* intParam(q.pageSize !== undefined ? "pageSize" : "limit", q.pageSize ?? q.limit, 50, 1, 500)
+          return { limit, offset: (page - 1) * limit, page }
+        }
+        case "A": {
+          const limit = yield* intParam(q.limit !== undefined ? "limit" : "pageSize", q.limit ?? q.pageSize, 50, 1, 500)
+          const page = yield* intParam("page", q.page, 1, 1, 1_000_000)
+          const offset = q.offset !== undefined ? yield* intParam("offset", q.offset, 0, 0, Number.MAX_SAFE_INTEGER) : (page - 1) * limit
+          return { limit, offset, page }
         }
       }
     })
 
-  return { resolve, shown, listRows, project, listB }
+  /**
+   * The body of a list route: bracket filters, filter and query expressions, search, sort, paging, projection
+   * (`fields`), reference expansion (`expand`, `populate` in generation A). `slug` names the structure of the
+   * `bySlug` and `A` routes; `params` are every query parameter as given (the bracket filters among them).
+   */
+  const listPage = (route: ListRoute, workspace: string, slug: string | undefined, q: ListQuery, params: Iterable<readonly [string, string]>, principal: Principal) =>
+    Effect.gen(function*() {
+      const shape = routes[route]
+      const idOrSlug = route === "B" ? q.structureId : slug
+      const structure = idOrSlug ? yield* resolve(workspace, idOrSlug) : undefined
+      const { limit, offset, page } = yield* paging(route, q)
+      const conditions: Array<Ast.Expr> = [yield* bracketFilters(params, structure)]
+      for (const param of shape.filters) {
+        const text = q[param]
+        if (text) conditions.push(yield* fromResult(param, param === "filter" ? parseFilterB(text) : parseExpressionA(text)))
+      }
+      if (q.search) conditions.push(Ast.search(q.search, csvParam(q.searchFields).map(Ast.fieldRef)))
+      const sort = yield* fromResult("sort", parseSort(q.sort ?? shape.sort))
+      const cursor = route === "B" ? q.cursor : undefined
+      const { result, items } = yield* listRows({
+        workspace,
+        structure,
+        where: Ast.and(conditions),
+        whereParam: shape.whereParam,
+        sort,
+        limit,
+        offset,
+        ...(route === "B" ? { cursor } : {}),
+        includeCount: route === "B" ? flag(q.includeCount) : true,
+        // generation A knows `all` only
+        includeDeleted: route === "A" ? flag(q.all) : flag(q.includeDeleted) || flag(q.all)
+      }, principal, flag(q.reveal), route === "A" ? [] : csvParam(q.expand))
+      if (route === "A") {
+        const flat = items.map((i) => toRecordA(i.row, i.data))
+        const populate = csvParam(q.populate)
+        if (populate.length > 0 && structure !== undefined) yield* query.populate(structure, flat, populate)
+        return { records: flat, total: result.total ?? flat.length, limit, offset }
+      }
+      const fields = csvParam(q.fields)
+      const records = items.map((i) => toRecordB(i.row, project(i.data, fields)))
+      return route === "bySlug"
+        ? { data: records, meta: { total: result.total ?? 0, page, pageSize: limit } }
+        : {
+          results: records,
+          pagination: {
+            limit,
+            offset: cursor ? 0 : offset,
+            ...(result.total !== undefined ? { total: result.total } : {}),
+            hasMore: result.hasMore,
+            nextCursor: result.nextCursor
+          }
+        }
+    })
+
+  /** The body of `GET /records` (generation B). */
+  const listB = (workspace: string, q: ListQueryB, params: Iterable<readonly [string, string]>, principal: Principal) =>
+    listPage("B", workspace, undefined, q, params, principal)
+
+  /** One record as shown, in either generation. */
+  const shownRecord = (generation: "A" | "B", structure: Structure, row: RecordRow, principal: Principal, reveal: boolean, extra: Record<string, unknown> = {}) =>
+    Effect.map(shown(structure, row.data, principal, reveal), (data): Record<string, unknown> =>
+      generation === "A" ? toRecordA(row, data) : toRecordB(row, data, extra))
+
+  return { resolve, shown, shownRecord, listRows, project, listPage, listB }
 }

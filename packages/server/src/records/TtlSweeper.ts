@@ -3,7 +3,7 @@
 // is one transaction: rows are taken with SKIP LOCKED (a write holding one is not waited on and the row is swept
 // next time), deleted (versions, changelog and unique values go by cascade), and a `record.expired` event per record
 // is appended to the outbox, so the event exists exactly when the removal committed.
-import { Effect, Layer, Option, Schedule } from "effect"
+import { Clock, Effect, Layer, Option, Schedule } from "effect"
 import { type Sharding, Singleton } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
@@ -11,7 +11,7 @@ import { appendEvents, recordEvent } from "../events/Outbox.ts"
 import { json } from "../lib/rows.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { StructureService } from "../structures/StructureService.ts"
-import { maskData } from "./model.ts"
+import { maskData } from "../structures/SecretPaths.ts"
 
 export interface TtlSweeperOptions {
   /** Seconds between sweeps (TROUPE_TTL_SWEEP_SECONDS, default 5). */
@@ -34,7 +34,7 @@ export const sweepBatch = (batchSize: number): Sweep =>
           SELECT id FROM records WHERE expires_at <= now() ORDER BY expires_at LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
         ) RETURNING id, workspace, structure_id, data`
       if (rows.length === 0) return 0
-      const timestamp = new Date().toISOString()
+      const timestamp = new Date(yield* Clock.currentTimeMillis).toISOString()
       const events = yield* Effect.forEach(rows, (row: any) =>
         Effect.map(Effect.option(structures.get(row.workspace, row.structure_id)), (found) =>
           recordEvent({

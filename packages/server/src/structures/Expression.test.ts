@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
 import { evaluate, type Expr, MAX_EXPRESSION_LENGTH, parseExpression, referencedFields } from "./Expression.ts"
 
@@ -14,99 +14,99 @@ const run = (src: string, record: Record<string, unknown> = {}) => evaluate(pars
 
 const failure = (src: string) => {
   const r = parseExpression(src)
-  assert.isTrue(Result.isFailure(r), `expected '${src}' to fail`)
+  expect(Result.isFailure(r), `expected '${src}' to fail`).toBe(true)
   return (r as Result.Failure<Expr, { message: string; position: number }>).failure
 }
 
 describe("parseExpression / evaluate", () => {
   it("does arithmetic with precedence and parentheses", () => {
-    assert.strictEqual(run("1 + 2 * 3"), 7)
-    assert.strictEqual(run("(1 + 2) * 3"), 9)
-    assert.strictEqual(run("10 - 4 - 3"), 3)
-    assert.strictEqual(run("17 % 5"), 2)
-    assert.strictEqual(run("-2 * -3"), 6)
-    assert.strictEqual(run("1.5e2 / 3"), 50)
+    expect(run("1 + 2 * 3")).toBe(7)
+    expect(run("(1 + 2) * 3")).toBe(9)
+    expect(run("10 - 4 - 3")).toBe(3)
+    expect(run("17 % 5")).toBe(2)
+    expect(run("-2 * -3")).toBe(6)
+    expect(run("1.5e2 / 3")).toBe(50)
   })
 
   it("reads fields, dotted paths and missing fields as null", () => {
     const record = { price: 10, qty: 3, address: { city: "Paris" } }
-    assert.strictEqual(run("price * qty", record), 30)
-    assert.strictEqual(run("address.city", record), "Paris")
-    assert.strictEqual(run("missing", record), null)
-    assert.strictEqual(run("address.zip.code", record), null)
-    assert.strictEqual(run("price * missing", record), null)
+    expect(run("price * qty", record)).toBe(30)
+    expect(run("address.city", record)).toBe("Paris")
+    expect(run("missing", record)).toBe(null)
+    expect(run("address.zip.code", record)).toBe(null)
+    expect(run("price * missing", record)).toBe(null)
   })
 
   it("concatenates strings with + and concat()", () => {
-    assert.strictEqual(run("first + ' ' + last", { first: "Ada", last: "Lovelace" }), "Ada Lovelace")
-    assert.strictEqual(run(`concat("n=", n, "!")`, { n: 4 }), "n=4!")
-    assert.strictEqual(run("concat(a, b)", { a: "x" }), "x")
-    assert.strictEqual(run("'it\\'s'"), "it's")
+    expect(run("first + ' ' + last", { first: "Ada", last: "Lovelace" })).toBe("Ada Lovelace")
+    expect(run(`concat("n=", n, "!")`, { n: 4 })).toBe("n=4!")
+    expect(run("concat(a, b)", { a: "x" })).toBe("x")
+    expect(run("'it\\'s'")).toBe("it's")
   })
 
   it("compares and combines booleans", () => {
-    assert.strictEqual(run("3 > 2 && 2 >= 2"), true)
-    assert.strictEqual(run("3 < 2 || !(1 == 2)"), true)
-    assert.strictEqual(run("'a' < 'b'"), true)
-    assert.strictEqual(run("1 === 1 && 1 !== 2"), true)
-    assert.strictEqual(run("1 == '1'"), false) // no coercion
-    assert.strictEqual(run("x > 1", {}), false) // null never compares
+    expect(run("3 > 2 && 2 >= 2")).toBe(true)
+    expect(run("3 < 2 || !(1 == 2)")).toBe(true)
+    expect(run("'a' < 'b'")).toBe(true)
+    expect(run("1 === 1 && 1 !== 2")).toBe(true)
+    expect(run("1 == '1'")).toBe(false) // no coercion
+    expect(run("x > 1", {})).toBe(false) // null never compares
   })
 
   it("supports the ternary operator", () => {
-    assert.strictEqual(run("qty > 10 ? 'bulk' : 'single'", { qty: 20 }), "bulk")
-    assert.strictEqual(run("qty > 10 ? 'bulk' : qty > 1 ? 'few' : 'one'", { qty: 2 }), "few")
+    expect(run("qty > 10 ? 'bulk' : 'single'", { qty: 20 })).toBe("bulk")
+    expect(run("qty > 10 ? 'bulk' : qty > 1 ? 'few' : 'one'", { qty: 2 })).toBe("few")
   })
 
   it("has the listed functions", () => {
-    assert.strictEqual(run("now()"), "2024-05-01T12:00:00.000Z")
-    assert.strictEqual(run("round(2.345, 2)"), 2.35)
-    assert.strictEqual(run("round(1.005, 2)"), 1.01)
-    assert.strictEqual(run("round(2.5)"), 3)
-    assert.strictEqual(run("floor(2.7) + ceil(2.1) + abs(-1)"), 6)
-    assert.strictEqual(run("min(3, 1, 2) + max(3, 1, 2)"), 4)
-    assert.strictEqual(run("lower('AbC') + upper('x')"), "abcX")
-    assert.strictEqual(run("length('héllo')"), 5)
-    assert.strictEqual(run("length(tags)", { tags: ["a", "b"] }), 2)
-    assert.strictEqual(run("coalesce(nick, name, 'anon')", { name: "Bo" }), "Bo")
+    expect(run("now()")).toBe("2024-05-01T12:00:00.000Z")
+    expect(run("round(2.345, 2)")).toBe(2.35)
+    expect(run("round(1.005, 2)")).toBe(1.01)
+    expect(run("round(2.5)")).toBe(3)
+    expect(run("floor(2.7) + ceil(2.1) + abs(-1)")).toBe(6)
+    expect(run("min(3, 1, 2) + max(3, 1, 2)")).toBe(4)
+    expect(run("lower('AbC') + upper('x')")).toBe("abcX")
+    expect(run("length('héllo')")).toBe(5)
+    expect(run("length(tags)", { tags: ["a", "b"] })).toBe(2)
+    expect(run("coalesce(nick, name, 'anon')", { name: "Bo" })).toBe("Bo")
   })
 
   it("gives null for division by zero and non-finite results", () => {
-    assert.strictEqual(run("1 / 0"), null)
-    assert.strictEqual(run("5 % 0"), null)
-    assert.strictEqual(run("1e308 * 10"), null)
+    expect(run("1 / 0")).toBe(null)
+    expect(run("5 % 0")).toBe(null)
+    expect(run("1e308 * 10")).toBe(null)
   })
 
   it("lists referenced fields once each", () => {
-    assert.deepStrictEqual(referencedFields(parse("a + b.c * a + round(d, 2) + (e ? f : g)")), ["a", "b.c", "d", "e", "f", "g"])
-    assert.deepStrictEqual(referencedFields(parse("now()")), [])
+    expect(referencedFields(parse("a + b.c * a + round(d, 2) + (e ? f : g)"))).toStrictEqual(["a", "b.c", "d", "e", "f", "g"])
+    expect(referencedFields(parse("now()"))).toStrictEqual([])
   })
 
   it("rejects syntax errors with the position of the offending token", () => {
-    assert.strictEqual(failure("1 +").position, 3)
-    assert.strictEqual(failure("(1 + 2").message, "expected ')'")
-    assert.strictEqual(failure("a b").position, 2)
-    assert.strictEqual(failure("1 # 2").position, 2)
-    assert.strictEqual(failure("'open").position, 0)
-    assert.strictEqual(failure("").message, "expression is empty")
+    expect(failure("1 +").position).toBe(3)
+    expect(failure("(1 + 2").message).toBe("expected ')'")
+    expect(failure("a b").position).toBe(2)
+    expect(failure("1 # 2").position).toBe(2)
+    expect(failure("'open").position).toBe(0)
+    expect(failure("").message).toBe("expression is empty")
   })
 
   it("rejects unknown functions and wrong arity", () => {
-    assert.include(failure("eval('1')").message, "unknown function 'eval'")
-    assert.include(failure("Function('x')").message, "unknown function")
-    assert.include(failure("now(1)").message, "now() takes 0 arguments")
-    assert.include(failure("round()").message, "round() takes 1 to 2 arguments")
+    expect(failure("eval('1')").message).toContain("unknown function 'eval'")
+    expect(failure("Function('x')").message).toContain("unknown function")
+    expect(failure("now(1)").message).toContain("now() takes 0 arguments")
+    expect(failure("round()").message).toContain("round() takes 1 to 2 arguments")
   })
 
   it("refuses prototype-reaching field names", () => {
-    assert.include(failure("a.constructor").message, "not allowed")
-    assert.include(failure("__proto__").message, "not allowed")
-    assert.strictEqual(run("toString", {}), null) // inherited members are not fields
+    expect(failure("a.constructor").message).toContain("not allowed")
+    expect(failure("__proto__").message).toContain("not allowed")
+    expect(run("toString", {})).toBe(null) // inherited members are not fields
   })
 
   it("bounds length and nesting instead of overflowing the stack", () => {
-    assert.include(failure("1+".repeat(MAX_EXPRESSION_LENGTH) + "1").message, "longer than")
-    assert.include(failure("(".repeat(500) + "1" + ")".repeat(500)).message, "nested too deeply")
-    assert.include(failure("-".repeat(500) + "1").message, "nested too deeply")
+    expect(failure("1+".repeat(MAX_EXPRESSION_LENGTH) + "1").message).toContain("longer than")
+    expect(failure("(".repeat(500) + "1" + ")".repeat(500)).message).toContain("nested too deeply")
+    expect(failure("-".repeat(500) + "1").message).toContain("nested too deeply")
   })
 })

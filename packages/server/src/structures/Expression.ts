@@ -14,6 +14,7 @@
 //   field       := identifier ("." identifier)*
 //   call        := identifier "(" (expr ("," expr)*)? ")"
 import { Result } from "effect"
+import { tryParse } from "../lib/tryParse.ts"
 
 export type Expr =
   | { readonly kind: "literal"; readonly value: string | number | boolean | null }
@@ -263,13 +264,11 @@ export const parseExpression = (src: string): Result.Result<Expr, ExpressionErro
     return Result.fail({ message: `expression is longer than ${MAX_EXPRESSION_LENGTH} characters`, position: 0 })
   }
   if (src.trim() === "") return Result.fail({ message: "expression is empty", position: 0 })
-  try {
-    return Result.succeed(parseTokens(tokenize(src)))
-  } catch (e) {
-    if (e instanceof ParseFailure) return Result.fail({ message: e.message, position: e.position })
-    // A stack overflow on pathological input is still a parse failure, not a crash.
-    return Result.fail({ message: "expression is too complex", position: 0 })
-  }
+  // A stack overflow on pathological input is still a parse failure, not a crash.
+  return tryParse(
+    () => parseTokens(tokenize(src)),
+    (e): ExpressionError => e instanceof ParseFailure ? { message: e.message, position: e.position } : { message: "expression is too complex", position: 0 }
+  )
 }
 
 /** Dotted field names the expression reads, each once, in order of first use. */

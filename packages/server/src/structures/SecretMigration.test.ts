@@ -2,16 +2,16 @@
 // are encrypted at rest in records and versions and masked in the stored changes, in the structure update's
 // transaction; renames re-encrypt, unsetting decrypts.
 import type { PropertyDefinition, Structure } from "@troupe/api/structures/Structure"
-import { assert, layer } from "@effect/vitest"
+import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { TEST_WORKSPACE } from "../events/TestDatabase.ts"
+import { TEST_WORKSPACE } from "../../../../test/support/TestDatabase.ts"
 import { json } from "../lib/rows.ts"
 import { Secrets } from "../platform/Secrets.ts"
 import { RecordService } from "../records/RecordService.ts"
 import { secretSteps } from "./SecretMigration.ts"
 import { StructureService } from "./StructureService.ts"
-import { owner, RecordServices, writer } from "../records/TestRecords.ts"
+import { owner, RecordServices, writer } from "../../../../test/support/TestRecords.ts"
 
 const Services = RecordServices()
 
@@ -32,12 +32,12 @@ layer(Services)("secret fields follow the definition", (it) => {
     const base = { id: "s" } as unknown as Structure
     const before = { ...base, properties: [stringProp("a", { id: "1" }), stringProp("b", { id: "2", isSecret: true }), stringProp("c", { id: "3", isSecret: true })] } as Structure
     const after = { ...base, properties: [stringProp("a", { id: "1", isSecret: true }), stringProp("b2", { id: "2", isSecret: true }), stringProp("c", { id: "3" })] } as Structure
-    assert.deepStrictEqual(secretSteps(before, after), [
+    expect(secretSteps(before, after)).toStrictEqual([
       { op: "seal", at: ["a"] },
       { op: "move", at: ["b2"], from: ["b"] },
       { op: "open", at: ["c"], from: ["c"] }
     ])
-    assert.deepStrictEqual(secretSteps(before, before), [])
+    expect(secretSteps(before, before)).toStrictEqual([])
   })
 
   it.effect("setting isSecret encrypts the stored values in records and versions and masks stored changes", () =>
@@ -58,7 +58,7 @@ layer(Services)("secret fields follow the definition", (it) => {
       const created = yield* records.create(s, { data: { label: "x", pin: "pin-1111", creds: { key: "key-2222" } } }, writer).pipe(Effect.orDie)
       const id = created.row.id
       yield* records.update(TEST_WORKSPACE, id, { data: { pin: "pin-3333", creds: { key: "key-4444" } } }, writer).pipe(Effect.orDie)
-      assert.include(yield* storedText(sql, id), "pin-1111")
+      expect(yield* storedText(sql, id)).toContain("pin-1111")
 
       const pin = s.properties.find((p) => p.name === "pin")!
       const creds = s.properties.find((p) => p.name === "creds")! as Extract<PropertyDefinition, { type: "object" }>
@@ -70,34 +70,34 @@ layer(Services)("secret fields follow the definition", (it) => {
       } as any, owner).pipe(Effect.orDie)
 
       const text = yield* storedText(sql, id)
-      for (const plain of ["pin-1111", "pin-3333", "key-2222", "key-4444"]) assert.notInclude(text, plain)
+      for (const plain of ["pin-1111", "pin-3333", "key-2222", "key-4444"]) expect(text).not.toContain(plain)
       const row = (yield* sql`SELECT data FROM records WHERE id = ${id}`.pipe(Effect.orDie))[0] as any
       const data = json<any>(row.data)
-      assert.match(data.pin, /^enc:v1:/)
-      assert.strictEqual(data.label, "x")
+      expect(data.pin).toMatch(/^enc:v1:/)
+      expect(data.label).toBe("x")
       // encrypted as RecordService encrypts: it decrypts (reveal) to the stored plaintext
       const shown = yield* records.reveal(updated, data)
-      assert.strictEqual(shown.pin, "pin-3333")
-      assert.strictEqual((shown.creds as any).key, "key-4444")
+      expect(shown.pin).toBe("pin-3333")
+      expect((shown.creds as any).key).toBe("key-4444")
       const v1 = (yield* sql`SELECT data FROM record_versions WHERE record_id = ${id} AND version = 1`.pipe(Effect.orDie))[0] as any
-      assert.strictEqual(yield* secrets.decrypt(json<any>(v1.data).pin, `${s.id}:pin`).pipe(Effect.orDie), "pin-1111")
+      expect(yield* secrets.decrypt(json<any>(v1.data).pin, `${s.id}:pin`).pipe(Effect.orDie)).toBe("pin-1111")
 
       // a second update that changes nothing secret leaves the ciphertexts alone
       yield* structures.update(TEST_WORKSPACE, s.id, { description: "d" } as any, owner).pipe(Effect.orDie)
       const again = json<any>(((yield* sql`SELECT data FROM records WHERE id = ${id}`.pipe(Effect.orDie))[0] as any).data)
-      assert.strictEqual(again.pin, data.pin)
+      expect(again.pin).toBe(data.pin)
 
       // rename: re-encrypted under the new path; unset: decrypted back
       yield* structures.update(TEST_WORKSPACE, s.id, { properties: [{ ...pin, name: "code", isSecret: true }] } as any, owner)
         .pipe(Effect.orDie)
       const renamed = json<any>(((yield* sql`SELECT data FROM records WHERE id = ${id}`.pipe(Effect.orDie))[0] as any).data)
-      assert.strictEqual(yield* secrets.decrypt(renamed.code, `${s.id}:code`).pipe(Effect.orDie), "pin-3333")
+      expect(yield* secrets.decrypt(renamed.code, `${s.id}:code`).pipe(Effect.orDie)).toBe("pin-3333")
       yield* structures.update(TEST_WORKSPACE, s.id, { properties: [{ ...pin, name: "code", isSecret: false }] } as any, owner)
         .pipe(Effect.orDie)
       const opened = json<any>(((yield* sql`SELECT data FROM records WHERE id = ${id}`.pipe(Effect.orDie))[0] as any).data)
-      assert.strictEqual(opened.code, "pin-3333")
+      expect(opened.code).toBe("pin-3333")
       const openedV1 = (yield* sql`SELECT data FROM record_versions WHERE record_id = ${id} AND version = 1`.pipe(Effect.orDie))[0] as any
-      assert.strictEqual(json<any>(openedV1.data).code, undefined) // versions keep the shape they were written with
-      assert.match(json<any>(openedV1.data).pin, /^enc:v1:/)
+      expect(json<any>(openedV1.data).code).toBe(undefined) // versions keep the shape they were written with
+      expect(json<any>(openedV1.data).pin).toMatch(/^enc:v1:/)
     }))
 })

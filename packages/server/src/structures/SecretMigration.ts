@@ -12,7 +12,8 @@ import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import { json } from "../lib/rows.ts"
 import type { SecretsShape } from "../platform/Secrets.ts"
-import { getAt, maskChangesAt, setAt } from "../records/model.ts"
+import { getAt, setAt } from "../lib/JsonPath.ts"
+import { maskChangesAt } from "./SecretPaths.ts"
 
 type Path = ReadonlyArray<string>
 

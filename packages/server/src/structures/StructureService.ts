@@ -31,7 +31,6 @@ import {
   type Structure,
   StructureInput,
   type StructureList,
-  type StructureMetadata,
   type StructureMetadataUpdate,
   type StructureUpdate,
   type StructureValidation
@@ -40,7 +39,7 @@ import { Context, DateTime, Effect, Layer, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import * as Crypto from "node:crypto"
-import { iso, json, num } from "../lib/rows.ts"
+import { json, num } from "../lib/rows.ts"
 import { schemaDetails } from "../platform/HttpEdge.ts"
 import { Notifier } from "../platform/Notifier.ts"
 import { Secrets } from "../platform/Secrets.ts"
@@ -53,6 +52,8 @@ import {
   slugify
 } from "./rules.ts"
 import { migrateSecrets, secretSteps } from "./SecretMigration.ts"
+import { canonical, defaultMetadata, definitionOf, isObj, toStructure } from "./StructureRows.ts"
+import { pruneVersions, type StructureVersionEntry, versionReads } from "./StructureVersions.ts"
 import { claimKeyOf, claimsOf, clearValidatorCache } from "./Validator.ts"
 
 export interface ListQuery {
@@ -65,59 +66,6 @@ export interface ListQuery {
   readonly "filter[status]"?: string | undefined
   readonly "filter[isDeleted]"?: string | undefined
 }
-
-export interface StructureVersionEntry {
-  readonly structureId: string
-  readonly version: number
-  readonly definition: Structure
-  readonly pinned: boolean
-  readonly createdAt: string
-  readonly createdBy: string | null
-}
-
-/** The retention policy as applied: defaults filled in. */
-export interface EffectiveRetention {
-  readonly maxVersions: number | undefined
-  readonly maxAgeDays: number | undefined
-  readonly cleanupIntervalHours: number
-  readonly pinnedVersionsRetained: boolean
-}
-
-/** Defaults of a retention policy: clean up daily; pinned versions are kept unless the policy says otherwise. */
-export const effectiveRetention = (policy: Structure["retentionPolicy"]): EffectiveRetention => ({
-  maxVersions: policy?.maxVersions,
-  maxAgeDays: policy?.maxAgeDays,
-  cleanupIntervalHours: policy?.cleanupIntervalHours ?? 24,
-  pinnedVersionsRetained: policy?.pinnedVersionsRetained ?? true
-})
-
-/**
- * Applies a retention policy to the stored versions of one structure: beyond the newest `maxVersions`, and older
- * than `maxAgeDays`, versions are removed, except the newest one (the current definition) and, while
- * `pinnedVersionsRetained`, pinned ones. Answers how many were removed.
- */
-export const pruneVersions = (sql: SqlClient.SqlClient, structureId: string, policy: Structure["retentionPolicy"]) =>
-  Effect.gen(function*() {
-    const p = effectiveRetention(policy)
-    const keepPinned = p.pinnedVersionsRetained
-    let removed = 0
-    if (p.maxVersions !== undefined && p.maxVersions > 0) {
-      const rows = yield* sql`DELETE FROM structure_versions WHERE structure_id = ${structureId}
-        AND version NOT IN (SELECT version FROM structure_versions WHERE structure_id = ${structureId}
-          ORDER BY version DESC LIMIT ${Math.floor(p.maxVersions)})
-        AND NOT (pinned AND ${keepPinned}) RETURNING version`
-      removed += rows.length
-    }
-    if (p.maxAgeDays !== undefined && p.maxAgeDays > 0) {
-      const seconds = p.maxAgeDays * 86_400
-      const rows = yield* sql`DELETE FROM structure_versions WHERE structure_id = ${structureId}
-        AND version < (SELECT max(version) FROM structure_versions WHERE structure_id = ${structureId})
-        AND created_at < now() - make_interval(secs => ${seconds})
-        AND NOT (pinned AND ${keepPinned}) RETURNING version`
-      removed += rows.length
-    }
-    return removed
-  })
 
 const notFoundError = (what: string) =>
   notFound({ message: `Structure ${what} not found`, code: "STRUCTURE_NOT_FOUND" })
@@ -140,48 +88,6 @@ const writesLocked = () =>
 
 const uuidRe = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const isUuid = (s: string) => uuidRe.test(s)
-
-/** Columns stored outside the definition document. */
-const rowColumns = [
-  "id", "workspaceSlug", "recordSlug", "name", "isDeleted", "version", "createdAt", "updatedAt", "createdBy", "lastUpdatedBy"
-] as const
-
-const defaultMetadata: StructureMetadata = {
-  recordWritesLocked: false,
-  structureWritesLocked: false,
-  migrationInProgress: false
-}
-
-const toStructure = (row: any): Structure => {
-  const doc = json<Record<string, unknown>>(row.definition)
-  return {
-    ...doc,
-    metadata: { ...defaultMetadata, ...(doc.metadata as object | undefined) },
-    id: row.id,
-    workspaceSlug: row.workspace,
-    recordSlug: row.record_slug,
-    name: row.name,
-    isDeleted: row.is_deleted,
-    version: num(row.version),
-    createdAt: iso(row.created_at),
-    updatedAt: iso(row.updated_at),
-    createdBy: row.created_by ?? null,
-    lastUpdatedBy: row.updated_by ?? null
-  } as Structure
-}
-
-const definitionOf = (s: Record<string, unknown>): Record<string, unknown> => {
-  const doc: Record<string, unknown> = { ...s }
-  for (const key of rowColumns) delete doc[key]
-  return doc
-}
-
-/** JSON with object keys sorted, to compare definitions whatever order their keys were written in. */
-const canonical = (v: unknown): string =>
-  JSON.stringify(v, (_, x) =>
-    isObj(x) ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, x[k]])) : x)
-
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
 /** The largest page and page size of the structure lists. */
 export const MAX_LIST_PAGE = 1_000_000
@@ -760,38 +666,7 @@ export class StructureService extends Context.Service<StructureService, {
         return { valid: problems.length === 0, errors: problems }
       })
 
-    const toVersion = (row: any): StructureVersionEntry => ({
-      structureId: row.structure_id,
-      version: num(row.version),
-      definition: json<Structure>(row.definition),
-      pinned: row.pinned === true,
-      createdAt: iso(row.created_at),
-      createdBy: row.created_by ?? null
-    })
-
-    const versionNotFound = (n: number) => notFound({ message: `Structure version ${n} not found`, code: "NOT_FOUND" })
-
-    const versions = (workspace: string, id: string) =>
-      Effect.flatMap(getAny(workspace, id), (s) =>
-        sql`SELECT * FROM structure_versions WHERE structure_id = ${s.id} ORDER BY version DESC`.pipe(
-          Effect.orDie,
-          Effect.map((rows) => rows.map(toVersion))
-        ))
-
-    const version = (workspace: string, id: string, n: number) =>
-      Effect.flatMap(getAny(workspace, id), (s) =>
-        sql`SELECT * FROM structure_versions WHERE structure_id = ${s.id} AND version = ${n}`.pipe(
-          Effect.orDie,
-          Effect.flatMap((rows) => (rows[0] ? Effect.succeed(toVersion(rows[0])) : Effect.fail(versionNotFound(n))))
-        ))
-
-    const pinVersion = (workspace: string, id: string, n: number, pinned: boolean) =>
-      Effect.flatMap(get(workspace, id), (s) =>
-        sql`UPDATE structure_versions SET pinned = ${pinned}
-          WHERE structure_id = ${s.id} AND version = ${n} RETURNING *`.pipe(
-          Effect.orDie,
-          Effect.flatMap((rows) => (rows[0] ? Effect.succeed(toVersion(rows[0])) : Effect.fail(versionNotFound(n))))
-        ))
+    const { versions, version, pinVersion } = versionReads(sql, getAny, get)
 
     return StructureService.of({
       list,

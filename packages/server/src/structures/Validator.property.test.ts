@@ -1,7 +1,7 @@
 // Property-based tests of the record validator: random structures (each checked by the definition rules), random
 // records valid for them, and single mutations that break exactly one rule of one field.
 import type { PropertyDefinition } from "@troupe/api/structures/Structure"
-import { assert, describe, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
 import { checkStructure } from "./rules.ts"
 import { compileValidator } from "./Validator.ts"
@@ -286,11 +286,11 @@ describe("Validator (property-based)", () => {
     fc.assert(
       fc.property(scenario, ([fields, record]) => {
         const properties = definitionOf(fields)
-        assert.deepStrictEqual(checkStructure({ name: "Generated", properties }, workspace), [])
+        expect(checkStructure({ name: "Generated", properties }, workspace)).toStrictEqual([])
         const v = compileValidator({ properties, schemaDiscoveryMode: "strict" })
         const r = v.validate(record, { mode: "create" })
         if (!r.ok) throw new Error(`valid record refused: ${JSON.stringify(r.errors)} for ${JSON.stringify(record)}`)
-        assert.deepStrictEqual(r.data, record)
+        expect(r.data).toStrictEqual(record)
       }),
       { numRuns: 300 }
     )
@@ -320,10 +320,9 @@ describe("Validator (property-based)", () => {
         mutation.apply(mutated)
         const r = v.validate(mutated, { mode: "create" })
         if (r.ok) throw new Error(`mutation at ${mutation.path} passed: ${JSON.stringify(mutated)}`)
-        assert.isTrue(r.errors.some((e) => e.field === mutation.path), `${mutation.path} not named in ${JSON.stringify(r.errors)}`)
+        expect(r.errors.some((e) => e.field === mutation.path), `${mutation.path} not named in ${JSON.stringify(r.errors)}`).toBe(true)
         for (const e of r.errors) {
-          assert.isTrue(e.field === mutation.path || e.field.startsWith(`data.${field.name}`) || mutation.path === "data.undeclaredField",
-            `unrelated problem ${JSON.stringify(e)} for mutation at ${mutation.path}`)
+          expect(e.field === mutation.path || e.field.startsWith(`data.${field.name}`) || mutation.path === "data.undeclaredField", `unrelated problem ${JSON.stringify(e)} for mutation at ${mutation.path}`).toBe(true)
         }
       }),
       { numRuns: 600 }
@@ -339,13 +338,13 @@ describe("Validator (property-based)", () => {
         const valid = record[field.name]
         if (valid !== undefined) {
           const r = v.validate({ [field.name]: valid }, { mode: "update", previous: record })
-          assert.isTrue(r.ok)
+          expect(r.ok).toBe(true)
         }
         const broken = field.spec.breakers.map((b) => b(valid)).find((b) => b !== undefined)
         if (broken === undefined) return
         const r = v.validate({ [field.name]: broken.value }, { mode: "update", previous: record })
-        assert.isFalse(r.ok)
-        if (!r.ok) assert.isTrue(r.errors.every((e) => e.field.startsWith(`data.${field.name}`)))
+        expect(r.ok).toBe(false)
+        if (!r.ok) expect(r.errors.every((e) => e.field.startsWith(`data.${field.name}`))).toBe(true)
       }),
       { numRuns: 300 }
     )

@@ -1,5 +1,5 @@
 import type { PropertyDefinition, SchemaDiscoveryMode } from "@troupe/api/structures/Structure"
-import { assert, describe, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import {
   applyVirtual,
   autoIncrementFields,
@@ -32,9 +32,9 @@ const ok = (r: ValidationResult): Record<string, unknown> => {
 const fails = (r: ValidationResult, field: string, text?: string) => {
   if (r.ok) throw new Error(`expected a failure at ${field}, got success`)
   const hit = r.errors.find((e) => e.field === field)
-  assert.isDefined(hit, `expected a problem at ${field}, got ${JSON.stringify(r.errors)}`)
-  assert.strictEqual(hit!.property, hit!.field)
-  if (text !== undefined) assert.include(hit!.message, text)
+  expect(hit, `expected a problem at ${field}, got ${JSON.stringify(r.errors)}`).toBeDefined()
+  expect(hit!.property).toBe(hit!.field)
+  if (text !== undefined) expect(hit!.message).toContain(text)
   return r.errors
 }
 
@@ -51,7 +51,7 @@ describe("Validator: presence, null and type", () => {
 
   it("accepts a valid record and returns it", () => {
     const data = { name: "Ada", nick: null, age: 36, active: true, born: "1815-12-10", meta: { any: [1, { x: 2 }] }, tags: ["a"] }
-    assert.deepStrictEqual(ok(v.validate(data, create)), data)
+    expect(ok(v.validate(data, create))).toStrictEqual(data)
   })
 
   it("requires required fields", () => {
@@ -80,15 +80,15 @@ describe("Validator: presence, null and type", () => {
 
   it("reports every problem at once", () => {
     const r = v.validate({ name: 1, age: "x", active: 0 }, create)
-    assert.isFalse(r.ok)
-    if (!r.ok) assert.deepStrictEqual(r.errors.map((e) => e.field), ["data.name", "data.age", "data.active"])
+    expect(r.ok).toBe(false)
+    if (!r.ok) expect(r.errors.map((e) => e.field)).toStrictEqual(["data.name", "data.age", "data.active"])
   })
 
   it("caps the number of problems", () => {
     const many = make([{ name: "xs", type: "array", items: { type: "number" } }])
     const r = many.validate({ xs: Array.from({ length: 500 }, () => "no") }, create)
-    assert.isFalse(r.ok)
-    if (!r.ok) assert.strictEqual(r.errors.length, MAX_ERRORS)
+    expect(r.ok).toBe(false)
+    if (!r.ok) expect(r.errors.length).toBe(MAX_ERRORS)
   })
 })
 
@@ -226,23 +226,23 @@ describe("Validator: record modes", () => {
 
   it("auto-evolving accepts and keeps unknown keys, still checking declared ones", () => {
     const v = make(props, "auto-evolving")
-    assert.deepStrictEqual(ok(v.validate({ title: "a", extra: { deep: [1] } }, create)), { title: "a", extra: { deep: [1] } })
+    expect(ok(v.validate({ title: "a", extra: { deep: [1] } }, create))).toStrictEqual({ title: "a", extra: { deep: [1] } })
     fails(v.validate({ title: 1 }, create), "data.title")
   })
 
   it("schemaless accepts anything object-shaped", () => {
     const v = make(props, "schemaless")
-    assert.deepStrictEqual(ok(v.validate({ title: 1, other: "x" }, create)), { title: 1, other: "x" })
+    expect(ok(v.validate({ title: 1, other: "x" }, create))).toStrictEqual({ title: 1, other: "x" })
     ok(v.validate({}, create))
   })
 
   it("older form: isStrict false without schemaDiscoveryMode allows extra fields; isStrict true is strict", () => {
     ok(compileValidator({ properties: props, isStrict: false }).validate({ title: "a", extra: 1 }, create))
-    assert.strictEqual(compileValidator({ properties: props, isStrict: false }).mode, "auto-evolving")
-    assert.isFalse(compileValidator({ properties: props, isStrict: true }).validate({ title: "a", extra: 1 }, create).ok)
-    assert.isFalse(compileValidator({ properties: props }).validate({ title: "a", extra: 1 }, create).ok)
+    expect(compileValidator({ properties: props, isStrict: false }).mode).toBe("auto-evolving")
+    expect(compileValidator({ properties: props, isStrict: true }).validate({ title: "a", extra: 1 }, create).ok).toBe(false)
+    expect(compileValidator({ properties: props }).validate({ title: "a", extra: 1 }, create).ok).toBe(false)
     // The newer form decides when both are present.
-    assert.isFalse(compileValidator({ properties: props, isStrict: false, schemaDiscoveryMode: "strict" }).validate({ title: "a", extra: 1 }, create).ok)
+    expect(compileValidator({ properties: props, isStrict: false, schemaDiscoveryMode: "strict" }).validate({ title: "a", extra: 1 }, create).ok).toBe(false)
   })
 })
 
@@ -255,22 +255,22 @@ describe("Validator: forbidden keys and depth", () => {
       fails(v.validate(JSON.parse(`{"__proto__": {"polluted": true}}`), create), "data.__proto__", "forbidden")
       fails(v.validate(JSON.parse(`{"meta": {"a": [{"constructor": 1}]}}`), create), "data.meta.a[0].constructor", "forbidden")
       fails(v.validate(JSON.parse(`{"meta": {"prototype": 1}}`), create), "data.meta.prototype", "forbidden")
-      assert.isUndefined(({} as Record<string, unknown>).polluted)
+      expect(({} as Record<string, unknown>).polluted).toBeUndefined()
     })
   }
 
   it("refuses __proto__ in an update patch without touching the prototype", () => {
     const r = make(props).validate(JSON.parse(`{"__proto__": {"polluted": true}}`), { mode: "update", previous: {} })
     fails(r, "data.__proto__", "forbidden")
-    assert.isUndefined(({} as Record<string, unknown>).polluted)
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined()
   })
 
   it("limits nesting depth of free-form data", () => {
     let deep: unknown = 1
     for (let i = 0; i < MAX_DEPTH + 5; i++) deep = { d: deep }
     const r = make(props, "auto-evolving").validate({ meta: deep }, create)
-    assert.isFalse(r.ok)
-    if (!r.ok) assert.include(r.errors[0]!.message, "nested deeper")
+    expect(r.ok).toBe(false)
+    if (!r.ok) expect(r.errors[0]!.message).toContain("nested deeper")
     let shallow: unknown = 1
     for (let i = 0; i < 10; i++) shallow = { d: shallow }
     ok(make(props, "auto-evolving").validate({ meta: shallow }, create))
@@ -294,19 +294,19 @@ describe("Validator: defaults", () => {
   it("fills missing fields on create, nested ones included, without touching the input", () => {
     const input = { address: {}, lines: [{}, { qty: 5 }] }
     const data = ok(v.validate(input, create))
-    assert.deepStrictEqual(data, { status: "draft", tags: ["new"], address: { country: "FR" }, lines: [{ qty: 1 }, { qty: 5 }] })
-    assert.deepStrictEqual(input, { address: {}, lines: [{}, { qty: 5 }] })
+    expect(data).toStrictEqual({ status: "draft", tags: ["new"], address: { country: "FR" }, lines: [{ qty: 1 }, { qty: 5 }] })
+    expect(input).toStrictEqual({ address: {}, lines: [{}, { qty: 5 }] })
   })
 
   it("gives each record its own copy of an object default", () => {
     const a = ok(v.validate({}, create))
     ;(a.tags as Array<string>).push("changed")
-    assert.deepStrictEqual(ok(v.validate({}, create)).tags, ["new"])
+    expect(ok(v.validate({}, create)).tags).toStrictEqual(["new"])
   })
 
   it("applies on replace but not on update, and never over an explicit value", () => {
-    assert.strictEqual(ok(v.validate({}, { mode: "replace", previous: { status: "x" } })).status, "draft")
-    assert.strictEqual(ok(v.validate({ status: "live" }, create)).status, "live")
+    expect(ok(v.validate({}, { mode: "replace", previous: { status: "x" } })).status).toBe("draft")
+    expect(ok(v.validate({ status: "live" }, create)).status).toBe("live")
     fails(v.validate({}, { mode: "update", previous: {} }), "data.status", "is required")
   })
 })
@@ -322,13 +322,13 @@ describe("Validator: update and replace", () => {
   const previous = { title: "T", note: "n", body: "B", code: "C1", address: { country: "FR" } }
 
   it("merges a patch over the previous data and returns the merged record", () => {
-    assert.deepStrictEqual(ok(v.validate({ body: "B2" }, { mode: "update", previous })), { ...previous, body: "B2" })
+    expect(ok(v.validate({ body: "B2" }, { mode: "update", previous }))).toStrictEqual({ ...previous, body: "B2" })
   })
 
   it("null unsets an optional field, sets a required nullable one to null, and is refused for a required one", () => {
     const unset = ok(v.validate({ body: null }, { mode: "update", previous }))
-    assert.notProperty(unset, "body")
-    assert.strictEqual(ok(v.validate({ note: null }, { mode: "update", previous })).note, null)
+    expect(unset).not.toHaveProperty("body")
+    expect(ok(v.validate({ note: null }, { mode: "update", previous })).note).toBe(null)
     fails(v.validate({ title: null }, { mode: "update", previous }), "data.title", "cannot be unset")
   })
 
@@ -339,7 +339,7 @@ describe("Validator: update and replace", () => {
 
   it("replace drops unspecified fields", () => {
     const data = ok(v.validate({ title: "T2", note: null, code: "C1", address: { country: "FR" } }, { mode: "replace", previous }))
-    assert.deepStrictEqual(data, { title: "T2", note: null, code: "C1", address: { country: "FR" } })
+    expect(data).toStrictEqual({ title: "T2", note: null, code: "C1", address: { country: "FR" } })
   })
 
   it("refuses changes to immutable fields, nested ones included", () => {
@@ -366,12 +366,12 @@ describe("Validator: computed fields", () => {
 
   it("stores persisted values (in dependency order) and leaves virtual ones out", () => {
     const data = ok(v.validate({ price: 2.5, qty: 4 }, create))
-    assert.deepStrictEqual(data, { price: 2.5, qty: 4, vat: 2, total: 10, stamp: "2024-05-01T12:00:00.000Z" })
+    expect(data).toStrictEqual({ price: 2.5, qty: 4, vat: 2, total: 10, stamp: "2024-05-01T12:00:00.000Z" })
   })
 
   it("recomputes on update", () => {
     const previous = ok(v.validate({ price: 2.5, qty: 4 }, create))
-    assert.strictEqual(ok(v.validate({ qty: 10 }, { mode: "update", previous, now })).total, 25)
+    expect(ok(v.validate({ qty: 10 }, { mode: "update", previous, now })).total).toBe(25)
   })
 
   it("refuses client writes, but tolerates an unchanged echo", () => {
@@ -384,8 +384,8 @@ describe("Validator: computed fields", () => {
 
   it("adds virtual values on read", () => {
     const stored = { price: 2.5, qty: 4, total: 10 }
-    assert.deepStrictEqual(applyVirtual({ id: "s", version: 1, properties: props }, stored, now), { ...stored, label: "4 x 2.5" })
-    assert.deepStrictEqual(computedFields({ properties: props }).map((c) => c.mode), ["persisted", "persisted", "virtual", "persisted"])
+    expect(applyVirtual({ id: "s", version: 1, properties: props }, stored, now)).toStrictEqual({ ...stored, label: "4 x 2.5" })
+    expect(computedFields({ properties: props }).map((c) => c.mode)).toStrictEqual(["persisted", "persisted", "virtual", "persisted"])
   })
 
   it("coerces results to the field's type", () => {
@@ -395,7 +395,7 @@ describe("Validator: computed fields", () => {
       { name: "s", type: "string", expression: "a * 2" },
       { name: "b", type: "boolean", expression: "a > 1" }
     ])
-    assert.deepStrictEqual(ok(c.validate({ a: 2 }, create)), { a: 2, n: null, s: "4", b: true })
+    expect(ok(c.validate({ a: 2 }, create))).toStrictEqual({ a: 2, n: null, s: "4", b: true })
   })
 })
 
@@ -413,7 +413,7 @@ describe("Validator: references, auto-increment, unique, secret", () => {
 
   it("does not require auto-increment fields", () => {
     ok(v.validate({}, create))
-    assert.deepStrictEqual(autoIncrementFields({ properties: props }), [{ field: "seq", startAt: 100, incrementBy: 5 }])
+    expect(autoIncrementFields({ properties: props })).toStrictEqual([{ field: "seq", startAt: 100, incrementBy: 5 }])
   })
 
   it("type-checks references: one id, or an array of ids for many-to-many", () => {
@@ -426,13 +426,13 @@ describe("Validator: references, auto-increment, unique, secret", () => {
   })
 
   it("lists references, unique fields and secret fields for the records layer", () => {
-    assert.deepStrictEqual(referenceFields({ properties: props }).map((r) => [r.field, r.target, r.relationship, r.onDelete, r.targetField]), [
+    expect(referenceFields({ properties: props }).map((r) => [r.field, r.target, r.relationship, r.onDelete, r.targetField])).toStrictEqual([
       ["author", "authors", "many-to-one", "restrict", "id"],
       ["tags", "tags", "many-to-many", "cascade", "id"],
       ["profile", "profiles", "one-to-one", "set_null", "id"]
     ])
-    assert.deepStrictEqual(uniqueFields({ properties: props }), ["profile", "email"])
-    assert.deepStrictEqual(secretFields({ properties: props }), ["password", "creds.token"])
+    expect(uniqueFields({ properties: props })).toStrictEqual(["profile", "email"])
+    expect(secretFields({ properties: props })).toStrictEqual(["password", "creds.token"])
   })
 })
 
@@ -440,11 +440,11 @@ describe("validatorFor", () => {
   it("caches per structure id and version", () => {
     const props: Array<PropertyDefinition> = [{ name: "a", type: "string" }]
     const v1 = validatorFor({ id: "cache-test", version: 1, properties: props })
-    assert.strictEqual(validatorFor({ id: "cache-test", version: 1, properties: props }), v1)
+    expect(validatorFor({ id: "cache-test", version: 1, properties: props })).toBe(v1)
     const v2 = validatorFor({ id: "cache-test", version: 2, properties: [{ name: "a", type: "number" }] })
-    assert.notStrictEqual(v2, v1)
-    assert.isTrue(v2.validate({ a: 1 }, create).ok)
+    expect(v2).not.toBe(v1)
+    expect(v2.validate({ a: 1 }, create).ok).toBe(true)
     clearValidatorCache("cache-test")
-    assert.notStrictEqual(validatorFor({ id: "cache-test", version: 1, properties: props }), v1)
+    expect(validatorFor({ id: "cache-test", version: 1, properties: props })).not.toBe(v1)
   })
 })

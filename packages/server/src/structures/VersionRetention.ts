@@ -8,7 +8,7 @@ import { AppConfig } from "../platform/AppConfig.ts"
 import { type Sharding, Singleton } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { json } from "../lib/rows.ts"
-import { effectiveRetention, pruneVersions } from "./StructureService.ts"
+import { effectiveRetention, pruneVersions } from "./StructureVersions.ts"
 
 const tickSeconds = Effect.map(Effect.service(AppConfig), (c) => c.structureRetentionTickSeconds)
 

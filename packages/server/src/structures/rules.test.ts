@@ -1,5 +1,5 @@
 import type { PropertyDefinition, StructureInput } from "@troupe/api/structures/Structure"
-import { assert, describe, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import {
   checkStructure,
   type DefinitionProblem,
@@ -30,15 +30,15 @@ const check = (properties: ReadonlyArray<unknown>, extra: Record<string, unknown
 const fields = (problems: ReadonlyArray<DefinitionProblem>) => problems.map((p) => p.field)
 
 /** The property is valid on its own. */
-const accepts = (property: unknown, ctx = defaultCtx) => assert.deepStrictEqual(check([property], {}, ctx), [])
+const accepts = (property: unknown, ctx = defaultCtx) => expect(check([property], {}, ctx)).toStrictEqual([])
 
 /** The property is refused with a problem at `field` (path below `properties[0]`), optionally naming `text`. */
 const rejects = (property: unknown, field: string, text?: string, ctx = defaultCtx) => {
   const problems = check([property], {}, ctx)
   const at = field === "" ? "properties[0]" : `properties[0].${field}`
   const hit = problems.find((p) => p.field === at)
-  assert.isDefined(hit, `expected a problem at ${at}, got ${JSON.stringify(problems)}`)
-  if (text !== undefined) assert.include(hit!.message, text)
+  expect(hit, `expected a problem at ${at}, got ${JSON.stringify(problems)}`).toBeDefined()
+  if (text !== undefined) expect(hit!.message).toContain(text)
 }
 
 const str = (extra: Record<string, unknown> = {}) => ({ name: "s", type: "string", ...extra })
@@ -51,21 +51,21 @@ const ref = (extra: Record<string, unknown> = {}) =>
 
 describe("checkStructure: the structure itself", () => {
   it("accepts a minimal structure with no properties", () => {
-    assert.deepStrictEqual(checkStructure({ name: "Things", properties: [] }, defaultCtx), [])
+    expect(checkStructure({ name: "Things", properties: [] }, defaultCtx)).toStrictEqual([])
   })
 
   it("requires an object body, a non-empty name and a properties array", () => {
-    assert.deepStrictEqual(fields(checkStructure("nope", defaultCtx)), ["body"])
-    assert.deepStrictEqual(fields(checkStructure({}, defaultCtx)), ["name", "properties"])
-    assert.deepStrictEqual(fields(checkStructure({ name: "  ", properties: [] }, defaultCtx)), ["name"])
-    assert.deepStrictEqual(fields(checkStructure({ name: "x", properties: {} }, defaultCtx)), ["properties"])
+    expect(fields(checkStructure("nope", defaultCtx))).toStrictEqual(["body"])
+    expect(fields(checkStructure({}, defaultCtx))).toStrictEqual(["name", "properties"])
+    expect(fields(checkStructure({ name: "  ", properties: [] }, defaultCtx))).toStrictEqual(["name"])
+    expect(fields(checkStructure({ name: "x", properties: {} }, defaultCtx))).toStrictEqual(["properties"])
   })
 
   it("checks recordSlug, or that one can be derived from the name", () => {
-    assert.deepStrictEqual(check([], { recordSlug: "blog-posts" }), [])
-    assert.deepStrictEqual(fields(check([], { recordSlug: "Blog Posts" })), ["recordSlug"])
-    assert.deepStrictEqual(fields(checkStructure({ name: "!!!", properties: [] }, defaultCtx)), ["name"])
-    assert.deepStrictEqual(checkStructure({ name: "!!!", recordSlug: "bangs", properties: [] }, defaultCtx), [])
+    expect(check([], { recordSlug: "blog-posts" })).toStrictEqual([])
+    expect(fields(check([], { recordSlug: "Blog Posts" }))).toStrictEqual(["recordSlug"])
+    expect(fields(checkStructure({ name: "!!!", properties: [] }, defaultCtx))).toStrictEqual(["name"])
+    expect(checkStructure({ name: "!!!", recordSlug: "bangs", properties: [] }, defaultCtx)).toStrictEqual([])
   })
 
   it("checks the optional structure fields", () => {
@@ -80,7 +80,7 @@ describe("checkStructure: the structure itself", () => {
       defaultTtlSeconds: 3600,
       tags: ["pii"]
     }
-    assert.deepStrictEqual(check([], good), [])
+    expect(check([], good)).toStrictEqual([])
     const bad = {
       description: 1,
       status: "paused",
@@ -92,7 +92,7 @@ describe("checkStructure: the structure itself", () => {
       defaultTtlSeconds: -5,
       tags: ["ok", 3]
     }
-    assert.sameMembers(fields(check([], bad)), [
+    expect([...fields(check([], bad))].sort()).toEqual([...[
       "description",
       "status",
       "schemaDiscoveryMode",
@@ -104,23 +104,23 @@ describe("checkStructure: the structure itself", () => {
       "schemaDiscoveryConfig.batchSize",
       "defaultTtlSeconds",
       "tags[1]"
-    ])
+    ]].sort())
   })
 
   it("allows 32 indexed properties and names each one past that", () => {
     const props = (n: number) =>
       Array.from({ length: n }, (_, i) => ({ name: `f${i}`, type: i % 2 === 0 ? "string" : "number", indexed: true }))
-    assert.deepStrictEqual(check([...props(32), { name: "plain", type: "string" }]), [])
+    expect(check([...props(32), { name: "plain", type: "string" }])).toStrictEqual([])
     const problems = check([{ name: "plain", type: "string", indexed: false }, ...props(34)])
-    assert.deepStrictEqual(fields(problems), ["properties[33].indexed", "properties[34].indexed"])
-    assert.include(problems[0]!.message, "'f32'")
-    assert.include(problems[0]!.message, "32")
+    expect(fields(problems)).toStrictEqual(["properties[33].indexed", "properties[34].indexed"])
+    expect(problems[0]!.message).toContain("'f32'")
+    expect(problems[0]!.message).toContain("32")
   })
 
   it("defaultSearchField names a string property", () => {
-    assert.deepStrictEqual(check([str({ name: "title" })], { defaultSearchField: "title" }), [])
-    assert.deepStrictEqual(fields(check([str({ name: "title" })], { defaultSearchField: "body" })), ["defaultSearchField"])
-    assert.deepStrictEqual(fields(check([num({ name: "n" })], { defaultSearchField: "n" })), ["defaultSearchField"])
+    expect(check([str({ name: "title" })], { defaultSearchField: "title" })).toStrictEqual([])
+    expect(fields(check([str({ name: "title" })], { defaultSearchField: "body" }))).toStrictEqual(["defaultSearchField"])
+    expect(fields(check([num({ name: "n" })], { defaultSearchField: "n" }))).toStrictEqual(["defaultSearchField"])
   })
 
   it("returns every problem at once, each with its path", () => {
@@ -130,13 +130,13 @@ describe("checkStructure: the structure itself", () => {
       str({ name: "code", maxLength: 3, pattern: "(" }),
       { name: "title", type: "boolean" }
     ], { status: "nope" })
-    assert.sameMembers(fields(problems), [
+    expect([...fields(problems)].sort()).toEqual([...[
       "status",
       "properties[0].minLength",
       "properties[1].minimum",
       "properties[2].pattern",
       "properties[3].name"
-    ])
+    ]].sort())
   })
 })
 
@@ -158,8 +158,8 @@ describe("checkStructure: common property fields", () => {
   })
 
   it("names are unique per level", () => {
-    assert.deepStrictEqual(fields(check([str({ name: "a" }), num({ name: "a" })])), ["properties[1].name"])
-    assert.deepStrictEqual(check([str({ name: "a" }), obj({ name: "b", properties: [str({ name: "a" })] })]), [])
+    expect(fields(check([str({ name: "a" }), num({ name: "a" })]))).toStrictEqual(["properties[1].name"])
+    expect(check([str({ name: "a" }), obj({ name: "b", properties: [str({ name: "a" })] })])).toStrictEqual([])
   })
 
   it("flags are booleans", () => {
@@ -299,11 +299,11 @@ describe("checkStructure: number", () => {
   it("computed: expression parses, computedMode is persisted or virtual and needs an expression", () => {
     const price = num({ name: "price" })
     const qty = num({ name: "qty" })
-    assert.deepStrictEqual(check([price, qty, num({ name: "total", expression: "price * qty", computedMode: "persisted" })]), [])
-    assert.deepStrictEqual(check([price, num({ name: "net", expression: "round(price / 1.2, 2)", computedMode: "virtual" })]), [])
-    assert.deepStrictEqual(fields(check([price, num({ name: "t", expression: "price *" })])), ["properties[1].expression"])
-    assert.include(check([price, num({ name: "t", expression: "price *" })])[0]!.message, "position")
-    assert.deepStrictEqual(fields(check([price, num({ name: "t", expression: "price", computedMode: "sometimes" })])), [
+    expect(check([price, qty, num({ name: "total", expression: "price * qty", computedMode: "persisted" })])).toStrictEqual([])
+    expect(check([price, num({ name: "net", expression: "round(price / 1.2, 2)", computedMode: "virtual" })])).toStrictEqual([])
+    expect(fields(check([price, num({ name: "t", expression: "price *" })]))).toStrictEqual(["properties[1].expression"])
+    expect(check([price, num({ name: "t", expression: "price *" })])[0]!.message).toContain("position")
+    expect(fields(check([price, num({ name: "t", expression: "price", computedMode: "sometimes" })]))).toStrictEqual([
       "properties[1].computedMode"
     ])
     rejects(num({ computedMode: "virtual" }), "computedMode", "requires an expression")
@@ -412,7 +412,7 @@ describe("checkStructure: object", () => {
   it("limits nesting depth", () => {
     let p: Record<string, unknown> = str({ name: "leaf" })
     for (let i = 0; i < 12; i++) p = obj({ name: `o${i}`, properties: [p] })
-    assert.isTrue(fields(check([p])).some((f) => f.endsWith(".properties")))
+    expect(fields(check([p])).some((f) => f.endsWith(".properties"))).toBe(true)
   })
 })
 
@@ -451,8 +451,8 @@ describe("checkStructure: reference", () => {
     const books: StructureLike = { recordSlug: "books", properties: [ref({ name: "author", target: "authors" })] }
     const ctx = workspace(books)()
     const problems = checkStructure({ name: "Authors", properties: [ref({ name: "favourite", target: "books" })] }, ctx)
-    assert.deepStrictEqual(fields(problems), ["properties[0].target"])
-    assert.include(problems[0]!.message, "authors -> books -> authors")
+    expect(fields(problems)).toStrictEqual(["properties[0].target"])
+    expect(problems[0]!.message).toContain("authors -> books -> authors")
   })
 
   it("rejects longer chains, nested references included, and on update uses selfSlug", () => {
@@ -465,37 +465,37 @@ describe("checkStructure: reference", () => {
     const ctx = workspace(oldA, b, c)
     const input = { name: "Renamed", properties: [ref({ name: "b", target: "b" })] }
     const problems = checkStructure(input, ctx("a"))
-    assert.deepStrictEqual(fields(problems), ["properties[0].target"])
-    assert.include(problems[0]!.message, "a -> b -> c -> a")
+    expect(fields(problems)).toStrictEqual(["properties[0].target"])
+    expect(problems[0]!.message).toContain("a -> b -> c -> a")
     // Without a way back there is no cycle.
-    assert.deepStrictEqual(checkStructure(input, workspace(oldA, b, { recordSlug: "c", properties: [] })("a")), [])
+    expect(checkStructure(input, workspace(oldA, b, { recordSlug: "c", properties: [] })("a"))).toStrictEqual([])
   })
 
   it("allows a structure to reference itself (trees), unless the reference is required and not nullable", () => {
     const parent = ref({ name: "parent", target: "categories", displayField: "title", nullable: true, onDelete: "set_null" })
     const input = { name: "Categories", properties: [{ name: "title", type: "string" }, parent] }
-    assert.deepStrictEqual(checkStructure(input, defaultCtx), [])
+    expect(checkStructure(input, defaultCtx)).toStrictEqual([])
     const required = { ...input, properties: [{ name: "title", type: "string" }, { ...parent, required: true, nullable: false, onDelete: "cascade" }] }
-    assert.deepStrictEqual(fields(checkStructure(required, defaultCtx)), ["properties[1].required"])
+    expect(fields(checkStructure(required, defaultCtx))).toStrictEqual(["properties[1].required"])
   })
 })
 
 describe("checkStructure: computed fields", () => {
   it("expressions read existing fields, dotted paths into declared objects included", () => {
     const address = obj({ name: "address", isStrict: true, properties: [str({ name: "city" })] })
-    assert.deepStrictEqual(check([address, str({ name: "c", expression: "upper(address.city)" })]), [])
-    assert.deepStrictEqual(fields(check([str({ name: "c", expression: "upper(name)" })])), ["properties[0].expression"])
-    assert.deepStrictEqual(fields(check([address, str({ name: "c", expression: "address.zip" })])), ["properties[1].expression"])
+    expect(check([address, str({ name: "c", expression: "upper(address.city)" })])).toStrictEqual([])
+    expect(fields(check([str({ name: "c", expression: "upper(name)" })]))).toStrictEqual(["properties[0].expression"])
+    expect(fields(check([address, str({ name: "c", expression: "address.zip" })]))).toStrictEqual(["properties[1].expression"])
   })
 
   it("computed fields may read each other, but not in a cycle", () => {
     const price = num({ name: "price" })
     const ok = [price, num({ name: "net", expression: "price / 1.2" }), num({ name: "vat", expression: "price - net" })]
-    assert.deepStrictEqual(check(ok), [])
+    expect(check(ok)).toStrictEqual([])
     const cycle = [num({ name: "a", expression: "b + 1" }), num({ name: "b", expression: "a + 1" })]
-    assert.sameMembers(fields(check(cycle)), ["properties[0].expression", "properties[1].expression"])
-    assert.include(check(cycle)[0]!.message, "cycle")
-    assert.deepStrictEqual(fields(check([num({ name: "a", expression: "a + 1" })])), ["properties[0].expression"])
+    expect([...fields(check(cycle))].sort()).toEqual([...["properties[0].expression", "properties[1].expression"]].sort())
+    expect(check(cycle)[0]!.message).toContain("cycle")
+    expect(fields(check([num({ name: "a", expression: "a + 1" })]))).toStrictEqual(["properties[0].expression"])
   })
 
   it("only top-level scalar properties are computed", () => {
@@ -506,10 +506,10 @@ describe("checkStructure: computed fields", () => {
 
 describe("slugify", () => {
   it("makes lowercase hyphenated slugs", () => {
-    assert.strictEqual(slugify("Blog Posts"), "blog-posts")
-    assert.strictEqual(slugify("  Crème brûlée!! 2024 "), "creme-brulee-2024")
-    assert.strictEqual(slugify("a__b--c"), "a-b-c")
-    assert.strictEqual(slugify("!!!"), "")
+    expect(slugify("Blog Posts")).toBe("blog-posts")
+    expect(slugify("  Crème brûlée!! 2024 ")).toBe("creme-brulee-2024")
+    expect(slugify("a__b--c")).toBe("a-b-c")
+    expect(slugify("!!!")).toBe("")
   })
 })
 
@@ -528,40 +528,40 @@ describe("normalizeStructure", () => {
 
   it("fills structure defaults", () => {
     const s = normalizeStructure(input)
-    assert.strictEqual(s.recordSlug, "blog-posts")
-    assert.strictEqual(s.status, "active")
-    assert.strictEqual(s.schemaDiscoveryMode, "strict")
-    assert.strictEqual(s.isStrict, false)
-    assert.strictEqual(s.enableVersioning, false)
-    assert.deepStrictEqual(s.schemaDiscoveryConfig, { batchSize: 10, maxKeysPerRecord: 100, maxNestingDepth: 3, maxStringLengthSampled: 1000 })
-    assert.deepStrictEqual(s.tags, [])
-    assert.deepStrictEqual(normalizeStructure({ ...input, schemaDiscoveryConfig: { batchSize: 3 } }).schemaDiscoveryConfig.batchSize, 3)
+    expect(s.recordSlug).toBe("blog-posts")
+    expect(s.status).toBe("active")
+    expect(s.schemaDiscoveryMode).toBe("strict")
+    expect(s.isStrict).toBe(false)
+    expect(s.enableVersioning).toBe(false)
+    expect(s.schemaDiscoveryConfig).toStrictEqual({ batchSize: 10, maxKeysPerRecord: 100, maxNestingDepth: 3, maxStringLengthSampled: 1000 })
+    expect(s.tags).toStrictEqual([])
+    expect(normalizeStructure({ ...input, schemaDiscoveryConfig: { batchSize: 3 } }).schemaDiscoveryConfig.batchSize).toStrictEqual(3)
   })
 
   it("resolves the record mode: schemaDiscoveryMode wins, an explicit isStrict false alone means auto-evolving", () => {
-    assert.strictEqual(normalizeStructure({ ...input, isStrict: false }).schemaDiscoveryMode, "auto-evolving")
-    assert.strictEqual(normalizeStructure({ ...input, isStrict: true }).schemaDiscoveryMode, "strict")
-    assert.strictEqual(normalizeStructure({ ...input, isStrict: false, schemaDiscoveryMode: "strict" }).schemaDiscoveryMode, "strict")
-    assert.strictEqual(normalizeStructure({ ...input, isStrict: true, schemaDiscoveryMode: "schemaless" }).schemaDiscoveryMode, "schemaless")
+    expect(normalizeStructure({ ...input, isStrict: false }).schemaDiscoveryMode).toBe("auto-evolving")
+    expect(normalizeStructure({ ...input, isStrict: true }).schemaDiscoveryMode).toBe("strict")
+    expect(normalizeStructure({ ...input, isStrict: false, schemaDiscoveryMode: "strict" }).schemaDiscoveryMode).toBe("strict")
+    expect(normalizeStructure({ ...input, isStrict: true, schemaDiscoveryMode: "schemaless" }).schemaDiscoveryMode).toBe("schemaless")
   })
 
   it("fills property defaults and ids", () => {
     const [title, tags, meta, author, seq, total] = normalizeStructure(input).properties as Array<any>
-    assert.match(title.id, /^[0-9a-f-]{36}$/)
-    assert.match(tags.id, /^[0-9a-f-]{36}$/)
-    assert.strictEqual(meta.id, "keep-me")
-    assert.match(meta.properties[0].id, /^[0-9a-f-]{36}$/)
+    expect(title.id).toMatch(/^[0-9a-f-]{36}$/)
+    expect(tags.id).toMatch(/^[0-9a-f-]{36}$/)
+    expect(meta.id).toBe("keep-me")
+    expect(meta.properties[0].id).toMatch(/^[0-9a-f-]{36}$/)
     for (const p of [title, tags, meta, author]) {
-      assert.deepInclude(p, { required: false, nullable: false, isUnique: false, immutable: false })
+      expect(p).toMatchObject({ required: false, nullable: false, isUnique: false, immutable: false })
     }
-    assert.strictEqual(title.isSecret, false)
-    assert.strictEqual(tags.isStrict, true)
-    assert.strictEqual(meta.isStrict, false)
-    assert.strictEqual(author.target, "authors")
-    assert.strictEqual(author.targetField, "id")
-    assert.notProperty(author, "referenceStructure")
-    assert.deepStrictEqual(seq.autoIncrement, { startAt: 1, incrementBy: 1 })
-    assert.strictEqual(total.computedMode, "persisted")
+    expect(title.isSecret).toBe(false)
+    expect(tags.isStrict).toBe(true)
+    expect(meta.isStrict).toBe(false)
+    expect(author.target).toBe("authors")
+    expect(author.targetField).toBe("id")
+    expect(author).not.toHaveProperty("referenceStructure")
+    expect(seq.autoIncrement).toStrictEqual({ startAt: 1, incrementBy: 1 })
+    expect(total.computedMode).toBe("persisted")
   })
 })
 
@@ -582,16 +582,16 @@ describe("mergeStructureUpdate", () => {
         { id: "new", name: "views", type: "number" }
       ] satisfies Array<PropertyDefinition>
     })
-    assert.deepStrictEqual(merged.properties.map((p) => p.name), ["title", "body", "views"])
-    assert.strictEqual((merged.properties[1] as any).maxLength, 10)
-    assert.strictEqual(merged.name, "Posts")
+    expect(merged.properties.map((p) => p.name)).toStrictEqual(["title", "body", "views"])
+    expect((merged.properties[1] as any).maxLength).toBe(10)
+    expect(merged.name).toBe("Posts")
   })
 
   it("null clears optional fields; other fields update", () => {
     const merged = mergeStructureUpdate(stored, { description: null, name: "Articles", status: "inactive" })
-    assert.notProperty(merged, "description")
-    assert.strictEqual(merged.name, "Articles")
-    assert.strictEqual(merged.status, "inactive")
-    assert.strictEqual(merged.recordSlug, "posts")
+    expect(merged).not.toHaveProperty("description")
+    expect(merged.name).toBe("Articles")
+    expect(merged.status).toBe("inactive")
+    expect(merged.recordSlug).toBe("posts")
   })
 })

@@ -1,4 +1,4 @@
-// The rules of a structure definition (data-service.md §2.1, §2.2). `checkStructure` takes the body as sent
+// The rules of a structure definition (README "Properties"). `checkStructure` takes the body as sent
 // (unknown: the validate endpoint may pass a body that did not even decode) and returns every problem at once,
 // each with a path such as `properties[2].maxLength`. Relations between structures (reference targets, display
 // fields, circular chains) are checked against the workspace through synchronous lookups the caller preloads.

@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { ApiError, errorOf, makeApiClient, queryString } from "./ApiClient.ts"
 
 describe("errorOf", () => {
@@ -8,15 +8,15 @@ describe("errorOf", () => {
       code: "VALIDATION_ERROR",
       details: [{ field: "data.price", property: "data.price", message: "must be a number" }]
     }, "fallback")
-    assert.strictEqual(error.message, "Invalid request body")
-    assert.strictEqual(error.code, "VALIDATION_ERROR")
-    assert.deepStrictEqual(error.details, [{ field: "data.price", message: "must be a number" }])
+    expect(error.message).toBe("Invalid request body")
+    expect(error.code).toBe("VALIDATION_ERROR")
+    expect(error.details).toStrictEqual([{ field: "data.price", message: "must be a number" }])
   })
 
   it("reads OAuth errors and bodies that are not the contract's", () => {
-    assert.strictEqual(errorOf(401, { error: "invalid_client", error_description: "Bad credentials" }, "x").message, "Bad credentials")
-    assert.strictEqual(errorOf(502, "Bad gateway", "x").message, "Bad gateway")
-    assert.strictEqual(errorOf(500, undefined, "fallback").code, "HTTP_500")
+    expect(errorOf(401, { error: "invalid_client", error_description: "Bad credentials" }, "x").message).toBe("Bad credentials")
+    expect(errorOf(502, "Bad gateway", "x").message).toBe("Bad gateway")
+    expect(errorOf(500, undefined, "fallback").code).toBe("HTTP_500")
   })
 })
 
@@ -30,10 +30,10 @@ describe("makeApiClient", () => {
     const api = makeApiClient({ origin: "http://h", workspace: "acme", token: "t0k", fetch: fake })
     await api.get("/records", { structureId: "books", filter: undefined, limit: 20 })
     await api.call("GET", "/workspace/api/v1/workspaces")
-    assert.strictEqual(seen[0]!.url, "http://h/workspace/acme/api/v1/records?structureId=books&limit=20")
-    assert.strictEqual((seen[0]!.init.headers as Record<string, string>).authorization, "Bearer t0k")
-    assert.strictEqual(seen[1]!.url, "http://h/workspace/api/v1/workspaces")
-    assert.isFalse(seen.some((s) => s.url.includes("t0k")))
+    expect(seen[0]!.url).toBe("http://h/workspace/acme/api/v1/records?structureId=books&limit=20")
+    expect((seen[0]!.init.headers as Record<string, string>).authorization).toBe("Bearer t0k")
+    expect(seen[1]!.url).toBe("http://h/workspace/api/v1/workspaces")
+    expect(seen.some((s) => s.url.includes("t0k"))).toBe(false)
   })
 
   it("fails with the ApiError of the answer and tells the session about a 401", async () => {
@@ -42,15 +42,15 @@ describe("makeApiClient", () => {
       new Response(JSON.stringify({ message: "Token expired", code: "UNAUTHORIZED" }), { status: 401 })) as unknown as typeof fetch
     const api = makeApiClient({ origin: "", workspace: "w", token: "t", fetch: fake, onUnauthorized: () => unauthorized++ })
     const error = await api.get("/me").catch((e: unknown) => e)
-    assert.instanceOf(error, ApiError)
-    assert.strictEqual((error as ApiError).status, 401)
-    assert.strictEqual(unauthorized, 1)
+    expect(error).toBeInstanceOf(ApiError)
+    expect((error as ApiError).status).toBe(401)
+    expect(unauthorized).toBe(1)
   })
 })
 
 describe("queryString", () => {
   it("leaves out empty values", () => {
-    assert.strictEqual(queryString({ a: "1", b: "", c: undefined, d: null, e: false }), "?a=1&e=false")
-    assert.strictEqual(queryString({}), "")
+    expect(queryString({ a: "1", b: "", c: undefined, d: null, e: false })).toBe("?a=1&e=false")
+    expect(queryString({})).toBe("")
   })
 })

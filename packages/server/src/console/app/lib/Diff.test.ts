@@ -1,10 +1,10 @@
-import { assert, describe, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { jsonDiff, lineDiff } from "./Diff.ts"
 
 describe("jsonDiff", () => {
   it("names each changed, added and removed leaf by its path", () => {
     const changes = jsonDiff({ a: 1, b: { c: 2, d: 3 }, list: [1, 2] }, { a: 1, b: { c: 5 }, e: true, list: [1, 2, 3] })
-    assert.deepStrictEqual(changes, [
+    expect(changes).toStrictEqual([
       { path: "b.c", kind: "changed", before: 2, after: 5 },
       { path: "b.d", kind: "removed", before: 3 },
       { path: "list[2]", kind: "added", after: 3 },
@@ -22,20 +22,20 @@ describe("jsonDiff", () => {
         minimum: 1
       }]
     }
-    assert.deepStrictEqual(jsonDiff(before, after), [
+    expect(jsonDiff(before, after)).toStrictEqual([
       { path: "properties[pages].minimum", kind: "added", after: 1 },
       { path: "properties[isbn]", kind: "added", after: { id: "3", name: "isbn", type: "string" } }
     ])
   })
 
   it("skips ignored keys at any depth", () => {
-    assert.deepStrictEqual(jsonDiff({ v: 1, x: { updatedAt: "a" } }, { v: 2, x: { updatedAt: "b" } }, ["v", "updatedAt"]), [])
+    expect(jsonDiff({ v: 1, x: { updatedAt: "a" } }, { v: 2, x: { updatedAt: "b" } }, ["v", "updatedAt"])).toStrictEqual([])
   })
 })
 
 describe("lineDiff", () => {
   it("keeps common lines and marks the rest", () => {
-    assert.deepStrictEqual(lineDiff("a\nb\nc", "a\nx\nc\nd"), [
+    expect(lineDiff("a\nb\nc", "a\nx\nc\nd")).toStrictEqual([
       { kind: "same", text: "a" },
       { kind: "removed", text: "b" },
       { kind: "added", text: "x" },
@@ -45,6 +45,6 @@ describe("lineDiff", () => {
   })
 
   it("answers equal texts as all same", () => {
-    assert.isTrue(lineDiff("x\ny", "x\ny").every((l) => l.kind === "same"))
+    expect(lineDiff("x\ny", "x\ny").every((l) => l.kind === "same")).toBe(true)
   })
 })

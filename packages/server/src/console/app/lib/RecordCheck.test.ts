@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { checkRecord, type PropertyRules } from "./RecordCheck.ts"
 
 const properties: ReadonlyArray<PropertyRules> = [
@@ -18,7 +18,7 @@ const properties: ReadonlyArray<PropertyRules> = [
 
 describe("checkRecord", () => {
   it("accepts a valid record (auto-increment and computed fields are the server's)", () => {
-    assert.deepStrictEqual(checkRecord(properties, { title: "Lamp", price: 1.5, qty: null, color: "red", tags: ["a"], at: "2026-01-01T10:00:00Z", owner: "x", address: { city: "Paris" } }, true), [])
+    expect(checkRecord(properties, { title: "Lamp", price: 1.5, qty: null, color: "red", tags: ["a"], at: "2026-01-01T10:00:00Z", owner: "x", address: { city: "Paris" } }, true)).toStrictEqual([])
   })
 
   it("names every problem by its field, as the server does", () => {
@@ -34,7 +34,7 @@ describe("checkRecord", () => {
       address: {},
       extra: 1
     }, true)
-    assert.deepStrictEqual(problems.map((p) => p.field), [
+    expect(problems.map((p) => p.field)).toStrictEqual([
       "data.title",
       "data.email",
       "data.code",
@@ -53,6 +53,6 @@ describe("checkRecord", () => {
   })
 
   it("leaves undeclared fields alone unless strict, and a masked secret alone", () => {
-    assert.deepStrictEqual(checkRecord([{ name: "s", type: "string", minLength: 20 }], { s: "********", other: 1 }, false), [])
+    expect(checkRecord([{ name: "s", type: "string", minLength: 20 }], { s: "********", other: 1 }, false)).toStrictEqual([])
   })
 })

@@ -2,11 +2,11 @@
 // set): RecordService with what it needs, and an owner of the test workspace writing through the API.
 import type { Principal } from "@troupe/api/Authorization"
 import { Layer } from "effect"
-import { TEST_WORKSPACE, TestDatabase } from "../events/TestDatabase.ts"
-import { Secrets } from "../platform/Secrets.ts"
-import { StructureService } from "../structures/StructureService.ts"
-import type { Writer } from "./model.ts"
-import { RecordService } from "./RecordService.ts"
+import { Secrets } from "../../packages/server/src/platform/Secrets.ts"
+import { StructureService } from "../../packages/server/src/structures/StructureService.ts"
+import type { Writer } from "../../packages/server/src/records/model.ts"
+import { RecordService } from "../../packages/server/src/records/RecordService.ts"
+import { TEST_WORKSPACE, TestDatabase } from "./TestDatabase.ts"
 
 export const owner: Principal = {
   kind: "user",

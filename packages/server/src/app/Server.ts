@@ -1,7 +1,7 @@
 // The whole node as one Layer: used by main.ts and by in-process tests.
 import { NodeHttpServer } from "@effect/platform-node"
 import { Api } from "@troupe/api/Api"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, References } from "effect"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { ComputeLayer } from "../compute/ComputeLayer.ts"
 import { EventTriggersLayer } from "../compute/EventTriggers.ts"
@@ -14,6 +14,7 @@ import { ComputeHandlers } from "../compute/http.ts"
 import { EventsLayer } from "../events/EventsLayer.ts"
 import { WebhooksHandlers } from "../events/http.ts"
 import { RealtimeRoute, realtimeRoutes } from "../events/RealtimeRoute.ts"
+import { Authenticator } from "../identity/Authenticate.ts"
 import { IdentityHandlers } from "../identity/http.ts"
 import { IdentityLayer } from "../identity/IdentityLayer.ts"
 import { QueryHandlers } from "../query/http.ts"
@@ -24,23 +25,23 @@ import { QueryService } from "../query/QueryService.ts"
 import { RecordEntityLayer, RecordKeyEntityLayer, RecordWriter } from "../records/RecordEntity.ts"
 import { fastReadRoutes } from "../records/FastRead.ts"
 import { RecordsHandlers } from "../records/http.ts"
-import { RecordQuery } from "../records/RecordQuery.ts"
+import { RecordQuery } from "../query/RecordQuery.ts"
 import { RecordService } from "../records/RecordService.ts"
 import { TtlSweeperLayer } from "../records/TtlSweeper.ts"
 import { StructuresHandlers } from "../structures/http.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { VersionRetentionLayer } from "../structures/VersionRetention.ts"
-import { AppConfig } from "./AppConfig.ts"
-import { answerClientErrors } from "./ClientErrors.ts"
-import { fastServer, FastRoutes } from "./FastRoutes.ts"
-import { ClusterLayer, NodeProbeLayer } from "./Cluster.ts"
-import { DatabaseLayer } from "./Database.ts"
-import { draining } from "./Drain.ts"
-import { SystemHandlers } from "./http.ts"
-import { routeLabels, serve } from "./HttpEdge.ts"
-import { MetricsScrape } from "./Metrics.ts"
-import { Notifier } from "./Notifier.ts"
-import { TracingLayer } from "./Tracing.ts"
+import { AppConfig } from "../platform/AppConfig.ts"
+import { answerClientErrors } from "../platform/ClientErrors.ts"
+import { fastLane, fastServer, FastRoutes } from "../platform/FastRoutes.ts"
+import { ClusterLayer, NodeProbeLayer } from "../platform/Cluster.ts"
+import { DatabaseLayer } from "../platform/Database.ts"
+import { draining } from "../platform/Drain.ts"
+import { SystemHandlers } from "../platform/http.ts"
+import { routeLabels, serve } from "../platform/HttpEdge.ts"
+import { MetricsScrape } from "../platform/Metrics.ts"
+import { Notifier } from "../platform/Notifier.ts"
+import { TracingLayer } from "../platform/Tracing.ts"
 
 /** What GET /metrics reads from the database when scraped (everything else is in memory). */
 const MetricsScrapeLive = Layer.effect(MetricsScrape, Effect.gen(function*() {
@@ -103,19 +104,25 @@ const HttpLive = Layer.unwrap(Effect.gen(function*() {
   const routeOf = routeLabels(Api, rawRoutes, HTTP_TRIGGER_PATHS)
   // the node's http.Server answers the fast routes itself and hands every other request to the Effect stack
   // on SIGTERM its keep-alive connections end after the request they carry (Drain.ts)
-  const FastServer = draining(fastServer(yield* FastRoutes, yield* Effect.context<never>(), {
-    logRequests: ["debug", "info"].includes(config.logLevel),
+  const authenticator = yield* Authenticator
+  const FastServer = draining(fastServer(yield* fastLane(Api, yield* FastRoutes, authenticator.authenticate), yield* Effect.context<never>(), {
+    logLevel: config.logLevel,
     maxBody: config.maxBodyBytes,
-    maxJsonDepth: config.maxJsonDepth,
-    routeOf
+    maxJsonDepth: config.maxJsonDepth
   }))
   return serve(Api, Routes, rawRoutes, routeOf).pipe(
     Layer.provide(NodeHttpServer.layer(() => answerClientErrors(new FastServer()), { port: config.port, host: config.host }))
   )
-})).pipe(Layer.provide(Layer.effect(FastRoutes, Effect.map(Effect.all([fastReadRoutes, fastQueryRoutes]), (lists) => lists.flat()))))
+})).pipe(Layer.provide(Layer.effect(FastRoutes, Effect.map(Effect.all([fastReadRoutes, fastQueryRoutes]), (tables) => Object.assign({}, ...tables)))))
+
+/** TROUPE_LOG_LEVEL as Effect's minimum log level, for every fiber the layers below start. */
+const LogLevelLive = Layer.effect(References.MinimumLogLevel, Effect.gen(function*() {
+  return (yield* AppConfig).minimumLogLevel
+}))
 
 export const ServerLayer = HttpLive.pipe(
   Layer.provide(Runtime),
+  Layer.provide(LogLevelLive),
   // spans of everything above (requests, services, background work) go to OTLP when configured
   Layer.provide(TracingLayer),
   Layer.provide(AppConfig.layer)

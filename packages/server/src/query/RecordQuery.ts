@@ -3,9 +3,9 @@
 // reference expansion loads each level with one query per field, never one per row.
 import { badRequest, type BadRequest, type ErrorDetail, type ServiceUnavailable } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
-import { Context, Effect, Layer, Result } from "effect"
+import { Clock, Context, Effect, Layer, Result } from "effect"
 import { SqlClient } from "effect/sql"
-import * as Ast from "../query/Ast.ts"
+import * as Ast from "./Ast.ts"
 import {
   type CompileContext,
   compileCursor,
@@ -14,17 +14,19 @@ import {
   compileWhere,
   encodeCursor,
   propertyMap
-} from "../query/Compiler.ts"
-import type { QueryFieldError, QueryParseError } from "../query/QueryErrors.ts"
-import { QueryPool } from "../query/QueryPool.ts"
+} from "./Compiler.ts"
+import type { QueryFieldError, QueryParseError } from "./QueryErrors.ts"
+import { QueryPool } from "./QueryPool.ts"
 import { num } from "../lib/rows.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { applyVirtual, recordMode, referenceFields } from "../structures/Validator.ts"
-import { fromRow, isUuid, maskData, type RecordRow } from "./model.ts"
+import { liveRecord, visibleRecord } from "./Live.ts"
+import { decodeRecordRow, isUuid, type RecordRow } from "./RecordRow.ts"
+import { maskData } from "../structures/SecretPaths.ts"
 
 /** A referenced record's data as any reader sees it: secrets masked, virtual computed fields added. */
-const shownOf = (structure: Structure, row: RecordRow): Record<string, unknown> =>
-  ({ ...applyVirtual(structure, maskData(structure, row.data), new Date()) })
+const shownOf = (structure: Structure, row: RecordRow, now: Date): Record<string, unknown> =>
+  ({ ...applyVirtual(structure, maskData(structure, row.data), now) })
 
 export type QueryError = BadRequest | ServiceUnavailable
 
@@ -111,9 +113,8 @@ export class RecordQuery extends Context.Service<RecordQuery, {
         const order = yield* fromResult("sort", compileOrderBy(sql, spec.sort, ctx))
         const scope = [
           spec.structure ? sql`r.structure_id = ${spec.structure.id}` : sql`r.workspace = ${spec.workspace}`,
-          sql`(r.expires_at IS NULL OR r.expires_at > now())`
+          visibleRecord(sql, spec.includeDeleted, "r")
         ]
-        if (!spec.includeDeleted) scope.push(sql`r.deleted_at IS NULL`)
         if (!spec.structure) scope.push(sql`r.structure_id IN (SELECT id FROM structures WHERE workspace = ${spec.workspace} AND NOT is_deleted)`)
         const filtered = sql.and([...scope, where])
         const page = [filtered]
@@ -134,7 +135,7 @@ export class RecordQuery extends Context.Service<RecordQuery, {
         const total = spec.includeCount
           ? num((yield* pool.run(spec.whereParam, pool.sql`SELECT count(*)::int AS n FROM records r WHERE ${filtered}`))[0]!.n)
           : undefined
-        return { rows: shown.map(fromRow), total, hasMore, nextCursor }
+        return { rows: shown.map((r) => decodeRecordRow(r)), total, hasMore, nextCursor }
       })
 
     /** Loads live records of `target` by id, or by `targetField`. */
@@ -142,13 +143,11 @@ export class RecordQuery extends Context.Service<RecordQuery, {
       const wanted = [...new Set(keys)]
       if (wanted.length === 0) return Effect.succeed(new Map<string, RecordRow>())
       const query = targetField === "id"
-        ? sql`SELECT * FROM records WHERE structure_id = ${target.id} AND deleted_at IS NULL
-            AND (expires_at IS NULL OR expires_at > now()) AND id IN ${sql.in(wanted.filter(isUuid))}`
-        : sql`SELECT * FROM records WHERE structure_id = ${target.id} AND deleted_at IS NULL
-            AND (expires_at IS NULL OR expires_at > now()) AND data->>${targetField} IN ${sql.in(wanted)}`
+        ? sql`SELECT * FROM records WHERE structure_id = ${target.id} AND ${liveRecord(sql)} AND id IN ${sql.in(wanted.filter(isUuid))}`
+        : sql`SELECT * FROM records WHERE structure_id = ${target.id} AND ${liveRecord(sql)} AND data->>${targetField} IN ${sql.in(wanted)}`
       if (targetField === "id" && wanted.filter(isUuid).length === 0) return Effect.succeed(new Map<string, RecordRow>())
       return Effect.map(Effect.orDie(query), (rows) =>
-        new Map(rows.map(fromRow).map((r) => [targetField === "id" ? r.id : String(r.data[targetField]), r] as const)))
+        new Map(rows.map((r) => decodeRecordRow(r)).map((r) => [targetField === "id" ? r.id : String(r.data[targetField]), r] as const)))
     }
 
     const refOf = (structure: Structure, field: string) =>
@@ -172,13 +171,14 @@ export class RecordQuery extends Context.Service<RecordQuery, {
             return Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : typeof v === "string" ? [v] : []
           })
           const found = yield* loadTargets(target, ref.targetField, keys)
+          const now = new Date(yield* Clock.currentTimeMillis)
           const nested: Array<{ id: string; data: Record<string, unknown> }> = []
           for (const r of rows) {
             const v = r.data[field]
             const one = (key: unknown) => {
               const t = typeof key === "string" ? found.get(key) : undefined
               if (t === undefined) return null
-              const item = { id: t.id, data: shownOf(target, t) }
+              const item = { id: t.id, data: shownOf(target, t, now) }
               nested.push(item)
               return item
             }
@@ -202,7 +202,8 @@ export class RecordQuery extends Context.Service<RecordQuery, {
             return Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : typeof v === "string" ? [v] : []
           })
           const found = yield* loadTargets(target, ref.targetField, keys)
-          const flat = (t: RecordRow) => ({ ...shownOf(target, t), id: t.id, createdAt: t.createdAt, updatedAt: t.updatedAt, version: t.version })
+          const now = new Date(yield* Clock.currentTimeMillis)
+          const flat = (t: RecordRow) => ({ ...shownOf(target, t, now), id: t.id, createdAt: t.createdAt, updatedAt: t.updatedAt, version: t.version })
           for (const r of rows) {
             const v = r[field]
             if (Array.isArray(v)) r[field] = v.map((k) => (typeof k === "string" && found.has(k) ? flat(found.get(k)!) : k))

@@ -1,0 +1,176 @@
+// What both lanes of the HTTP edge (HttpEdge's Effect stack, FastRoutes' fast lane) and Node's own refusals
+// (ClientErrors) write, in one place: the contract's error body (README.md, "Errors": `error`, `message`, `code`,
+// `statusCode`, `details`, plus the `requestId`), the mapping of any failure or defect to it (500 for what is not a
+// known failure, logged), the request id, and the log lines: one `request` line per request at info, one `request
+// failed` line per 500 at error, each only when TROUPE_LOG_LEVEL lets it through.
+import { errorBody, type ErrorDetail, statusText } from "@troupe/api/Errors"
+import { Cause, Effect, Schema, SchemaIssue } from "effect"
+import { HttpServerError } from "effect/http"
+import { HttpApiError } from "effect/http-api"
+import * as Crypto from "node:crypto"
+import type * as Http from "node:http"
+import { redactUrl } from "../lib/redactUrl.ts"
+
+/** A failure as the contract answers it. */
+export interface EdgeFailure {
+  readonly status: number
+  readonly code: string
+  readonly message: string
+  readonly details?: ReadonlyArray<ErrorDetail> | undefined
+  /** headers the answer carries besides the request id (Retry-After, Allow, Connection) */
+  readonly headers?: Record<string, string> | undefined
+  /** the body's `error`, when it is not the status's usual reason phrase */
+  readonly reason?: string | undefined
+}
+
+/** The contract body of a failure. */
+export const contractBody = (failure: EdgeFailure, requestId: string) => ({
+  ...errorBody(failure.status, failure.code, failure.message, failure.details ?? []),
+  error: failure.reason ?? statusText(failure.status),
+  requestId
+})
+
+export const INTERNAL: EdgeFailure = { status: 500, code: "INTERNAL", message: "Internal server error" }
+
+/** The caller's request id when it is a sane token, else a new one. */
+export const requestIdOf = (incoming: string | ReadonlyArray<string> | undefined): string =>
+  typeof incoming === "string" && /^[\w.:-]{1,128}$/.test(incoming) ? incoming : Crypto.randomUUID()
+
+/** A JSON answer on a node response (the fast lane and Node's refusals; the stack answers through HttpServerResponse). */
+export const writeJson = (res: Http.ServerResponse, status: number, body: unknown, headers: Record<string, string>) => {
+  const text = JSON.stringify(body)
+  res.writeHead(status, { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(text) })
+  res.end(text)
+}
+
+/** A failure's contract answer on a node response. */
+export const writeFailure = (res: Http.ServerResponse, failure: EdgeFailure, requestId: string) =>
+  writeJson(res, failure.status, contractBody(failure, requestId), { ...failure.headers, "x-request-id": requestId })
+
+interface ContractError {
+  readonly statusCode: number
+  readonly code: string
+  readonly message: string
+  readonly details: ReadonlyArray<ErrorDetail>
+}
+
+const isContractError = (u: unknown): u is ContractError =>
+  typeof u === "object" && u !== null && typeof (u as any).statusCode === "number" &&
+  typeof (u as any).code === "string" && typeof (u as any).error === "string"
+
+/** The contract error a cause fails or dies with, and the headers it carries (Retry-After). */
+export const contractErrorOf = (
+  cause: Cause.Cause<unknown>
+): { readonly error: ContractError; readonly headers: Record<string, string> } | undefined => {
+  for (const reason of cause.reasons) {
+    const value = reason._tag === "Fail" ? reason.error : reason._tag === "Die" ? reason.defect : undefined
+    if (!isContractError(value)) continue
+    const retry = (value as { retryAfter?: unknown }).retryAfter
+    return { error: value, headers: typeof retry === "number" ? { "retry-after": String(retry) } : {} }
+  }
+  return undefined
+}
+
+const issueFormatter = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/** Schema decode failure -> `details` naming each field. */
+export const schemaDetails = (error: Schema.SchemaError, prefix = ""): Array<ErrorDetail> =>
+  issueFormatter(error.issue).issues.map((issue) => {
+    const path = (issue.path ?? []).map((p) => {
+      const key = typeof p === "object" && p !== null && "key" in p ? (p as { key: PropertyKey }).key : p
+      return typeof key === "number" ? `[${key}]` : String(key)
+    })
+    const field = [prefix, ...path].filter((s) => s.length > 0).join(".").replace(/\.\[/g, "[")
+    return { field: field || "body", property: field || "body", message: issue.message }
+  })
+
+const payloadKinds: Record<string, string> = { Payload: "body", Query: "query", Params: "path", Headers: "headers" }
+
+const noMethods = () => []
+
+/**
+ * Any failure or defect as the contract answers it, and whether it is logged (a 500: anything not a known failure).
+ * `allowedMethods` tells a wrong method (405) from an unknown route (404).
+ */
+export const failureOf = (
+  cause: Cause.Cause<unknown>,
+  allowedMethods: (method: string, url: string) => ReadonlyArray<string> = noMethods
+): { readonly failure: EdgeFailure; readonly logged: boolean } => {
+  const contract = contractErrorOf(cause)
+  if (contract !== undefined) {
+    const { error, headers } = contract
+    return { failure: { status: error.statusCode, code: error.code, message: error.message, details: error.details, headers }, logged: false }
+  }
+  const known = (failure: EdgeFailure) => ({ failure, logged: false })
+  for (const reason of cause.reasons) {
+    const value = reason._tag === "Fail" ? reason.error : reason._tag === "Die" ? reason.defect : undefined
+    if (value === undefined) continue
+    if (HttpApiError.HttpApiSchemaError.is(value)) {
+      if (value.kind === "Body" || value.kind === "ResponseHeaders") break
+      const where = payloadKinds[value.kind] ?? "request"
+      return known({
+        status: 400,
+        code: "VALIDATION_ERROR",
+        message: `Invalid request ${where}`,
+        details: schemaDetails(value.cause, where === "body" ? "" : where)
+      })
+    }
+    if (HttpServerError.isHttpServerError(value)) {
+      const r = value.reason
+      if (r._tag === "RouteNotFound") {
+        const allowed = allowedMethods(r.request.method, r.request.url)
+        return known(
+          allowed.length > 0
+            ? { status: 405, code: "METHOD_NOT_ALLOWED", message: `${r.request.method} is not allowed here`, headers: { allow: allowed.join(", ") } }
+            : { status: 404, code: "NOT_FOUND", message: `No route for ${r.request.method} ${r.request.url.split("?")[0]}` }
+        )
+      }
+      if (r._tag === "RequestParseError") {
+        return known(
+          r.reason === "BodyTooLarge"
+            ? { status: 413, code: "PAYLOAD_TOO_LARGE", message: "Request body is too large" }
+            : { status: 400, code: "BAD_REQUEST", message: "Malformed request body: expected valid JSON" }
+        )
+      }
+    }
+    if (HttpApiError.HttpApiPayloadTooLarge.is(value)) {
+      return known({ status: 413, code: "PAYLOAD_TOO_LARGE", message: "Request body is too large" })
+    }
+    if (Schema.isSchemaError(value)) {
+      return known({ status: 400, code: "VALIDATION_ERROR", message: "Invalid request", details: schemaDetails(value) })
+    }
+  }
+  return { failure: INTERNAL, logged: true }
+}
+
+const logLevels: Record<string, number> = { debug: 0, info: 1, warn: 2, error: 3, none: 4 }
+
+export interface EdgeLog {
+  /** the `request` line of an answered request (info); `url` may carry a query string, which is left out */
+  readonly request: (requestId: string, method: string, url: string, status: number, elapsedMs: number) => Effect.Effect<void>
+  /** the `request failed` line of a 500 (error), its URL's credentials redacted */
+  readonly failed: (requestId: string, method: string, url: string, cause: Cause.Cause<unknown>) => Effect.Effect<void>
+}
+
+const silent = () => Effect.void
+
+/** The edge's log lines at TROUPE_LOG_LEVEL `logLevel` (info when unknown): the lines below it are never built. */
+export const edgeLog = (logLevel: string): EdgeLog => {
+  const level = logLevels[logLevel] ?? 1
+  return {
+    request: level <= 1
+      ? (requestId, method, url, status, elapsedMs) =>
+        Effect.logInfo("request").pipe(Effect.annotateLogs({
+          requestId,
+          method,
+          url: url.split("?")[0],
+          status,
+          durationMs: Math.round(elapsedMs * 100) / 100
+        }))
+      : silent,
+    failed: level <= 3
+      ? (requestId, method, url, cause) =>
+        Effect.logError("request failed", { requestId, method, url: redactUrl(url), cause: Cause.pretty(cause) })
+      : silent
+  }
+}

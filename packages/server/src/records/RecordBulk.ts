@@ -1,0 +1,328 @@
+// Bulk writes. A request holds at most MAX_BULK_ITEMS items (413 beyond); an empty list is a 400.
+// - atomic: one transaction for the whole batch and its record.bulk.* event (RecordService.createAll, updateAll,
+//   removeAll, built here by makeAtomicBulk); the first bad item fails the request with its own status and error,
+//   details prefixed with the item's path, and nothing is written.
+// - non-atomic (the default): every item is its own write (creates share group commits, updates and deletes go
+//   through their record's actor); the outcome lists each item's result or error, in item order, and the
+//   record.bulk.* event of what was written follows in a transaction of its own. When every item failed, the
+//   request fails with one error naming each item (the items' common status, else 400).
+// makeBulkRequests runs a whole request of either kind; RecordWriter exposes it, as it owns the actors.
+import { badRequest, conflict, type ErrorDetail, forbidden, type Forbidden, locked, notFound, payloadTooLarge, type PayloadTooLarge, unprocessable } from "@troupe/api/Errors"
+import type { Structure } from "@troupe/api/structures/Structure"
+import { Clock, Effect, Result } from "effect"
+import { isSqlError, type SqlError } from "effect/sql/SqlError"
+import type { StructureService } from "../structures/StructureService.ts"
+import { isLive } from "../query/Live.ts"
+import { isUuid, type RecordRow } from "../query/RecordRow.ts"
+import { type Writer } from "./model.ts"
+import {
+  type BulkEventType,
+  type BulkItemFailure,
+  type CreateInput,
+  MAX_BULK_ITEMS,
+  type PendingCreate,
+  recordNotFound,
+  type RecordError,
+  type UpdateInput,
+  type WriteResult
+} from "./RecordInputs.ts"
+import { batchable, type Preparation } from "./RecordPrepare.ts"
+import type { RecordRepo } from "./RecordRepo.ts"
+import { ClaimTaken, timestamp, type Writes } from "./RecordWrites.ts"
+
+/** Groups written rows by structure, for one bulk event per structure. */
+const byStructure = (written: ReadonlyArray<{ row: RecordRow; structure: Structure }>) => {
+  const groups = new Map<string, { structure: Structure; ids: Array<string> }>()
+  for (const w of written) {
+    const g = groups.get(w.structure.id) ?? { structure: w.structure, ids: [] }
+    g.ids.push(w.row.id)
+    groups.set(w.structure.id, g)
+  }
+  return [...groups.values()]
+}
+
+/** Tags an item's failure with its index (SQL failures pass through to the transaction's own mapping). */
+const at = (index: number) => <A, E>(effect: Effect.Effect<A, E, never>): Effect.Effect<A, BulkItemFailure | SqlError> =>
+  Effect.catch(effect, (e: any) => Effect.fail(isSqlError(e) ? e : { index, error: e as RecordError }))
+
+/** The atomic bulk writes of RecordService, and the record.bulk.* event of a non-atomic batch. */
+export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; readonly prep: Preparation; readonly writes: Writes }) => {
+  const { prep, repo, writes } = deps
+  const { transaction } = repo
+
+  const bulkEventInTx = (structure: Structure, type: BulkEventType, ids: ReadonlyArray<string>, writer: Writer) =>
+    ids.length === 0 ? Effect.void : Effect.flatMap(timestamp, (now) =>
+      repo.appendEvent({
+        workspace: structure.workspaceSlug,
+        type,
+        structureId: structure.id,
+        recordSlug: structure.recordSlug,
+        recordId: null,
+        payload: {
+          event: type,
+          timestamp: now,
+          workspace: structure.workspaceSlug,
+          structure: structure.recordSlug,
+          data: { structure: structure.recordSlug, count: ids.length, recordIds: ids, metadata: { userId: writer.userId, source: writer.source } }
+        }
+      }))
+
+  const publishBulk = (structure: Structure, type: BulkEventType, ids: ReadonlyArray<string>, writer: Writer) =>
+    ids.length === 0 ? Effect.void : repo.sql.withTransaction(bulkEventInTx(structure, type, ids, writer)).pipe(Effect.orDie)
+
+  /** Locks the rows of a batch in id order first, so two batches touching the same records cannot deadlock. */
+  const lockAll = (workspace: string, ids: ReadonlyArray<string>) => repo.lockIds(workspace, [...new Set(ids.filter(isUuid))])
+
+  /** Item by item, in one transaction: the first item that fails names itself. */
+  const createEach = (structure: Structure, items: ReadonlyArray<CreateInput>, writer: Writer) =>
+    transaction(Effect.gen(function*() {
+      const written: Array<WriteResult> = []
+      for (let i = 0; i < items.length; i++) written.push(yield* at(i)(writes.createInTx(structure, items[i]!, writer)))
+      yield* bulkEventInTx(structure, "record.bulk.created", written.map((w) => w.row.id), writer)
+      return written
+    }))
+
+  /** A bulk of plain creates is one batch: each statement once for every item (claims taken: item by item). */
+  const createAll = (structure: Structure, items: ReadonlyArray<CreateInput>, writer: Writer) =>
+    !batchable(structure) ? createEach(structure, items, writer) : Effect.gen(function*() {
+      const pending: Array<PendingCreate> = []
+      for (let i = 0; i < items.length; i++) {
+        const input = items[i]!
+        const p = yield* Effect.mapError(prep.prepareCreate(structure, input, writer), (error): BulkItemFailure => ({ index: i, error }))
+        pending.push({ structure, input, writer, record: prep.newRecord(structure, input, writer, p.data, p.expiresAt) })
+      }
+      return yield* transaction(Effect.gen(function*() {
+        const written = yield* writes.insertCreated(pending, writes.claimAll)
+        yield* bulkEventInTx(structure, "record.bulk.created", written.map((w) => w.row.id), writer)
+        return written
+      })).pipe(Effect.catchTag("ClaimTaken", (_: ClaimTaken) => createEach(structure, items, writer)))
+    })
+
+  const updateAll = (workspace: string, items: ReadonlyArray<{ id: string; input: UpdateInput }>, writer: Writer, structureId?: string) =>
+    transaction(Effect.gen(function*() {
+      yield* lockAll(workspace, items.map((u) => u.id))
+      const written: Array<WriteResult> = []
+      for (let i = 0; i < items.length; i++) {
+        const { id, input } = items[i]!
+        written.push(yield* at(i)(Effect.gen(function*() {
+          const row = yield* writes.lockLive(workspace, id)
+          if (structureId !== undefined && row.structureId !== structureId) return yield* recordNotFound(id)
+          const structure = yield* writes.liveStructure(workspace, row)
+          return yield* writes.updateInTx(row, structure, input, writer, input.replace ? "replace" : "update")
+        })))
+      }
+      for (const g of byStructure(written)) yield* bulkEventInTx(g.structure, "record.bulk.updated", g.ids, writer)
+      return written
+    }))
+
+  const removeAll = (workspace: string, ids: ReadonlyArray<string>, permanent: boolean, writer: Writer, structureId?: string) =>
+    transaction(Effect.gen(function*() {
+      yield* lockAll(workspace, ids)
+      const removed: Array<{ row: RecordRow; structure: Structure; deletedAt: string }> = []
+      for (let i = 0; i < ids.length; i++) {
+        const id = ids[i]!
+        removed.push(yield* at(i)(Effect.gen(function*() {
+          const row = yield* writes.lock(workspace, id)
+          if (row === undefined || (!permanent && !isLive(row, yield* Clock.currentTimeMillis))) return yield* recordNotFound(id)
+          if (structureId !== undefined && row.structureId !== structureId) return yield* recordNotFound(id)
+          const structure = yield* writes.liveStructure(workspace, row)
+          const deletedAt = yield* writes.deleteInTx(structure, row, permanent, writer)
+          return { row, structure, deletedAt }
+        })))
+      }
+      for (const g of byStructure(removed)) yield* bulkEventInTx(g.structure, "record.bulk.deleted", g.ids, writer)
+      return removed.map((r) => ({ id: r.row.id, deletedAt: r.deletedAt, structureId: r.structure.id }))
+    }))
+
+  return { createAll, updateAll, removeAll, publishBulk }
+}
+
+// ------------------------------------------------------------------ whole bulk requests
+
+/** What a bulk request fails with: an item's error (atomic), every item's (non-atomic), or the request's own. */
+export type BulkError = RecordError | Forbidden | PayloadTooLarge
+
+/** An item of a non-atomic batch that failed; `id` for updates and deletes. */
+export interface BulkFailure {
+  readonly index: number
+  readonly id?: string | undefined
+  readonly error: RecordError
+}
+
+/** What a bulk request wrote, in item order, and the items that failed (none when atomic). */
+export interface BulkOutcome<A> {
+  readonly done: ReadonlyArray<A>
+  readonly failures: ReadonlyArray<BulkFailure>
+}
+
+export interface BulkOptions {
+  readonly atomic: boolean
+  /** the name of the item list in the request, for error paths (`records[3].data.name`) */
+  readonly list: string
+  readonly skipValidation?: boolean | undefined
+}
+
+/** The error constructor of each status a record error can have. */
+const errorOf: Record<number, (i: { message: string; code?: string; details?: ReadonlyArray<ErrorDetail> }) => RecordError> = {
+  400: badRequest,
+  403: forbidden as any,
+  404: notFound,
+  409: conflict,
+  413: payloadTooLarge as any,
+  422: unprocessable,
+  423: locked
+}
+
+/** An item's error as details of the whole request: paths prefixed with the item (`records[3].data.name`). */
+const itemDetails = (list: string, index: number, e: { message: string; details?: ReadonlyArray<ErrorDetail> }): Array<ErrorDetail> => {
+  const path = `${list}[${index}]`
+  return e.details !== undefined && e.details.length > 0
+    ? e.details.map((d) => ({ field: `${path}.${d.field}`, property: `${path}.${d.field}`, message: d.message }))
+    : [{ field: path, property: path, message: e.message }]
+}
+
+/** The failure of an atomic batch: the failing item's status and code, nothing written. */
+const atomicFailure = (list: string) => (failure: BulkItemFailure | RecordError): RecordError => {
+  if (!("index" in failure)) return failure
+  const e = failure.error
+  return (errorOf[e.statusCode] ?? badRequest)({
+    message: `${list}[${failure.index}]: ${e.message} (atomic batch: nothing was written)`,
+    code: e.code,
+    details: itemDetails(list, failure.index, e)
+  })
+}
+
+/** A non-atomic batch in which every item failed: one contract error naming each item. */
+const allFailed = (list: string, errors: ReadonlyArray<BulkFailure>): RecordError => {
+  const statuses = new Set(errors.map((e) => e.error.statusCode))
+  const codes = new Set(errors.map((e) => e.error.code))
+  const status = statuses.size === 1 ? [...statuses][0]! : 400
+  return (errorOf[status] ?? badRequest)({
+    message: `All ${errors.length} items failed; nothing was written`,
+    code: codes.size === 1 ? [...codes][0]! : "BULK_FAILED",
+    details: errors.flatMap((e) => itemDetails(list, e.index, e.error)).slice(0, 1000)
+  })
+}
+
+const bulkSize = (n: number, list: string) =>
+  n > MAX_BULK_ITEMS
+    ? Effect.fail(payloadTooLarge({ message: `At most ${MAX_BULK_ITEMS} items per bulk request, got ${n}`, code: "PAYLOAD_TOO_LARGE" }))
+    : n === 0
+    ? Effect.fail(badRequest({ message: `${list} must not be empty`, code: "VALIDATION_ERROR", details: [{ field: list, property: list, message: `${list} must not be empty` }] }))
+    : Effect.void
+
+/** skipValidation is for writers who may change structures (they could relax the rules anyway). */
+const maySkip = (writer: Writer, requested: boolean | undefined) =>
+  requested === true && !writer.canSkipValidation
+    ? Effect.fail(forbidden({ message: "skipValidation needs the write:structures permission", code: "PERMISSION_DENIED" }))
+    : Effect.void
+
+/** Runs each item, in order; the successes and the failures. */
+const eachItem = <I, A>(items: ReadonlyArray<I>, run: (item: I) => Effect.Effect<A, RecordError>, idOf: (item: I) => string | undefined) =>
+  Effect.map(Effect.forEach(items, (item) => Effect.result(run(item))), (outcomes) => {
+    const done: Array<A> = []
+    const failures: Array<BulkFailure> = []
+    outcomes.forEach((outcome, index) => {
+      if (Result.isSuccess(outcome)) done.push(outcome.success)
+      else failures.push({ index, id: idOf(items[index]!), error: outcome.failure })
+    })
+    return { done, failures }
+  })
+
+export const makeBulkRequests = (deps: {
+  readonly records: {
+    readonly create: (structure: Structure, input: CreateInput, writer: Writer) => Effect.Effect<WriteResult, RecordError>
+    readonly get: (workspace: string, id: string) => Effect.Effect<{ row: RecordRow }, RecordError>
+    readonly createAll: (structure: Structure, items: ReadonlyArray<CreateInput>, writer: Writer) => Effect.Effect<ReadonlyArray<WriteResult>, BulkItemFailure | RecordError>
+    readonly updateAll: (workspace: string, items: ReadonlyArray<{ id: string; input: UpdateInput }>, writer: Writer, structureId?: string) => Effect.Effect<ReadonlyArray<WriteResult>, BulkItemFailure | RecordError>
+    readonly removeAll: (workspace: string, ids: ReadonlyArray<string>, permanent: boolean, writer: Writer, structureId?: string) => Effect.Effect<ReadonlyArray<{ id: string; deletedAt: string; structureId: string }>, BulkItemFailure | RecordError>
+    readonly publishBulk: (structure: Structure, type: BulkEventType, ids: ReadonlyArray<string>, writer: Writer) => Effect.Effect<void>
+  }
+  /** one update and one delete, through the record's actor */
+  readonly update: (workspace: string, id: string, input: UpdateInput, writer: Writer) => Effect.Effect<{ readonly row: RecordRow }, RecordError>
+  readonly remove: (workspace: string, id: string, permanent: boolean, writer: Writer) => Effect.Effect<{ id: string; deletedAt: string; structureId: string }, RecordError>
+  readonly structures: StructureService["Service"]
+}) => {
+  const { records, structures } = deps
+
+  /** A record of `structure` (generation A batches may only touch records of the structure in the path). */
+  const ofStructure = (workspace: string, id: string, structure: Structure | undefined) =>
+    structure === undefined
+      ? Effect.void
+      : Effect.flatMap(records.get(workspace, id), ({ row }) => (row.structureId === structure.id ? Effect.void : Effect.fail(recordNotFound(id))))
+
+  const bulkCreate = (structure: Structure, items: ReadonlyArray<CreateInput>, writer: Writer, options: BulkOptions): Effect.Effect<BulkOutcome<WriteResult>, BulkError> =>
+    Effect.gen(function*() {
+      yield* bulkSize(items.length, options.list)
+      yield* maySkip(writer, options.skipValidation)
+      const bulkWriter: Writer = { ...writer, source: "bulk" }
+      if (options.atomic) {
+        return { done: yield* records.createAll(structure, items, bulkWriter).pipe(Effect.mapError(atomicFailure(options.list))), failures: [] }
+      }
+      // the items go in together, so they share group commits; each keeps its own outcome, in item order
+      const outcomes = yield* Effect.forEach(items, (input) => Effect.result(records.create(structure, input, bulkWriter)), { concurrency: 64 })
+      const done: Array<WriteResult> = []
+      const failures: Array<BulkFailure> = []
+      outcomes.forEach((outcome, index) => {
+        if (Result.isSuccess(outcome)) done.push(outcome.success)
+        else failures.push({ index, error: outcome.failure })
+      })
+      if (done.length === 0) return yield* allFailed(options.list, failures)
+      yield* records.publishBulk(structure, "record.bulk.created", done.map((w) => w.row.id), writer)
+      return { done, failures }
+    })
+
+  /** `structure`: only records of this structure (generation A); its batches may be empty. */
+  const bulkUpdate = (
+    workspace: string,
+    items: ReadonlyArray<{ readonly id: string; readonly input: UpdateInput }>,
+    writer: Writer,
+    options: BulkOptions & { readonly structure?: Structure | undefined }
+  ): Effect.Effect<BulkOutcome<{ readonly row: RecordRow }>, BulkError> =>
+    Effect.gen(function*() {
+      if (options.structure === undefined || items.length > 0) yield* bulkSize(items.length, options.list)
+      yield* maySkip(writer, options.skipValidation)
+      const bulkWriter: Writer = { ...writer, source: "bulk" }
+      if (items.length === 0) return { done: [], failures: [] }
+      if (options.atomic) {
+        const written = yield* records.updateAll(workspace, items, bulkWriter, options.structure?.id).pipe(Effect.mapError(atomicFailure(options.list)))
+        return { done: written, failures: [] }
+      }
+      const outcome = yield* eachItem(items, (u) => Effect.andThen(ofStructure(workspace, u.id, options.structure), deps.update(workspace, u.id, u.input, bulkWriter)), (u) => u.id)
+      if (outcome.done.length === 0) return yield* allFailed(options.list, outcome.failures)
+      const groups = new Map<string, Array<string>>()
+      for (const { row } of outcome.done) groups.set(row.structureId, [...(groups.get(row.structureId) ?? []), row.id])
+      for (const [structureId, ids] of groups) {
+        const structure = yield* structures.get(workspace, structureId)
+        yield* records.publishBulk(structure, "record.bulk.updated", ids, writer)
+      }
+      return outcome
+    })
+
+  const bulkRemove = (
+    workspace: string,
+    ids: ReadonlyArray<string>,
+    permanent: boolean,
+    writer: Writer,
+    options: BulkOptions & { readonly structure?: Structure | undefined }
+  ): Effect.Effect<BulkOutcome<{ readonly id: string; readonly deletedAt: string; readonly structureId: string }>, BulkError> =>
+    Effect.gen(function*() {
+      if (options.structure === undefined || ids.length > 0) yield* bulkSize(ids.length, options.list)
+      if (ids.length === 0) return { done: [], failures: [] }
+      const bulkWriter: Writer = { ...writer, source: "bulk" }
+      if (options.atomic) {
+        return { done: yield* records.removeAll(workspace, ids, permanent, bulkWriter, options.structure?.id).pipe(Effect.mapError(atomicFailure(options.list))), failures: [] }
+      }
+      const outcome = yield* eachItem(ids, (id) => Effect.andThen(ofStructure(workspace, id, options.structure), deps.remove(workspace, id, permanent, bulkWriter)), (id) => id)
+      if (outcome.done.length === 0) return yield* allFailed(options.list, outcome.failures)
+      const groups = new Map<string, Array<string>>()
+      for (const r of outcome.done) groups.set(r.structureId, [...(groups.get(r.structureId) ?? []), r.id])
+      for (const [structureId, done] of groups) {
+        const structure = yield* structures.get(workspace, structureId).pipe(Effect.orElseSucceed(() => undefined))
+        if (structure) yield* records.publishBulk(structure, "record.bulk.deleted", done, writer)
+      }
+      return outcome
+    })
+
+  return { bulkCreate, bulkUpdate, bulkRemove }
+}
