@@ -35,9 +35,11 @@ const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** di
 /** Runs `task(i)` for i in [0, n) with at most `limit` in flight. */
 const pool = async (n: number, limit: number, task: (i: number) => Promise<void>) => {
   let next = 0
-  await Promise.all(Array.from({ length: Math.min(limit, n) }, async () => {
-    while (next < n) await task(next++)
-  }))
+  await Promise.all(
+    Array.from({ length: Math.min(limit, n) }, async () => {
+      while (next < n) await task(next++)
+    })
+  )
 }
 
 const main = async () => {
@@ -47,7 +49,14 @@ const main = async () => {
     const token = await server.adminToken()
     const structure = await server.request("POST", `${server.base}/structures`, {
       token,
-      body: { name: "bench", recordSlug: "bench", properties: [{ name: "n", type: "number" }, { name: "run", type: "string" }] }
+      body: {
+        name: "bench",
+        recordSlug: "bench",
+        properties: [
+          { name: "n", type: "number" },
+          { name: "run", type: "string" }
+        ]
+      }
     })
     if (structure.status >= 300) throw new Error(`structure: ${structure.status} ${structure.text}`)
     const write = async (n: number, run: string) => {
@@ -107,13 +116,18 @@ const main = async () => {
           run.committedAt.set(n, await write(n, name))
         })
       } else {
-        await Promise.all(Array.from({ length: count }, async (_, n) => {
-          await new Promise((r) => setTimeout(r, (n / rate) * 1000))
-          run.committedAt.set(n, await write(n, name))
-        }))
+        await Promise.all(
+          Array.from({ length: count }, async (_, n) => {
+            await new Promise((r) => setTimeout(r, (n / rate) * 1000))
+            run.committedAt.set(n, await write(n, name))
+          })
+        )
       }
       const writesDone = performance.now()
-      await Promise.race([finished, new Promise((_, reject) => setTimeout(() => reject(new Error(`${name}: deliveries timed out`)), 300_000))])
+      await Promise.race([
+        finished,
+        new Promise((_, reject) => setTimeout(() => reject(new Error(`${name}: deliveries timed out`)), 300_000))
+      ])
       run.latencies.sort((a, b) => a - b)
       return {
         writes: count,
@@ -147,32 +161,36 @@ const main = async () => {
     const sockets: Array<Http.ClientRequest> = []
     const agent = new Http.Agent({ keepAlive: true, maxSockets: Infinity })
     const target = new URL(`${server.baseUrl}/realtime/workspace/${server.workspace}/api/v1/events?structure=bench`)
-    await pool(SSE_CONNECTIONS, 50, (i) =>
-      new Promise<void>((resolve, reject) => {
-        const req = Http.get(target, { agent, headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" } }, (res) => {
-          if (res.statusCode !== 200) return reject(new Error(`SSE ${res.statusCode}`))
-          res.setEncoding("utf8")
-          let tail = ""
-          res.on("data", (chunk: string) => {
-            // every message's "id: " line follows a blank line; keep 4 chars so a split marker is seen once
-            const text = tail + chunk
-            let from = 0
-            let at: number
-            while ((at = text.indexOf("\nid: ", from)) >= 0) {
-              counts[i]!++
-              from = at + 5
-            }
-            tail = text.slice(-4)
-            if (counts[i] === SSE_EVENTS) {
-              lastReceive = performance.now()
-              if (++complete === SSE_CONNECTIONS) allReceived()
-            }
+    await pool(
+      SSE_CONNECTIONS,
+      50,
+      (i) =>
+        new Promise<void>((resolve, reject) => {
+          const req = Http.get(target, { agent, headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" } }, (res) => {
+            if (res.statusCode !== 200) return reject(new Error(`SSE ${res.statusCode}`))
+            res.setEncoding("utf8")
+            let tail = ""
+            res.on("data", (chunk: string) => {
+              // every message's "id: " line follows a blank line; keep 4 chars so a split marker is seen once
+              const text = tail + chunk
+              let from = 0
+              let at: number
+              while ((at = text.indexOf("\nid: ", from)) >= 0) {
+                counts[i]!++
+                from = at + 5
+              }
+              tail = text.slice(-4)
+              if (counts[i] === SSE_EVENTS) {
+                lastReceive = performance.now()
+                if (++complete === SSE_CONNECTIONS) allReceived()
+              }
+            })
+            resolve()
           })
-          resolve()
+          req.on("error", reject)
+          sockets.push(req)
         })
-        req.on("error", reject)
-        sockets.push(req)
-      }))
+    )
     await new Promise((r) => setTimeout(r, 500))
     const sseStart = performance.now()
     await pool(SSE_EVENTS, CONCURRENCY, async (n) => {
@@ -183,7 +201,7 @@ const main = async () => {
       connections: SSE_CONNECTIONS,
       writes: SSE_EVENTS,
       connectionsComplete: complete,
-      eventsDeliveredPerSecond: round((counts.reduce((a, b) => a + b, 0)) / (((lastReceive || performance.now()) - sseStart) / 1000))
+      eventsDeliveredPerSecond: round(counts.reduce((a, b) => a + b, 0) / (((lastReceive || performance.now()) - sseStart) / 1000))
     }
     log("  ", results.realtime)
     for (const s of sockets) s.destroy()

@@ -65,9 +65,11 @@ const stats = (values: ReadonlyArray<number>) => {
 /** Runs `task(i)` for i in [0, n) with at most `limit` in flight. */
 const pool = async (n: number, limit: number, task: (i: number) => Promise<void>) => {
   let next = 0
-  await Promise.all(Array.from({ length: Math.min(limit, n) }, async () => {
-    while (next < n) await task(next++)
-  }))
+  await Promise.all(
+    Array.from({ length: Math.min(limit, n) }, async () => {
+      while (next < n) await task(next++)
+    })
+  )
 }
 
 /** CPU ms (user + system) a process has used so far, from /proc (Linux, CLK_TCK 100); 0 when it is gone. */
@@ -178,7 +180,7 @@ const lateness = async (rows: Array<Row>) => {
     await sleep(windowStart - Date.now())
     const meter = await usageMeter(b.db, () => [b.server])
     await sleep(windowEnd - Date.now())
-    const perTick = await meter.per((ms) => TRIGGERS * ms / 1000)
+    const perTick = await meter.per((ms) => (TRIGGERS * ms) / 1000)
     const ticks = await b.db<Array<{ triggerId: string; scheduledFor: Date; tickMs: number; startMs: number | null }>>`
       SELECT trigger_id AS "triggerId", scheduled_for AS "scheduledFor",
         EXTRACT(EPOCH FROM (created_at - scheduled_for)) * 1000 AS "tickMs",
@@ -205,7 +207,10 @@ const lateness = async (rows: Array<Row>) => {
     const tick = stats(ticks.map((t) => Number(t.tickMs)))
     const started = ticks.filter((t) => t.startMs !== null)
     const start = stats(started.map((t) => Number(t.startMs)))
-    const warnings = b.server.output().split("\n").filter((l) => l.includes("scheduler") && !l.includes(`"level":"INFO"`))
+    const warnings = b.server
+      .output()
+      .split("\n")
+      .filter((l) => l.includes("scheduler") && !l.includes(`"level":"INFO"`))
     const result = {
       triggers: TRIGGERS,
       seconds: LATENESS_SECONDS,
@@ -222,17 +227,20 @@ const lateness = async (rows: Array<Row>) => {
       perTick
     }
     log("  ", result)
-    rows.push({
-      scenario: `scheduler tick lateness (${TRIGGERS} × 1 s, ${LATENESS_SECONDS} s)`,
-      measured: `p50/p99 ${tick.p50}/${tick.p99} ms; missed ${missed} of ${expected}; dup ${result.duplicates}`,
-      target: "p99 ≤ 100 ms, 0 missed, 0 dup",
-      met: tick.p99 <= 100 && missed === 0 && result.duplicates === 0
-    }, {
-      scenario: "scheduler start lateness (same runs)",
-      measured: `p50/p99 ${start.p50}/${start.p99} ms; ${result.notStarted} not started; ${result.runsFinishedPerSecond} runs/s done`,
-      target: "p99 ≤ 100 ms",
-      met: start.p99 <= 100 && result.notStarted === 0
-    })
+    rows.push(
+      {
+        scenario: `scheduler tick lateness (${TRIGGERS} × 1 s, ${LATENESS_SECONDS} s)`,
+        measured: `p50/p99 ${tick.p50}/${tick.p99} ms; missed ${missed} of ${expected}; dup ${result.duplicates}`,
+        target: "p99 ≤ 100 ms, 0 missed, 0 dup",
+        met: tick.p99 <= 100 && missed === 0 && result.duplicates === 0
+      },
+      {
+        scenario: "scheduler start lateness (same runs)",
+        measured: `p50/p99 ${start.p50}/${start.p99} ms; ${result.notStarted} not started; ${result.runsFinishedPerSecond} runs/s done`,
+        target: "p99 ≤ 100 ms",
+        met: start.p99 <= 100 && result.notStarted === 0
+      }
+    )
     return result
   } finally {
     await b.close()
@@ -246,7 +254,10 @@ const eventSetup = async (b: Booted) => {
   await b.call("POST", "/structures", {
     name: "bench",
     recordSlug: "bench",
-    properties: [{ name: "n", type: "number" }, { name: "phase", type: "string" }]
+    properties: [
+      { name: "n", type: "number" },
+      { name: "phase", type: "string" }
+    ]
   })
   const fn = await b.call("POST", "/compute-functions", { name: "noop", code: NOOP })
   const trigger = await b.call("POST", "/function-triggers", {
@@ -294,10 +305,12 @@ const events = async (rows: Array<Row>) => {
     const s = await eventSetup(b)
     const meter = await usageMeter(b.db, () => [b.server])
     const t0 = performance.now()
-    await Promise.all(Array.from({ length: count }, async (_, n) => {
-      await sleep(t0 + (n / RATE) * 1000 - performance.now())
-      await s.write(n, "paced")
-    }))
+    await Promise.all(
+      Array.from({ length: count }, async (_, n) => {
+        await sleep(t0 + (n / RATE) * 1000 - performance.now())
+        await s.write(n, "paced")
+      })
+    )
     await s.settle(20 + count)
     const perWrite = await meter.per(count)
     const runs = await s.timings("paced")
@@ -475,7 +488,9 @@ const main = async () => {
     console.log(JSON.stringify({ ...results, table: rows }))
     return
   }
-  const widths = [0, 1, 2].map((i) => Math.max(...[["scenario", "measured", "target"][i]!.length, ...rows.map((r) => [r.scenario, r.measured, r.target][i]!.length)]))
+  const widths = [0, 1, 2].map((i) =>
+    Math.max(...[["scenario", "measured", "target"][i]!.length, ...rows.map((r) => [r.scenario, r.measured, r.target][i]!.length)])
+  )
   const line = (cells: Array<string>) => `| ${cells.map((c, i) => c.padEnd(widths[i] ?? 4)).join(" | ")} |`
   console.log()
   console.log(line(["scenario", "measured", "target", "met?"]))

@@ -52,7 +52,14 @@ const properties: Array<PropertyDefinition> = [
       { name: "zip", type: "string", maxLength: 10 }
     ]
   },
-  { name: "dimensions", type: "object", properties: [{ name: "w", type: "number" }, { name: "h", type: "number" }] },
+  {
+    name: "dimensions",
+    type: "object",
+    properties: [
+      { name: "w", type: "number" },
+      { name: "h", type: "number" }
+    ]
+  },
   { name: "category", type: "reference", target: "categories", relationship: "many-to-one", onDelete: "restrict" }
 ]
 
@@ -83,15 +90,21 @@ const record = {
   expiresAt: "2025-05-01T10:00:00.000Z",
   createdOn: "2024-04-30T08:30:00+02:00",
   tags: ["new", "sale", "summer"],
-  variants: [{ sku: "AFP-01-S", stock: 3 }, { sku: "AFP-01-M", stock: 5 }],
+  variants: [
+    { sku: "AFP-01-S", stock: 3 },
+    { sku: "AFP-01-M", stock: 5 }
+  ],
   address: { street: "1 Main St", city: "Springfield", zip: "12345" },
   dimensions: { w: 10, h: 20 },
   category: "c6f1d6b2-2b7a-4c1e-9f0a-1d2e3f4a5b6c"
 }
 
-const problems = checkStructure({ name: "Products", properties }, {
-  findStructureBySlug: (slug) => (slug === "categories" ? { recordSlug: "categories", properties: [] } : undefined)
-})
+const problems = checkStructure(
+  { name: "Products", properties },
+  {
+    findStructureBySlug: (slug) => (slug === "categories" ? { recordSlug: "categories", properties: [] } : undefined)
+  }
+)
 if (problems.length > 0) throw new Error(`bench structure is invalid: ${JSON.stringify(problems)}`)
 
 const ours = compileValidator({ id: "bench", version: 1, properties, schemaDiscoveryMode: "strict" })
@@ -182,9 +195,20 @@ const replaceOptions = { mode: "replace" } as const
 const rounds = 3
 const results = { ours: 0, oursCreate: 0, ajv: 0 }
 for (let round = 0; round < rounds; round++) {
-  results.ajv = Math.max(results.ajv, measure("ajv", () => ajvValidate(record)))
-  results.ours = Math.max(results.ours, measure("troupe (replace)", () => ours.validate(record, replaceOptions).ok))
-  results.oursCreate = Math.max(results.oursCreate, measure("troupe (create)", () => ours.validate(record, createOptions).ok))
+  results.ajv = Math.max(
+    results.ajv,
+    measure("ajv", () => ajvValidate(record))
+  )
+  results.ours = Math.max(
+    results.ours,
+    measure("troupe (replace)", () => ours.validate(record, replaceOptions).ok)
+  )
+  results.oursCreate = Math.max(
+    results.oursCreate,
+    measure("troupe (create)", () => ours.validate(record, createOptions).ok)
+  )
 }
-console.log(`best of ${rounds}: troupe/ajv = ${(results.ours / results.ajv).toFixed(2)} (replace), ` +
-  `${(results.oursCreate / results.ajv).toFixed(2)} (create)`)
+console.log(
+  `best of ${rounds}: troupe/ajv = ${(results.ours / results.ajv).toFixed(2)} (replace), ` +
+    `${(results.oursCreate / results.ajv).toFixed(2)} (create)`
+)

@@ -56,7 +56,12 @@ export interface Scenario {
   readonly minDuration?: number
 }
 
-interface Figures { rps: number; p50: number; p99: number; errors: number }
+interface Figures {
+  rps: number
+  p50: number
+  p99: number
+  errors: number
+}
 
 const drive = async (target: Target, conns: number, seconds: number): Promise<Figures> => {
   const result: any = await autocannon({
@@ -70,14 +75,16 @@ const drive = async (target: Target, conns: number, seconds: number): Promise<Fi
     ...(target.body !== undefined ? { body: JSON.stringify(target.body) } : {}),
     ...(target.bodyFactory || target.pathFactory
       ? {
-        requests: [{
-          setupRequest: (req: any) => ({
-            ...req,
-            ...(target.pathFactory ? { path: target.pathFactory() } : {}),
-            ...(target.bodyFactory ? { body: JSON.stringify(target.bodyFactory()) } : {})
-          })
-        }]
-      }
+          requests: [
+            {
+              setupRequest: (req: any) => ({
+                ...req,
+                ...(target.pathFactory ? { path: target.pathFactory() } : {}),
+                ...(target.bodyFactory ? { body: JSON.stringify(target.bodyFactory()) } : {})
+              })
+            }
+          ]
+        }
       : {})
   })
   return {
@@ -93,9 +100,11 @@ const median = (xs: Array<number>) => [...xs].sort((a, b) => a - b)[Math.floor(x
 /** A baseline server (its own process) on `databaseUrl`, ready once it writes a line on stdout. */
 const startBaseline = async (script: string, databaseUrl: string) => {
   const port = await freePort()
-  const child: ChildProcess = spawn(process.execPath, [
-    "--experimental-strip-types", "--disable-warning=ExperimentalWarning", Path.join(root, script)
-  ], { env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port) }, stdio: ["ignore", "pipe", "inherit"] })
+  const child: ChildProcess = spawn(
+    process.execPath,
+    ["--experimental-strip-types", "--disable-warning=ExperimentalWarning", Path.join(root, script)],
+    { env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port) }, stdio: ["ignore", "pipe", "inherit"] }
+  )
   await new Promise<void>((resolve, reject) => {
     child.stdout!.once("data", () => resolve())
     child.once("exit", (code) => reject(new Error(`${script} exited with ${code}`)))
@@ -120,8 +129,12 @@ const main = async () => {
 /** The Troupe node under test: on a fresh PostgreSQL database, or (embedded) on PGlite in a fresh data directory. */
 const startTroupe = async (password: string) => {
   const env = {
-    TROUPE_ADMIN_PASSWORD: password, TROUPE_LOG_LEVEL: "none",
-    TROUPE_LIMIT_READS: "0", TROUPE_LIMIT_WRITES: "0", TROUPE_LIMIT_BULK: "0", TROUPE_LIMIT_QUERIES: "0"
+    TROUPE_ADMIN_PASSWORD: password,
+    TROUPE_LOG_LEVEL: "none",
+    TROUPE_LIMIT_READS: "0",
+    TROUPE_LIMIT_WRITES: "0",
+    TROUPE_LIMIT_BULK: "0",
+    TROUPE_LIMIT_QUERIES: "0"
   }
   if (embedded) {
     const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "troupe-bench-"))
@@ -157,12 +170,22 @@ const scenariosSection = async () => {
     const ceiling = ceilingDb ? await startBaseline("scripts/bench/raw-ceiling.ts", ceilingDb.url) : undefined
     if (ceiling) stops.unshift(ceiling.stop)
     /** the baselines running beside Troupe, each with its columns in the table */
-    const baselines = ([["raw", raw, (s: Scenario) => s.raw], ["ceiling", ceiling, (s: Scenario) => s.ceiling]] as const)
+    const baselines = (
+      [
+        ["raw", raw, (s: Scenario) => s.raw],
+        ["ceiling", ceiling, (s: Scenario) => s.ceiling]
+      ] as const
+    )
       .filter(([, server]) => server !== undefined)
       .map(([name, , pick]) => ({ name, pick }))
     const { scenarios } = await import("./bench/scenarios.ts")
     const list: Array<Scenario> = await scenarios({
-      troupe: troupe.node.baseUrl, raw: raw?.url, ceiling: ceiling?.url, only, password, request
+      troupe: troupe.node.baseUrl,
+      raw: raw?.url,
+      ceiling: ceiling?.url,
+      only,
+      password,
+      request
     })
     const rows: Array<Array<string>> = []
     for (const scenario of list) {
@@ -177,38 +200,47 @@ const scenariosSection = async () => {
         for (const [j, target] of targets.entries()) if (target) figures[j]!.push(await drive(target, conns, seconds))
       }
       const rps = figures.map((f) => (f.length ? median(f.map((x) => x.rps)) : NaN))
-      const latency = (f: Array<Figures>) => f.length ? `${median(f.map((x) => x.p50))}/${median(f.map((x) => x.p99))}` : "-"
+      const latency = (f: Array<Figures>) => (f.length ? `${median(f.map((x) => x.p50))}/${median(f.map((x) => x.p99))}` : "-")
       const errors = figures.map((f) => f.reduce((n, x) => n + x.errors, 0))
       const rate = (r: number) =>
-        Number.isNaN(r) ? "-"
-        : scenario.itemsPerRequest ? `${r.toFixed(1)} (${(r * scenario.itemsPerRequest).toFixed(0)} items/s)`
-        : r.toFixed(0)
+        Number.isNaN(r)
+          ? "-"
+          : scenario.itemsPerRequest
+            ? `${r.toFixed(1)} (${(r * scenario.itemsPerRequest).toFixed(0)} items/s)`
+            : r.toFixed(0)
       rows.push([
         scenario.name,
         String(conns),
-        rate(rps[0]!), latency(figures[0]!),
+        rate(rps[0]!),
+        latency(figures[0]!),
         ...baselines.flatMap((_, j) => [
-          rate(rps[j + 1]!), latency(figures[j + 1]!),
+          rate(rps[j + 1]!),
+          latency(figures[j + 1]!),
           Number.isNaN(rps[j + 1]!) ? "-" : `${((rps[0]! / rps[j + 1]!) * 100).toFixed(0)} %`
         ]),
         // Troupe's errors, then any baseline's (a baseline answering errors would flatter it)
         [String(errors[0]), ...baselines.flatMap((b, j) => (errors[j + 1] ? [`${b.name} ${errors[j + 1]}`] : []))].join(", ")
       ])
-      process.stderr.write(`${scenario.name}: troupe ${rps[0]!.toFixed(0)} req/s${
-        baselines.flatMap((b, j) => (Number.isNaN(rps[j + 1]) ? [] : [`, ${b.name} ${rps[j + 1]!.toFixed(0)} req/s`])).join("")
-      }\n`)
+      process.stderr.write(
+        `${scenario.name}: troupe ${rps[0]!.toFixed(0)} req/s${baselines
+          .flatMap((b, j) => (Number.isNaN(rps[j + 1]) ? [] : [`, ${b.name} ${rps[j + 1]!.toFixed(0)} req/s`]))
+          .join("")}\n`
+      )
     }
     const header = [
-      "scenario", "conns", "troupe req/s", "p50/p99 ms",
+      "scenario",
+      "conns",
+      "troupe req/s",
+      "p50/p99 ms",
       ...baselines.flatMap((b) => [`${b.name} req/s`, "p50/p99 ms", `troupe/${b.name}`]),
       "errors"
     ]
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
-    const line = (cells: Array<string>) => "| " + cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ") + " |"
+    const line = (cells: Array<string>) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`
     const where = embedded ? `Troupe on embedded PGlite${ceiling ? ", ceiling on PostgreSQL" : ""}` : "PostgreSQL"
     console.log(`\n${duration} s x ${rounds} rounds (medians), ${where}, node ${process.version}\n`)
     console.log(line(header))
-    console.log("|" + widths.map((w) => "-".repeat(w + 2)).join("|") + "|")
+    console.log(`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`)
     for (const row of rows) console.log(line(row))
   } finally {
     for (const stop of stops) await stop()
@@ -223,10 +255,17 @@ const extras = async () => {
     if (!Fs.existsSync(file)) continue
     console.log(`\n## ${name} (${script})\n`)
     const code = await new Promise<number | null>((resolve) => {
-      const child = spawn(process.execPath, [
-        "--no-node-snapshot", "--experimental-strip-types", "--disable-warning=ExperimentalWarning", file,
-        ...(name === "compute" ? process.argv.slice(2) : [])
-      ], { cwd: root, env: { ...process.env, DATABASE_URL: baseUrl }, stdio: ["ignore", "inherit", "inherit"] })
+      const child = spawn(
+        process.execPath,
+        [
+          "--no-node-snapshot",
+          "--experimental-strip-types",
+          "--disable-warning=ExperimentalWarning",
+          file,
+          ...(name === "compute" ? process.argv.slice(2) : [])
+        ],
+        { cwd: root, env: { ...process.env, DATABASE_URL: baseUrl }, stdio: ["ignore", "inherit", "inherit"] }
+      )
       child.on("exit", resolve)
     })
     if (code !== 0) console.log(`(${script} exited with ${code})`)

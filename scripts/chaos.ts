@@ -14,15 +14,7 @@ import { startReceiver } from "../test/support/WebhookReceiver.ts"
 import { checkEvents, checkTicks, checkWrites } from "./chaos/Checks.ts"
 import { makeClient, makePhases } from "./chaos/Client.ts"
 import { startLoad } from "./chaos/Load.ts"
-import {
-  type LogLine,
-  type Member,
-  RELAY_RUNNING,
-  RELAY_STOPPED,
-  SCHEDULER_RUNNING,
-  SCHEDULER_STOPPED,
-  startNodes
-} from "./chaos/Nodes.ts"
+import { type LogLine, type Member, RELAY_RUNNING, RELAY_STOPPED, SCHEDULER_RUNNING, SCHEDULER_STOPPED, startNodes } from "./chaos/Nodes.ts"
 import { printReport, type Results } from "./chaos/Report.ts"
 import { startSubscriber } from "./chaos/Subscriber.ts"
 import { failoverTimeline, startWatch } from "./chaos/Watch.ts"
@@ -35,11 +27,13 @@ const arg = (name: string) => {
 }
 const PROFILE = arg("profile") ?? "full"
 /** `--env K=V` (repeatable): extra environment of every node, e.g. a cluster knob to try */
-const EXTRA_ENV = Object.fromEntries(process.argv.flatMap((a, i) => {
-  if (process.argv[i - 1] !== "--env") return []
-  const at = a.indexOf("=")
-  return at > 0 ? [[a.slice(0, at), a.slice(at + 1)]] : []
-}))
+const EXTRA_ENV = Object.fromEntries(
+  process.argv.flatMap((a, i) => {
+    if (process.argv[i - 1] !== "--env") return []
+    const at = a.indexOf("=")
+    return at > 0 ? [[a.slice(0, at), a.slice(at + 1)]] : []
+  })
+)
 const JSON_OUTPUT = process.argv.includes("--json")
 const profiles = {
   // seconds: steady load, after the SIGKILL, after the SIGTERM's exit before the restarts, after the restarts
@@ -69,7 +63,11 @@ const main = async () => {
   const nodes = await startNodes(EXTRA_ENV)
   const phases = makePhases()
   const token = await nodes.server.adminToken()
-  const client = makeClient(nodes.members.map((m) => m.slot), token, phases)
+  const client = makeClient(
+    nodes.members.map((m) => m.slot),
+    token,
+    phases
+  )
   const base = nodes.server.base
   const receiver = await startReceiver(() => 200)
   const sql = postgres(nodes.server.databaseUrl!, { max: 3, onnotice: () => {} })
@@ -83,7 +81,11 @@ const main = async () => {
       body: {
         name: "Chaos Item",
         recordSlug: "chaos-item",
-        properties: [{ name: "key", type: "string" }, { name: "n", type: "number" }, { name: "op", type: "string" }]
+        properties: [
+          { name: "key", type: "string" },
+          { name: "n", type: "number" },
+          { name: "op", type: "string" }
+        ]
       }
     })
     if (structure.status >= 300) throw new Error(`structure: ${structure.status} ${structure.text}`)
@@ -108,7 +110,15 @@ const main = async () => {
     const ssePath = `/realtime/workspace/${nodes.server.workspace}/api/v1/events?structure=chaos-item`
     for (let i = 0; i < 6; i++) {
       const name = `sse${i + 1}@n${(i % 3) + 1}`
-      subscribers.push(await startSubscriber(name, nodes.members.map((m) => m.slot), i % 3, ssePath, token))
+      subscribers.push(
+        await startSubscriber(
+          name,
+          nodes.members.map((m) => m.slot),
+          i % 3,
+          ssePath,
+          token
+        )
+      )
     }
     await sleep(300)
 
@@ -148,8 +158,7 @@ const main = async () => {
 
     // a rolling-restart step: SIGTERM the node now running the relay (else the scheduler, else any survivor)
     const survivors = nodes.members.filter((m) => m !== victim)
-    const termTarget = nodes.holder(RELAY_RUNNING, RELAY_STOPPED) ?? nodes.holder(SCHEDULER_RUNNING, SCHEDULER_STOPPED) ??
-      survivors[0]!
+    const termTarget = nodes.holder(RELAY_RUNNING, RELAY_STOPPED) ?? nodes.holder(SCHEDULER_RUNNING, SCHEDULER_STOPPED) ?? survivors[0]!
     const heldAtTerm = {
       relay: nodes.holder(RELAY_RUNNING, RELAY_STOPPED) === termTarget,
       scheduler: nodes.holder(SCHEDULER_RUNNING, SCHEDULER_STOPPED) === termTarget
@@ -190,9 +199,7 @@ const main = async () => {
     const relayAfterKill = takeover(lines, RELAY_RUNNING, killAt, victim.name)
     const schedulerAfterKill = takeover(lines, SCHEDULER_RUNNING, killAt, victim.name)
     const relayAfterTerm = heldAtTerm.relay ? takeover(lines, RELAY_RUNNING, termAt, termTarget.name) : undefined
-    const schedulerAfterTerm = heldAtTerm.scheduler
-      ? takeover(lines, SCHEDULER_RUNNING, termAt, termTarget.name)
-      : undefined
+    const schedulerAfterTerm = heldAtTerm.scheduler ? takeover(lines, SCHEDULER_RUNNING, termAt, termTarget.name) : undefined
     const schedulerKilled = schedulerHolder === victim
 
     const unavailable = load.longest.map((s) => (s === undefined ? Infinity : s.to - s.from))
@@ -253,7 +260,7 @@ const main = async () => {
       writeFailures: Object.fromEntries(load.failures),
       serverErrors: phases.serverErrors.slice(0, 50),
       stretches: load.stretches
-        .sort((a, b) => (b.to - b.from) - (a.to - a.from))
+        .sort((a, b) => b.to - b.from - (a.to - a.from))
         .slice(0, 10)
         .map((s) => ({
           key: s.key,

@@ -4,7 +4,9 @@
 var major = Number(process.versions.node.split(".")[0])
 if (!(major >= 24)) {
   process.stderr.write(
-    "troupe needs Node.js 24 or newer (this is " + process.version + "): run `. scripts/ensure-node.sh` " +
+    "troupe needs Node.js 24 or newer (this is " +
+      process.version +
+      "): run `. scripts/ensure-node.sh` " +
       "(installs Node 24 into ~/.cache/troupe-node and puts it on PATH), then run npm again.\n"
   )
   process.exit(1)

@@ -20,7 +20,11 @@ import { startServer } from "../test/support/TestServer.ts"
 const seed = process.env.FUZZ_SEED || Crypto.randomBytes(6).toString("hex")
 const requests = Number(process.env.FUZZ_REQUESTS || 20_000)
 const concurrency = Number(process.env.FUZZ_CONCURRENCY || 8)
-const list = (value: string | undefined) => (value ?? "").split(",").map((s) => s.trim()).filter((s) => s.length > 0)
+const list = (value: string | undefined) =>
+  (value ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0)
 const only = list(process.env.FUZZ_ONLY)
 const trace = list(process.env.FUZZ_TRACE)
 
@@ -35,15 +39,16 @@ try {
   const hidden = report.failureCount - report.failures.length
   if (hidden > 0) log(`\n(${hidden} more failures not shown)`)
   // the JSON report holds every failing request whole (the printout cuts bodies at 8 KiB)
-  const file = process.env.FUZZ_REPORT ||
-    (report.failureCount > 0 ? Path.join(Os.tmpdir(), `troupe-fuzz-${seed}.json`) : undefined)
+  const file = process.env.FUZZ_REPORT || (report.failureCount > 0 ? Path.join(Os.tmpdir(), `troupe-fuzz-${seed}.json`) : undefined)
   if (file !== undefined) {
     Fs.writeFileSync(file, JSON.stringify({ ...report, perOperation: Object.fromEntries(report.perOperation) }, null, 2))
     log(`fuzz: report written to ${file}`)
   }
-  log(report.failureCount === 0
-    ? `fuzz: OK (FUZZ_SEED=${seed})`
-    : `fuzz: ${report.failureCount} failures; replay with FUZZ_SEED=${seed} FUZZ_REQUESTS=${requests}`)
+  log(
+    report.failureCount === 0
+      ? `fuzz: OK (FUZZ_SEED=${seed})`
+      : `fuzz: ${report.failureCount} failures; replay with FUZZ_SEED=${seed} FUZZ_REQUESTS=${requests}`
+  )
   exitCode = report.failureCount === 0 ? 0 : 1
 } catch (e) {
   log(`fuzz: aborted: ${e instanceof Error ? e.stack : String(e)}`)

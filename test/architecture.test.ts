@@ -74,7 +74,11 @@ describe("the server's import graph", () => {
   })
 
   it("never imports test code from the product", () => {
-    const intoTests = files.flatMap((file) => importsOf(file).filter((t) => t.startsWith(`..${Path.sep}..${Path.sep}..${Path.sep}test`)).map((t) => `${file} -> ${t}`))
+    const intoTests = files.flatMap((file) =>
+      importsOf(file)
+        .filter((t) => t.startsWith(`..${Path.sep}..${Path.sep}..${Path.sep}test`))
+        .map((t) => `${file} -> ${t}`)
+    )
     expect(intoTests).toEqual([])
   })
 })

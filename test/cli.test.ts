@@ -22,12 +22,16 @@ interface Run {
 }
 
 const clean = Object.fromEntries(
-  Object.entries(process.env).filter(([k]) =>
-    !["TROUPE_URL", "TROUPE_WORKSPACE", "TROUPE_TOKEN", "TROUPE_PASSWORD", "TROUPE_CLIENT_SECRET"].includes(k)
+  Object.entries(process.env).filter(
+    ([k]) => !["TROUPE_URL", "TROUPE_WORKSPACE", "TROUPE_TOKEN", "TROUPE_PASSWORD", "TROUPE_CLIENT_SECRET"].includes(k)
   )
 )
 
-const exec = (command: string, args: ReadonlyArray<string>, options: { env?: Record<string, string | undefined>; input?: string; cwd?: string } = {}) =>
+const exec = (
+  command: string,
+  args: ReadonlyArray<string>,
+  options: { env?: Record<string, string | undefined>; input?: string; cwd?: string } = {}
+) =>
   new Promise<Run>((resolve, reject) => {
     const child = spawn(command, args, {
       cwd: options.cwd ?? root,
@@ -124,22 +128,28 @@ describe("troupe CLI", { timeout: 240_000 }, () => {
   it("pushes structure files (diff first), pulls them back, and writes TypeScript types that compile", async () => {
     const dir = Path.join(work, "structures")
     Fs.mkdirSync(dir)
-    Fs.writeFileSync(Path.join(dir, "reviews.json"), JSON.stringify({
-      name: "Reviews",
-      properties: [
-        { name: "book", type: "reference", target: "books", relationship: "many-to-one", onDelete: "cascade" },
-        { name: "stars", type: "number", integer: true, enum: [1, 2, 3, 4, 5], required: true }
-      ]
-    }))
-    Fs.writeFileSync(Path.join(dir, "books.json"), JSON.stringify({
-      name: "Books",
-      recordSlug: "books",
-      properties: [
-        { name: "title", type: "string", required: true },
-        { name: "pages", type: "number", minimum: 1 },
-        { name: "tags", type: "array", items: { type: "string" } }
-      ]
-    }))
+    Fs.writeFileSync(
+      Path.join(dir, "reviews.json"),
+      JSON.stringify({
+        name: "Reviews",
+        properties: [
+          { name: "book", type: "reference", target: "books", relationship: "many-to-one", onDelete: "cascade" },
+          { name: "stars", type: "number", integer: true, enum: [1, 2, 3, 4, 5], required: true }
+        ]
+      })
+    )
+    Fs.writeFileSync(
+      Path.join(dir, "books.json"),
+      JSON.stringify({
+        name: "Books",
+        recordSlug: "books",
+        properties: [
+          { name: "title", type: "string", required: true },
+          { name: "pages", type: "number", minimum: 1 },
+          { name: "tags", type: "array", items: { type: "string" } }
+        ]
+      })
+    )
     const dry = await troupe(["structures", "push", "--dir", dir])
     expect(dry.code).toBe(0)
     expect(dry.stdout).toContain("+ structure books")
@@ -151,7 +161,10 @@ describe("troupe CLI", { timeout: 240_000 }, () => {
     const report = JSON.parse(applied.stdout)
     expect(report.applied).toBe(true)
     // books first: reviews references it
-    expect(report.plans.map((p: any) => [p.recordSlug, p.action])).toEqual([["books", "create"], ["reviews", "create"]])
+    expect(report.plans.map((p: any) => [p.recordSlug, p.action])).toEqual([
+      ["books", "create"],
+      ["reviews", "create"]
+    ])
     expect((await api("GET", "/structures/slug/reviews")).status).toBe(200)
 
     const pulled = Path.join(work, "pulled")
@@ -181,18 +194,25 @@ describe("troupe CLI", { timeout: 240_000 }, () => {
     expect(text).toContain("  stars: 1 | 2 | 3 | 4 | 5\n")
     const schemas = JSON.parse(Fs.readFileSync(Path.join(work, "app", "schemas.json"), "utf8"))
     expect(schemas.books.required).toEqual(["title"])
-    Fs.writeFileSync(Path.join(work, "app", "app.ts"), [
-      `import type { Books, Reviews, TroupeRecord, TroupeStructures } from "./troupe-types.ts"`,
-      `export const book: Books = { title: "Dune", pages: 412, tags: ["scifi"] }`,
-      `export const review: TroupeStructures["reviews"] = { stars: 5, book: "00000000-0000-0000-0000-000000000000" }`,
-      `export const record = (r: TroupeRecord<Reviews>): number => r.data.stars`,
-      `// @ts-expect-error title is required`,
-      `export const bad: Books = { pages: 1 }`,
-      ``
-    ].join("\n"))
-    const check = await exec(process.execPath, [tsc, "--noEmit", "--strict", "--allowImportingTsExtensions", "--target", "es2022", "--module", "nodenext", "--types", "", "app.ts"], {
-      cwd: Path.join(work, "app")
-    })
+    Fs.writeFileSync(
+      Path.join(work, "app", "app.ts"),
+      [
+        `import type { Books, Reviews, TroupeRecord, TroupeStructures } from "./troupe-types.ts"`,
+        `export const book: Books = { title: "Dune", pages: 412, tags: ["scifi"] }`,
+        `export const review: TroupeStructures["reviews"] = { stars: 5, book: "00000000-0000-0000-0000-000000000000" }`,
+        `export const record = (r: TroupeRecord<Reviews>): number => r.data.stars`,
+        `// @ts-expect-error title is required`,
+        `export const bad: Books = { pages: 1 }`,
+        ``
+      ].join("\n")
+    )
+    const check = await exec(
+      process.execPath,
+      [tsc, "--noEmit", "--strict", "--allowImportingTsExtensions", "--target", "es2022", "--module", "nodenext", "--types", "", "app.ts"],
+      {
+        cwd: Path.join(work, "app")
+      }
+    )
     expect(check.stdout + check.stderr).toBe("")
     expect(check.code).toBe(0)
   })
@@ -212,33 +232,47 @@ describe("troupe CLI", { timeout: 240_000 }, () => {
     expect(first.stderr).toContain("export books: 100 records")
     const file = Path.join(ex, "books.jsonl")
     const full = Fs.readFileSync(file, "utf8")
-    const ids = full.trim().split("\n").map((l) => JSON.parse(l).id)
+    const ids = full
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l).id)
     expect(new Set(ids).size).toBe(250)
 
     // as if the export had died after page 1 and in the middle of writing page 2
     const page1 = await api("GET", "/records?structureId=books&limit=100")
-    const bytes = Buffer.byteLength(full.split("\n").slice(0, 100).join("\n") + "\n")
-    Fs.writeFileSync(Path.join(ex, ".troupe-export-state.json"), JSON.stringify({
-      version: 1,
-      url: server.baseUrl,
-      workspace: "default",
-      structures: { books: { cursor: page1.body.pagination.nextCursor, count: 100, bytes, done: false } }
-    }))
-    Fs.appendFileSync(file, "{\"id\":\"half-written")
+    const bytes = Buffer.byteLength(`${full.split("\n").slice(0, 100).join("\n")}\n`)
+    Fs.writeFileSync(
+      Path.join(ex, ".troupe-export-state.json"),
+      JSON.stringify({
+        version: 1,
+        url: server.baseUrl,
+        workspace: "default",
+        structures: { books: { cursor: page1.body.pagination.nextCursor, count: 100, bytes, done: false } }
+      })
+    )
+    Fs.appendFileSync(file, '{"id":"half-written')
     const resumed = await troupe(["export", "--dir", ex, "--structure", "books"])
     expect(resumed.code).toBe(0)
     expect(Fs.readFileSync(file, "utf8")).toBe(full)
 
     // a second workspace, its structures pushed from the files, then the records
-    expect((await server.request("POST", "/workspace/api/v1/workspaces", {
-      token: await server.adminToken(),
-      body: { slug: "copy", name: "Copy" }
-    })).status).toBe(201)
+    expect(
+      (
+        await server.request("POST", "/workspace/api/v1/workspaces", {
+          token: await server.adminToken(),
+          body: { slug: "copy", name: "Copy" }
+        })
+      ).status
+    ).toBe(201)
     const copy = { TROUPE_CONFIG: Path.join(work, "copy", "config.json") }
-    expect((await troupe(["login", "--url", server.baseUrl, "-w", "copy", "-u", "admin"], {
-      env: copy,
-      input: server.adminPassword
-    })).code).toBe(0)
+    expect(
+      (
+        await troupe(["login", "--url", server.baseUrl, "-w", "copy", "-u", "admin"], {
+          env: copy,
+          input: server.adminPassword
+        })
+      ).code
+    ).toBe(0)
     const missing = await troupe(["import", "--dir", ex], { env: copy })
     expect(missing.code).toBe(1)
     expect(missing.stderr).toContain("troupe structures push")
@@ -271,11 +305,14 @@ describe("troupe CLI", { timeout: 240_000 }, () => {
     const dir = Path.join(work, "functions")
     Fs.mkdirSync(dir)
     Fs.writeFileSync(Path.join(dir, "add.js"), "async function run() {\n  return 1 + (executionParams.n ?? 0)\n}\n")
-    Fs.writeFileSync(Path.join(dir, "boom.js"), "async function run() { throw new Error(\"boom\") }\n")
+    Fs.writeFileSync(Path.join(dir, "boom.js"), 'async function run() { throw new Error("boom") }\n')
     const created = await troupe(["functions", "deploy", dir, "--json"])
     expect(created.code).toBe(0)
     const fns = JSON.parse(created.stdout).functions
-    expect(fns.map((f: any) => [f.name, f.action, f.version])).toEqual([["add", "created", 1], ["boom", "created", 1]])
+    expect(fns.map((f: any) => [f.name, f.action, f.version])).toEqual([
+      ["add", "created", 1],
+      ["boom", "created", 1]
+    ])
     Fs.writeFileSync(Path.join(dir, "add.js"), "async function run() {\n  return 2 + (executionParams.n ?? 0)\n}\n")
     const again = await troupe(["functions", "deploy", dir])
     expect(again.stdout).toContain("add: updated")
@@ -298,7 +335,10 @@ describe("troupe CLI", { timeout: 240_000 }, () => {
       await api("POST", `/functions/${add}/execute`, { n: 2 })
       const out = await tail
       expect(out.code).toBe(0)
-      const events = out.stdout.trim().split("\n").map((l) => JSON.parse(l))
+      const events = out.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l))
       expect(events.map((e: any) => e.event).sort()).toEqual(["function.completed", "function.completed", "function.failed"])
       expect(new Set(events.map((e: any) => e.id)).size).toBe(3)
       expect(proxy.lastEventIds[0]).toBeUndefined()

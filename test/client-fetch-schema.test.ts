@@ -11,8 +11,9 @@ describe("@troupe/client-fetch schema.ts", () => {
       const a = actual.split("\n")
       const e = expected.split("\n")
       const line = e.findIndex((l, i) => l !== a[i])
-      expect.fail(`src/schema.ts is stale from line ${line + 1}: run \`npm run gen:client\`\n` +
-        `checked in: ${a[line]}\ngenerated:  ${e[line]}`)
+      expect.fail(
+        `src/schema.ts is stale from line ${line + 1}: run \`npm run gen:client\`\n` + `checked in: ${a[line]}\ngenerated:  ${e[line]}`
+      )
     }
   }, 60_000)
 })

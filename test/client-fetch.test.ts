@@ -122,48 +122,58 @@ describe("@troupe/client-fetch", () => {
   it("packs both packages, installs the tarballs in an empty folder and runs them", async () => {
     const work = Fs.mkdtempSync(Path.join(Os.tmpdir(), "troupe-pack-"))
     try {
-      const packed = await run("npm", [
-        "pack",
-        "--json",
-        "--pack-destination",
-        work,
-        "--workspace",
-        "packages/client-fetch",
-        "--workspace",
-        "packages/cli"
-      ], { cwd: root, maxBuffer: 1 << 24 })
+      const packed = await run(
+        "npm",
+        ["pack", "--json", "--pack-destination", work, "--workspace", "packages/client-fetch", "--workspace", "packages/cli"],
+        { cwd: root, maxBuffer: 1 << 24 }
+      )
       const files = JSON.parse(packed.stdout) as Array<{ name: string; filename: string; files: Array<{ path: string }> }>
       const fetchPkg = files.find((f) => f.name === "@troupe/client-fetch")!
       const cliPkg = files.find((f) => f.name === "@troupe/cli")!
-      expect(fetchPkg.files.map((f) => f.path)).toEqual(expect.arrayContaining(["README.md", "dist/index.js", "dist/index.d.ts", "dist/schema.d.ts", "package.json"]))
-      expect(cliPkg.files.map((f) => f.path)).toEqual(expect.arrayContaining(["README.md", "bin/troupe.mjs", "dist/main.js", "package.json"]))
+      expect(fetchPkg.files.map((f) => f.path)).toEqual(
+        expect.arrayContaining(["README.md", "dist/index.js", "dist/index.d.ts", "dist/schema.d.ts", "package.json"])
+      )
+      expect(cliPkg.files.map((f) => f.path)).toEqual(
+        expect.arrayContaining(["README.md", "bin/troupe.mjs", "dist/main.js", "package.json"])
+      )
       expect(cliPkg.files.some((f) => f.path.startsWith("src/"))).toBe(false)
 
       const app = Path.join(work, "app")
       Fs.mkdirSync(app)
       Fs.writeFileSync(Path.join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }))
       // third-party dependencies come from the registry (the npm cache first)
-      await run("npm", [
-        "install",
-        "--prefer-offline",
-        "--no-audit",
-        "--no-fund",
-        "--ignore-scripts",
-        Path.join(work, fetchPkg.filename),
-        Path.join(work, cliPkg.filename)
-      ], { cwd: app, maxBuffer: 1 << 24 })
-      Fs.writeFileSync(Path.join(app, "smoke.mjs"), `
+      await run(
+        "npm",
+        [
+          "install",
+          "--prefer-offline",
+          "--no-audit",
+          "--no-fund",
+          "--ignore-scripts",
+          Path.join(work, fetchPkg.filename),
+          Path.join(work, cliPkg.filename)
+        ],
+        { cwd: app, maxBuffer: 1 << 24 }
+      )
+      Fs.writeFileSync(
+        Path.join(app, "smoke.mjs"),
+        `
         import { createTroupeClient } from "@troupe/client-fetch"
         const troupe = createTroupeClient({ baseUrl: process.argv[2], workspace: "default", token: process.argv[3] })
         const me = await troupe.GET("/me")
         console.log(JSON.stringify({ status: me.response.status, name: me.data.name }))
-      `)
+      `
+      )
       const smoke = await run(process.execPath, ["smoke.mjs", server.baseUrl, token], { cwd: app })
       expect(JSON.parse(smoke.stdout)).toEqual({ status: 200, name: "admin" })
 
       const env = { ...process.env, TROUPE_CONFIG: Path.join(work, "config.json") }
       const bin = Path.join(app, "node_modules/.bin/troupe")
-      const login = await run(bin, ["login", "--url", server.baseUrl, "--username", "admin", "--password", server.adminPassword, "--json"], { cwd: app, env })
+      const login = await run(
+        bin,
+        ["login", "--url", server.baseUrl, "--username", "admin", "--password", server.adminPassword, "--json"],
+        { cwd: app, env }
+      )
       expect(JSON.parse(login.stdout)).toMatchObject({ workspace: "default" })
       const types = await run(bin, ["types"], { cwd: app, env })
       expect(types.stdout).toContain("export interface Notes {")

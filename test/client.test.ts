@@ -27,15 +27,18 @@ describe("@troupe/client", () => {
 
   it("creates and reads a structure with a user token", async () => {
     const token = await server.adminToken()
-    const created = await run(Effect.gen(function*() {
-      const client = yield* ApiClient
-      const s = yield* client.structures.create({
-        params: { workspace: server.workspace },
-        payload: { name: "Client Notes", properties: [{ name: "title", type: "string", required: true }] }
-      })
-      const again = yield* client.structures.get({ params: { workspace: server.workspace, id: s.id } })
-      return { s, again }
-    }), token)
+    const created = await run(
+      Effect.gen(function* () {
+        const client = yield* ApiClient
+        const s = yield* client.structures.create({
+          params: { workspace: server.workspace },
+          payload: { name: "Client Notes", properties: [{ name: "title", type: "string", required: true }] }
+        })
+        const again = yield* client.structures.get({ params: { workspace: server.workspace, id: s.id } })
+        return { s, again }
+      }),
+      token
+    )
     expect(created.s.recordSlug).toBe("client-notes")
     expect(created.again.id).toBe(created.s.id)
     expect(created.again.properties[0]?.name).toBe("title")
@@ -43,18 +46,25 @@ describe("@troupe/client", () => {
 
   it("fails with the server's typed errors", async () => {
     const token = await server.adminToken()
-    const missing = await run(Effect.gen(function*() {
-      const client = yield* ApiClient
-      return yield* Effect.flip(client.structures.get({
-        params: { workspace: server.workspace, id: "00000000-0000-4000-8000-000000000000" }
-      }))
-    }), token)
+    const missing = await run(
+      Effect.gen(function* () {
+        const client = yield* ApiClient
+        return yield* Effect.flip(
+          client.structures.get({
+            params: { workspace: server.workspace, id: "00000000-0000-4000-8000-000000000000" }
+          })
+        )
+      }),
+      token
+    )
     expect(missing).toBeInstanceOf(NotFound)
     expect((missing as NotFound).code).toBe("STRUCTURE_NOT_FOUND")
-    const anonymous = await run(Effect.gen(function*() {
-      const client = yield* ApiClient
-      return yield* Effect.flip(client.structures.list({ params: { workspace: server.workspace }, query: {} }))
-    }))
+    const anonymous = await run(
+      Effect.gen(function* () {
+        const client = yield* ApiClient
+        return yield* Effect.flip(client.structures.list({ params: { workspace: server.workspace }, query: {} }))
+      })
+    )
     expect(anonymous).toBeInstanceOf(Unauthorized)
   })
 
@@ -65,13 +75,13 @@ describe("@troupe/client", () => {
       body: { name: "client-test", role: "developer" }
     })
     expect(sa.status).toBe(201)
-    const program = Effect.gen(function*() {
+    const program = Effect.gen(function* () {
       const tokens = yield* TokenSource.clientCredentials({
         baseUrl: server.baseUrl,
         clientId: sa.body.clientId,
         clientSecret: sa.body.clientSecret
       })
-      return yield* Effect.gen(function*() {
+      return yield* Effect.gen(function* () {
         const client = yield* ApiClient
         return yield* client.structures.list({ params: { workspace: server.workspace }, query: {} })
       }).pipe(Effect.provide(ApiClient.layer({ baseUrl: server.baseUrl, token: tokens.provider })))

@@ -176,14 +176,16 @@ describe.runIf(process.env.DATABASE_URL)("a node killed while its runs spin", ()
 
     await c.stop("SIGKILL")
     const deadline = Date.now() + 30_000
-    const lost = await Promise.all(onC.map(async (jobId) => {
-      let run = await runs.get(b, jobId)
-      while (run.status === "running" && Date.now() < deadline) {
-        await sleep(100)
-        run = await runs.get(b, jobId)
-      }
-      return run
-    }))
+    const lost = await Promise.all(
+      onC.map(async (jobId) => {
+        let run = await runs.get(b, jobId)
+        while (run.status === "running" && Date.now() < deadline) {
+          await sleep(100)
+          run = await runs.get(b, jobId)
+        }
+        return run
+      })
+    )
     for (const run of lost) {
       expect(run, JSON.stringify(run)).toMatchObject({ status: "failed" })
       expect(run.error).toMatch(/^node lost/)

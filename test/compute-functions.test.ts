@@ -100,11 +100,14 @@ describe("compute functions over HTTP", () => {
 
     it("sorts lists by a JSON sort and pages them", async () => {
       for (const n of ["sort-b", "sort-a", "sort-c"]) await c.createFunction(n, fn("return 1"))
-      const res = await c.call("GET", `/compute-functions?search=sort-&sort=${encodeURIComponent(JSON.stringify([{ field: "name", direction: "desc" }]))}&limit=2&page=1`)
+      const res = await c.call(
+        "GET",
+        `/compute-functions?search=sort-&sort=${encodeURIComponent(JSON.stringify([{ field: "name", direction: "desc" }]))}&limit=2&page=1`
+      )
       expect(res.status, res.text).toBe(200)
       expect(res.body.functions.map((f: any) => f.name)).toEqual(["sort-c", "sort-b"])
       expect(res.body.total).toBe(3)
-      const bad = await c.call("GET", `/compute-functions?sort=${encodeURIComponent("[{\"field\":\"code\"}]")}`)
+      const bad = await c.call("GET", `/compute-functions?sort=${encodeURIComponent('[{"field":"code"}]')}`)
       expect(bad.status).toBe(400)
     })
 
@@ -198,7 +201,8 @@ describe("compute functions over HTTP", () => {
 
   describe("the api object", () => {
     it("creates, queries, fetches, updates and deletes records as the caller, with source function", async () => {
-      const run = await c.runCode(fn(`
+      const run = await c.runCode(
+        fn(`
         const a = await api.createRecord('counters', { name: 'alpha', count: 1, tags: ['x'], secret: 's3cret' })
         const b = await api.createRecord('counters', { name: 'beta', count: 5, tags: ['y'] })
         const byField = await api.fetchRecordByUniqueField('counters', 'name', 'beta')
@@ -213,7 +217,8 @@ describe("compute functions over HTTP", () => {
         return { a, byField: byField.id === b.id, fetched: fetched.data, missing, total: page.total,
           pageIds: page.items.map(r => r.id), bracket: bracket.items.map(r => r.data.name), sorted: sorted.items.map(r => r.data.name),
           pageSize: sorted.pageSize, page: sorted.page, updated: updated.data.count, version: updated.version, agg, removed }
-      `))
+      `)
+      )
       expect(run.status, run.error).toBe("completed")
       const r = run.result
       expect(r.a.data).toMatchObject({ name: "alpha", count: 1, secret: "********" })
@@ -229,7 +234,7 @@ describe("compute functions over HTTP", () => {
       expect(r.removed).toMatchObject({ success: true, id: r.a.id })
       const changelog = await server.request("GET", `${server.base}/records/${r.a.id}/changelog`, { token })
       expect(changelog.status).toBe(200)
-      expect(JSON.stringify(changelog.body)).toContain("\"source\":\"function\"")
+      expect(JSON.stringify(changelog.body)).toContain('"source":"function"')
     })
 
     it("incrementField is atomic under concurrent runs", async () => {
@@ -239,8 +244,14 @@ describe("compute functions over HTTP", () => {
       })
       expect(created.status).toBe(201)
       const id = created.body.id
-      const jobs = await Promise.all(Array.from({ length: 20 }, () =>
-        c.call("POST", "/compute-functions/test", { code: fn(`return (await api.incrementField('${id}', 'count', 1)).data.count`), params: {} })))
+      const jobs = await Promise.all(
+        Array.from({ length: 20 }, () =>
+          c.call("POST", "/compute-functions/test", {
+            code: fn(`return (await api.incrementField('${id}', 'count', 1)).data.count`),
+            params: {}
+          })
+        )
+      )
       const runs = await Promise.all(jobs.map((j) => c.waitRun(j.body.jobId)))
       expect(runs.filter((r) => r.status !== "completed").map((r) => r.error)).toEqual([])
       expect(new Set(runs.map((r) => r.result)).size).toBe(20)
@@ -249,14 +260,18 @@ describe("compute functions over HTTP", () => {
       const read = await server.request("GET", `${server.base}/records/${id}`, { token })
       expect(read.body.data.count).toBe(15)
       expect(read.body.version).toBe(22)
-      const bad = await c.runCode(fn(`try { await api.incrementField('${id}', 'name', 1) } catch (e) { return { code: e.code, statusCode: e.statusCode } }`))
+      const bad = await c.runCode(
+        fn(`try { await api.incrementField('${id}', 'name', 1) } catch (e) { return { code: e.code, statusCode: e.statusCode } }`)
+      )
       expect(bad.result).toEqual({ code: "VALIDATION_ERROR", statusCode: 400 })
     })
 
     it("validation errors surface in the function as errors with code and details", async () => {
-      const run = await c.runCode(fn(`
+      const run = await c.runCode(
+        fn(`
         try { await api.createRecord('counters', { count: 'many' }) } catch (e) { return { message: e.message, code: e.code, statusCode: e.statusCode, details: e.details } }
-      `))
+      `)
+      )
       expect(run.status).toBe("completed")
       expect(run.result).toMatchObject({ code: "VALIDATION_ERROR", statusCode: 400 })
       expect(run.result.details[0].field).toContain("count")
@@ -266,7 +281,8 @@ describe("compute functions over HTTP", () => {
     })
 
     it("helpers: math, uuid, lodash, formatDate", async () => {
-      const run = await c.runCode(fn(`
+      const run = await c.runCode(
+        fn(`
         return {
           evaluated: api.math.evaluate('2 + 3 * 4'),
           sum: api.math.add(2, 3), diff: api.math.subtract(2, 3), product: api.math.multiply(2, 3), quotient: api.math.divide(3, 2),
@@ -275,25 +291,35 @@ describe("compute functions over HTTP", () => {
           merged: api.lodash.merge({ a: { b: 1 } }, { a: { c: 2 } }),
           date: api.formatDate('2026-03-04T05:06:07Z', 'YYYY-MM-DD HH:mm:ss')
         }
-      `))
+      `)
+      )
       expect(run.status, run.error).toBe("completed")
       expect(run.result).toMatchObject({
-        evaluated: 14, sum: 5, diff: -1, product: 6, quotient: 1.5,
-        chunk: [[1, 2], [3]], flat: [1, 2, [3]], uniq: [1, 2], merged: { a: { b: 1, c: 2 } },
+        evaluated: 14,
+        sum: 5,
+        diff: -1,
+        product: 6,
+        quotient: 1.5,
+        chunk: [[1, 2], [3]],
+        flat: [1, 2, [3]],
+        uniq: [1, 2],
+        merged: { a: { b: 1, c: 2 } },
         date: "2026-03-04 05:06:07"
       })
       expect(run.result.uuid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
     })
 
     it("outbound HTTP reaches allow-listed hosts only", async () => {
-      const run = await c.runCode(fn(`
+      const run = await c.runCode(
+        fn(`
         const got = await api.httpGet('${outsideUrl}/hello')
         const posted = await api.httpPost('${outsideUrl}/post', { a: 1 })
         const res = await api.fetch('${outsideUrl}/f', { method: 'PUT', body: 'x' })
         let refused
         try { await api.httpGet('http://example.invalid/') } catch (e) { refused = e.code }
         return { got: got.data.path, status: got.status, posted: JSON.parse(posted.data.body), fetched: (await res.json()).method, refused }
-      `))
+      `)
+      )
       expect(run.status, run.error).toBe("completed")
       expect(run.result).toEqual({ got: "/hello", status: 200, posted: { a: 1 }, fetched: "PUT", refused: "HOST_NOT_ALLOWED" })
     })
@@ -313,7 +339,9 @@ describe("compute functions over HTTP", () => {
     })
 
     it("a run that times out keeps the logs it wrote", async () => {
-      const run = await c.runCode(fn("api.log('step 1'); await api.fetchRecord('00000000-0000-4000-8000-000000000000'); api.log('step 2'); while (true) {}"))
+      const run = await c.runCode(
+        fn("api.log('step 1'); await api.fetchRecord('00000000-0000-4000-8000-000000000000'); api.log('step 2'); while (true) {}")
+      )
       expect(run.status).toBe("timed_out")
       expect(run.logs.map((l: any) => l.message)).toEqual(["step 1", "step 2"])
     })
@@ -334,7 +362,8 @@ describe("compute functions over HTTP", () => {
     })
 
     it("constructor chains reach no host object; injected objects are frozen", async () => {
-      const run = await c.runCode(fn(`
+      const run = await c.runCode(
+        fn(`
         const g = api.log.constructor.constructor('return this')()
         let tampered = 'no'
         try { api.createRecord = () => 1; tampered = String(api.createRecord === 1) } catch (e) { tampered = 'threw' }
@@ -342,9 +371,17 @@ describe("compute functions over HTTP", () => {
         try { executionParams.x = 1; paramsTampered = String(executionParams.x) } catch (e) { paramsTampered = 'threw' }
         return { process: typeof g.process, require: typeof g.require, console: typeof console, setTimeout: typeof setTimeout,
           tampered, paramsTampered, frozen: Object.isFrozen(api) && Object.isFrozen(executionParams) }
-      `), { a: { b: 1 } })
+      `),
+        { a: { b: 1 } }
+      )
       expect(run.status, run.error).toBe("completed")
-      expect(run.result).toMatchObject({ process: "undefined", require: "undefined", console: "undefined", setTimeout: "undefined", frozen: true })
+      expect(run.result).toMatchObject({
+        process: "undefined",
+        require: "undefined",
+        console: "undefined",
+        setTimeout: "undefined",
+        frozen: true
+      })
       expect(run.result.tampered).not.toBe("true")
       expect(run.result.paramsTampered).not.toBe("1")
     })
@@ -381,7 +418,10 @@ describe("compute functions over HTTP", () => {
     it("a function acts as its caller, with the caller's permissions", async () => {
       const developer = await createUser(server, token, "developer")
       const d = computeClient(server, developer.token)
-      const res = await d.call("POST", "/compute-functions/test", { code: fn("return (await api.createRecord('counters', { name: 'by-dev' })).createdBy"), params: {} })
+      const res = await d.call("POST", "/compute-functions/test", {
+        code: fn("return (await api.createRecord('counters', { name: 'by-dev' })).createdBy"),
+        params: {}
+      })
       expect((await d.waitRun(res.body.jobId)).result).toBe(developer.userId)
       const account = await createAccount(server, token, { permissions: ["execute:functions", "read:functions", "read:records"] })
       const sa = computeClient(server, account.token)
@@ -403,6 +443,7 @@ describe("compute functions over HTTP", () => {
       "/workspace/{workspace}/api/v1/drafts/{id}",
       "/workspace/{workspace}/api/v1/function-triggers/{id}/execute",
       "/workspace/{workspace}/api/v1/function-runs/{id}/rerun-history"
-    ]) expect(Object.keys(spec.paths)).toContain(path)
+    ])
+      expect(Object.keys(spec.paths)).toContain(path)
   })
 })

@@ -24,8 +24,16 @@ describe.runIf(process.env.DATABASE_URL)("scheduled triggers across two nodes", 
       body: { name: "ticks", recordSlug: "ticks", properties: [{ name: "at", type: "string" }] }
     })
     expect(made.status).toBeLessThan(300)
-    const writer = await c.createFunction("tick-writer", fn("await api.createRecord('ticks', { at: executionParams.scheduledFor }); return 1"))
-    const trigger = await c.createTrigger({ name: "every-second", functionId: writer.id, executionType: "scheduled", triggerMetadata: { interval: 1 } })
+    const writer = await c.createFunction(
+      "tick-writer",
+      fn("await api.createRecord('ticks', { at: executionParams.scheduledFor }); return 1")
+    )
+    const trigger = await c.createTrigger({
+      name: "every-second",
+      functionId: writer.id,
+      executionType: "scheduled",
+      triggerMetadata: { interval: 1 }
+    })
 
     const runsOf = async (node: Pick<TestNode, "request">) => {
       const res = await node.request("GET", `${a.base}/function-runs?triggerId=${trigger.id}&limit=1000`, { token })

@@ -28,7 +28,11 @@ describe("trigger types over HTTP", () => {
     expect(res.status, res.text).toBeLessThan(300)
   }
   const auditRows = async (tag: string) => {
-    const res = await server.request("GET", `${server.base}/records?structureId=audit&limit=100&filter=${encodeURIComponent(`tag:${tag}`)}`, { token })
+    const res = await server.request(
+      "GET",
+      `${server.base}/records?structureId=audit&limit=100&filter=${encodeURIComponent(`tag:${tag}`)}`,
+      { token }
+    )
     expect(res.status, res.text).toBe(200)
     return (res.body.results as Array<any>).map((r) => ({ ...r, params: JSON.parse(r.data.payload) }))
   }
@@ -54,8 +58,15 @@ describe("trigger types over HTTP", () => {
     token = await server.adminToken()
     c = computeClient(server, token)
     rx = await startReceiver()
-    await structure("audit", [{ name: "tag", type: "string" }, { name: "payload", type: "string" }])
-    await structure("orders", [{ name: "amount", type: "number", minimum: 0 }, { name: "note", type: "string" }, { name: "pin", type: "string", isSecret: true }])
+    await structure("audit", [
+      { name: "tag", type: "string" },
+      { name: "payload", type: "string" }
+    ])
+    await structure("orders", [
+      { name: "amount", type: "number", minimum: 0 },
+      { name: "note", type: "string" },
+      { name: "pin", type: "string", isSecret: true }
+    ])
     audit = await c.createFunction("audit", AUDIT)
   })
   afterAll(async () => {
@@ -66,11 +77,19 @@ describe("trigger types over HTTP", () => {
   describe("event-driven", () => {
     it("record_created, record_updated, record_deleted, record_restored and record_reverted fire with the event as params (event, workspaceSlug, recordSlug, recordId, data, timestamp)", async () => {
       for (const e of ["record_created", "record_updated", "record_deleted", "record_restored", "record_reverted"]) await eventTrigger(e, e)
-      const created = await server.request("POST", `${server.base}/records`, { token, body: { structureId: "orders", data: { amount: 5, pin: "1234" } } })
+      const created = await server.request("POST", `${server.base}/records`, {
+        token,
+        body: { structureId: "orders", data: { amount: 5, pin: "1234" } }
+      })
       expect(created.status).toBe(201)
       const id = created.body.id
       const [onCreate] = await waitAudit("record_created", 1)
-      expect(onCreate!.params).toMatchObject({ event: "record_created", workspaceSlug: server.workspace, recordSlug: "orders", recordId: id })
+      expect(onCreate!.params).toMatchObject({
+        event: "record_created",
+        workspaceSlug: server.workspace,
+        recordSlug: "orders",
+        recordId: id
+      })
       expect(onCreate!.params.data).toMatchObject({ id, data: { amount: 5, pin: "********" } })
       expect(Number.isNaN(Date.parse(onCreate!.params.timestamp))).toBe(false)
 
@@ -128,9 +147,19 @@ describe("trigger types over HTTP", () => {
 
     it("a function that writes to its own trigger's structure stops at the depth limit", async () => {
       await structure("loops", [{ name: "n", type: "number" }])
-      const looper = await c.createFunction("looper", fn("await api.createRecord('loops', { n: (executionParams.data.data.n || 0) + 1 }); return 'again'"))
-      await c.createTrigger({ name: "loop", functionId: looper.id, executionType: "event-driven", triggerMetadata: { event: "record_created", recordSlug: "loops" } })
-      expect((await server.request("POST", `${server.base}/records`, { token, body: { structureId: "loops", data: { n: 0 } } })).status).toBe(201)
+      const looper = await c.createFunction(
+        "looper",
+        fn("await api.createRecord('loops', { n: (executionParams.data.data.n || 0) + 1 }); return 'again'")
+      )
+      await c.createTrigger({
+        name: "loop",
+        functionId: looper.id,
+        executionType: "event-driven",
+        triggerMetadata: { event: "record_created", recordSlug: "loops" }
+      })
+      expect(
+        (await server.request("POST", `${server.base}/records`, { token, body: { structureId: "loops", data: { n: 0 } } })).status
+      ).toBe(201)
       const deadline = Date.now() + 20_000
       let stopped: any
       while (Date.now() < deadline && stopped === undefined) {
@@ -140,7 +169,8 @@ describe("trigger types over HTTP", () => {
       }
       expect(stopped).toBeDefined()
       await sleep(500)
-      const count = (await server.request("GET", `${server.base}/records?structureId=loops&includeCount=true&limit=1`, { token })).body.pagination.total
+      const count = (await server.request("GET", `${server.base}/records?structureId=loops&includeCount=true&limit=1`, { token })).body
+        .pagination.total
       expect(count).toBeLessThanOrEqual(12)
       expect(count).toBeGreaterThan(2)
     })
@@ -148,7 +178,12 @@ describe("trigger types over HTTP", () => {
 
   describe("validation", () => {
     const attempt = (executionType: string, triggerMetadata: Record<string, unknown>) =>
-      c.call("POST", "/function-triggers", { name: `v-${Math.random().toString(36).slice(2)}`, functionId: audit.id, executionType, triggerMetadata })
+      c.call("POST", "/function-triggers", {
+        name: `v-${Math.random().toString(36).slice(2)}`,
+        functionId: audit.id,
+        executionType,
+        triggerMetadata
+      })
     it("answers 400 naming the field for every invalid trigger", async () => {
       const cases: Array<[string, Record<string, unknown>, string]> = [
         ["event-driven", { event: "record_exploded", recordSlug: "orders" }, "triggerMetadata.event"],
@@ -171,7 +206,10 @@ describe("trigger types over HTTP", () => {
         const res = await attempt(type, metadata)
         expect(res.status, `${type} ${JSON.stringify(metadata)}`).toBe(400)
         expect(res.body.code).toBe("VALIDATION_ERROR")
-        expect(res.body.details.map((d: any) => d.field), JSON.stringify(metadata)).toContain(field)
+        expect(
+          res.body.details.map((d: any) => d.field),
+          JSON.stringify(metadata)
+        ).toContain(field)
       }
     })
   })
@@ -205,7 +243,9 @@ describe("trigger types over HTTP", () => {
       expect(resumed.body.trigger).toMatchObject({ paused: false, status: "active" })
       await waitAudit("interval", atPause + 2, 10_000)
 
-      const updated = await c.call("PUT", `/function-triggers/${t.id}`, { triggerMetadata: { interval: 3600, params: { tag: "interval" } } })
+      const updated = await c.call("PUT", `/function-triggers/${t.id}`, {
+        triggerMetadata: { interval: 3600, params: { tag: "interval" } }
+      })
       expect(updated.status).toBe(200)
       expect(Date.parse(updated.body.nextRunAt) - Date.now()).toBeGreaterThan(3000 * 1000)
       await sleep(300)
@@ -248,20 +288,37 @@ describe("trigger types over HTTP", () => {
 
   describe("HTTP triggers", () => {
     it("runs sync with any method, strips credentials, passes text bodies, and answers async with 202", async () => {
-      const echo = await c.createFunction("http-echo", fn(`
+      const echo = await c.createFunction(
+        "http-echo",
+        fn(`
         await api.createRecord('audit', { tag: 'http', payload: JSON.stringify(executionParams) })
         if (executionParams.query.fail) throw new Error('asked to fail')
         if (executionParams.query.spin) { while (true) {} }
         return { success: true, data: { method: executionParams.method, body: executionParams.body, query: executionParams.query, headers: executionParams.headers } }
-      `))
-      const t = await c.createTrigger({ name: "hook", functionId: echo.id, executionType: "webhook", triggerMetadata: { path: "/orders/incoming" } })
+      `)
+      )
+      const t = await c.createTrigger({
+        name: "hook",
+        functionId: echo.id,
+        executionType: "webhook",
+        triggerMetadata: { path: "/orders/incoming" }
+      })
       expect(t).toMatchObject({ executionType: "http-trigger" })
       expect((t as any).url).toBe(`/workspace/${server.workspace}/api/v1/http-triggers/orders/incoming`)
-      const dup = await c.call("POST", "/function-triggers", { name: "hook2", functionId: echo.id, executionType: "http-trigger", triggerMetadata: { path: "orders/incoming/" } })
+      const dup = await c.call("POST", "/function-triggers", {
+        name: "hook2",
+        functionId: echo.id,
+        executionType: "http-trigger",
+        triggerMetadata: { path: "orders/incoming/" }
+      })
       expect(dup.status).toBe(409)
 
       const url = `/workspace/${server.workspace}/api/v1/http-triggers/orders/incoming`
-      const post = await server.request("POST", `${url}?a=1`, { token, body: { hello: "world" }, headers: { cookie: "s=1", "x-custom": "yes" } })
+      const post = await server.request("POST", `${url}?a=1`, {
+        token,
+        body: { hello: "world" },
+        headers: { cookie: "s=1", "x-custom": "yes" }
+      })
       expect(post.status, post.text).toBe(200)
       expect(post.body).toMatchObject({ success: true, data: { method: "POST", body: { hello: "world" }, query: { a: "1" } } })
       expect(post.body.runId).toMatch(/^[0-9a-f-]{36}$/)
@@ -301,9 +358,16 @@ describe("trigger types over HTTP", () => {
       expect(spun.status).toBe(504)
       expect(spun.body.success).toBe(false)
 
-      expect((await server.request("POST", `/workspace/${server.workspace}/api/v1/http-triggers/nowhere`, { token, body: {} })).status).toBe(404)
+      expect(
+        (await server.request("POST", `/workspace/${server.workspace}/api/v1/http-triggers/nowhere`, { token, body: {} })).status
+      ).toBe(404)
       const doomed = await c.createFunction("http-doomed", fn("return 1"))
-      await c.createTrigger({ name: "doomed-hook", functionId: doomed.id, executionType: "http-trigger", triggerMetadata: { path: "doomed" } })
+      await c.createTrigger({
+        name: "doomed-hook",
+        functionId: doomed.id,
+        executionType: "http-trigger",
+        triggerMetadata: { path: "doomed" }
+      })
       expect((await c.call("DELETE", `/compute-functions/${doomed.id}`)).status).toBe(200)
       const orphan = await server.request("POST", `/workspace/${server.workspace}/api/v1/http-triggers/doomed`, { token, body: {} })
       expect(orphan.status).toBe(400)
@@ -326,7 +390,12 @@ describe("trigger types over HTTP", () => {
       const admin = await openSse(`${sse}?events=function.*`, { authorization: `Bearer ${token}` })
       const plain = await openSse(sse, { authorization: `Bearer ${reader.token}` })
       expect([admin.status, plain.status]).toEqual([200, 200])
-      const t = await c.createTrigger({ name: "evented", functionId: audit.id, executionType: "on-demand", triggerMetadata: { params: { tag: "evented" } } })
+      const t = await c.createTrigger({
+        name: "evented",
+        functionId: audit.id,
+        executionType: "on-demand",
+        triggerMetadata: { params: { tag: "evented" } }
+      })
       const job = await c.call("POST", `/function-triggers/${t.id}/execute`, {})
       await c.waitRun(job.body.jobId)
       await rx.waitFor((hits) => hits.some((h) => h.json?.event === "function.completed" && h.json.data.runId === job.body.jobId), 10_000)
@@ -334,7 +403,10 @@ describe("trigger types over HTTP", () => {
       expect(fired?.json.data).toMatchObject({ triggerId: t.id, triggerName: "evented", executionType: "on-demand" })
       const completed = rx.hits.find((h) => h.json?.event === "function.completed" && h.json.data.runId === job.body.jobId)
       expect(completed?.json.data).toMatchObject({ functionId: audit.id, triggerId: t.id, status: "completed" })
-      await admin.waitFor((messages) => messages.some((m) => m.json?.event === "function.completed" && m.json.data.runId === job.body.jobId), 10_000)
+      await admin.waitFor(
+        (messages) => messages.some((m) => m.json?.event === "function.completed" && m.json.data.runId === job.body.jobId),
+        10_000
+      )
       // the plain reader saw the audit record's event but no compute event
       await plain.waitFor((messages) => messages.some((m) => m.json?.event === "record.created" && m.json.structure === "audit"), 10_000)
       expect(plain.messages.some((m) => /^(function|trigger)\./.test(m.json?.event ?? ""))).toBe(false)

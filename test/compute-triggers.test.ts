@@ -45,11 +45,20 @@ describe("on-demand triggers, drafts and re-runs", () => {
       expect(executed.status).toBe(200)
       expect(executed.body.jobId).toMatch(/^[0-9a-f-]{36}$/)
       const run = await c.waitRun(executed.body.jobId)
-      expect(run).toMatchObject({ status: "completed", triggerId: trigger.id, functionId: echo.id, executionSource: "manual", functionVersion: "1" })
+      expect(run).toMatchObject({
+        status: "completed",
+        triggerId: trigger.id,
+        functionId: echo.id,
+        executionSource: "manual",
+        functionVersion: "1"
+      })
       expect(run.result.data).toEqual({ params: { orderId: 42, nested: { a: true } }, trigger: { plain: 1, apiKey: "sk-live-123" } })
 
       // sending the shown form back keeps the secret; changing the name stores a version
-      const put = await c.call("PUT", `/function-triggers/${trigger.id}`, { name: "echo-later", triggerMetadata: read.body.triggerMetadata })
+      const put = await c.call("PUT", `/function-triggers/${trigger.id}`, {
+        name: "echo-later",
+        triggerMetadata: read.body.triggerMetadata
+      })
       expect(put.status, put.text).toBe(200)
       expect(put.body.triggerMetadata.params.apiKey.value).toBe(key.value)
       expect(put.body.version).toBe(2)
@@ -65,12 +74,18 @@ describe("on-demand triggers, drafts and re-runs", () => {
 
     it("rules: unique names, executionType fixed, execute only on-demand, pause only scheduled", async () => {
       const t = await c.createTrigger({ name: "rules", functionId: echo.id, executionType: "on-demand" })
-      expect((await c.call("POST", "/function-triggers", { name: "rules", functionId: echo.id, executionType: "on-demand" })).status).toBe(409)
+      expect((await c.call("POST", "/function-triggers", { name: "rules", functionId: echo.id, executionType: "on-demand" })).status).toBe(
+        409
+      )
       const changed = await c.call("PUT", `/function-triggers/${t.id}`, { executionType: "scheduled" })
       expect(changed.status).toBe(400)
       expect((await c.call("PUT", `/function-triggers/${t.id}`, { executionType: "on-demand", description: "same type" })).status).toBe(200)
       expect((await c.call("PATCH", `/function-triggers/${t.id}/pause`)).status).toBe(400)
-      const missingFn = await c.call("POST", "/function-triggers", { name: "x", functionId: Crypto.randomUUID(), executionType: "on-demand" })
+      const missingFn = await c.call("POST", "/function-triggers", {
+        name: "x",
+        functionId: Crypto.randomUUID(),
+        executionType: "on-demand"
+      })
       expect(missingFn.status).toBe(404)
       expect((await c.call("POST", "/function-triggers", { name: "y", functionId: "nope", executionType: "on-demand" })).status).toBe(400)
       expect((await c.call("POST", "/function-triggers", { name: "z", functionId: echo.id, executionType: "sometimes" })).status).toBe(400)
@@ -92,7 +107,9 @@ describe("on-demand triggers, drafts and re-runs", () => {
       expect((await c.call("PUT", `/function-triggers/${system.id}`, { description: "x" })).status).toBe(400)
       expect((await c.call("DELETE", `/function-triggers/${system.id}`)).status).toBe(400)
       expect((await c.call("POST", `/function-triggers/${system.id}/execute`, {})).status).toBe(400)
-      expect((await c.call("POST", "/function-triggers", { name: "default-trigger", functionId: echo.id, executionType: "on-demand" })).status).toBe(409)
+      expect(
+        (await c.call("POST", "/function-triggers", { name: "default-trigger", functionId: echo.id, executionType: "on-demand" })).status
+      ).toBe(409)
     })
 
     it("a workspace created later has its default-trigger", async () => {
@@ -135,10 +152,15 @@ describe("on-demand triggers, drafts and re-runs", () => {
 
   describe("drafts", () => {
     it("a function draft is read, updated, listed and published (then gone); a name clash is 409 and keeps it", async () => {
-      const draft = await c.call("POST", "/drafts", { resourceType: "compute-functions", data: { name: "drafted", code: fn("return 'v1'") } })
+      const draft = await c.call("POST", "/drafts", {
+        resourceType: "compute-functions",
+        data: { name: "drafted", code: fn("return 'v1'") }
+      })
       expect(draft.status).toBe(201)
       expect(draft.body).toMatchObject({ resourceType: "compute-functions", data: { name: "drafted" } })
-      const put = await c.call("PUT", `/drafts/${draft.body.id}`, { data: { name: "drafted", code: fn("return 'v2'"), description: "reviewed" } })
+      const put = await c.call("PUT", `/drafts/${draft.body.id}`, {
+        data: { name: "drafted", code: fn("return 'v2'"), description: "reviewed" }
+      })
       expect(put.status).toBe(200)
       expect(put.body.data.description).toBe("reviewed")
       expect((await c.call("GET", `/drafts/${draft.body.id}`)).body.data.description).toBe("reviewed")
@@ -175,8 +197,11 @@ describe("on-demand triggers, drafts and re-runs", () => {
     it("re-runs with overrides, lineage, an atomic rerunCount and the history", async () => {
       const t = await c.createTrigger({ name: "rerunnable", functionId: echo.id, executionType: "on-demand" })
       const original = await c.waitRun((await c.call("POST", `/function-triggers/${t.id}/execute`, { a: 1, b: 2 })).body.jobId)
-      const reruns = await Promise.all(Array.from({ length: 5 }, (_, i) =>
-        c.call("POST", `/function-runs/${original.id}/rerun`, { reason: `try ${i}`, overrideParams: { b: 3 + i }, useLatestCode: true })))
+      const reruns = await Promise.all(
+        Array.from({ length: 5 }, (_, i) =>
+          c.call("POST", `/function-runs/${original.id}/rerun`, { reason: `try ${i}`, overrideParams: { b: 3 + i }, useLatestCode: true })
+        )
+      )
       for (const r of reruns) {
         expect(r.status, r.text).toBe(200)
         expect(r.body.jobId).toMatch(/^[0-9a-f-]{36}$/)

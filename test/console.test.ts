@@ -232,11 +232,11 @@ describe("admin console in Chromium", () => {
     expect(await page.$eval(".cm-content", (e) => (e as unknown as Rendered).innerText)).toBe(
       "async function run() { api.log('doubling'); return { success: true, data: executionParams.n * 2 } }"
     )
-    await retype(page, "textarea[name=run-params]", "{\"n\": 21}")
+    await retype(page, "textarea[name=run-params]", '{"n": 21}')
     await page.click("button::-p-text(Test run)")
     await page.waitForSelector("[data-testid=run-outcome][data-status=completed]", { timeout: 20_000 })
     const outcome = await page.$eval("[data-testid=run-outcome]", (e) => (e as unknown as Rendered).innerText)
-    expect(outcome).toContain("\"data\": 42")
+    expect(outcome).toContain('"data": 42')
     expect(outcome).toContain("doubling")
 
     await page.click("button::-p-text(Create function)")
@@ -249,7 +249,7 @@ describe("admin console in Chromium", () => {
     await page.waitForSelector("[data-testid=runs] a")
     await page.click("[data-testid=runs] a")
     await page.waitForSelector("[data-testid=run-outcome][data-status=completed]")
-    expect(await page.$eval("[data-testid=run-outcome]", (e) => (e as unknown as Rendered).innerText)).toContain("\"data\": 42")
+    expect(await page.$eval("[data-testid=run-outcome]", (e) => (e as unknown as Rendered).innerText)).toContain('"data": 42')
     expect(pageErrors).toEqual([])
   })
 
@@ -267,7 +267,10 @@ describe("admin console in Chromium", () => {
     await created("POST", "/structures", {
       name: "Authors",
       recordSlug: "authors",
-      properties: [{ name: "name", type: "string", required: true }, { name: "born", type: "number" }]
+      properties: [
+        { name: "name", type: "string", required: true },
+        { name: "born", type: "number" }
+      ]
     })
     const shelfReport = await api.createFunction(
       "shelf-report",
@@ -312,7 +315,12 @@ describe("admin console in Chromium", () => {
     await go(page, "#/activity")
     await page.waitForSelector("[data-testid=connection]::-p-text(open)")
     const books: Record<string, string> = {}
-    for (const [title, pages] of [["Neuromancer", 271], ["Solaris", 204], ["Foundation", 255], ["Hyperion", 482]] as const) {
+    for (const [title, pages] of [
+      ["Neuromancer", 271],
+      ["Solaris", 204],
+      ["Foundation", 255],
+      ["Hyperion", 482]
+    ] as const) {
       books[title] = (await created("POST", "/structures/books/records", { title, pages })).id
     }
     await created("PATCH", `/records/${books.Solaris}`, { data: { pages: 224 } })
@@ -343,11 +351,11 @@ describe("admin console in Chromium", () => {
     // a saved function opens in the editor with its code, and test-runs with params
     await go(page, `#/functions/${shelfReport.id}`)
     await page.waitForFunction(() => document.body.innerText.includes("counting ${shelves.length} shelves"))
-    await retype(page, "textarea[name=run-params]", "{\"shelves\": [\"sf\", \"classics\", \"poetry\"]}")
+    await retype(page, "textarea[name=run-params]", '{"shelves": ["sf", "classics", "poetry"]}')
     await page.click("button::-p-text(Test run)")
     await page.waitForSelector("[data-testid=run-outcome][data-status=completed]", { timeout: 20_000 })
     const outcome = await page.$eval("[data-testid=run-outcome]", (e) => (e as unknown as Rendered).innerText)
-    expect(outcome).toContain("\"shelves\": 3")
+    expect(outcome).toContain('"shelves": 3')
     expect(outcome).toContain("counting 3 shelves")
     await snap(page, "function-editor")
 
@@ -358,7 +366,7 @@ describe("admin console in Chromium", () => {
     await snap(page, "runs")
     await page.click(`[data-testid=runs] a[href$="${run.id}"]`)
     await page.waitForSelector("[data-testid=run-outcome][data-status=completed]")
-    expect(await page.$eval("[data-testid=run-outcome]", (e) => (e as unknown as Rendered).innerText)).toContain("\"data\": 10")
+    expect(await page.$eval("[data-testid=run-outcome]", (e) => (e as unknown as Rendered).innerText)).toContain('"data": 10')
     await waitText(page, "double-now")
     await snap(page, "run")
 
@@ -442,7 +450,10 @@ describe("admin console in Chromium", () => {
       expect(structure.status).toBe(403)
       const record = await server.request("PATCH", `${server.base}/records/${recordId}`, { token, body: { data: { pages: 1 } } })
       expect(record.status).toBe(403)
-      const run = await server.request("POST", `${server.base}/compute-functions/test`, { token, body: { code: "async function run() {}", params: {} } })
+      const run = await server.request("POST", `${server.base}/compute-functions/test`, {
+        token,
+        body: { code: "async function run() {}", params: {} }
+      })
       expect(run.status).toBe(403)
     } finally {
       await context.close()

@@ -17,7 +17,15 @@ describe("webhooks over HTTP", () => {
   const createStructure = async (slug: string) => {
     const res = await server.request("POST", `${server.base}/structures`, {
       token,
-      body: { name: slug, recordSlug: slug, properties: [{ name: "title", type: "string" }, { name: "status", type: "string" }, { name: "amount", type: "number" }] }
+      body: {
+        name: slug,
+        recordSlug: slug,
+        properties: [
+          { name: "title", type: "string" },
+          { name: "status", type: "string" },
+          { name: "amount", type: "number" }
+        ]
+      }
     })
     expect(res.status, JSON.stringify(res.body)).toBeLessThan(300)
     return res.body.id as string
@@ -90,7 +98,12 @@ describe("webhooks over HTTP", () => {
         body: { name: "renamed", url: `${rx.url}/m3b`, events: ["record.updated", "record.deleted"], filters: { data: { status: "paid" } } }
       })
       expect(patched.status).toBe(200)
-      expect(patched.body).toMatchObject({ name: "renamed", url: `${rx.url}/m3b`, events: ["record.updated", "record.deleted"], filters: { data: { status: "paid" } } })
+      expect(patched.body).toMatchObject({
+        name: "renamed",
+        url: `${rx.url}/m3b`,
+        events: ["record.updated", "record.deleted"],
+        filters: { data: { status: "paid" } }
+      })
       expect(patched.body.secret).toBeUndefined()
       const rotated = await server.request("PATCH", `${hooks()}/${hook.id}`, { token, body: { secret: "second-secret" } })
       expect(rotated.body.secret).toBe("second-secret")
@@ -136,7 +149,10 @@ describe("webhooks over HTTP", () => {
         const res = await server.request("POST", hooks(), { token, body })
         expect(res.status, JSON.stringify(body)).toBe(400)
         expect(res.body.statusCode).toBe(400)
-        expect(res.body.details.map((d: any) => d.field), JSON.stringify(res.body)).toContain(field)
+        expect(
+          res.body.details.map((d: any) => d.field),
+          JSON.stringify(res.body)
+        ).toContain(field)
       }
       const hook = await createHook({ url: `${rx.url}/m5`, events: ["*"] })
       const badPatch = await server.request("PATCH", `${hooks()}/${hook.id}`, { token, body: { events: ["nope"] } })
@@ -186,7 +202,10 @@ describe("webhooks over HTTP", () => {
       expect(verifyStandardWebhook(generated.secret, std.headers, std.body)).toBe(true)
       expect(std.headers["x-troupe-signature"]).toBe(troupeSignature(generated.secret, std.body))
 
-      const patched = await server.request("PATCH", `${server.base}/structures/posts/records/${id}`, { token, body: { status: "published" } })
+      const patched = await server.request("PATCH", `${server.base}/structures/posts/records/${id}`, {
+        token,
+        body: { status: "published" }
+      })
       expect(patched.status, JSON.stringify(patched.body)).toBeLessThan(300)
       await rx.waitFor(() => byPath("/d1").length >= 2)
       const update = byPath("/d1")[1]!
@@ -205,7 +224,11 @@ describe("webhooks over HTTP", () => {
       const paidSmall = await createRecord("posts", { title: "c", status: "paid", amount: 5 })
       await rx.waitFor(() => byPath("/eq").length >= 2 && byPath("/q").length >= 1)
       await sleep(300)
-      expect(byPath("/eq").map((h) => h.json.data.recordId).sort()).toEqual([paidBig, paidSmall].sort())
+      expect(
+        byPath("/eq")
+          .map((h) => h.json.data.recordId)
+          .sort()
+      ).toEqual([paidBig, paidSmall].sort())
       expect(byPath("/q").map((h) => h.json.data.recordId)).toEqual([paidBig])
     })
 
@@ -267,7 +290,10 @@ describe("webhooks over HTTP", () => {
       expect(hit.headers["x-troupe-signature"]).toBe(troupeSignature("test-secret", hit.body))
       expect(hit.headers["x-troupe-event"]).toBe("webhook.test")
       expect(hit.json).toMatchObject({ event: "webhook.test", workspace: server.workspace })
-      const withBody = await server.request("POST", `/data${hooks()}/${ok.id}/test`, { token, body: { event: "record.created", data: { hello: 1 } } })
+      const withBody = await server.request("POST", `/data${hooks()}/${ok.id}/test`, {
+        token,
+        body: { event: "record.created", data: { hello: 1 } }
+      })
       expect(withBody.body.delivered).toBe(true)
       expect(byPath("/t-ok")[1]!.json).toMatchObject({ event: "record.created", data: { hello: 1 } })
 
@@ -293,7 +319,14 @@ describe("webhooks over HTTP", () => {
       }
       expect(log.total).toBe(1)
       const entry = log.data[0]
-      expect(entry).toMatchObject({ webhookId: hook.id, event: "record.created", status: "delivered", attempts: 1, lastStatus: 200, redeliveryOf: null })
+      expect(entry).toMatchObject({
+        webhookId: hook.id,
+        event: "record.created",
+        status: "delivered",
+        attempts: 1,
+        lastStatus: 200,
+        redeliveryOf: null
+      })
       expect(typeof entry.durationMs).toBe("number")
       expect(typeof entry.eventId).toBe("string")
       const detail = await server.request("GET", `${hooks()}/${hook.id}/deliveries/${entry.id}`, { token })
@@ -310,7 +343,9 @@ describe("webhooks over HTTP", () => {
       expect(resent!.headers["x-troupe-delivery"]).toBe(original!.headers["x-troupe-delivery"])
       const after = (await server.request("GET", `${hooks()}/${hook.id}/deliveries`, { token })).body
       expect(after.total).toBe(2)
-      expect((await server.request("POST", `${hooks()}/${hook.id}/deliveries/00000000-0000-4000-8000-000000000000/redeliver`, { token })).status).toBe(404)
+      expect(
+        (await server.request("POST", `${hooks()}/${hook.id}/deliveries/00000000-0000-4000-8000-000000000000/redeliver`, { token })).status
+      ).toBe(404)
 
       // a webhook that is not active refuses redelivery
       await server.request("PATCH", `${hooks()}/${hook.id}`, { token, body: { enabled: false } })
@@ -331,7 +366,13 @@ describe("webhook URLs in production", () => {
 
   it("refuses loopback and private addresses, accepts public ones", async () => {
     const token = await server.adminToken()
-    for (const url of ["http://127.0.0.1:9000/x", "http://localhost/x", "http://10.0.0.8/x", "http://[::1]/x", "http://169.254.169.254/x"]) {
+    for (const url of [
+      "http://127.0.0.1:9000/x",
+      "http://localhost/x",
+      "http://10.0.0.8/x",
+      "http://[::1]/x",
+      "http://169.254.169.254/x"
+    ]) {
       const res = await server.request("POST", `${server.base}/webhooks`, { token, body: { url, events: ["*"] } })
       expect(res.status, url).toBe(400)
       expect(res.body.details[0].field).toBe("url")

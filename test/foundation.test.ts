@@ -93,7 +93,11 @@ describe("foundation", () => {
 
   it("400 with the contract body for malformed JSON and for schema failures", async () => {
     const token = await server.adminToken()
-    const malformed = await server.request("POST", `${server.base}/records`, { token, raw: "{not json", headers: { "content-type": "application/json" } })
+    const malformed = await server.request("POST", `${server.base}/records`, {
+      token,
+      raw: "{not json",
+      headers: { "content-type": "application/json" }
+    })
     expect(malformed.status).toBe(400)
     expect(malformed.body.statusCode).toBe(400)
     expect(typeof malformed.body.requestId).toBe("string")

@@ -73,7 +73,7 @@ describe("contract fuzzer", () => {
       for (const type of ["application/vnd.api+json", "application/json, text/plain"]) {
         const res = await server.request("POST", `${server.base}/structures`, {
           token,
-          raw: "{\"name\":\"x\",\"properties\":[]}",
+          raw: '{"name":"x","properties":[]}',
           headers: { "content-type": type }
         })
         expect(res.status, res.text).toBe(415)
@@ -94,12 +94,18 @@ describe("contract fuzzer", () => {
         body: { name: "silent", url, events: ["record.created"] }
       })
       expect(hook.status, hook.text).toBe(201)
-      const failed = () => server.output().split("\n").filter((l) => l.includes("request failed"))
+      const failed = () =>
+        server
+          .output()
+          .split("\n")
+          .filter((l) => l.includes("request failed"))
       const before = failed().length
       await new Promise<void>((resolve) => {
         const socket = Net.connect(server.port, "127.0.0.1", () => {
-          socket.write(`POST ${server.base}/webhooks/${hook.body.id}/test HTTP/1.1\r\nHost: x\r\n` +
-            `Authorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`)
+          socket.write(
+            `POST ${server.base}/webhooks/${hook.body.id}/test HTTP/1.1\r\nHost: x\r\n` +
+              `Authorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`
+          )
           setTimeout(() => {
             socket.destroy()
             resolve()

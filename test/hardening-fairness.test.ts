@@ -171,11 +171,18 @@ describe("hardening: fairness and secrets", () => {
     it("setting isSecret on a field with data encrypts it: records, versions and changelog show only the mask", async () => {
       const s = await structure({
         name: "Vault",
-        properties: [{ name: "label", type: "string" }, { name: "pin", type: "string" }, {
-          name: "creds",
-          type: "object",
-          properties: [{ name: "user", type: "string" }, { name: "key", type: "string" }]
-        }]
+        properties: [
+          { name: "label", type: "string" },
+          { name: "pin", type: "string" },
+          {
+            name: "creds",
+            type: "object",
+            properties: [
+              { name: "user", type: "string" },
+              { name: "key", type: "string" }
+            ]
+          }
+        ]
       })
       const created = await server.request("POST", `${server.base}/records`, {
         token,
@@ -200,7 +207,7 @@ describe("hardening: fairness and secrets", () => {
         body: {
           properties: [
             { ...pin, isSecret: true },
-            { ...creds, properties: creds.properties.map((p: any) => p.id === key.id ? { ...p, isSecret: true } : p) }
+            { ...creds, properties: creds.properties.map((p: any) => (p.id === key.id ? { ...p, isSecret: true } : p)) }
           ]
         }
       })
@@ -256,11 +263,14 @@ describe("hardening: fairness and secrets", () => {
       const s = await structure({
         name: "Loose",
         schemaDiscoveryMode: "schemaless",
-        properties: [{ name: "token", type: "string", isSecret: true }, {
-          name: "nested",
-          type: "object",
-          properties: [{ name: "inner", type: "string", isSecret: true }]
-        }]
+        properties: [
+          { name: "token", type: "string", isSecret: true },
+          {
+            name: "nested",
+            type: "object",
+            properties: [{ name: "inner", type: "string", isSecret: true }]
+          }
+        ]
       })
       const created = await server.request("POST", `${server.base}/records`, {
         token,
@@ -308,7 +318,7 @@ describe("hardening: fairness and secrets", () => {
       await openSse(eventsUrl(`?access_token=${encodeURIComponent(secret)}x`))
       await closeAll()
       await sleep(300)
-      expect(server.output()).toContain("\"request\"") // request lines are logged at info
+      expect(server.output()).toContain('"request"') // request lines are logged at info
       expect(server.output()).not.toContain(secret)
       expect(server.output()).not.toContain(secret.split(".")[2])
     })

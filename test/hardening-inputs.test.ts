@@ -16,7 +16,11 @@ const refused = (res: Response, field?: string | RegExp) => {
   if (field === undefined) return
   const fields = res.body.details.map((d: { field: string }) => d.field) as Array<string>
   if (typeof field === "string") expect(fields, res.text).toContain(field)
-  else expect(fields.some((f) => field.test(f)), res.text).toBe(true)
+  else
+    expect(
+      fields.some((f) => field.test(f)),
+      res.text
+    ).toBe(true)
 }
 
 /** `{"name": ..., "properties": [{..., "properties": [ ... ]}]}`, `levels` property definitions deep. */
@@ -70,14 +74,26 @@ describe("hardening: inputs", () => {
     expect(deep.body.message).toContain(`${MAX_DEPTH} levels`)
     refused(await api.raw("PUT", `/structures/${product.id}`, { raw: nestedDefinition("Deep", 1000), headers: json }))
     refused(await api.raw("POST", "/structures/validate", { raw: nestedDefinition("Deep", 1000), headers: json }))
-    refused(await api.raw("POST", "/collections", { raw: `{"name":"c","fields":{"f":${nestedDefinition("x", 500).slice(0, -1)},"type":"object"}}}`, headers: json }))
+    refused(
+      await api.raw("POST", "/collections", {
+        raw: `{"name":"c","fields":{"f":${nestedDefinition("x", 500).slice(0, -1)},"type":"object"}}}`,
+        headers: json
+      })
+    )
     const data = await api.raw("POST", "/records", {
       raw: `{"structureId":"${product.id}","data":{"name":"d","tags":${"[".repeat(100_000)}${"]".repeat(100_000)}}}`,
       headers: json
     })
     refused(data, /^data\.tags\[0\]\[0\]/)
-    refused(await api.raw("POST", "/records/bulk", { raw: `{"structureId":"${product.id}","records":[${nestedBody(1000)}]}`, headers: json }))
-    refused(await api.raw("POST", `/records/${product.recordSlug}/aggregate`, { raw: `{"filter":{"$and":${"[{\"$and\":".repeat(600)}[]${"}]".repeat(600)}}}`, headers: json }))
+    refused(
+      await api.raw("POST", "/records/bulk", { raw: `{"structureId":"${product.id}","records":[${nestedBody(1000)}]}`, headers: json })
+    )
+    refused(
+      await api.raw("POST", `/records/${product.recordSlug}/aggregate`, {
+        raw: `{"filter":{"$and":${'[{"$and":'.repeat(600)}[]${"}]".repeat(600)}}}`,
+        headers: json
+      })
+    )
     // the bound is configurable: exactly MAX_DEPTH levels pass the edge (validate answers 200 for any JSON)
     expectStatus(await api.raw("POST", "/structures/validate", { raw: nestedBody(MAX_DEPTH), headers: json }), 200)
     refused(await api.raw("POST", "/structures/validate", { raw: nestedBody(MAX_DEPTH + 1), headers: json }), /^a(\[0\])+$/)
@@ -122,23 +138,33 @@ describe("hardening: inputs", () => {
     const raw = (method: string, path: string, body: string) => api.raw(method, path, { raw: body, headers: json })
     refused(await raw("POST", "/query", `{"query":"FROM ${s} WHERE name = 'a\\u0000'"}`), "query")
     refused(await raw("POST", "/query", `{"query":"FROM ${s} WHERE name = :n","parameters":{"n":"\\udc00"}}`), "parameters.n")
-    refused(await raw("POST", "/query?via=stack", `{"query":"FROM ${s} WHERE name = :n","parameters":{"n":["ok","\\ud800x"]}}`), "parameters.n[1]")
+    refused(
+      await raw("POST", "/query?via=stack", `{"query":"FROM ${s} WHERE name = :n","parameters":{"n":["ok","\\ud800x"]}}`),
+      "parameters.n[1]"
+    )
     refused(await raw("POST", "/structures", `{"name":"x\\u0000y","properties":[]}`), "name")
     refused(await raw("POST", "/collections", `{"name":"ok","fields":{"f\\u0000":{"type":"string"}}}`), "fields.f\\u0000")
     refused(await raw("POST", "/webhooks", `{"name":"x\\u0000y","url":"http://example.com/x","events":["record.created"]}`), "name")
     refused(await raw("POST", "/records", `{"structureId":"${product.id}","data":{"name":"a\\ud800b"}}`), "data.name")
     refused(await raw("POST", "/records", `{"structureId":"${product.id}","data":{"name":"ok","tags":["a","\\u0000"]}}`), "data.tags[1]")
-    refused(await raw("POST", "/records/bulk", `{"structureId":"${product.id}","records":[{"data":{"name":"ok"}},{"data":{"name":"\\u0000"}}]}`), "records[1].data.name")
+    refused(
+      await raw("POST", "/records/bulk", `{"structureId":"${product.id}","records":[{"data":{"name":"ok"}},{"data":{"name":"\\u0000"}}]}`),
+      "records[1].data.name"
+    )
     refused(await raw("POST", `/records/${s}/aggregate`, `{"filter":{"name":"\\u0000"},"operations":{"n":{"count":"*"}}}`), "filter.name")
     refused(await raw("POST", `/records/slug/${s}/upsert`, `{"match":{"name":"\\u0000"},"data":{"name":"x"}}`), "match.name")
     // a surrogate pair is fine, an escaped backslash before u0000 is text
     expectStatus(await raw("POST", "/records", `{"structureId":"${product.id}","data":{"name":"\\ud83d\\ude00 \\\\u0000"}}`), 201)
     expect(await countOf(api, product.id)).toBe(n + 1)
     // form fields of /oidc/token (and its JSON form)
-    const form = (body: string) => server.request("POST", "/oidc/token", { raw: body, headers: { "content-type": "application/x-www-form-urlencoded" } })
+    const form = (body: string) =>
+      server.request("POST", "/oidc/token", { raw: body, headers: { "content-type": "application/x-www-form-urlencoded" } })
     refused(await form(`grant_type=password&username=ad%00min&password=x&scope=openid`), "username")
     refused(await form(`grant_type=password&username=admin&password=x%00&scope=openid`), "password")
-    refused(await server.request("POST", "/oidc/token", { raw: `{"grant_type":"password","username":"a\\u0000","password":"x"}`, headers: json }), "username")
+    refused(
+      await server.request("POST", "/oidc/token", { raw: `{"grant_type":"password","username":"a\\u0000","password":"x"}`, headers: json }),
+      "username"
+    )
   })
 
   it("page, limit, pageSize and offset: safe whole numbers within the documented bounds, else a 400 naming them", async () => {
@@ -201,16 +227,50 @@ describe("hardening: inputs", () => {
     refused(await api.call("GET", `/records?structureId=${s}&filter=price:[${values(1001).join(",")}]`), "price")
     refused(await api.call("GET", `/records?structureId=${s}&tags[hasAny]=${values(1001).join(",")}`), "tags")
     refused(await api.call("POST", "/query", { query: `FROM ${s} WHERE price IN :xs`, parameters: { xs: values(1001) } }), "price")
-    refused(await api.call("POST", `/records/${s}/aggregate`, { filter: { price: { nin: values(1001) } }, operations: { n: { count: "*" } } }), "price")
+    refused(
+      await api.call("POST", `/records/${s}/aggregate`, { filter: { price: { nin: values(1001) } }, operations: { n: { count: "*" } } }),
+      "price"
+    )
     // past the driver's 65,535 bind parameters, and past what the statement builder can hold
-    const or = (n: number, leaf: (i: number) => unknown) => ({ filter: { $or: Array.from({ length: n }, (_, i) => leaf(i)) }, operations: { n: { count: "*" } } })
-    refused(await api.call("POST", `/records/${s}/aggregate`, or(70_000, (i) => ({ price: i }))), "filter")
-    refused(await api.call("POST", `/records/${s}/aggregate`, or(70_000, () => ({ name: { isNull: true } }))), "filter")
-    refused(await api.call("POST", `/records/${s}/aggregate`, or(9000, (i) => ({ price: { gt: i } }))), "filter")
-    refused(await api.call("POST", `/records/${s}/aggregate`, { groupBy: Array(5000).fill("name"), operations: { n: { count: "*" } } }), "groupBy")
+    const or = (n: number, leaf: (i: number) => unknown) => ({
+      filter: { $or: Array.from({ length: n }, (_, i) => leaf(i)) },
+      operations: { n: { count: "*" } }
+    })
+    refused(
+      await api.call(
+        "POST",
+        `/records/${s}/aggregate`,
+        or(70_000, (i) => ({ price: i }))
+      ),
+      "filter"
+    )
+    refused(
+      await api.call(
+        "POST",
+        `/records/${s}/aggregate`,
+        or(70_000, () => ({ name: { isNull: true } }))
+      ),
+      "filter"
+    )
+    refused(
+      await api.call(
+        "POST",
+        `/records/${s}/aggregate`,
+        or(9000, (i) => ({ price: { gt: i } }))
+      ),
+      "filter"
+    )
+    refused(
+      await api.call("POST", `/records/${s}/aggregate`, { groupBy: Array(5000).fill("name"), operations: { n: { count: "*" } } }),
+      "groupBy"
+    )
     refused(await api.call("GET", `/records?structureId=${s}&sort=${Array(2000).fill("price").join(",")}`), "sort")
     refused(await api.call("GET", `/records?structureId=${s}&search=abc&searchFields=${Array(2500).fill("name").join(",")}`), "filter")
-    const most = await api.call("POST", `/records/${s}/aggregate`, or(1990, (i) => ({ price: { gt: i + 10 } })))
+    const most = await api.call(
+      "POST",
+      `/records/${s}/aggregate`,
+      or(1990, (i) => ({ price: { gt: i + 10 } }))
+    )
     expectStatus(most, 200)
     expect(most.body.results).toEqual([{ n: 2 }])
   })
@@ -234,8 +294,17 @@ describe("hardening: inputs", () => {
 
   it("GET /records reads bracket filters as the slug lists do, on the fast and the ordinary path", async () => {
     const s = product.recordSlug
-    const prices = (res: Response) => (res.body.results ?? res.body.data ?? res.body.records).map((r: any) => r.data?.price ?? r.price).sort((a: number, b: number) => a - b)
-    for (const path of [`/records?structureId=${s}&`, `/records?structureId=${s}&reason=1&reason=2&`, `/records/slug/${s}?`, `/records/${s}?`, `/structures/${s}/records?`]) {
+    const prices = (res: Response) =>
+      (res.body.results ?? res.body.data ?? res.body.records)
+        .map((r: any) => r.data?.price ?? r.price)
+        .sort((a: number, b: number) => a - b)
+    for (const path of [
+      `/records?structureId=${s}&`,
+      `/records?structureId=${s}&reason=1&reason=2&`,
+      `/records/slug/${s}?`,
+      `/records/${s}?`,
+      `/structures/${s}/records?`
+    ]) {
       const ranged = await api.call("GET", `${path}data.price[gte]=10&price[lt]=40`)
       expectStatus(ranged, 200)
       expect(prices(ranged), path).toEqual([10, 20])
@@ -270,13 +339,26 @@ describe("hardening: inputs", () => {
       data: { nested: near, anchored: near, star: near, digits, bounded: near, code: "ABC-12345" }
     })
     refused(bad)
-    expect(bad.body.details.map((d: any) => d.field).sort()).toEqual(
-      ["data.anchored", "data.bounded", "data.code", "data.digits", "data.nested", "data.star"]
-    )
+    expect(bad.body.details.map((d: any) => d.field).sort()).toEqual([
+      "data.anchored",
+      "data.bounded",
+      "data.code",
+      "data.digits",
+      "data.nested",
+      "data.star"
+    ])
     const good = await api.call("POST", "/records", {
       structureId: patterned.id,
       // (a|a)*$ matches the empty string at the end of anything
-      data: { nested: `${"a".repeat(n)}`, anchored: "a".repeat(n), alternation: near, star: `${"a".repeat(n - 1)}b`, digits: "123x", bounded: "aab", code: "ABC-1234" }
+      data: {
+        nested: `${"a".repeat(n)}`,
+        anchored: "a".repeat(n),
+        alternation: near,
+        star: `${"a".repeat(n - 1)}b`,
+        digits: "123x",
+        bounded: "aab",
+        code: "ABC-1234"
+      }
     })
     expectStatus(good, 201)
   })

@@ -12,7 +12,6 @@ let server: TestServer
 let nodes: Array<TestNode> = []
 let admin: string
 
-
 beforeAll(async () => {
   server = await startServer({
     clustered: postgres,
@@ -73,7 +72,11 @@ describe("identity across nodes", () => {
     for (const node of nodes) expect((await me(node, user.token)).status).toBe(401)
     // the old secret is refused by every node's token endpoint
     for (const node of nodes) {
-      const res = await tokenRequest(node, { grant_type: "client_credentials", client_id: rotated.clientId, client_secret: rotated.clientSecret })
+      const res = await tokenRequest(node, {
+        grant_type: "client_credentials",
+        client_id: rotated.clientId,
+        client_secret: rotated.clientSecret
+      })
       expect(res.status).toBe(401)
     }
   })

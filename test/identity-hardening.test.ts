@@ -147,18 +147,31 @@ describe("nobody climbs through groups or roles", () => {
     // a policy granting it
     const mine = await server.request("POST", g(), { token: limited.token, body: { name: "Mine" } })
     expect(mine.status).toBe(201)
-    for (const body of [{ action: "retrieve", resource: "secrets" }, { action: "manage", resource: "*" }]) {
+    for (const body of [
+      { action: "retrieve", resource: "secrets" },
+      { action: "manage", resource: "*" }
+    ]) {
       const res = await server.request("POST", g(`/${mine.body.id}/policies`), { token: limited.token, body })
       expectError(res, 403, "PERMISSION_DENIED")
       expect(res.body.message).toContain("secrets:reveal")
     }
     // policies within what it holds, and denies, are fine
-    expect((await server.request("POST", g(`/${mine.body.id}/policies`), { token: limited.token, body: { action: "list", resource: "records" } }))
-        .status).toBe(201)
-    expect((await server.request("POST", g(`/${mine.body.id}/policies`), {
-        token: limited.token,
-        body: { action: "retrieve", resource: "secrets", effect: "deny" }
-      })).status).toBe(201)
+    expect(
+      (
+        await server.request("POST", g(`/${mine.body.id}/policies`), {
+          token: limited.token,
+          body: { action: "list", resource: "records" }
+        })
+      ).status
+    ).toBe(201)
+    expect(
+      (
+        await server.request("POST", g(`/${mine.body.id}/policies`), {
+          token: limited.token,
+          body: { action: "retrieve", resource: "secrets", effect: "deny" }
+        })
+      ).status
+    ).toBe(201)
 
     // membership of a group granting it
     const target = await createUser(server, root, "viewer")
@@ -175,7 +188,9 @@ describe("nobody climbs through groups or roles", () => {
       403,
       "PERMISSION_DENIED"
     )
-    expect((await server.request("POST", g(`/${mine.body.id}/members`), { token: limited.token, body: { userId: target.userId } })).status).toBe(201)
+    expect(
+      (await server.request("POST", g(`/${mine.body.id}/members`), { token: limited.token, body: { userId: target.userId } })).status
+    ).toBe(201)
 
     // lifting the deny: removing the policy, the member, or the group
     expectError(
@@ -205,15 +220,23 @@ describe("nobody climbs through groups or roles", () => {
       403,
       "PERMISSION_DENIED"
     )
-    expect((await server.request("PUT", `${base}/members/${target.userId}/role`, { token: limited.token, body: { role: "developer" } })).status).toBe(200)
+    expect(
+      (await server.request("PUT", `${base}/members/${target.userId}/role`, { token: limited.token, body: { role: "developer" } })).status
+    ).toBe(200)
 
     // the platform administrator may do it all
     expect((await server.request("POST", g(`/${revealers.id}/members`), { token: root, body: { userId: target.userId } })).status).toBe(201)
     expect((await server.request("DELETE", g(`/${noSecrets.id}/members/users/${limited.userId}`), { token: root })).status).toBe(204)
     // and once the deny is lifted, the owner holds it again and may pass it on
     expect((await server.request("GET", `${base}/me`, { token: limited.token })).body.permissions).toContain("secrets:reveal")
-    expect((await server.request("POST", g(`/${mine.body.id}/policies`), { token: limited.token, body: { action: "retrieve", resource: "secrets" } }))
-        .status).toBe(201)
+    expect(
+      (
+        await server.request("POST", g(`/${mine.body.id}/policies`), {
+          token: limited.token,
+          body: { action: "retrieve", resource: "secrets" }
+        })
+      ).status
+    ).toBe(201)
   })
 })
 

@@ -14,7 +14,6 @@ let account: { id: number; clientId: string; clientSecret: string; token: string
 /** bad credentials sent from this test's address so far (the address rule locks at 20) */
 let failures = 0
 
-
 /** Waits for the start of the next limit window (windows are aligned to the clock). */
 const nextWindow = async () => {
   const ms = windowSeconds * 1000
@@ -65,7 +64,9 @@ describe("rate limits", () => {
     expect(write.status).toBe(200)
     expect((await server.request("GET", "/workspace/other/api/v1/me", { token: other })).status).toBe(200)
     // writes: the second is the last one allowed
-    expect((await server.request("PUT", `${server.base}/service-accounts/${account.id}/name`, { token: admin, body: { name: "n" } })).status).toBe(200)
+    expect(
+      (await server.request("PUT", `${server.base}/service-accounts/${account.id}/name`, { token: admin, body: { name: "n" } })).status
+    ).toBe(200)
     const writeLimited = await server.request("POST", `${server.base}/service-accounts/${account.id}/revoke`, { token: admin })
     expect(writeLimited.status).toBe(429)
     expect(writeLimited.headers.has("retry-after")).toBe(true)
@@ -81,7 +82,10 @@ describe("rate limits", () => {
     for (let i = 0; i < 6; i++) {
       expect((await server.request("GET", `${server.base}/me`)).status).toBe(401)
     }
-    expect((await tokenRequest(server, { grant_type: "client_credentials", client_id: account.clientId, client_secret: account.clientSecret })).status).toBe(200)
+    expect(
+      (await tokenRequest(server, { grant_type: "client_credentials", client_id: account.clientId, client_secret: account.clientSecret }))
+        .status
+    ).toBe(200)
     expect((await server.request("GET", `${server.base}/me`, { token: admin })).status).toBe(200)
   })
 })
@@ -104,7 +108,10 @@ describe("slowdown after bad credentials", () => {
     const wait = Number(locked.headers.get("retry-after"))
     expect(wait).toBeGreaterThanOrEqual(1)
     // other clients are not affected
-    expect((await tokenRequest(server, { grant_type: "client_credentials", client_id: account.clientId, client_secret: account.clientSecret })).status).toBe(200)
+    expect(
+      (await tokenRequest(server, { grant_type: "client_credentials", client_id: account.clientId, client_secret: account.clientSecret }))
+        .status
+    ).toBe(200)
     await sleep(wait * 1000 + 100)
     expect((await tokenRequest(server, right)).status).toBe(200)
     // the success cleared the count: one more mistake is a plain 401 again
@@ -170,7 +177,11 @@ describe("slowdown after bad credentials", () => {
     }
     expect(failures).toBe(20)
     expect(attempts).toBeGreaterThanOrEqual(1)
-    const locked = await tokenRequest(server, { grant_type: "client_credentials", client_id: account.clientId, client_secret: account.clientSecret })
+    const locked = await tokenRequest(server, {
+      grant_type: "client_credentials",
+      client_id: account.clientId,
+      client_secret: account.clientSecret
+    })
     expect(locked.status).toBe(429)
     expect(locked.body.error).toBe("slow_down")
     // bearer tokens already issued keep working: the slowdown is about guessing credentials

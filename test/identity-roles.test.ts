@@ -75,18 +75,42 @@ beforeAll(async () => {
   }
   for (const role of ["viewer", "admin"]) {
     const sa = await createAccount(server, root, { role })
-    callers.push({ label: `service account role ${role}`, kind: "service", platformAdmin: false, permissions: new Set(roleTable[role]), token: sa.token })
+    callers.push({
+      label: `service account role ${role}`,
+      kind: "service",
+      platformAdmin: false,
+      permissions: new Set(roleTable[role]),
+      token: sa.token
+    })
   }
   const explicit = ["read:records", "write:records", "read:service-accounts"]
   const withPermissions = await createAccount(server, root, { permissions: explicit })
-  callers.push({ label: "service account with permissions", kind: "service", platformAdmin: false, permissions: new Set(explicit), token: withPermissions.token })
+  callers.push({
+    label: "service account with permissions",
+    kind: "service",
+    platformAdmin: false,
+    permissions: new Set(explicit),
+    token: withPermissions.token
+  })
   const nothing = await createAccount(server, root, {})
-  callers.push({ label: "service account with nothing", kind: "service", platformAdmin: false, permissions: new Set(), token: nothing.token })
+  callers.push({
+    label: "service account with nothing",
+    kind: "service",
+    platformAdmin: false,
+    permissions: new Set(),
+    token: nothing.token
+  })
   // a service account whose only grants come from a group: manage structures, list webhooks
   const grouped = await createAccount(server, root, {})
   const group = await server.request("POST", `${server.base}/groups`, { token: root, body: { name: "Schema keepers" } })
-  await server.request("POST", `${server.base}/groups/${group.body.id}/policies`, { token: root, body: { action: "manage", resource: "structures" } })
-  await server.request("POST", `${server.base}/groups/${group.body.id}/policies`, { token: root, body: { action: "list", resource: "webhooks" } })
+  await server.request("POST", `${server.base}/groups/${group.body.id}/policies`, {
+    token: root,
+    body: { action: "manage", resource: "structures" }
+  })
+  await server.request("POST", `${server.base}/groups/${group.body.id}/policies`, {
+    token: root,
+    body: { action: "list", resource: "webhooks" }
+  })
   await server.request("POST", `${server.base}/groups/${group.body.id}/members`, { token: root, body: { serviceAccountId: grouped.id } })
   callers.push({
     label: "service account via group policies",
@@ -132,8 +156,7 @@ afterAll(async () => {
 })
 
 const holds = (caller: Caller, permission: string | null) =>
-  permission === null || caller.platformAdmin ||
-  (permission !== "platform:admin" && caller.permissions.has(permission))
+  permission === null || caller.platformAdmin || (permission !== "platform:admin" && caller.permissions.has(permission))
 
 const call = (caller: Caller, op: Operation, path = op.path) =>
   server.request(op.method, path, {
@@ -167,8 +190,7 @@ describe("roles and permission sets against every guarded operation", () => {
       for (const op of operations) {
         const res = await call(caller, op)
         const label = `${caller.label} ${op.method} ${op.path} (${op.permission ?? "any"}) -> ${res.status} ${res.text.slice(0, 160)}`
-        const deniedByMiddleware = res.status === 403 && typeof res.body?.message === "string" &&
-          res.body.message.startsWith("Permission ")
+        const deniedByMiddleware = res.status === 403 && typeof res.body?.message === "string" && res.body.message.startsWith("Permission ")
         if (res.status === 401 || res.status === 429) {
           failures.push(`unexpected ${label}`)
         } else if (holds(caller, op.permission)) {

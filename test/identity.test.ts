@@ -124,11 +124,7 @@ describe("tokens on guarded routes", () => {
   it("401 without a token, with a malformed, forged or expired one", async () => {
     expectError(await server.request("GET", `${base}/me`), 401, "UNAUTHORIZED")
     expectError(await server.request("GET", `${base}/me`, { token: "not-a-jwt" }), 401, "UNAUTHORIZED")
-    expectError(
-      await server.request("GET", `${base}/me`, { headers: { authorization: "Basic YTpi" } }),
-      401,
-      "UNAUTHORIZED"
-    )
+    expectError(await server.request("GET", `${base}/me`, { headers: { authorization: "Basic YTpi" } }), 401, "UNAUTHORIZED")
     // signed by a key the server does not know
     const stranger = await Jose.generateKeyPair("ES256")
     const forged = await new Jose.SignJWT({ workspace: "default", isServiceAccount: "false", groups: [] })
@@ -145,8 +141,12 @@ describe("tokens on guarded routes", () => {
     const payload = Buffer.from(JSON.stringify({ ...claims(admin), workspace: "other" })).toString("base64url")
     expectError(await server.request("GET", `${base}/me`, { token: `${h}.${payload}.${s}` }), 401)
     // alg none
-    const none = new Jose.UnsecuredJWT({ workspace: "default", isServiceAccount: "false" }).setSubject(claims(admin).sub!)
-      .setIssuer(claims(admin).iss!).setAudience(claims(admin).aud as string).setExpirationTime("1h").encode()
+    const none = new Jose.UnsecuredJWT({ workspace: "default", isServiceAccount: "false" })
+      .setSubject(claims(admin).sub!)
+      .setIssuer(claims(admin).iss!)
+      .setAudience(claims(admin).aud as string)
+      .setExpirationTime("1h")
+      .encode()
     expectError(await server.request("GET", `${base}/me`, { token: none }), 401)
   })
 
@@ -195,7 +195,10 @@ describe("JWKS and discovery", () => {
 
 describe("workspaces (platform administrators)", () => {
   it("create, list, get, delete with slug rules", async () => {
-    const created = await server.request("POST", "/workspace/api/v1/workspaces", { token: admin, body: { slug: "team-alpha", name: "Team Alpha" } })
+    const created = await server.request("POST", "/workspace/api/v1/workspaces", {
+      token: admin,
+      body: { slug: "team-alpha", name: "Team Alpha" }
+    })
     expect(created.status, created.text).toBe(201)
     expect(created.body.slug).toBe("team-alpha")
     expect(created.body.name).toBe("Team Alpha")
@@ -208,11 +211,7 @@ describe("workspaces (platform administrators)", () => {
     for (const slug of ["Team", "team_alpha", "-team", "team-", "a--b", "", "api", "x".repeat(64)]) {
       expectError(await server.request("POST", "/workspace/api/v1/workspaces", { token: admin, body: { slug } }), 400)
     }
-    expectError(
-      await server.request("POST", "/workspace/api/v1/workspaces", { token: admin, body: {} }),
-      400,
-      "VALIDATION_ERROR"
-    )
+    expectError(await server.request("POST", "/workspace/api/v1/workspaces", { token: admin, body: {} }), 400, "VALIDATION_ERROR")
     const list = await server.request("GET", "/workspace/api/v1/workspaces?limit=100", { token: admin })
     expect(list.status).toBe(200)
     expect(list.body.data.map((w: any) => w.slug)).toEqual(expect.arrayContaining(["default", "team-alpha"]))
@@ -243,11 +242,7 @@ describe("workspaces (platform administrators)", () => {
 
   it("is refused to everyone but platform administrators", async () => {
     const owner = await createUser(server, admin, "owner")
-    expectError(
-      await server.request("GET", "/workspace/api/v1/workspaces", { token: owner.token }),
-      403,
-      "PERMISSION_DENIED"
-    )
+    expectError(await server.request("GET", "/workspace/api/v1/workspaces", { token: owner.token }), 403, "PERMISSION_DENIED")
     expectError(
       await server.request("POST", "/workspace/api/v1/workspaces", { token: owner.token, body: { slug: "mine" } }),
       403,
@@ -278,25 +273,31 @@ describe("members", () => {
       "CONFLICT"
     )
     expectError(
-      await server.request("POST", `${base}/members`, { token: admin, body: { username: "carol", password: "another-pass-1", role: "admin" } }),
+      await server.request("POST", `${base}/members`, {
+        token: admin,
+        body: { username: "carol", password: "another-pass-1", role: "admin" }
+      }),
       409
     )
-    expectError(
-      await server.request("POST", `${base}/members`, { token: admin, body: { username: "dave", role: "viewer" } }),
-      400
-    )
+    expectError(await server.request("POST", `${base}/members`, { token: admin, body: { username: "dave", role: "viewer" } }), 400)
     expectError(
       await server.request("POST", `${base}/members`, { token: admin, body: { username: "dave", password: "short", role: "viewer" } }),
       400,
       "VALIDATION_ERROR"
     )
     expectError(
-      await server.request("POST", `${base}/members`, { token: admin, body: { username: "dave", password: "long-enough-1", role: "king" } }),
+      await server.request("POST", `${base}/members`, {
+        token: admin,
+        body: { username: "dave", password: "long-enough-1", role: "king" }
+      }),
       400,
       "VALIDATION_ERROR"
     )
     expectError(
-      await server.request("POST", `${base}/members`, { token: admin, body: { username: "bad name", password: "long-enough-1", role: "viewer" } }),
+      await server.request("POST", `${base}/members`, {
+        token: admin,
+        body: { username: "bad name", password: "long-enough-1", role: "viewer" }
+      }),
       400
     )
 
@@ -307,10 +308,7 @@ describe("members", () => {
     expect(list.body.limit).toBe(50)
     const got = await server.request("GET", `${base}/members/${carolId}`, { token: admin })
     expect(got.body.username).toBe("carol")
-    expectError(
-      await server.request("GET", `${base}/members/00000000-0000-4000-8000-000000000000`, { token: admin }),
-      404
-    )
+    expectError(await server.request("GET", `${base}/members/00000000-0000-4000-8000-000000000000`, { token: admin }), 404)
     expectError(await server.request("GET", `${base}/members/not-a-uuid`, { token: admin }), 400, "VALIDATION_ERROR")
 
     // a role change applies to tokens already issued
@@ -319,10 +317,7 @@ describe("members", () => {
     expect(promoted.status).toBe(200)
     expect(promoted.body.role).toBe("admin")
     expect((await server.request("GET", `${base}/me`, { token: carol })).body.role).toBe("admin")
-    expectError(
-      await server.request("PUT", `${base}/members/${carolId}/role`, { token: admin, body: { role: "god" } }),
-      400
-    )
+    expectError(await server.request("PUT", `${base}/members/${carolId}/role`, { token: admin, body: { role: "god" } }), 400)
     expectError(
       await server.request("PUT", `${base}/members/00000000-0000-4000-8000-000000000000/role`, { token: admin, body: { role: "viewer" } }),
       404
@@ -334,7 +329,12 @@ describe("members", () => {
     expectError(await server.request("DELETE", `${base}/members/${carolId}`, { token: admin }), 404)
     // the removed member's token stops working at once, and signing in to this workspace is refused
     expectError(await server.request("GET", `${base}/me`, { token: carol }), 401)
-    const login = await tokenRequest(server, { grant_type: "password", username: "carol", password: "carol-password-1", scope: "openid workspace:default" })
+    const login = await tokenRequest(server, {
+      grant_type: "password",
+      username: "carol",
+      password: "carol-password-1",
+      scope: "openid workspace:default"
+    })
     expect(login.status).toBe(400)
     expect(login.body.error).toBe("invalid_scope")
 
@@ -361,26 +361,21 @@ describe("members", () => {
       409,
       "LAST_OWNER"
     )
-    expectError(
-      await server.request("DELETE", `/workspace/solo/api/v1/members/${adminId}`, { token: solo }),
-      409,
-      "LAST_OWNER"
-    )
+    expectError(await server.request("DELETE", `/workspace/solo/api/v1/members/${adminId}`, { token: solo }), 409, "LAST_OWNER")
     // with a second owner, the first may step down
     const other = await createUser(server, solo, "owner", "solo")
     const down = await server.request("PUT", `/workspace/solo/api/v1/members/${adminId}/role`, { token: solo, body: { role: "viewer" } })
     expect(down.status).toBe(200)
-    expectError(
-      await server.request("DELETE", `/workspace/solo/api/v1/members/${other.userId}`, { token: other.token }),
-      409,
-      "LAST_OWNER"
-    )
+    expectError(await server.request("DELETE", `/workspace/solo/api/v1/members/${other.userId}`, { token: other.token }), 409, "LAST_OWNER")
   })
 
   it("users change their own password; service accounts have none", async () => {
     const user = await createUser(server, admin, "developer")
     expectError(
-      await server.request("PUT", `${base}/me/password`, { token: user.token, body: { currentPassword: "wrong-one", newPassword: "brand-new-pass" } }),
+      await server.request("PUT", `${base}/me/password`, {
+        token: user.token,
+        body: { currentPassword: "wrong-one", newPassword: "brand-new-pass" }
+      }),
       400
     )
     const ok = await server.request("PUT", `${base}/me/password`, {
@@ -394,7 +389,10 @@ describe("members", () => {
     expect(fresh.status).toBe(200)
     const sa = await createAccount(server, admin, { role: "viewer" })
     expectError(
-      await server.request("PUT", `${base}/me/password`, { token: sa.token, body: { currentPassword: "x", newPassword: "brand-new-pass" } }),
+      await server.request("PUT", `${base}/me/password`, {
+        token: sa.token,
+        body: { currentPassword: "x", newPassword: "brand-new-pass" }
+      }),
       403
     )
   })
@@ -445,7 +443,10 @@ describe("service accounts", () => {
     expectError(await server.request("GET", sa("?limit=1000"), { token: admin }), 400)
 
     // role form
-    const roleForm = await server.request("POST", sa(), { token: admin, body: { name: "deployer", role: "developer", scope: "openid workspace:default" } })
+    const roleForm = await server.request("POST", sa(), {
+      token: admin,
+      body: { name: "deployer", role: "developer", scope: "openid workspace:default" }
+    })
     expect(roleForm.status).toBe(201)
     expect(roleForm.body.role).toBe("developer")
     expect(roleForm.body.scope).toBe("openid workspace:default")
@@ -467,7 +468,11 @@ describe("service accounts", () => {
     await bad({ name: "x", role: "emperor" })
     await bad({ name: "x", grant_types: ["password"] })
     await bad({ name: "x", scope: "openid workspace:elsewhere" })
-    const malformed = await server.request("POST", sa(), { token: admin, raw: "{not json", headers: { "content-type": "application/json" } })
+    const malformed = await server.request("POST", sa(), {
+      token: admin,
+      raw: "{not json",
+      headers: { "content-type": "application/json" }
+    })
     expect(malformed.status).toBe(400)
   })
 
@@ -481,7 +486,12 @@ describe("service accounts", () => {
       "PERMISSION_DENIED"
     )
     const robot = await createAccount(server, admin, { role: "owner" })
-    for (const [method, path] of [["GET", sa()], ["POST", sa()], ["GET", sa(`/${ok.body.id}`)], ["POST", sa(`/${ok.body.id}/rotate`)]] as const) {
+    for (const [method, path] of [
+      ["GET", sa()],
+      ["POST", sa()],
+      ["GET", sa(`/${ok.body.id}`)],
+      ["POST", sa(`/${ok.body.id}/rotate`)]
+    ] as const) {
       const body = method === "POST" ? { name: "x" } : undefined
       expectError(await server.request(method, path, { token: robot.token, body }), 403, "PERMISSION_DENIED")
     }
@@ -539,7 +549,11 @@ describe("service accounts", () => {
       expect(rotated.body.clientSecret).not.toBe(account.clientSecret)
       secretsSeen.push(rotated.body.clientSecret)
       expectError(await server.request("GET", `${base}/me`, { token: account.token }), 401, "UNAUTHORIZED")
-      const old = await tokenRequest(server, { grant_type: "client_credentials", client_id: account.clientId, client_secret: account.clientSecret })
+      const old = await tokenRequest(server, {
+        grant_type: "client_credentials",
+        client_id: account.clientId,
+        client_secret: account.clientSecret
+      })
       expect(old.status).toBe(401)
       expect(old.body.error).toBe("invalid_client")
       const fresh = await clientCredentialsToken(server, account.clientId, rotated.body.clientSecret)
@@ -553,7 +567,11 @@ describe("service accounts", () => {
     expect(revoked.status).toBe(200)
     expect(revoked.body.status).toBe("revoked")
     expectError(await server.request("GET", `${base}/me`, { token: account.token }), 401)
-    const refused = await tokenRequest(server, { grant_type: "client_credentials", client_id: account.clientId, client_secret: account.clientSecret })
+    const refused = await tokenRequest(server, {
+      grant_type: "client_credentials",
+      client_id: account.clientId,
+      client_secret: account.clientSecret
+    })
     expect(refused.status).toBe(401)
     expect(refused.body.error).toBe("invalid_client")
     expect((await server.request("GET", sa(`/${account.id}`), { token: admin })).body.status).toBe("revoked")
@@ -568,7 +586,11 @@ describe("service accounts", () => {
     expect((await server.request("DELETE", sa(`/${account.id}`), { token: admin })).status).toBe(204)
     expectError(await server.request("GET", sa(`/${account.id}`), { token: admin }), 404)
     expectError(await server.request("GET", `${base}/me`, { token: account.token }), 401)
-    const refused = await tokenRequest(server, { grant_type: "client_credentials", client_id: account.clientId, client_secret: account.clientSecret })
+    const refused = await tokenRequest(server, {
+      grant_type: "client_credentials",
+      client_id: account.clientId,
+      client_secret: account.clientSecret
+    })
     expect(refused.status).toBe(401)
   })
 
@@ -595,20 +617,32 @@ describe("service accounts", () => {
     })
     expect(elsewhere.status).toBe(400)
     expect(elsewhere.body.error).toBe("invalid_scope")
-    const wrong = await tokenRequest(server, { grant_type: "client_credentials", client_id: account.clientId, client_secret: `sk_${"0".repeat(64)}` })
+    const wrong = await tokenRequest(server, {
+      grant_type: "client_credentials",
+      client_id: account.clientId,
+      client_secret: `sk_${"0".repeat(64)}`
+    })
     expect(wrong.status).toBe(401)
     expect(wrong.body.error).toBe("invalid_client")
-    const wrongBasic = await tokenRequest(server, { grant_type: "client_credentials" }, {
-      authorization: `Basic ${Buffer.from(`${account.clientId}:nope`).toString("base64")}`
-    })
+    const wrongBasic = await tokenRequest(
+      server,
+      { grant_type: "client_credentials" },
+      {
+        authorization: `Basic ${Buffer.from(`${account.clientId}:nope`).toString("base64")}`
+      }
+    )
     expect(wrongBasic.status).toBe(401)
     expect(wrongBasic.headers.get("www-authenticate") ?? "").toContain("Basic")
     const missing = await tokenRequest(server, { grant_type: "client_credentials", client_id: account.clientId })
     expect(missing.status).toBe(400)
     expect(missing.body.error).toBe("invalid_request")
-    const both = await tokenRequest(server, { grant_type: "client_credentials", client_id: account.clientId, client_secret: account.clientSecret }, {
-      authorization: `Basic ${basic}`
-    })
+    const both = await tokenRequest(
+      server,
+      { grant_type: "client_credentials", client_id: account.clientId, client_secret: account.clientSecret },
+      {
+        authorization: `Basic ${basic}`
+      }
+    )
     expect(both.status).toBe(400)
   })
 })
@@ -654,22 +688,28 @@ describe("IAM groups and policies", () => {
       400
     )
     expectError(
-      await server.request("POST", g(`/${group.id}/policies`), { token: admin, body: { action: "list", resource: "records", effect: "maybe" } }),
+      await server.request("POST", g(`/${group.id}/policies`), {
+        token: admin,
+        body: { action: "list", resource: "records", effect: "maybe" }
+      }),
       400
     )
-    expectError(
-      await server.request("POST", g(`/${group.id}/policies`), { token: admin, body: { resource: "records" } }),
-      400
-    )
+    expectError(await server.request("POST", g(`/${group.id}/policies`), { token: admin, body: { resource: "records" } }), 400)
     for (const action of ["create", "retrieve", "list", "update", "delete", "manage", "validate"]) {
       const ok = await server.request("POST", g(`/${group.id}/policies`), { token: admin, body: { action, resource: "structures" } })
       expect(ok.status, `${action}: ${ok.text}`).toBe(201)
       expect(ok.body.effect).toBe("allow")
     }
-    const exec = await server.request("POST", g(`/${group.id}/policies`), { token: admin, body: { action: "execute", resource: "compute-functions" } })
+    const exec = await server.request("POST", g(`/${group.id}/policies`), {
+      token: admin,
+      body: { action: "execute", resource: "compute-functions" }
+    })
     expect(exec.status).toBe(201)
     expectError(
-      await server.request("POST", g(`/00000000-0000-4000-8000-000000000000/policies`), { token: admin, body: { action: "list", resource: "records" } }),
+      await server.request("POST", g(`/00000000-0000-4000-8000-000000000000/policies`), {
+        token: admin,
+        body: { action: "list", resource: "records" }
+      }),
       404
     )
   })
@@ -689,15 +729,9 @@ describe("IAM groups and policies", () => {
     const added = await server.request("POST", g(`/${group.id}/members`), { token: admin, body: { serviceAccountId: account.id } })
     expect(added.status, added.text).toBe(201)
     expect(added.body.members.map((m: any) => m.type)).toStrictEqual(["service-account"])
-    expectError(
-      await server.request("POST", g(`/${group.id}/members`), { token: admin, body: { serviceAccountId: account.id } }),
-      409
-    )
+    expectError(await server.request("POST", g(`/${group.id}/members`), { token: admin, body: { serviceAccountId: account.id } }), 409)
     expectError(await server.request("POST", g(`/${group.id}/members`), { token: admin, body: {} }), 400)
-    expectError(
-      await server.request("POST", g(`/${group.id}/members`), { token: admin, body: { serviceAccountId: 999999 } }),
-      404
-    )
+    expectError(await server.request("POST", g(`/${group.id}/members`), { token: admin, body: { serviceAccountId: 999999 } }), 404)
     expectError(
       await server.request("POST", g(`/${group.id}/members`), { token: admin, body: { userId: "00000000-0000-4000-8000-000000000000" } }),
       404
@@ -716,14 +750,13 @@ describe("IAM groups and policies", () => {
     const user = await createUser(server, admin, "admin")
     expect((await server.request("GET", `${base}/service-accounts`, { token: user.token })).status).toBe(200)
     const deny = (await server.request("POST", g(), { token: admin, body: { name: "No service accounts" } })).body
-    await server.request("POST", g(`/${deny.id}/policies`), { token: admin, body: { action: "manage", resource: "service-accounts", effect: "deny" } })
+    await server.request("POST", g(`/${deny.id}/policies`), {
+      token: admin,
+      body: { action: "manage", resource: "service-accounts", effect: "deny" }
+    })
     const joined = await server.request("POST", g(`/${deny.id}/members`), { token: admin, body: { userId: user.userId } })
     expect(joined.status).toBe(201)
-    expectError(
-      await server.request("GET", `${base}/service-accounts`, { token: user.token }),
-      403,
-      "PERMISSION_DENIED"
-    )
+    expectError(await server.request("GET", `${base}/service-accounts`, { token: user.token }), 403, "PERMISSION_DENIED")
     expect((await server.request("DELETE", g(`/${deny.id}/members/users/${user.userId}`), { token: admin })).status).toBe(204)
     expectError(await server.request("DELETE", g(`/${deny.id}/members/users/${user.userId}`), { token: admin }), 404)
     expect((await server.request("GET", `${base}/service-accounts`, { token: user.token })).status).toBe(200)
@@ -735,17 +768,10 @@ describe("IAM groups and policies", () => {
     await server.request("POST", g(`/${group.id}/policies`), { token: admin, body: { action: "list", resource: "webhooks" } })
     expect((await server.request("GET", `${base}/webhooks`, { token: account.token })).status).toBe(200)
     expect((await server.request("DELETE", g(`/${group.id}/members/service-accounts/${account.id}`), { token: admin })).status).toBe(204)
-    expectError(
-      await server.request("DELETE", g(`/${group.id}/members/service-accounts/${account.id}`), { token: admin }),
-      404
-    )
+    expectError(await server.request("DELETE", g(`/${group.id}/members/service-accounts/${account.id}`), { token: admin }), 404)
     expectError(await server.request("GET", `${base}/webhooks`, { token: account.token }), 403)
     // only owners manage groups
-    expectError(
-      await server.request("POST", g(), { token: user.token, body: { name: "Mine" } }),
-      403,
-      "PERMISSION_DENIED"
-    )
+    expectError(await server.request("POST", g(), { token: user.token, body: { name: "Mine" } }), 403, "PERMISSION_DENIED")
   })
 })
 
@@ -774,7 +800,7 @@ describe("signing keys", () => {
 describe("typed client", () => {
   it("a client-credentials token source caches its token and drives the typed client", async () => {
     const account = await createAccount(server, admin, { role: "admin" })
-    const program = Effect.gen(function*() {
+    const program = Effect.gen(function* () {
       const source = yield* clientCredentials({
         baseUrl: server.baseUrl,
         clientId: account.clientId,

@@ -15,13 +15,16 @@ type Sample = { readonly name: string; readonly labels: Record<string, string>; 
 
 /** The samples of a Prometheus text exposition. */
 const parse = (text: string): Array<Sample> =>
-  text.split("\n").filter((line) => line.length > 0 && !line.startsWith("#")).map((line) => {
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line)
-    if (match === null) throw new Error(`not a sample line: ${line}`)
-    const labels: Record<string, string> = {}
-    for (const pair of (match[2] ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[pair[1]!] = pair[2]!
-    return { name: match[1]!, labels, value: Number(match[3]) }
-  })
+  text
+    .split("\n")
+    .filter((line) => line.length > 0 && !line.startsWith("#"))
+    .map((line) => {
+      const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line)
+      if (match === null) throw new Error(`not a sample line: ${line}`)
+      const labels: Record<string, string> = {}
+      for (const pair of (match[2] ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[pair[1]!] = pair[2]!
+      return { name: match[1]!, labels, value: Number(match[3]) }
+    })
 
 /** The sum of the samples named `name` whose labels include `labels`, or undefined when there is none. */
 const total = (samples: ReadonlyArray<Sample>, name: string, labels: Record<string, string> = {}) => {
@@ -77,7 +80,10 @@ describe("GET /metrics and traces on a real node", () => {
       server.request(method, `${server.base}${path}`, { token, ...(body === undefined ? {} : { body }), headers: extra })
 
     // a webhook that answers, one that never does (3 attempts: 2 retried, then failed)
-    for (const [name, path] of [["ok", "/ok"], ["fail", "/fail"]] as const) {
+    for (const [name, path] of [
+      ["ok", "/ok"],
+      ["fail", "/fail"]
+    ] as const) {
       const res = await call("POST", "/webhooks", { name, url: `${hooks.url}${path}`, events: ["record.created"] })
       expect(res.status, res.text).toBe(201)
     }
@@ -108,25 +114,24 @@ describe("GET /metrics and traces on a real node", () => {
       (total(after, name, labels) ?? 0) - (total(before, name, labels) ?? 0)
 
     const names = new Set(after.map((s) => s.name))
-    for (
-      const name of [
-        "troupe_http_requests_total",
-        "troupe_http_request_duration_seconds_bucket",
-        "troupe_http_request_duration_seconds_sum",
-        "troupe_http_request_duration_seconds_count",
-        "effect_cluster_entities",
-        "troupe_events_relayed_total",
-        "troupe_events_relay_lag_seconds",
-        "troupe_events_relay_failures_total",
-        "troupe_webhook_deliveries_total",
-        "troupe_webhook_deliveries_in_flight",
-        "troupe_sse_clients",
-        "troupe_function_runs_total",
-        "troupe_function_run_duration_seconds_count",
-        "troupe_function_runs_running",
-        "troupe_function_runs_queued"
-      ]
-    ) expect(names, name).toContain(name)
+    for (const name of [
+      "troupe_http_requests_total",
+      "troupe_http_request_duration_seconds_bucket",
+      "troupe_http_request_duration_seconds_sum",
+      "troupe_http_request_duration_seconds_count",
+      "effect_cluster_entities",
+      "troupe_events_relayed_total",
+      "troupe_events_relay_lag_seconds",
+      "troupe_events_relay_failures_total",
+      "troupe_webhook_deliveries_total",
+      "troupe_webhook_deliveries_in_flight",
+      "troupe_sse_clients",
+      "troupe_function_runs_total",
+      "troupe_function_run_duration_seconds_count",
+      "troupe_function_runs_running",
+      "troupe_function_runs_queued"
+    ])
+      expect(names, name).toContain(name)
 
     // requests, by route pattern and lane; the histogram counts them too
     expect(moved("troupe_http_requests_total", { route: RECORD_ROUTE, method: "GET", status: "200", lane: "fast" })).toBe(3)
@@ -158,23 +163,27 @@ describe("GET /metrics and traces on a real node", () => {
 
   it("exports spans over OTLP, a server span per request named after its route (both lanes)", async () => {
     const spans = () =>
-      otlp.hits.filter((h) => h.path === "/v1/traces").flatMap((h) =>
-        (h.json?.resourceSpans ?? []).flatMap((rs: any) => {
-          const service = rs.resource.attributes.find((a: any) => a.key === "service.name")?.value.stringValue
-          return rs.scopeSpans.flatMap((ss: any) => ss.spans.map((s: any) => ({ service, name: s.name as string, kind: s.kind })))
-        })
-      )
+      otlp.hits
+        .filter((h) => h.path === "/v1/traces")
+        .flatMap((h) =>
+          (h.json?.resourceSpans ?? []).flatMap((rs: any) => {
+            const service = rs.resource.attributes.find((a: any) => a.key === "service.name")?.value.stringValue
+            return rs.scopeSpans.flatMap((ss: any) => ss.spans.map((s: any) => ({ service, name: s.name as string, kind: s.kind })))
+          })
+        )
     // the exporter sends every 5 s
     await otlp.waitFor(() => spans().some((s) => s.name === `GET ${RECORD_ROUTE}`), 20_000, "the record read's span")
     const server = spans().filter((s) => s.kind === 2)
     expect(server.every((s) => s.service === "troupe")).toBe(true)
-    expect(server.map((s) => s.name)).toEqual(expect.arrayContaining([
-      `GET ${RECORD_ROUTE}`,
-      `PATCH ${RECORD_ROUTE}`,
-      "POST /workspace/:workspace/api/v1/records",
-      "POST /oidc/token",
-      "GET"
-    ]))
+    expect(server.map((s) => s.name)).toEqual(
+      expect.arrayContaining([
+        `GET ${RECORD_ROUTE}`,
+        `PATCH ${RECORD_ROUTE}`,
+        "POST /workspace/:workspace/api/v1/records",
+        "POST /oidc/token",
+        "GET"
+      ])
+    )
     // service methods have their spans (RecordService's only while spans are exported)
     expect(spans().map((s) => s.name)).toEqual(expect.arrayContaining(["RecordService.update", "StructureService.create"]))
   })

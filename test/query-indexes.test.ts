@@ -22,7 +22,6 @@ const ROWS = 100_000
 // The PostgreSQL statement compiler with no connection: the same SQL text and parameters the server sends.
 const offline = Statement.make(Effect.die("offline"), PgClient.makeCompiler(), [], undefined)
 
-
 /** Inserts `count` records of the shape below with one INSERT ... SELECT generate_series, then ANALYZE. */
 const seed = async (db: postgres.Sql, structureId: string, count: number) => {
   await db`INSERT INTO records (id, workspace, structure_id, data, created_by, updated_by)
@@ -120,14 +119,18 @@ describe.runIf(process.env.DATABASE_URL)("query indexes and statement timeout (P
       const parsed = parseQueryLanguage(text)
       if (Result.isFailure(parsed)) throw new Error(parsed.failure.message)
       const q = parsed.success
-      const statement = pageStatement(offline, {
-        structureId: items.id,
-        where: q.where ?? Ast.all,
-        sort: q.orderBy,
-        limit: q.limit ?? 100,
-        offset: q.offset ?? 0,
-        includeDeleted: false
-      }, ctx)
+      const statement = pageStatement(
+        offline,
+        {
+          structureId: items.id,
+          where: q.where ?? Ast.all,
+          sort: q.orderBy,
+          limit: q.limit ?? 100,
+          offset: q.offset ?? 0,
+          includeDeleted: false
+        },
+        ctx
+      )
       if (Result.isFailure(statement)) throw new Error(statement.failure.message)
       const [sql, params] = statement.success.compile()
       const plan = (await db.unsafe(`EXPLAIN ${sql}`, params as Array<any>)).map((r: any) => r["QUERY PLAN"]).join("\n")
@@ -150,8 +153,15 @@ describe.runIf(process.env.DATABASE_URL)("query indexes and statement timeout (P
     // record g = 61 holds 2024-01-01T01:01:00Z
     expect(await at("FROM items WHERE at = '2024-01-01T01:01:00' LIMIT 5")).toEqual(["2024-01-01T01:01:00Z"])
     expect(await at("FROM items WHERE at = '2024-01-01T02:01:00+01:00' LIMIT 5")).toEqual(["2024-01-01T01:01:00Z"])
-    expect(await at("FROM items WHERE at < '2024-01-01T00:03' ORDER BY at LIMIT 5")).toEqual(["2024-01-01T00:01:00Z", "2024-01-01T00:02:00Z"])
-    const list = await server.request("GET", `${server.base}/records?structureId=items&filter=${encodeURIComponent("at:>=2024-03-01")}&sort=at&limit=1`, { token })
+    expect(await at("FROM items WHERE at < '2024-01-01T00:03' ORDER BY at LIMIT 5")).toEqual([
+      "2024-01-01T00:01:00Z",
+      "2024-01-01T00:02:00Z"
+    ])
+    const list = await server.request(
+      "GET",
+      `${server.base}/records?structureId=items&filter=${encodeURIComponent("at:>=2024-03-01")}&sort=at&limit=1`,
+      { token }
+    )
     expect(list.status, list.text).toBe(200)
     expect(list.body.results[0].data.at).toBe("2024-03-01T00:00:00Z")
   })
@@ -191,7 +201,9 @@ describe.runIf(process.env.DATABASE_URL)("query indexes and statement timeout (P
     const before = await scans()
     const list = await server.request("GET", `${server.base}/records?structureId=items&filter=price:>900&sort=-price&limit=20`, { token })
     expect(list.status).toBe(200)
-    expect(list.body.results.map((r: any) => r.data.price)).toEqual([...list.body.results.map((r: any) => r.data.price)].sort((a, b) => b - a))
+    expect(list.body.results.map((r: any) => r.data.price)).toEqual(
+      [...list.body.results.map((r: any) => r.data.price)].sort((a, b) => b - a)
+    )
     expect(list.body.results[0].data.price).toBe(999.99)
     const slug = await server.request("GET", `${server.base}/records/items?price[gte]=100&sort=price&pageSize=20`, { token })
     expect(slug.status).toBe(200)
@@ -240,7 +252,10 @@ describe.runIf(process.env.DATABASE_URL)("query indexes and statement timeout (P
         expect(viaList.body).toMatchObject({ code: "QUERY_TIMEOUT", statusCode: 503, requestId: expect.any(String) })
       }
       // the connection that timed out is healthy again
-      const after = await strict.request("POST", `${strict.base}/query`, { token: t, body: { query: "FROM slow WHERE id = :id", parameters: { id: slow.id } } })
+      const after = await strict.request("POST", `${strict.base}/query`, {
+        token: t,
+        body: { query: "FROM slow WHERE id = :id", parameters: { id: slow.id } }
+      })
       expect([200, 503]).toContain(after.status)
       expect((await strict.request("GET", `${strict.base}/structures`, { token: t })).status).toBe(200)
     } finally {

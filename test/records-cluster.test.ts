@@ -19,7 +19,11 @@ const cluster = async () => {
     body: {
       name: "Cluster Item",
       recordSlug: "cluster-item",
-      properties: [{ name: "key", type: "string" }, { name: "n", type: "number" }, { name: "via", type: "string" }]
+      properties: [
+        { name: "key", type: "string" },
+        { name: "n", type: "number" },
+        { name: "via", type: "string" }
+      ]
     }
   })
   if (res.status >= 300) throw new Error(`structure: ${res.status} ${res.text}`)
@@ -30,8 +34,7 @@ const cluster = async () => {
     structureId,
     create: (node: TestNode, data: Record<string, unknown>) =>
       node.request("POST", `${a.base}/records`, { token, body: { structureId, data } }),
-    patch: (node: TestNode, id: string, body: Record<string, unknown>) =>
-      node.request("PATCH", `${a.base}/records/${id}`, { token, body }),
+    patch: (node: TestNode, id: string, body: Record<string, unknown>) => node.request("PATCH", `${a.base}/records/${id}`, { token, body }),
     upsert: (node: TestNode, match: Record<string, unknown>, data: Record<string, unknown>) =>
       node.request("POST", `${a.base}/records/slug/cluster-item/upsert`, { token, body: { match, data } }),
     read: (node: TestNode, path: string) => node.request("GET", `${a.base}${path}`, { token })
@@ -83,8 +86,9 @@ describe.runIf(process.env.DATABASE_URL)("records across two nodes", () => {
 
   it("50 concurrent upserts of one key through both nodes end as one record at version 50", async () => {
     const nodes = [c.a, c.b]
-    const results = await Promise.all(range(50, 0).map((i) =>
-      c.upsert(nodes[i % 2]!, { key: "same-key" }, { n: i, via: i % 2 === 0 ? "a" : "b" })))
+    const results = await Promise.all(
+      range(50, 0).map((i) => c.upsert(nodes[i % 2]!, { key: "same-key" }, { n: i, via: i % 2 === 0 ? "a" : "b" }))
+    )
     const statuses = results.map((r) => r.status)
     expect(statuses.filter((s) => s === 201)).toHaveLength(1)
     expect(statuses.filter((s) => s === 200)).toHaveLength(49)
@@ -109,8 +113,9 @@ describe.runIf(process.env.DATABASE_URL)("records across two nodes", () => {
     expect(created.status).toBe(201)
     const id = created.body.id as string
     const nodes = [c.a, c.b]
-    const results = await Promise.all(range(30, 0).map((i) =>
-      c.patch(nodes[i % 2]!, id, { data: { n: i + 1, via: i % 2 === 0 ? "a" : "b" } })))
+    const results = await Promise.all(
+      range(30, 0).map((i) => c.patch(nodes[i % 2]!, id, { data: { n: i + 1, via: i % 2 === 0 ? "a" : "b" } }))
+    )
     expect(results.map((r) => r.status)).toEqual(results.map(() => 200))
     expect(results.map((r) => r.body.version as number).sort((x, y) => x - y)).toEqual(range(30, 2))
     // each reply names the version it replaced: exactly the one before it
@@ -157,10 +162,7 @@ describe.runIf(process.env.DATABASE_URL)("a node killed during a write load", ()
         else if (node === a) failedOnA++
       }
     }
-    const workers = [
-      ...range(6, 0).map((w) => worker(a, "a", w, () => stopA)),
-      ...range(6, 0).map((w) => worker(b, "b", w, () => stopB))
-    ]
+    const workers = [...range(6, 0).map((w) => worker(a, "a", w, () => stopA)), ...range(6, 0).map((w) => worker(b, "b", w, () => stopB))]
     // kill B once both nodes have acknowledged writes
     const count = (via: string) => [...acked.values()].filter((d) => d.via === via).length
     const deadline = Date.now() + 60_000
@@ -182,9 +184,11 @@ describe.runIf(process.env.DATABASE_URL)("a node killed during a write load", ()
     const entries = [...acked.entries()]
     const pool = async <T>(items: ReadonlyArray<T>, n: number, f: (item: T) => Promise<void>) => {
       let next = 0
-      await Promise.all(range(n).map(async () => {
-        while (next < items.length) await f(items[next++]!)
-      }))
+      await Promise.all(
+        range(n).map(async () => {
+          while (next < items.length) await f(items[next++]!)
+        })
+      )
     }
     await pool(entries, 8, async ([id, data]) => {
       const read = await c.read(a, `/records/${id}`)

@@ -33,7 +33,9 @@ describe("record writes under concurrency", () => {
   })
 
   it("50 concurrent upserts of one match: exactly one record at version 50, one 201 and 49 × 200", async () => {
-    const results = await times(50, (i) => api.call("POST", `/records/slug/${things.recordSlug}/upsert`, { match: { key: "one-key" }, data: { n: i } }))
+    const results = await times(50, (i) =>
+      api.call("POST", `/records/slug/${things.recordSlug}/upsert`, { match: { key: "one-key" }, data: { n: i } })
+    )
     const statuses = results.map((r) => r.status)
     expect(statuses.filter((s) => s === 201)).toHaveLength(1)
     expect(statuses.filter((s) => s === 200)).toHaveLength(49)
@@ -53,7 +55,9 @@ describe("record writes under concurrency", () => {
       expectStatus(created, 201)
       const id = created.body.data.id
       const bad = 17
-      const results = await times(40, (i) => api.call("POST", path, { match: { key: "batched" }, data: { n: i === bad ? "not a number" : i + 1 } }))
+      const results = await times(40, (i) =>
+        api.call("POST", path, { match: { key: "batched" }, data: { n: i === bad ? "not a number" : i + 1 } })
+      )
       expectError(results[bad]!, 400, "VALIDATION_ERROR")
       const ok = results.filter((_, i) => i !== bad)
       for (const r of ok) expectStatus(r, 200)
@@ -127,7 +131,9 @@ describe("record writes under concurrency", () => {
       records: Array.from({ length: 10 }, (_, i) => ({ data: { email: `racer-${i}@example.com` } }))
     })
     expectStatus(made, 201)
-    const results = await Promise.all(made.body.records.map((r: any) => api.call("PATCH", `/records/${r.id}`, { data: { email: "finish@example.com" } })))
+    const results = await Promise.all(
+      made.body.records.map((r: any) => api.call("PATCH", `/records/${r.id}`, { data: { email: "finish@example.com" } }))
+    )
     expect(results.filter((r) => r.status === 200)).toHaveLength(1)
     for (const r of results.filter((x) => x.status !== 200)) expectError(r, 409, "DUPLICATE_KEY")
   })
@@ -136,7 +142,10 @@ describe("record writes under concurrency", () => {
     const s = await createStructure(api, {
       name: "Counter",
       recordSlug: slug("counter"),
-      properties: [{ name: "label", type: "string" }, { name: "no", type: "number", autoIncrement: { startAt: 1000, incrementBy: 1 } }]
+      properties: [
+        { name: "label", type: "string" },
+        { name: "no", type: "number", autoIncrement: { startAt: 1000, incrementBy: 1 } }
+      ]
     })
     const results = await times(40, (i) => api.call("POST", "/records", { structureId: s.id, data: { label: `c${i}` } }))
     for (const r of results) expectStatus(r, 201)
@@ -146,7 +155,9 @@ describe("record writes under concurrency", () => {
 
   it("concurrent upserts with one Idempotency-Key: one execution, the same answer for all", async () => {
     const key = { "idempotency-key": `race-${Date.now()}` }
-    const results = await times(10, () => api.call("POST", `/records/slug/${things.recordSlug}/upsert`, { match: { key: "idem-race" }, data: { n: 7 } }, key))
+    const results = await times(10, () =>
+      api.call("POST", `/records/slug/${things.recordSlug}/upsert`, { match: { key: "idem-race" }, data: { n: 7 } }, key)
+    )
     for (const r of results) expectStatus(r, 201)
     expect(new Set(results.map((r) => JSON.stringify(r.body))).size).toBe(1)
     const list = await api.call("GET", `/records/slug/${things.recordSlug}?key=idem-race`)
@@ -163,7 +174,9 @@ describe("record writes under concurrency", () => {
     const forward = ids.map((id) => ({ id, data: { n: 1 } }))
     const backward = [...ids].reverse().map((id) => ({ id, data: { n: 2 } }))
     const results = await Promise.all([
-      ...Array.from({ length: 6 }, (_, i) => api.call("PATCH", "/records/bulk", { updates: i % 2 === 0 ? forward : backward, options: { atomic: true } })),
+      ...Array.from({ length: 6 }, (_, i) =>
+        api.call("PATCH", "/records/bulk", { updates: i % 2 === 0 ? forward : backward, options: { atomic: true } })
+      ),
       ...ids.map((id) => api.call("PATCH", `/records/${id}`, { data: { n: 3 } }))
     ])
     for (const r of results) expect([200, 409]).toContain(r.status)
@@ -187,7 +200,8 @@ describe("a node at its entity cap", () => {
   beforeAll(async () => {
     server = await startServer({ env: { TROUPE_MAX_ENTITIES: "30", TROUPE_LIMIT_WRITES: "0" } })
     api = client(server, await server.adminToken())
-    slugName = (await createStructure(api, { name: "Capped", recordSlug: slug("capped"), properties: [{ name: "key", type: "string" }] })).recordSlug
+    slugName = (await createStructure(api, { name: "Capped", recordSlug: slug("capped"), properties: [{ name: "key", type: "string" }] }))
+      .recordSlug
   })
   afterAll(async () => {
     await server?.close()

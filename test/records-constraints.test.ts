@@ -2,7 +2,16 @@
 // references with their onDelete rules and expansion, auto-increments, computed fields, and secret properties
 // (encrypted at rest, masked everywhere, plaintext only with secrets:reveal).
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Client, client, createStructure, database, expectError, expectStatus, createServiceAccountClient, slug } from "./support/records.ts"
+import {
+  type Client,
+  client,
+  createStructure,
+  database,
+  expectError,
+  expectStatus,
+  createServiceAccountClient,
+  slug
+} from "./support/records.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 
 describe("record constraints", () => {
@@ -28,7 +37,10 @@ describe("record constraints", () => {
       const s = await createStructure(api, {
         name: "Late Unique",
         recordSlug: slug("late-unique"),
-        properties: [{ name: "code", type: "string" }, { name: "n", type: "number" }]
+        properties: [
+          { name: "code", type: "string" },
+          { name: "n", type: "number" }
+        ]
       })
       const prop = (isUnique: boolean) => ({ properties: [{ ...s.properties[0], isUnique }, s.properties[1]] })
       const a = await create(s.id, { code: "X", n: 1 })
@@ -56,7 +68,9 @@ describe("record constraints", () => {
       const s = await createStructure(api, {
         name: "Guest",
         recordSlug: slug("guest"),
-        properties: [{ name: "seat", type: "reference", target: target.recordSlug, relationship: "one-to-one", onDelete: "set_null", nullable: true }]
+        properties: [
+          { name: "seat", type: "reference", target: target.recordSlug, relationship: "one-to-one", onDelete: "set_null", nullable: true }
+        ]
       })
       const seat = await create(target.id, { label: "1A" })
       await create(s.id, { seat: seat.id })
@@ -90,7 +104,7 @@ describe("record constraints", () => {
       expect((await api.call("GET", `/records/${other.id}`)).body).toMatchObject({ version: 1, data: { email: "b@example.com" } })
     })
 
-    it("values are compared by type: 42 and \"42\" differ; a released value is free again", async () => {
+    it('values are compared by type: 42 and "42" differ; a released value is free again', async () => {
       const s = await createStructure(api, {
         name: "Loose unique",
         recordSlug: slug("loose-unique"),
@@ -110,7 +124,11 @@ describe("record constraints", () => {
       expectError(await api.call("POST", `/records/${gone.id}/restore`, {}), 409, "DUPLICATE_KEY")
       expectStatus(await api.call("DELETE", `/records/${reused.id}`), 200)
       expectStatus(await api.call("POST", `/records/${gone.id}/restore`, {}), 200)
-      expectError(await api.call("POST", "/records", { structureId: users.id, data: { email: "deleted@example.com" } }), 409, "DUPLICATE_KEY")
+      expectError(
+        await api.call("POST", "/records", { structureId: users.id, data: { email: "deleted@example.com" } }),
+        409,
+        "DUPLICATE_KEY"
+      )
     })
 
     it("an immutable field cannot change (400), but may be sent unchanged", async () => {
@@ -134,7 +152,10 @@ describe("record constraints", () => {
       company = await createStructure(api, {
         name: "Company",
         recordSlug: slug("company"),
-        properties: [{ name: "name", type: "string", required: true }, { name: "apiKey", type: "string", isSecret: true }]
+        properties: [
+          { name: "name", type: "string", required: true },
+          { name: "apiKey", type: "string", isSecret: true }
+        ]
       })
       author = await createStructure(api, {
         name: "Author",
@@ -150,8 +171,22 @@ describe("record constraints", () => {
         properties: [
           { name: "title", type: "string", required: true },
           { name: "author", type: "reference", target: author.recordSlug, relationship: "many-to-one", onDelete: "cascade" },
-          { name: "editor", type: "reference", target: author.recordSlug, relationship: "one-to-one", onDelete: "set_null", nullable: true },
-          { name: "reviewers", type: "reference", target: author.recordSlug, relationship: "many-to-many", onDelete: "set_null", nullable: true }
+          {
+            name: "editor",
+            type: "reference",
+            target: author.recordSlug,
+            relationship: "one-to-one",
+            onDelete: "set_null",
+            nullable: true
+          },
+          {
+            name: "reviewers",
+            type: "reference",
+            target: author.recordSlug,
+            relationship: "many-to-many",
+            onDelete: "set_null",
+            nullable: true
+          }
         ]
       })
       pin = await createStructure(api, {
@@ -166,7 +201,11 @@ describe("record constraints", () => {
       const res = await api.call("POST", "/records", { structureId: author.id, data: { name: "x", company: missing } })
       expectError(res, 400, "VALIDATION_ERROR")
       expect(res.body.details[0].field).toBe("data.company")
-      expectError(await api.call("POST", "/records", { structureId: author.id, data: { name: "x", company: "not-an-id" } }), 400, "VALIDATION_ERROR")
+      expectError(
+        await api.call("POST", "/records", { structureId: author.id, data: { name: "x", company: "not-an-id" } }),
+        400,
+        "VALIDATION_ERROR"
+      )
       const co = await create(company.id, { name: "Acme" })
       const a = await create(author.id, { name: "Ann", company: co.id })
       expectError(await api.call("PATCH", `/records/${a.id}`, { data: { company: missing } }), 400, "VALIDATION_ERROR")
@@ -183,10 +222,21 @@ describe("record constraints", () => {
       const ann = await create(author.id, { name: "Ann", company: co.id })
       const bob = await create(author.id, { name: "Bob", company: co.id })
       await create(post.id, { title: "p1", author: ann.id, editor: bob.id, reviewers: [ann.id, bob.id] })
-      expectError(await api.call("POST", "/records", { structureId: post.id, data: { title: "p2", author: ann.id, editor: bob.id } }), 409, "DUPLICATE_KEY")
-      expectError(await api.call("POST", "/records", { structureId: post.id, data: { title: "p3", author: ann.id, reviewers: ann.id } }), 400, "VALIDATION_ERROR")
       expectError(
-        await api.call("POST", "/records", { structureId: post.id, data: { title: "p4", author: ann.id, reviewers: [ann.id, "00000000-0000-4000-8000-000000000000"] } }),
+        await api.call("POST", "/records", { structureId: post.id, data: { title: "p2", author: ann.id, editor: bob.id } }),
+        409,
+        "DUPLICATE_KEY"
+      )
+      expectError(
+        await api.call("POST", "/records", { structureId: post.id, data: { title: "p3", author: ann.id, reviewers: ann.id } }),
+        400,
+        "VALIDATION_ERROR"
+      )
+      expectError(
+        await api.call("POST", "/records", {
+          structureId: post.id,
+          data: { title: "p4", author: ann.id, reviewers: [ann.id, "00000000-0000-4000-8000-000000000000"] }
+        }),
         400,
         "VALIDATION_ERROR"
       )
@@ -209,7 +259,10 @@ describe("record constraints", () => {
       expect(listed.body.results[0].data._expanded.author.id).toBe(ann.id)
       const slugList = await api.call("GET", `/records/slug/${post.recordSlug}?expand=author&title=expanded`)
       expect(slugList.body.data[0].data._expanded.author.data.name).toBe("Ann")
-      const populated = await api.call("GET", `/structures/${post.recordSlug}/records?populate=author&query=${encodeURIComponent("title=='expanded'")}`)
+      const populated = await api.call(
+        "GET",
+        `/structures/${post.recordSlug}/records?populate=author&query=${encodeURIComponent("title=='expanded'")}`
+      )
       expectStatus(populated, 200)
       expect(populated.body.records[0].author).toMatchObject({ id: ann.id, name: "Ann" })
       expectError(await api.call("GET", `/records/${p.id}?expand=title`), 400)
@@ -251,7 +304,10 @@ describe("record constraints", () => {
       const s = await createStructure(api, {
         name: "Ticket",
         recordSlug: slug("ticket"),
-        properties: [{ name: "title", type: "string" }, { name: "number", type: "number", autoIncrement: { startAt: 100, incrementBy: 5 } }]
+        properties: [
+          { name: "title", type: "string" },
+          { name: "number", type: "number", autoIncrement: { startAt: 100, incrementBy: 5 } }
+        ]
       })
       const values: Array<number> = []
       for (let i = 0; i < 3; i++) values.push((await create(s.id, { title: `t${i}` })).data.number)
@@ -280,7 +336,11 @@ describe("record constraints", () => {
       const listed = await api.call("GET", `/records?structureId=${s.id}`)
       expect(listed.body.results[0].data.label).toBe("SCREWS")
       expectError(await api.call("PATCH", `/records/${r.id}`, { data: { total: 1 } }), 400, "VALIDATION_ERROR")
-      expectError(await api.call("POST", "/records", { structureId: s.id, data: { price: 1, qty: 1, label: "x" } }), 400, "VALIDATION_ERROR")
+      expectError(
+        await api.call("POST", "/records", { structureId: s.id, data: { price: 1, qty: 1, label: "x" } }),
+        400,
+        "VALIDATION_ERROR"
+      )
     })
   })
 
@@ -293,7 +353,14 @@ describe("record constraints", () => {
         properties: [
           { name: "name", type: "string" },
           { name: "password", type: "string", isSecret: true, minLength: 6, maxLength: 20 },
-          { name: "creds", type: "object", properties: [{ name: "user", type: "string" }, { name: "token", type: "string", isSecret: true }] }
+          {
+            name: "creds",
+            type: "object",
+            properties: [
+              { name: "user", type: "string" },
+              { name: "token", type: "string", isSecret: true }
+            ]
+          }
         ]
       })
     })
@@ -308,7 +375,15 @@ describe("record constraints", () => {
       const id = created.body.id
       const patched = await api.call("PATCH", `/records/${id}`, { data: { password: "correct-horse" } })
       expectStatus(patched, 200)
-      for (const path of [`/records/${id}`, `/records/${id}/history`, `/records/${id}/changelog`, `/records?structureId=${vault.id}`, `/records/slug/${vault.recordSlug}`, `/structures/${vault.recordSlug}/records`, `/records/${id}?includeHistory=true&includeChangelog=true`]) {
+      for (const path of [
+        `/records/${id}`,
+        `/records/${id}/history`,
+        `/records/${id}/changelog`,
+        `/records?structureId=${vault.id}`,
+        `/records/slug/${vault.recordSlug}`,
+        `/structures/${vault.recordSlug}/records`,
+        `/records/${id}?includeHistory=true&includeChangelog=true`
+      ]) {
         const res = await api.call("GET", path)
         expectStatus(res, 200)
         for (const secret of ["hunter22", "correct-horse", "tok-abc", "enc:v1:"]) expect(res.text, path).not.toContain(secret)
@@ -339,26 +414,32 @@ describe("record constraints", () => {
       expect((await api.call("GET", `/records/${r.body.id}?reveal=true`)).body.data.password).toBe("longenough")
     })
 
-    it.runIf(process.env.DATABASE_URL)("is stored AES-256-GCM encrypted, in rows, versions and events (PostgreSQL run: the database is readable)", async () => {
-      const r = await api.call("POST", "/records", { structureId: vault.id, data: { name: "raw", password: "plain-text-pw", creds: { token: "raw-token" } } })
-      expectStatus(r, 201)
-      const sql = database(server)
-      try {
-        const [row] = await sql`SELECT data::text AS data FROM records WHERE id = ${r.body.id}`
-        expect(row!.data).not.toContain("plain-text-pw")
-        expect(row!.data).not.toContain("raw-token")
-        expect(JSON.parse(row!.data).password).toMatch(/^enc:v1:/)
-        const versions = await sql`SELECT data::text AS data FROM record_versions WHERE record_id = ${r.body.id}`
-        for (const v of versions) expect(v.data).not.toContain("plain-text-pw")
-        const events = await sql`SELECT payload::text AS payload FROM events WHERE record_id = ${r.body.id}`
-        expect(events.length).toBeGreaterThan(0)
-        for (const e of events) {
-          expect(e.payload).not.toContain("plain-text-pw")
-          expect(e.payload).not.toContain("enc:v1:")
+    it.runIf(process.env.DATABASE_URL)(
+      "is stored AES-256-GCM encrypted, in rows, versions and events (PostgreSQL run: the database is readable)",
+      async () => {
+        const r = await api.call("POST", "/records", {
+          structureId: vault.id,
+          data: { name: "raw", password: "plain-text-pw", creds: { token: "raw-token" } }
+        })
+        expectStatus(r, 201)
+        const sql = database(server)
+        try {
+          const [row] = await sql`SELECT data::text AS data FROM records WHERE id = ${r.body.id}`
+          expect(row!.data).not.toContain("plain-text-pw")
+          expect(row!.data).not.toContain("raw-token")
+          expect(JSON.parse(row!.data).password).toMatch(/^enc:v1:/)
+          const versions = await sql`SELECT data::text AS data FROM record_versions WHERE record_id = ${r.body.id}`
+          for (const v of versions) expect(v.data).not.toContain("plain-text-pw")
+          const events = await sql`SELECT payload::text AS payload FROM events WHERE record_id = ${r.body.id}`
+          expect(events.length).toBeGreaterThan(0)
+          for (const e of events) {
+            expect(e.payload).not.toContain("plain-text-pw")
+            expect(e.payload).not.toContain("enc:v1:")
+          }
+        } finally {
+          await sql.end()
         }
-      } finally {
-        await sql.end()
       }
-    })
+    )
   })
 })

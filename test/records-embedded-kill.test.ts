@@ -28,7 +28,14 @@ describe("a PGlite node SIGKILLed during a write load", () => {
     const token = await tokenOf(node)
     const structure = await node.request("POST", `${base}/structures`, {
       token,
-      body: { name: "Ledger", recordSlug: "ledger", properties: [{ name: "key", type: "string", isUnique: true }, { name: "n", type: "number" }] }
+      body: {
+        name: "Ledger",
+        recordSlug: "ledger",
+        properties: [
+          { name: "key", type: "string", isUnique: true },
+          { name: "n", type: "number" }
+        ]
+      }
     })
     expect(structure.status).toBeLessThan(300)
 
@@ -38,10 +45,14 @@ describe("a PGlite node SIGKILLed during a write load", () => {
     const loop = async (worker: number) => {
       for (let k = 0; !stop; k++) {
         const key = `w${worker}-${k}`
-        const res = await node!.request("POST", `${base}/records`, { token, body: { structureId: structure.body.id, data: { key, n: 0 } } }).catch(() => undefined)
+        const res = await node!
+          .request("POST", `${base}/records`, { token, body: { structureId: structure.body.id, data: { key, n: 0 } } })
+          .catch(() => undefined)
         if (res?.status !== 201) return
         created.set(res.body.id, key)
-        const patch = await node!.request("PATCH", `${base}/records/${res.body.id}`, { token, body: { data: { n: 1 } } }).catch(() => undefined)
+        const patch = await node!
+          .request("PATCH", `${base}/records/${res.body.id}`, { token, body: { data: { n: 1 } } })
+          .catch(() => undefined)
         if (patch?.status !== 200) return
         patched.add(res.body.id)
       }

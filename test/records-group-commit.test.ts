@@ -65,10 +65,14 @@ describe("group commit of record writes", () => {
 
     const missing = "00000000-0000-4000-8000-000000000000"
     const [creates, patches, deletes] = await Promise.all([
-      times(30, (i) =>
-        create(i === 3 ? { key: "bad-type", n: "many" } : i === 7 ? { key: "seed-0", n: 1 } : { key: `new-${i}`, n: i })),
+      times(30, (i) => create(i === 3 ? { key: "bad-type", n: "many" } : i === 7 ? { key: "seed-0", n: 1 } : { key: `new-${i}`, n: i })),
       times(20, (i) =>
-        api.call("PATCH", `/records/${ids[i]}`, i === 5 ? { data: { n: "x" } } : i === 9 ? { data: { n: 1 }, expectedVersion: 7 } : { data: { n: 1000 + i } })),
+        api.call(
+          "PATCH",
+          `/records/${ids[i]}`,
+          i === 5 ? { data: { n: "x" } } : i === 9 ? { data: { n: 1 }, expectedVersion: 7 } : { data: { n: 1000 + i } }
+        )
+      ),
       times(10, (i) => api.call("DELETE", `/records/${i === 4 ? missing : ids[20 + i]}`))
     ])
 
@@ -136,21 +140,34 @@ describe("group commit of record writes", () => {
     expectStatus(existing, 201)
     const before = await batches()
     const results = await times(40, (i) =>
-      api.call("POST", path, i === 11
-        ? { match: { key: "up-bad" }, data: { n: "not a number" } }
-        : i >= 20 && i < 26
-        ? { match: { key: "up-twice" }, data: { n: i } }
-        : i === 30
-        ? { match: { key: "up-existing" }, data: { n: 30 } }
-        : { match: { key: `up-${i}` }, data: { n: i } }))
+      api.call(
+        "POST",
+        path,
+        i === 11
+          ? { match: { key: "up-bad" }, data: { n: "not a number" } }
+          : i >= 20 && i < 26
+            ? { match: { key: "up-twice" }, data: { n: i } }
+            : i === 30
+              ? { match: { key: "up-existing" }, data: { n: 30 } }
+              : { match: { key: `up-${i}` }, data: { n: i } }
+      )
+    )
     expectError(results[11]!, 400, "VALIDATION_ERROR")
     // six upserts of one new key: one created it, the others updated it, one after another
-    expect(results.slice(20, 26).map((r) => r.status).sort()).toEqual([200, 200, 200, 200, 200, 201])
+    expect(
+      results
+        .slice(20, 26)
+        .map((r) => r.status)
+        .sort()
+    ).toEqual([200, 200, 200, 200, 200, 201])
     const twice = await api.call("GET", `/records/slug/${items.recordSlug}?filter[key]=up-twice`)
     expect(twice.body.data).toHaveLength(1)
     expect(twice.body.data[0].version).toBe(6)
     expectStatus(results[30]!, 200)
-    expect(results[30]!.body).toMatchObject({ operation: "updated", data: { id: existing.body.id, version: 2, data: { key: "up-existing", n: 30 } } })
+    expect(results[30]!.body).toMatchObject({
+      operation: "updated",
+      data: { id: existing.body.id, version: 2, data: { key: "up-existing", n: 30 } }
+    })
     results.forEach((r, i) => {
       if (i === 11 || i === 30 || (i >= 20 && i < 26)) return
       expectStatus(r, 201)
@@ -171,9 +188,11 @@ describe("group commit of record writes", () => {
     try {
       await sleep(200)
       // each record's patches one after another, the records side by side: their writes meet in batches
-      await Promise.all(ids.map(async (id) => {
-        for (let k = 1; k <= 10; k++) expectStatus(await api.call("PATCH", `/records/${id}`, { data: { n: k } }), 200)
-      }))
+      await Promise.all(
+        ids.map(async (id) => {
+          for (let k = 1; k <= 10; k++) expectStatus(await api.call("PATCH", `/records/${id}`, { data: { n: k } }), 200)
+        })
+      )
       for (const id of ids) {
         const history = await api.call("GET", `/records/${id}/history`)
         expect(history.body.versions.map((v: any) => v.version)).toEqual(Array.from({ length: 11 }, (_, i) => 11 - i))

@@ -198,10 +198,18 @@ describe("GET /records/{id}, GET /records and POST /query: fast routes and ordin
   it("POST /query: the same results, and the same 400s for malformed, mistyped or bad queries", async () => {
     await nextWindow()
     const s = structure.recordSlug
-    const ok = expectSame(await queries(api, JSON.stringify({ query: `FROM ${s} WHERE qty >= :min ORDER BY qty DESC LIMIT 3`, parameters: { min: 1 } })))
+    const ok = expectSame(
+      await queries(api, JSON.stringify({ query: `FROM ${s} WHERE qty >= :min ORDER BY qty DESC LIMIT 3`, parameters: { min: 1 } }))
+    )
     expect(ok.status).toBe(200)
     expect(Array.isArray(ok.body.results)).toBe(true)
-    expectSame(await queries(api, JSON.stringify({ query: `FROM ${s} LIMIT 2`, includeDeleted: true, unknown: 1 }), "application/json; charset=utf-8"))
+    expectSame(
+      await queries(
+        api,
+        JSON.stringify({ query: `FROM ${s} LIMIT 2`, includeDeleted: true, unknown: 1 }),
+        "application/json; charset=utf-8"
+      )
+    )
     for (const bad of ["{", "", " ", "null", "[]", "{}", JSON.stringify({ query: 5 }), JSON.stringify({ query: "FROM", parameters: 3 })]) {
       expectError(expectSame(await queries(api, bad)), 400)
     }

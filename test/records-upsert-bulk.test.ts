@@ -2,7 +2,17 @@
 // write appends in its own transaction (README: Records › Upsert and Idempotency-Key, Bulk, Events). Outbox rows are read from the database in
 // the PostgreSQL run only: on PGlite the database lives inside the server process.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Client, client, countOf, createStructure, database, expectError, expectStatus, createServiceAccountClient, slug } from "./support/records.ts"
+import {
+  type Client,
+  client,
+  countOf,
+  createStructure,
+  database,
+  expectError,
+  expectStatus,
+  createServiceAccountClient,
+  slug
+} from "./support/records.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 
 describe("upsert, bulk and events", () => {
@@ -31,8 +41,12 @@ describe("upsert, bulk and events", () => {
     await server?.close()
   })
 
-  const upsert = (match: Record<string, unknown>, data: Record<string, unknown>, headers?: Record<string, string>, structure = items.recordSlug) =>
-    api.call("POST", `/records/slug/${structure}/upsert`, { match, data }, headers)
+  const upsert = (
+    match: Record<string, unknown>,
+    data: Record<string, unknown>,
+    headers?: Record<string, string>,
+    structure = items.recordSlug
+  ) => api.call("POST", `/records/slug/${structure}/upsert`, { match, data }, headers)
 
   describe("upsert", () => {
     it("creates with 201 and the match merged into data, then updates with 200 and the match removed from data", async () => {
@@ -53,7 +67,7 @@ describe("upsert, bulk and events", () => {
       expect((await api.call("GET", `/records/${created.body.data.id}/history`)).body.versions).toHaveLength(2)
     })
 
-    it("matching is type-exact (42 is not \"42\") and null matches JSON null only", async () => {
+    it('matching is type-exact (42 is not "42") and null matches JSON null only', async () => {
       const s = await createStructure(api, { name: "Loose", recordSlug: slug("loose"), schemaDiscoveryMode: "schemaless", properties: [] })
       expectStatus(await upsert({ k: 42 }, { v: "number" }, undefined, s.recordSlug), 201)
       expectStatus(await upsert({ k: "42" }, { v: "string" }, undefined, s.recordSlug), 201)
@@ -78,13 +92,21 @@ describe("upsert, bulk and events", () => {
       expectError(await upsert({ unknown: "x" }, { name: "x" }), 400, "VALIDATION_ERROR")
       expectError(await upsert({ sku: "a\u0000b" }, { name: "x" }), 400, "VALIDATION_ERROR")
       expectError(await api.call("POST", `/records/slug/${items.recordSlug}/upsert`, { data: { name: "x" } }), 400, "VALIDATION_ERROR")
-      expectError(await api.call("POST", "/records/slug/no-such-structure/upsert", { match: { a: 1 }, data: {} }), 404, "STRUCTURE_NOT_FOUND")
+      expectError(
+        await api.call("POST", "/records/slug/no-such-structure/upsert", { match: { a: 1 }, data: {} }),
+        404,
+        "STRUCTURE_NOT_FOUND"
+      )
       expect(await countOf(api, items.id)).toBe(n)
     })
 
     it("needs write permission (create and update): a viewer is refused", async () => {
       const viewer = await createServiceAccountClient(server, api, { role: "viewer" })
-      expectError(await viewer.call("POST", `/records/slug/${items.recordSlug}/upsert`, { match: { sku: "V" }, data: {} }), 403, "PERMISSION_DENIED")
+      expectError(
+        await viewer.call("POST", `/records/slug/${items.recordSlug}/upsert`, { match: { sku: "V" }, data: {} }),
+        403,
+        "PERMISSION_DENIED"
+      )
     })
 
     it("Idempotency-Key replays the original response without executing again; another body with the key is 422", async () => {
@@ -117,10 +139,17 @@ describe("upsert, bulk and events", () => {
 
   describe("bulk, generation B", () => {
     const bulkCreate = (records: Array<Record<string, unknown>>, options?: Record<string, unknown>) =>
-      api.call("POST", "/records/bulk", { structureId: items.id, records: records.map((data) => ({ data })), ...(options ? { options } : {}) })
+      api.call("POST", "/records/bulk", {
+        structureId: items.id,
+        records: records.map((data) => ({ data })),
+        ...(options ? { options } : {})
+      })
 
     it("creates every item: 201 with the records", async () => {
-      const res = await bulkCreate([{ name: "b1", n: 1 }, { name: "b2", n: 2 }])
+      const res = await bulkCreate([
+        { name: "b1", n: 1 },
+        { name: "b2", n: 2 }
+      ])
       expectStatus(res, 201)
       expect(res.body).toMatchObject({ success: true, created: 2, failed: 0, errors: [] })
       expect(res.body.records.map((r: any) => r.data.name)).toEqual(["b1", "b2"])
@@ -134,8 +163,18 @@ describe("upsert, bulk and events", () => {
       expectStatus(res, 207)
       expect(res.body).toMatchObject({ success: false, created: 1, failed: 2 })
       expect(res.body.errors).toEqual([
-        { index: 1, code: "VALIDATION_ERROR", message: expect.any(String), details: [{ field: "data.name", property: "data.name", message: expect.any(String) }] },
-        { index: 2, code: "DUPLICATE_KEY", message: expect.any(String), details: [{ field: "data.sku", property: "data.sku", message: expect.any(String) }] }
+        {
+          index: 1,
+          code: "VALIDATION_ERROR",
+          message: expect.any(String),
+          details: [{ field: "data.name", property: "data.name", message: expect.any(String) }]
+        },
+        {
+          index: 2,
+          code: "DUPLICATE_KEY",
+          message: expect.any(String),
+          details: [{ field: "data.sku", property: "data.sku", message: expect.any(String) }]
+        }
       ])
       expect(await countOf(api, items.id)).toBe(n + 1)
       const allBad = await bulkCreate([{ name: 1 }, { qty: "x" }])
@@ -146,14 +185,27 @@ describe("upsert, bulk and events", () => {
 
     it("atomic: one bad item fails the whole batch with its own status and writes nothing", async () => {
       const n = await countOf(api, items.id)
-      const res = await bulkCreate([{ name: "a1", sku: "ATOM-1" }, { name: "a2", sku: "ATOM-2" }, { name: "a3", sku: "ATOM-1" }], { atomic: true })
+      const res = await bulkCreate(
+        [
+          { name: "a1", sku: "ATOM-1" },
+          { name: "a2", sku: "ATOM-2" },
+          { name: "a3", sku: "ATOM-1" }
+        ],
+        { atomic: true }
+      )
       expectError(res, 409, "DUPLICATE_KEY")
       expect(res.body.details[0].field).toBe("records[2].data.sku")
       expect(await countOf(api, items.id)).toBe(n)
       const invalid = await bulkCreate([{ name: "a1" }, { name: 2 }], { atomic: true })
       expectError(invalid, 400, "VALIDATION_ERROR")
       expect(await countOf(api, items.id)).toBe(n)
-      const ok = await bulkCreate([{ name: "a1", sku: "ATOM-1" }, { name: "a2", sku: "ATOM-2" }], { atomic: true })
+      const ok = await bulkCreate(
+        [
+          { name: "a1", sku: "ATOM-1" },
+          { name: "a2", sku: "ATOM-2" }
+        ],
+        { atomic: true }
+      )
       expectStatus(ok, 201)
       expect(ok.body).toMatchObject({ success: true, created: 2, failed: 0 })
       expect(await countOf(api, items.id)).toBe(n + 2)
@@ -170,12 +222,24 @@ describe("upsert, bulk and events", () => {
     it("skipValidation only for callers who may change structures", async () => {
       const writerOnly = await createServiceAccountClient(server, api, { permissions: ["read:records", "write:records"] })
       const n = await countOf(api, items.id)
-      const refused = await writerOnly.call("POST", "/records/bulk", { structureId: items.id, records: [{ data: { name: 1 } }], options: { skipValidation: true } })
+      const refused = await writerOnly.call("POST", "/records/bulk", {
+        structureId: items.id,
+        records: [{ data: { name: 1 } }],
+        options: { skipValidation: true }
+      })
       expectError(refused, 403, "PERMISSION_DENIED")
       expectStatus(await writerOnly.call("POST", "/records/bulk", { structureId: items.id, records: [{ data: { name: "fine" } }] }), 201)
       const r = await api.call("POST", "/records", { structureId: items.id, data: { name: "strict" } })
-      expectError(await writerOnly.call("PATCH", `/records/${r.body.id}`, { data: { name: 1 }, options: { skipValidation: true } }), 403, "PERMISSION_DENIED")
-      const skipped = await api.call("POST", "/records/bulk", { structureId: items.id, records: [{ data: { name: 1, extra: true } }], options: { skipValidation: true } })
+      expectError(
+        await writerOnly.call("PATCH", `/records/${r.body.id}`, { data: { name: 1 }, options: { skipValidation: true } }),
+        403,
+        "PERMISSION_DENIED"
+      )
+      const skipped = await api.call("POST", "/records/bulk", {
+        structureId: items.id,
+        records: [{ data: { name: 1, extra: true } }],
+        options: { skipValidation: true }
+      })
       expectStatus(skipped, 201)
       expect(skipped.body.records[0].data).toEqual({ name: 1, extra: true })
       // never skipped: forbidden keys and unique values
@@ -188,30 +252,52 @@ describe("upsert, bulk and events", () => {
     })
 
     it("PATCH /records/bulk: per-item results and errors; createVersions; atomic rolls back", async () => {
-      const made = await bulkCreate([{ name: "u1", qty: 1 }, { name: "u2", qty: 1 }, { name: "u3", qty: 1, sku: "TAKEN" }])
+      const made = await bulkCreate([
+        { name: "u1", qty: 1 },
+        { name: "u2", qty: 1 },
+        { name: "u3", qty: 1, sku: "TAKEN" }
+      ])
       const [a, b, c] = made.body.records.map((r: any) => r.id)
       const res = await api.call("PATCH", "/records/bulk", {
-        updates: [{ id: a, data: { qty: 2 } }, { id: "00000000-0000-4000-8000-000000000000", data: { qty: 2 } }, { id: b, data: { qty: "x" } }]
+        updates: [
+          { id: a, data: { qty: 2 } },
+          { id: "00000000-0000-4000-8000-000000000000", data: { qty: 2 } },
+          { id: b, data: { qty: "x" } }
+        ]
       })
       expectStatus(res, 207)
       expect(res.body).toMatchObject({ success: false, updated: 1, failed: 2 })
       expect(res.body.results[0]).toMatchObject({ id: a, version: 2, data: { qty: 2 } })
-      expect(res.body.errors.map((e: any) => [e.index, e.code])).toEqual([[1, "RECORD_NOT_FOUND"], [2, "VALIDATION_ERROR"]])
+      expect(res.body.errors.map((e: any) => [e.index, e.code])).toEqual([
+        [1, "RECORD_NOT_FOUND"],
+        [2, "VALIDATION_ERROR"]
+      ])
       const quiet = await api.call("PATCH", "/records/bulk", { updates: [{ id: a, data: { qty: 3 } }], options: { createVersions: false } })
       expectStatus(quiet, 200)
       expect(quiet.body.results[0].version).toBe(2)
       const atomic = await api.call("PATCH", "/records/bulk", {
-        updates: [{ id: a, data: { qty: 10 } }, { id: b, data: { qty: 10 } }, { id: a, data: { sku: "TAKEN" } }],
+        updates: [
+          { id: a, data: { qty: 10 } },
+          { id: b, data: { qty: 10 } },
+          { id: a, data: { sku: "TAKEN" } }
+        ],
         options: { atomic: true }
       })
       expectError(atomic, 409, "DUPLICATE_KEY")
       expect(atomic.body.details[0].field).toBe("updates[2].data.sku")
       expect((await api.call("GET", `/records/${a}`)).body).toMatchObject({ version: 2, data: { qty: 3 } })
       expect((await api.call("GET", `/records/${b}`)).body).toMatchObject({ version: 1, data: { qty: 1 } })
-      const stale = await api.call("PATCH", "/records/bulk", { updates: [{ id: c, data: { qty: 5 }, expectedVersion: 7 }], options: { atomic: true } })
+      const stale = await api.call("PATCH", "/records/bulk", {
+        updates: [{ id: c, data: { qty: 5 }, expectedVersion: 7 }],
+        options: { atomic: true }
+      })
       expectError(stale, 409, "VERSION_CONFLICT")
       const twice = await api.call("PATCH", "/records/bulk", {
-        updates: [{ id: a, data: { qty: 20 } }, { id: b, data: { qty: 20 } }, { id: a, data: { name: "twice" } }],
+        updates: [
+          { id: a, data: { qty: 20 } },
+          { id: b, data: { qty: 20 } },
+          { id: a, data: { name: "twice" } }
+        ],
         options: { atomic: true }
       })
       expectStatus(twice, 200)
@@ -247,40 +333,65 @@ describe("upsert, bulk and events", () => {
       flat = await createStructure(api, {
         name: "Flat",
         recordSlug: slug("flat"),
-        properties: [{ name: "title", type: "string", required: true }, { name: "price", type: "number" }, { name: "inStock", type: "boolean" }]
+        properties: [
+          { name: "title", type: "string", required: true },
+          { name: "price", type: "number" },
+          { name: "inStock", type: "boolean" }
+        ]
       })
     })
 
     it("bulk create, bulk patch by query, bulk delete by query", async () => {
       const created = await api.call("POST", `/structures/${flat.recordSlug}/records/bulk`, {
-        records: [{ title: "cheap", price: 5, inStock: true }, { title: "mid", price: 50, inStock: true }, { title: "dear", price: 500, inStock: false }]
+        records: [
+          { title: "cheap", price: 5, inStock: true },
+          { title: "mid", price: 50, inStock: true },
+          { title: "dear", price: 500, inStock: false }
+        ]
       })
       expectStatus(created, 201)
       expect(created.body.records[0]).toMatchObject({ title: "cheap", price: 5, version: 1 })
       expect(created.body.records[0]).not.toHaveProperty("data")
-      const patched = await api.call("PATCH", `/structures/${flat.recordSlug}/records/bulk`, { query: "price>10 AND inStock==true", updates: { price: 45 } })
+      const patched = await api.call("PATCH", `/structures/${flat.recordSlug}/records/bulk`, {
+        query: "price>10 AND inStock==true",
+        updates: { price: 45 }
+      })
       expectStatus(patched, 200)
       expect(patched.body).toMatchObject({ success: true, updated: 1, failed: 0 })
       expect(patched.body.results[0]).toMatchObject({ title: "mid", price: 45, version: 2 })
       const none = await api.call("PATCH", `/structures/${flat.recordSlug}/records/bulk`, { query: "price>100000", updates: { price: 1 } })
       expectStatus(none, 200)
       expect(none.body.updated).toBe(0)
-      const badUpdate = await api.call("PATCH", `/structures/${flat.recordSlug}/records/bulk`, { query: "price<10", updates: { price: "free" }, atomic: true })
+      const badUpdate = await api.call("PATCH", `/structures/${flat.recordSlug}/records/bulk`, {
+        query: "price<10",
+        updates: { price: "free" },
+        atomic: true
+      })
       expectError(badUpdate, 400, "VALIDATION_ERROR")
       expectError(await api.call("PATCH", `/structures/${flat.recordSlug}/records/bulk`, { query: "price >>> 1", updates: {} }), 400)
       const deleted = await api.call("POST", `/structures/${flat.recordSlug}/records/bulk-delete`, { query: "inStock==false" })
       expectStatus(deleted, 200)
       expect(deleted.body).toMatchObject({ success: true, deleted: 1, failed: 0 })
       const left = await api.call("GET", `/structures/${flat.recordSlug}/records?sort=price`)
-      expect(left.body.records.map((r: any) => [r.title, r.price])).toEqual([["cheap", 5], ["mid", 45]])
+      expect(left.body.records.map((r: any) => [r.title, r.price])).toEqual([
+        ["cheap", 5],
+        ["mid", 45]
+      ])
       // the query is required: an empty body never touches every record; "*" does, explicitly
       expectError(await api.call("POST", `/structures/${flat.recordSlug}/records/bulk-delete`, {}), 400, "VALIDATION_ERROR")
       expectError(await api.call("POST", `/structures/${flat.recordSlug}/records/bulk-delete`, { query: " " }), 400, "VALIDATION_ERROR")
-      expectError(await api.call("PATCH", `/structures/${flat.recordSlug}/records/bulk`, { updates: { price: 1 } }), 400, "VALIDATION_ERROR")
+      expectError(
+        await api.call("PATCH", `/structures/${flat.recordSlug}/records/bulk`, { updates: { price: 1 } }),
+        400,
+        "VALIDATION_ERROR"
+      )
       const everything = await api.call("PATCH", `/structures/${flat.recordSlug}/records/bulk`, { query: "*", updates: { inStock: false } })
       expectStatus(everything, 200)
       expect(everything.body.updated).toBe(2)
-      const atomicBad = await api.call("POST", `/structures/${flat.recordSlug}/records/bulk`, { records: [{ title: "ok" }, { price: 1 }], atomic: true })
+      const atomicBad = await api.call("POST", `/structures/${flat.recordSlug}/records/bulk`, {
+        records: [{ title: "ok" }, { price: 1 }],
+        atomic: true
+      })
       expectError(atomicBad, 400, "VALIDATION_ERROR")
       expect(atomicBad.body.details[0].field).toBe("records[1].data.title")
       expect((await api.call("GET", `/structures/${flat.recordSlug}/records`)).body.total).toBe(2)
@@ -288,61 +399,84 @@ describe("upsert, bulk and events", () => {
   })
 
   describe("events", () => {
-    it.runIf(process.env.DATABASE_URL)("every write appends its event to the outbox (PostgreSQL run: the outbox table is readable)", async () => {
-      const s = await createStructure(api, {
-        name: "Evented",
-        recordSlug: slug("evented"),
-        properties: [{ name: "name", type: "string" }, { name: "key", type: "string", isSecret: true }, { name: "sku", type: "string", isUnique: true }]
-      })
-      const r = await api.call("POST", "/records", { structureId: s.id, data: { name: "e1", key: "very-secret" } })
-      expectStatus(r, 201)
-      const id = r.body.id
-      expectStatus(await api.call("PATCH", `/records/${id}`, { data: { name: "e2" } }), 200)
-      expectStatus(await api.call("POST", `/records/${id}/restore`, { version: 1 }), 200)
-      expectStatus(await api.call("POST", `/records/${id}/revert`, {}), 200)
-      expectStatus(await api.call("DELETE", `/records/${id}`), 200)
-      expectStatus(await api.call("POST", `/records/${id}/restore`, {}), 200)
-      expectStatus(await upsert({ sku: "EV-1" }, { name: "u" }, undefined, s.recordSlug), 201)
-      expectStatus(await upsert({ sku: "EV-1" }, { name: "u2" }, undefined, s.recordSlug), 200)
-      const bulk = await api.call("POST", "/records/bulk", { structureId: s.id, records: [{ data: { name: "b1" } }, { data: { name: "b2" } }], options: { atomic: true } })
-      expectStatus(bulk, 201)
-      const ids = bulk.body.records.map((x: any) => x.id)
-      expectStatus(await api.call("PATCH", "/records/bulk", { updates: ids.map((x: string) => ({ id: x, data: { name: "bu" } })) }), 200)
-      expectStatus(await api.call("DELETE", "/records/bulk", { ids }), 200)
-      // a failed write appends nothing
-      expectError(await api.call("PATCH", `/records/${id}`, { data: { name: 5 } }), 400)
-
-      const sql = database(server)
-      try {
-        const events = await sql`SELECT type, record_id, payload FROM events WHERE structure_id = ${s.id} ORDER BY id`
-        const types = events.map((e) => e.type)
-        expect(types).toEqual([
-          "record.created", "record.updated", "record.restored", "record.reverted", "record.deleted", "record.restored",
-          "record.created", "record.updated",
-          "record.created", "record.created", "record.bulk.created",
-          "record.updated", "record.updated", "record.bulk.updated",
-          "record.deleted", "record.deleted", "record.bulk.deleted"
-        ])
-        const updated = events[1]!.payload as any
-        expect(updated).toMatchObject({
-          event: "record.updated",
-          workspace: server.workspace,
-          structure: s.recordSlug,
-          data: {
-            record: { id, structureId: s.id, data: { name: "e2", key: "********" } },
-            previous: { data: { name: "e1", key: "********" } },
-            changes: { name: { old: "e1", new: "e2" } },
-            metadata: { userId: expect.any(String), source: "api" }
-          }
+    it.runIf(process.env.DATABASE_URL)(
+      "every write appends its event to the outbox (PostgreSQL run: the outbox table is readable)",
+      async () => {
+        const s = await createStructure(api, {
+          name: "Evented",
+          recordSlug: slug("evented"),
+          properties: [
+            { name: "name", type: "string" },
+            { name: "key", type: "string", isSecret: true },
+            { name: "sku", type: "string", isUnique: true }
+          ]
         })
-        expect(Date.parse(updated.timestamp)).not.toBeNaN()
-        expect(events[0]!.record_id).toBe(id)
-        const bulkCreated = events[10]!.payload as any
-        expect(bulkCreated.data).toMatchObject({ structure: s.recordSlug, count: 2, recordIds: ids })
-        expect(JSON.stringify(events.map((e) => e.payload))).not.toContain("very-secret")
-      } finally {
-        await sql.end()
+        const r = await api.call("POST", "/records", { structureId: s.id, data: { name: "e1", key: "very-secret" } })
+        expectStatus(r, 201)
+        const id = r.body.id
+        expectStatus(await api.call("PATCH", `/records/${id}`, { data: { name: "e2" } }), 200)
+        expectStatus(await api.call("POST", `/records/${id}/restore`, { version: 1 }), 200)
+        expectStatus(await api.call("POST", `/records/${id}/revert`, {}), 200)
+        expectStatus(await api.call("DELETE", `/records/${id}`), 200)
+        expectStatus(await api.call("POST", `/records/${id}/restore`, {}), 200)
+        expectStatus(await upsert({ sku: "EV-1" }, { name: "u" }, undefined, s.recordSlug), 201)
+        expectStatus(await upsert({ sku: "EV-1" }, { name: "u2" }, undefined, s.recordSlug), 200)
+        const bulk = await api.call("POST", "/records/bulk", {
+          structureId: s.id,
+          records: [{ data: { name: "b1" } }, { data: { name: "b2" } }],
+          options: { atomic: true }
+        })
+        expectStatus(bulk, 201)
+        const ids = bulk.body.records.map((x: any) => x.id)
+        expectStatus(await api.call("PATCH", "/records/bulk", { updates: ids.map((x: string) => ({ id: x, data: { name: "bu" } })) }), 200)
+        expectStatus(await api.call("DELETE", "/records/bulk", { ids }), 200)
+        // a failed write appends nothing
+        expectError(await api.call("PATCH", `/records/${id}`, { data: { name: 5 } }), 400)
+
+        const sql = database(server)
+        try {
+          const events = await sql`SELECT type, record_id, payload FROM events WHERE structure_id = ${s.id} ORDER BY id`
+          const types = events.map((e) => e.type)
+          expect(types).toEqual([
+            "record.created",
+            "record.updated",
+            "record.restored",
+            "record.reverted",
+            "record.deleted",
+            "record.restored",
+            "record.created",
+            "record.updated",
+            "record.created",
+            "record.created",
+            "record.bulk.created",
+            "record.updated",
+            "record.updated",
+            "record.bulk.updated",
+            "record.deleted",
+            "record.deleted",
+            "record.bulk.deleted"
+          ])
+          const updated = events[1]!.payload as any
+          expect(updated).toMatchObject({
+            event: "record.updated",
+            workspace: server.workspace,
+            structure: s.recordSlug,
+            data: {
+              record: { id, structureId: s.id, data: { name: "e2", key: "********" } },
+              previous: { data: { name: "e1", key: "********" } },
+              changes: { name: { old: "e1", new: "e2" } },
+              metadata: { userId: expect.any(String), source: "api" }
+            }
+          })
+          expect(Date.parse(updated.timestamp)).not.toBeNaN()
+          expect(events[0]!.record_id).toBe(id)
+          const bulkCreated = events[10]!.payload as any
+          expect(bulkCreated.data).toMatchObject({ structure: s.recordSlug, count: 2, recordIds: ids })
+          expect(JSON.stringify(events.map((e) => e.payload))).not.toContain("very-secret")
+        } finally {
+          await sql.end()
+        }
       }
-    })
+    )
   })
 })

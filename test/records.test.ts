@@ -58,7 +58,11 @@ describe("records", () => {
     })
 
     it("accepts the structure's slug as structureId and keeps metadata", async () => {
-      const res = await api.call("POST", "/records", { structureId: product.recordSlug, data: { name: "Desk" }, metadata: { source: "import" } })
+      const res = await api.call("POST", "/records", {
+        structureId: product.recordSlug,
+        data: { name: "Desk" },
+        metadata: { source: "import" }
+      })
       expectStatus(res, 201)
       expect(res.body.metadata).toEqual({ source: "import" })
     })
@@ -112,7 +116,10 @@ describe("records", () => {
       const b = await api.call("GET", `/records/${r.id}/history`)
       expectStatus(b, 200)
       expect(b.body.versions.map((v: any) => v.version)).toEqual([3, 2, 1])
-      expect(b.body.versions[0]).toMatchObject({ data: { name: "Rug", price: 2, color: "green" }, changes: { color: { old: null, new: "green" } } })
+      expect(b.body.versions[0]).toMatchObject({
+        data: { name: "Rug", price: 2, color: "green" },
+        changes: { color: { old: null, new: "green" } }
+      })
       expect(b.body.versions[1].changes).toEqual({ price: { old: 1, new: 2 } })
       expect(typeof b.body.versions[2].createdAt).toBe("string")
       expect(b.body.versions[0]).not.toHaveProperty("createdAt")
@@ -208,7 +215,7 @@ describe("records", () => {
       expectError(await api.call("PATCH", `/records/${r.id}`, { data: { price: 3 } }, { "if-match": "soon" }), 400, "VALIDATION_ERROR")
       const got = await api.call("GET", `/records/${r.id}`)
       expect(got.body).toMatchObject({ version: 2, data: { price: 2 } })
-      expectStatus(await api.call("PUT", `/records/${r.id}`, { data: { name: "Cup 2" } }, { "if-match": "\"2\"" }), 200)
+      expectStatus(await api.call("PUT", `/records/${r.id}`, { data: { name: "Cup 2" } }, { "if-match": '"2"' }), 200)
       expectStatus(await api.call("PATCH", `/records/${r.id}`, { data: { price: 4 }, expectedVersion: 3 }), 200)
       expectStatus(await api.call("PATCH", `/records/${r.id}`, { data: { price: 5 } }, { "if-match": "*" }), 200)
     })
@@ -217,14 +224,20 @@ describe("records", () => {
       const s = await createStructure(api, {
         name: "Listed",
         recordSlug: slug("listed"),
-        properties: [{ name: "n", type: "number" }, { name: "group", type: "string" }]
+        properties: [
+          { name: "n", type: "number" },
+          { name: "group", type: "string" }
+        ]
       })
       for (let i = 1; i <= 5; i++) await create({ n: i, group: i % 2 === 0 ? "even" : "odd" }, s.recordSlug)
       const first = await api.call("GET", `/records?structureId=${s.id}&limit=2&sort=n&includeCount=true`)
       expectStatus(first, 200)
       expect(first.body.results.map((r: any) => r.data.n)).toEqual([1, 2])
       expect(first.body.pagination).toMatchObject({ limit: 2, offset: 0, total: 5, hasMore: true })
-      const second = await api.call("GET", `/records?structureId=${s.id}&limit=2&sort=n&cursor=${encodeURIComponent(first.body.pagination.nextCursor)}`)
+      const second = await api.call(
+        "GET",
+        `/records?structureId=${s.id}&limit=2&sort=n&cursor=${encodeURIComponent(first.body.pagination.nextCursor)}`
+      )
       expect(second.body.results.map((r: any) => r.data.n)).toEqual([3, 4])
       const byOffset = await api.call("GET", `/records?structureId=${s.id}&limit=2&offset=4&sort=n`)
       expect(byOffset.body.results.map((r: any) => r.data.n)).toEqual([5])
@@ -249,7 +262,11 @@ describe("records", () => {
       shop = await createStructure(api, {
         name: "Shop item",
         recordSlug: slug("shop"),
-        properties: [{ name: "title", type: "string", required: true }, { name: "price", type: "number" }, { name: "inStock", type: "boolean" }]
+        properties: [
+          { name: "title", type: "string", required: true },
+          { name: "price", type: "number" },
+          { name: "inStock", type: "boolean" }
+        ]
       })
     })
 
@@ -302,7 +319,10 @@ describe("records", () => {
       const s = await createStructure(api, {
         name: "Paged",
         recordSlug: slug("paged"),
-        properties: [{ name: "n", type: "number" }, { name: "label", type: "string" }]
+        properties: [
+          { name: "n", type: "number" },
+          { name: "label", type: "string" }
+        ]
       })
       for (let i = 1; i <= 6; i++) await create({ n: i, label: `item ${i}` }, s.recordSlug)
       const a = await api.call("GET", `/records/slug/${s.recordSlug}?pageSize=4&sort=n`)
@@ -374,12 +394,20 @@ describe("records", () => {
     })
 
     it("a deleted structure takes its records with it (soft: hidden; hard: removed)", async () => {
-      const soft = await createStructure(api, { name: "Doomed soft", recordSlug: slug("doomed"), properties: [{ name: "name", type: "string" }] })
+      const soft = await createStructure(api, {
+        name: "Doomed soft",
+        recordSlug: slug("doomed"),
+        properties: [{ name: "name", type: "string" }]
+      })
       const a = await create({ name: "a" }, soft.recordSlug)
       expectStatus(await api.call("DELETE", `/structures/${soft.id}`), 200)
       expectError(await api.call("GET", `/records/${a.id}`), 404, "RECORD_NOT_FOUND")
       expectError(await api.call("PATCH", `/records/${a.id}`, { data: { name: "b" } }), 404, "RECORD_NOT_FOUND")
-      const hard = await createStructure(api, { name: "Doomed hard", recordSlug: slug("doomed"), properties: [{ name: "name", type: "string" }] })
+      const hard = await createStructure(api, {
+        name: "Doomed hard",
+        recordSlug: slug("doomed"),
+        properties: [{ name: "name", type: "string" }]
+      })
       const b = await create({ name: "b" }, hard.recordSlug)
       expectStatus(await api.call("DELETE", `/structures/${hard.id}?hard=true`), 200)
       expectError(await api.call("GET", `/records/${b.id}?includeDeleted=true`), 404, "RECORD_NOT_FOUND")
@@ -399,7 +427,12 @@ describe("records", () => {
       const explicit = "2099-01-02T03:04:05.000Z"
       const b = await create({ name: "both" }, product.recordSlug, `?ttlSeconds=60&expiresAt=${explicit}`)
       expect(b.expiresAt).toBe(explicit)
-      const s = await createStructure(api, { name: "Short lived", recordSlug: slug("short"), defaultTtlSeconds: 120, properties: [{ name: "name", type: "string" }] })
+      const s = await createStructure(api, {
+        name: "Short lived",
+        recordSlug: slug("short"),
+        defaultTtlSeconds: 120,
+        properties: [{ name: "name", type: "string" }]
+      })
       const c = await create({ name: "inherits" }, s.recordSlug)
       expect(Date.parse(c.expiresAt) - Date.parse(c.createdAt)).toBeGreaterThan(118_000)
       expect(Date.parse(c.expiresAt) - Date.parse(c.createdAt)).toBeLessThan(122_000)
@@ -421,8 +454,19 @@ describe("records", () => {
 
     it("bad TTLs are 400 and create nothing", async () => {
       const n = await countOf(api, product.id)
-      for (const q of ["ttlSeconds=-1", "ttlSeconds=0", "ttlSeconds=abc", "ttlSeconds=1e12", "expiresAt=tomorrow", "expiresAt=2001-01-01T00:00:00Z"]) {
-        expectError(await api.call("POST", `/records?${q}`, { structureId: product.id, data: { name: "bad ttl" } }), 400, "VALIDATION_ERROR")
+      for (const q of [
+        "ttlSeconds=-1",
+        "ttlSeconds=0",
+        "ttlSeconds=abc",
+        "ttlSeconds=1e12",
+        "expiresAt=tomorrow",
+        "expiresAt=2001-01-01T00:00:00Z"
+      ]) {
+        expectError(
+          await api.call("POST", `/records?${q}`, { structureId: product.id, data: { name: "bad ttl" } }),
+          400,
+          "VALIDATION_ERROR"
+        )
       }
       expect(await countOf(api, product.id)).toBe(n)
     })
@@ -452,11 +496,19 @@ describe("records", () => {
       const wrong = await api.call("POST", "/records", { structureId: product.id, data: { name: 42, price: "cheap", tags: [1] } })
       expectError(wrong, 400, "VALIDATION_ERROR")
       expect(wrong.body.details.map((d: any) => d.field).sort()).toEqual(["data.name", "data.price", "data.tags[0]"])
-      expectError(await api.call("POST", "/records", { structureId: product.id, data: { name: "x", surprise: 1 } }), 400, "VALIDATION_ERROR")
+      expectError(
+        await api.call("POST", "/records", { structureId: product.id, data: { name: "x", surprise: 1 } }),
+        400,
+        "VALIDATION_ERROR"
+      )
       expectError(await api.call("POST", "/records", { structureId: product.id, data: { price: 1 } }), 400, "VALIDATION_ERROR")
       expectError(await api.call("POST", "/records", { structureId: product.id, data: "text" }), 400, "VALIDATION_ERROR")
       expectError(await api.call("POST", "/records", { structureId: product.id }), 400, "VALIDATION_ERROR")
-      expectError(await api.call("POST", "/records", { structureId: product.id, data: { name: "x" }, metadata: [] }), 400, "VALIDATION_ERROR")
+      expectError(
+        await api.call("POST", "/records", { structureId: product.id, data: { name: "x" }, metadata: [] }),
+        400,
+        "VALIDATION_ERROR"
+      )
       expect(await countOf(api, product.id)).toBe(n)
       const r = await create({ name: "typed", price: 1 })
       expectError(await api.call("PATCH", `/records/${r.id}`, { data: { price: "two" } }), 400, "VALIDATION_ERROR")
@@ -471,7 +523,11 @@ describe("records", () => {
       const res = await api.call("POST", "/records", { structureId: product.id, data: { name: big } })
       expectError(res, 400, "VALIDATION_ERROR")
       expect(res.body.details[0].field).toBe("data.name")
-      expectError(await api.call("POST", "/records", { structureId: product.id, data: { name: "x" }, metadata: { blob: big } }), 400, "VALIDATION_ERROR")
+      expectError(
+        await api.call("POST", "/records", { structureId: product.id, data: { name: "x" }, metadata: { blob: big } }),
+        400,
+        "VALIDATION_ERROR"
+      )
       expect(await countOf(api, product.id)).toBe(n)
       const allowed = await api.call("POST", "/records", { structureId: product.id, data: { name: "long notes", notes: big } })
       expectStatus(allowed, 201)
@@ -481,7 +537,10 @@ describe("records", () => {
     it("__proto__, constructor and prototype keys, NUL characters and lone surrogates", async () => {
       const n = await countOf(api, product.id)
       const raw = (data: string) =>
-        api.raw("POST", "/records", { raw: `{"structureId":"${product.id}","data":${data}}`, headers: { "content-type": "application/json" } })
+        api.raw("POST", "/records", {
+          raw: `{"structureId":"${product.id}","data":${data}}`,
+          headers: { "content-type": "application/json" }
+        })
       expectError(await raw(`{"name":"x","__proto__":{"admin":true}}`), 400, "VALIDATION_ERROR")
       expectError(await raw(`{"name":"x","constructor":{"prototype":1}}`), 400, "VALIDATION_ERROR")
       expectError(await raw(`{"name":"x","tags":["a"],"price":1,"prototype":1}`), 400, "VALIDATION_ERROR")
@@ -504,25 +563,81 @@ describe("records", () => {
       const s = await createStructure(api, {
         name: "Swept",
         recordSlug: slug("swept"),
-        properties: [{ name: "name", type: "string" }, { name: "n", type: "number" }, { name: "u", type: "string", isUnique: true }, { name: "s", type: "string", isSecret: true }]
+        properties: [
+          { name: "name", type: "string" },
+          { name: "n", type: "number" },
+          { name: "u", type: "string", isUnique: true },
+          { name: "s", type: "string", isSecret: true }
+        ]
       })
       const r = await create({ name: "a", n: 1 }, s.recordSlug)
       const ids = [r.id, "x", "00000000-0000-0000-0000-000000000000", "a".repeat(2000), "bulk"]
-      const bodies = ["null", "[]", "\"x\"", "1", "{}", `{"data":null}`, `{"data":[]}`, `{"data":{"n":1e400}}`, `{"data":{"n":"1"}}`, `{"data":{"s":1}}`,
-        `{"data":{},"expectedVersion":1e20}`, `{"version":1e20}`, `{"version":-5}`, `{"match":{},"data":{}}`, `{"match":{"n":1e308},"data":{}}`,
-        `{"structureId":"${s.id}","records":[{"data":null}]}`, `{"updates":[{"id":null,"data":{}}]}`, `{"ids":[1]}`, `{"query":"(","updates":{}}`,
-        `{"structureId":1,"data":{}}`]
-      const routes: Array<[string, string]> = [["POST", "/records"], ["POST", "/records/bulk"], ["PATCH", "/records/bulk"], ["DELETE", "/records/bulk"],
-        ["POST", `/records/slug/${s.recordSlug}/upsert`], ["POST", `/structures/${s.recordSlug}/records`], ["POST", `/structures/${s.recordSlug}/records/bulk`],
-        ["PATCH", `/structures/${s.recordSlug}/records/bulk`], ["POST", `/structures/${s.recordSlug}/records/bulk-delete`]]
-      for (const id of ids) routes.push(["PATCH", `/records/${id}`], ["PUT", `/records/${id}`], ["POST", `/records/${id}/restore`], ["PATCH", `/structures/${s.recordSlug}/records/${id}`])
-      const queries = ["?version=x", "?version=99999999999", "?expand=name", "?limit=abc", "?startDate=x", "?page=-1", "?sort=s,-", "?filter=n:>x", "?n[gt]=x", "?cursor=%FF", "?populate=name", "?query=n%3D%3D"]
+      const bodies = [
+        "null",
+        "[]",
+        '"x"',
+        "1",
+        "{}",
+        `{"data":null}`,
+        `{"data":[]}`,
+        `{"data":{"n":1e400}}`,
+        `{"data":{"n":"1"}}`,
+        `{"data":{"s":1}}`,
+        `{"data":{},"expectedVersion":1e20}`,
+        `{"version":1e20}`,
+        `{"version":-5}`,
+        `{"match":{},"data":{}}`,
+        `{"match":{"n":1e308},"data":{}}`,
+        `{"structureId":"${s.id}","records":[{"data":null}]}`,
+        `{"updates":[{"id":null,"data":{}}]}`,
+        `{"ids":[1]}`,
+        `{"query":"(","updates":{}}`,
+        `{"structureId":1,"data":{}}`
+      ]
+      const routes: Array<[string, string]> = [
+        ["POST", "/records"],
+        ["POST", "/records/bulk"],
+        ["PATCH", "/records/bulk"],
+        ["DELETE", "/records/bulk"],
+        ["POST", `/records/slug/${s.recordSlug}/upsert`],
+        ["POST", `/structures/${s.recordSlug}/records`],
+        ["POST", `/structures/${s.recordSlug}/records/bulk`],
+        ["PATCH", `/structures/${s.recordSlug}/records/bulk`],
+        ["POST", `/structures/${s.recordSlug}/records/bulk-delete`]
+      ]
+      for (const id of ids)
+        routes.push(
+          ["PATCH", `/records/${id}`],
+          ["PUT", `/records/${id}`],
+          ["POST", `/records/${id}/restore`],
+          ["PATCH", `/structures/${s.recordSlug}/records/${id}`]
+        )
+      const queries = [
+        "?version=x",
+        "?version=99999999999",
+        "?expand=name",
+        "?limit=abc",
+        "?startDate=x",
+        "?page=-1",
+        "?sort=s,-",
+        "?filter=n:>x",
+        "?n[gt]=x",
+        "?cursor=%FF",
+        "?populate=name",
+        "?query=n%3D%3D"
+      ]
       const requests: Array<Promise<{ status: number; body: any; text: string }>> = []
       for (const [method, path] of routes) {
         for (const body of bodies) requests.push(api.raw(method, path, { raw: body, headers: { "content-type": "application/json" } }))
       }
       for (const q of queries) {
-        for (const path of [`/records/${r.id}`, `/records/${r.id}/changelog`, "/records", `/records/slug/${s.recordSlug}`, `/structures/${s.recordSlug}/records`]) {
+        for (const path of [
+          `/records/${r.id}`,
+          `/records/${r.id}/changelog`,
+          "/records",
+          `/records/slug/${s.recordSlug}`,
+          `/structures/${s.recordSlug}/records`
+        ]) {
           requests.push(api.call("GET", path + q))
         }
       }
@@ -547,20 +662,27 @@ describe("records", () => {
       expectError(await api.call("POST", "/records/not-a-uuid/restore", { version: 1 }), 404, "RECORD_NOT_FOUND")
       expectError(await api.call("POST", "/records/not-a-uuid/revert", {}), 404, "RECORD_NOT_FOUND")
       expectError(await api.call("GET", "/records/NOT_A_SLUG!"), 404, "STRUCTURE_NOT_FOUND")
-      expectError(await api.call("POST", "/records", { structureId: "00000000-0000-0000-0000-000000000000", data: {} }), 404, "STRUCTURE_NOT_FOUND")
+      expectError(
+        await api.call("POST", "/records", { structureId: "00000000-0000-0000-0000-000000000000", data: {} }),
+        404,
+        "STRUCTURE_NOT_FOUND"
+      )
       expectError(await api.call("POST", "/records", { structureId: "no-such-structure", data: {} }), 404, "STRUCTURE_NOT_FOUND")
       expectError(await api.call("POST", "/structures/no-such-structure/records", { a: 1 }), 404, "STRUCTURE_NOT_FOUND")
       expectError(await api.call("GET", "/records/pro%00duct"), 400)
       expectError(await api.call("GET", `/records?structureId=${product.id}&filter=name:a%00b`), 400)
       expectError(await api.call("GET", `/records/slug/${product.recordSlug}?name=a%00b`), 400)
       const json = { "content-type": "application/json" }
-      expectError(await api.raw("POST", "/records", { raw: "{\"structureId\":", headers: json }), 400)
+      expectError(await api.raw("POST", "/records", { raw: '{"structureId":', headers: json }), 400)
       expectError(await api.raw("POST", "/records", { raw: "[1,2,3]", headers: json }), 400)
       expectError(await api.raw("POST", "/records", { raw: "null", headers: json }), 400)
       expectError(await api.raw("PATCH", `/records/00000000-0000-0000-0000-000000000000`, { raw: "[]", headers: json }), 400)
-      expectError(await api.raw("POST", "/records/slug/x/upsert", { raw: "\"text\"", headers: json }), 400)
+      expectError(await api.raw("POST", "/records/slug/x/upsert", { raw: '"text"', headers: json }), 400)
       const deep = `${"[".repeat(5000)}${"]".repeat(5000)}`
-      const nested = await api.raw("POST", "/records", { raw: `{"structureId":"${product.id}","data":{"name":"d","tags":${deep}}}`, headers: json })
+      const nested = await api.raw("POST", "/records", {
+        raw: `{"structureId":"${product.id}","data":{"name":"d","tags":${deep}}}`,
+        headers: json
+      })
       expect(nested.status).toBeGreaterThanOrEqual(400)
       expect(nested.status).toBeLessThan(500)
     })

@@ -26,22 +26,23 @@ describe("SIGTERM drain", () => {
     const send = (method: string, path: string, body?: unknown, rest: Promise<void> = Promise.resolve()) =>
       new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
         const text = body === undefined ? undefined : JSON.stringify(body)
-        const req = Http.request({
-          host: "127.0.0.1",
-          port: server!.port,
-          path,
-          method,
-          agent,
-          headers: {
-            authorization: `Bearer ${token}`,
-            ...(text === undefined
-              ? {}
-              : { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
+        const req = Http.request(
+          {
+            host: "127.0.0.1",
+            port: server!.port,
+            path,
+            method,
+            agent,
+            headers: {
+              authorization: `Bearer ${token}`,
+              ...(text === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
+            }
+          },
+          (res) => {
+            res.resume()
+            res.on("end", () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }))
           }
-        }, (res) => {
-          res.resume()
-          res.on("end", () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }))
-        })
+        )
         req.on("error", reject)
         if (text === undefined) return void req.end()
         req.write(text.slice(0, text.length >> 1))

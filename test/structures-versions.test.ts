@@ -40,7 +40,11 @@ describe("structure versions", () => {
   })
 
   it("keeps every definition change, newest first, each readable by number", async () => {
-    const s = await ok("POST", "/structures", { name: unique("Versioned"), enableVersioning: true, properties: [{ name: "a", type: "string" }] })
+    const s = await ok("POST", "/structures", {
+      name: unique("Versioned"),
+      enableVersioning: true,
+      properties: [{ name: "a", type: "string" }]
+    })
     const v2 = await ok("PUT", `/structures/${s.id}`, { properties: [{ id: "new", name: "b", type: "number" }] })
     const v3 = await ok("DELETE", `/structures/${s.id}/properties`, { ids: [s.properties[0].id] })
     expect([s.version, v2.version, v3.version]).toEqual([1, 2, 3])

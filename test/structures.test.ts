@@ -40,40 +40,84 @@ const expectError = (res: { status: number; body: any }, status: number, code: s
 }
 
 /** Every type with every field a property may have (README: Structures › Properties; reference to `target`). */
-const everyType = (target: string) => [
-  {
-    name: "title", type: "string", description: "Headline", required: true, nullable: false, isUnique: true,
-    immutable: false, minLength: 2, maxLength: 80, pattern: "^[A-Z]", renderAs: "textarea", default: "Hello",
-    enum: ["Hello", "World"], not: ["Nope"], format: undefined
-  },
-  { name: "email", type: "string", format: "email" },
-  { name: "token", type: "string", isSecret: true, renderAs: "secret" },
-  {
-    name: "price", type: "number", minimum: 0, maximum: 1000, exclusiveMinimum: false, exclusiveMaximum: true,
-    multipleOf: 0.5, default: 10, enum: [10, 20.5], integer: false
-  },
-  { name: "quantity", type: "number", integer: true, minimum: 0 },
-  { name: "seq", type: "number", autoIncrement: { startAt: 100, incrementBy: 5 } },
-  { name: "total", type: "number", expression: "price * quantity", computedMode: "persisted" },
-  { name: "active", type: "boolean", default: true, enum: [true, false] },
-  {
-    name: "publishedAt", type: "datetime", earliestDate: "2020-01-01T00:00:00Z", latestDate: "2030-01-01T00:00:00Z",
-    exclusiveEarliest: true, exclusiveLatest: false, default: "2024-05-01T10:00:00Z"
-  },
-  { name: "labels", type: "array", items: { type: "string", maxLength: 20 }, minItems: 0, maxItems: 5, uniqueItems: true },
-  {
-    name: "lines", type: "array", items: { type: "object" }, isStrict: true,
-    itemSchema: [{ name: "sku", type: "string", required: true }, { name: "qty", type: "number" }]
-  },
-  {
-    name: "address", type: "object", isStrict: true, requiredProperties: ["city"],
-    properties: [{ name: "city", type: "string" }, { name: "zip", type: "string", pattern: "^[0-9]{5}$" }]
-  },
-  {
-    name: "author", type: "reference", target, targetField: "id", displayField: "name",
-    relationship: "many-to-one", onDelete: "set_null", nullable: true
-  }
-].map((p) => Object.fromEntries(Object.entries(p).filter(([, v]) => v !== undefined)))
+const everyType = (target: string) =>
+  [
+    {
+      name: "title",
+      type: "string",
+      description: "Headline",
+      required: true,
+      nullable: false,
+      isUnique: true,
+      immutable: false,
+      minLength: 2,
+      maxLength: 80,
+      pattern: "^[A-Z]",
+      renderAs: "textarea",
+      default: "Hello",
+      enum: ["Hello", "World"],
+      not: ["Nope"],
+      format: undefined
+    },
+    { name: "email", type: "string", format: "email" },
+    { name: "token", type: "string", isSecret: true, renderAs: "secret" },
+    {
+      name: "price",
+      type: "number",
+      minimum: 0,
+      maximum: 1000,
+      exclusiveMinimum: false,
+      exclusiveMaximum: true,
+      multipleOf: 0.5,
+      default: 10,
+      enum: [10, 20.5],
+      integer: false
+    },
+    { name: "quantity", type: "number", integer: true, minimum: 0 },
+    { name: "seq", type: "number", autoIncrement: { startAt: 100, incrementBy: 5 } },
+    { name: "total", type: "number", expression: "price * quantity", computedMode: "persisted" },
+    { name: "active", type: "boolean", default: true, enum: [true, false] },
+    {
+      name: "publishedAt",
+      type: "datetime",
+      earliestDate: "2020-01-01T00:00:00Z",
+      latestDate: "2030-01-01T00:00:00Z",
+      exclusiveEarliest: true,
+      exclusiveLatest: false,
+      default: "2024-05-01T10:00:00Z"
+    },
+    { name: "labels", type: "array", items: { type: "string", maxLength: 20 }, minItems: 0, maxItems: 5, uniqueItems: true },
+    {
+      name: "lines",
+      type: "array",
+      items: { type: "object" },
+      isStrict: true,
+      itemSchema: [
+        { name: "sku", type: "string", required: true },
+        { name: "qty", type: "number" }
+      ]
+    },
+    {
+      name: "address",
+      type: "object",
+      isStrict: true,
+      requiredProperties: ["city"],
+      properties: [
+        { name: "city", type: "string" },
+        { name: "zip", type: "string", pattern: "^[0-9]{5}$" }
+      ]
+    },
+    {
+      name: "author",
+      type: "reference",
+      target,
+      targetField: "id",
+      displayField: "name",
+      relationship: "many-to-one",
+      onDelete: "set_null",
+      nullable: true
+    }
+  ].map((p) => Object.fromEntries(Object.entries(p).filter(([, v]) => v !== undefined)))
 
 beforeAll(async () => {
   server = await startServer()
@@ -102,7 +146,14 @@ describe("create", () => {
       tags: [],
       version: 1
     })
-    expect(s.properties[0]).toMatchObject({ name: "title", type: "string", required: false, nullable: false, isUnique: false, immutable: false })
+    expect(s.properties[0]).toMatchObject({
+      name: "title",
+      type: "string",
+      required: false,
+      nullable: false,
+      isUnique: false,
+      immutable: false
+    })
     expect(s.properties[0].id).toMatch(UUID)
     expect(typeof s.createdAt).toBe("string")
     expect(typeof s.createdBy).toBe("string")
@@ -149,26 +200,31 @@ describe("create", () => {
       ]
     })
     expectError(res, 400, "VALIDATION_ERROR")
-    expect(fieldsOf(res.body)).toEqual(expect.arrayContaining([
-      "properties[0].minLength",
-      "properties[1].minimum",
-      "properties[2].items",
-      "properties[3].onDelete",
-      "properties[3].target",
-      "properties[4].name",
-      "properties[5].pattern",
-      "properties[6].earliestDate",
-      "properties[7].default",
-      "properties[8].enum[1]",
-      "properties[9].requiredProperties[0]"
-    ]))
+    expect(fieldsOf(res.body)).toEqual(
+      expect.arrayContaining([
+        "properties[0].minLength",
+        "properties[1].minimum",
+        "properties[2].items",
+        "properties[3].onDelete",
+        "properties[3].target",
+        "properties[4].name",
+        "properties[5].pattern",
+        "properties[6].earliestDate",
+        "properties[7].default",
+        "properties[8].enum[1]",
+        "properties[9].requiredProperties[0]"
+      ])
+    )
     for (const d of res.body.details) expect(d.property).toBe(d.field)
   })
 
   it("names every type mistake of the body in one 400", async () => {
     const res = await api("POST", "/structures", {
       name: 5,
-      properties: [{ name: "a", type: "string", minLength: "x" }, { name: "b", type: "number", maximum: true }],
+      properties: [
+        { name: "a", type: "string", minLength: "x" },
+        { name: "b", type: "number", maximum: true }
+      ],
       tags: "nope"
     })
     expectError(res, 400, "VALIDATION_ERROR")
@@ -185,9 +241,15 @@ describe("create", () => {
       ]
     })
     expectError(res, 400, "VALIDATION_ERROR")
-    expect(fieldsOf(res.body)).toEqual(expect.arrayContaining([
-      "properties[0].minLength", "properties[1].minLength", "properties[2].relationship", "properties[2].onDelete", "properties[2].target"
-    ]))
+    expect(fieldsOf(res.body)).toEqual(
+      expect.arrayContaining([
+        "properties[0].minLength",
+        "properties[1].minLength",
+        "properties[2].relationship",
+        "properties[2].onDelete",
+        "properties[2].target"
+      ])
+    )
   })
 
   it("refuses an unknown property type, a missing name and missing properties", async () => {
@@ -253,7 +315,9 @@ describe("validate", () => {
     })
     expect(res.status).toBe(200)
     expect(res.body.valid).toBe(false)
-    expect(fieldsOf(res.body)).toEqual(expect.arrayContaining(["name", "properties[0].minLength", "properties[1].maximum", "properties[2].items.type"]))
+    expect(fieldsOf(res.body)).toEqual(
+      expect.arrayContaining(["name", "properties[0].minLength", "properties[1].maximum", "properties[2].items.type"])
+    )
     for (const e of res.body.errors) expect(Object.keys(e).sort()).toEqual(["field", "message"])
   })
 
@@ -292,9 +356,15 @@ describe("validate", () => {
 
 describe("list", () => {
   const tag = `lst${Date.now().toString(36)}`
-  let ids: Record<string, string> = {}
+  const ids: Record<string, string> = {}
   beforeAll(async () => {
-    for (const [key, extra] of [["alpha", {}], ["beta", {}], ["gamma", { status: "inactive" }], ["delta", {}], ["epsilon", { description: "the fifth" }]] as const) {
+    for (const [key, extra] of [
+      ["alpha", {}],
+      ["beta", {}],
+      ["gamma", { status: "inactive" }],
+      ["delta", {}],
+      ["epsilon", { description: "the fifth" }]
+    ] as const) {
       const s = await create({ name: `${tag} ${key}`, properties: [], ...extra })
       ids[key] = s.id
     }
@@ -376,10 +446,19 @@ describe("update", () => {
   })
 
   it("updates properties by id, adds id: new, and never deletes by omission", async () => {
-    const s = await create({ name: unique("Props"), properties: [{ name: "a", type: "string" }, { name: "b", type: "number" }] })
+    const s = await create({
+      name: unique("Props"),
+      properties: [
+        { name: "a", type: "string" },
+        { name: "b", type: "number" }
+      ]
+    })
     const [a, b] = s.properties
     const res = await api("PUT", `/structures/${s.id}`, {
-      properties: [{ ...a, maxLength: 10 }, { id: "new", name: "c", type: "boolean" }]
+      properties: [
+        { ...a, maxLength: 10 },
+        { id: "new", name: "c", type: "boolean" }
+      ]
     })
     expect(res.status, JSON.stringify(res.body)).toBe(200)
     expect(res.body.properties.map((p: any) => p.name)).toEqual(["a", "b", "c"])
@@ -392,7 +471,10 @@ describe("update", () => {
     const s = await create({ name: unique("Upd Rules"), properties: [{ name: "a", type: "string" }] })
     const res = await api("PUT", `/structures/${s.id}`, {
       name: "",
-      properties: [{ ...s.properties[0], minLength: 3, maxLength: 1 }, { id: "new", name: "a", type: "number" }]
+      properties: [
+        { ...s.properties[0], minLength: 3, maxLength: 1 },
+        { id: "new", name: "a", type: "number" }
+      ]
     })
     expectError(res, 400, "VALIDATION_ERROR")
     expect(fieldsOf(res.body)).toEqual(expect.arrayContaining(["name", "properties[0].minLength", "properties[1].name"]))
@@ -420,7 +502,16 @@ describe("update", () => {
     const target = await create({ name: unique("Ref Target"), properties: [{ name: "label", type: "string" }] })
     const from = await create({
       name: unique("Ref From"),
-      properties: [{ name: "t", type: "reference", target: target.recordSlug, displayField: "label", relationship: "many-to-one", onDelete: "restrict" }]
+      properties: [
+        {
+          name: "t",
+          type: "reference",
+          target: target.recordSlug,
+          displayField: "label",
+          relationship: "many-to-one",
+          onDelete: "restrict"
+        }
+      ]
     })
     expectError(await api("PUT", `/structures/${target.id}`, { recordSlug: `${target.recordSlug}-x` }), 409, "CONFLICT")
     expectError(await api("DELETE", `/structures/${target.id}`), 409, "CONFLICT")
@@ -453,7 +544,14 @@ describe("update", () => {
 
 describe("DELETE /structures/{id}/properties", () => {
   it("removes the listed properties (and their record data), keeps the rest", async () => {
-    const s = await create({ name: unique("Prop Delete"), properties: [{ name: "a", type: "string" }, { name: "b", type: "string" }, { name: "c", type: "number" }] })
+    const s = await create({
+      name: unique("Prop Delete"),
+      properties: [
+        { name: "a", type: "string" },
+        { name: "b", type: "string" },
+        { name: "c", type: "number" }
+      ]
+    })
     const rec = await api("POST", "/records", { structureId: s.id, data: { a: "x", b: "y", c: 1 } })
     const res = await api("DELETE", `/structures/${s.id}/properties`, { ids: [s.properties[0].id, s.properties[2].id] })
     expect(res.status, JSON.stringify(res.body)).toBe(200)
@@ -466,7 +564,10 @@ describe("DELETE /structures/{id}/properties", () => {
   it("400 for unknown ids, an empty list, or a removal that breaks the definition", async () => {
     const s = await create({
       name: unique("Prop Delete Bad"),
-      properties: [{ name: "p", type: "number" }, { name: "q", type: "number", expression: "p * 2" }]
+      properties: [
+        { name: "p", type: "number" },
+        { name: "q", type: "number", expression: "p * 2" }
+      ]
     })
     const unknown = await api("DELETE", `/structures/${s.id}/properties`, { ids: ["nope"] })
     expectError(unknown, 400, "VALIDATION_ERROR")
@@ -564,10 +665,20 @@ describe("modes and settings", () => {
   })
 
   it("schemaDiscoveryConfig merges with its defaults and is checked", async () => {
-    const s = await create({ name: unique("Discovery"), schemaDiscoveryMode: "auto-evolving", schemaDiscoveryConfig: { batchSize: 25 }, properties: [] })
+    const s = await create({
+      name: unique("Discovery"),
+      schemaDiscoveryMode: "auto-evolving",
+      schemaDiscoveryConfig: { batchSize: 25 },
+      properties: []
+    })
     expect(s.schemaDiscoveryConfig).toEqual({ batchSize: 25, maxKeysPerRecord: 100, maxNestingDepth: 3, maxStringLengthSampled: 1000 })
     const upd = await api("PUT", `/structures/${s.id}`, { schemaDiscoveryConfig: { maxNestingDepth: 5 } })
-    expect(upd.body.schemaDiscoveryConfig).toEqual({ batchSize: 25, maxKeysPerRecord: 100, maxNestingDepth: 5, maxStringLengthSampled: 1000 })
+    expect(upd.body.schemaDiscoveryConfig).toEqual({
+      batchSize: 25,
+      maxKeysPerRecord: 100,
+      maxNestingDepth: 5,
+      maxStringLengthSampled: 1000
+    })
     const bad = await api("POST", "/structures", { name: unique("Bad Discovery"), schemaDiscoveryConfig: { batchSize: 0 }, properties: [] })
     expectError(bad, 400, "VALIDATION_ERROR")
     expect(fieldsOf(bad.body)).toEqual(["schemaDiscoveryConfig.batchSize"])
@@ -603,7 +714,9 @@ describe("modes and settings", () => {
 
   it("defaultSearchField must name a string property", async () => {
     const res = await api("POST", "/structures", {
-      name: unique("Search Field"), defaultSearchField: "n", properties: [{ name: "n", type: "number" }]
+      name: unique("Search Field"),
+      defaultSearchField: "n",
+      properties: [{ name: "n", type: "number" }]
     })
     expect(fieldsOf(res.body)).toEqual(["defaultSearchField"])
     const ok = await create({ name: unique("Search Field Ok"), defaultSearchField: "t", properties: [{ name: "t", type: "string" }] })
@@ -614,9 +727,18 @@ describe("modes and settings", () => {
 describe("metadata locks (platform admin route)", () => {
   it("recordWritesLocked refuses new records with 423; structureWritesLocked refuses structure writes with 423", async () => {
     const s = await create({ name: unique("Locks"), properties: [{ name: "t", type: "string" }] })
-    const lockRecords = await api("PUT", `/structures/${s.id}/metadata`, { recordWritesLocked: true, migrationInProgress: true, migrationJobId: "job-1" })
+    const lockRecords = await api("PUT", `/structures/${s.id}/metadata`, {
+      recordWritesLocked: true,
+      migrationInProgress: true,
+      migrationJobId: "job-1"
+    })
     expect(lockRecords.status).toBe(200)
-    expect(lockRecords.body.metadata).toMatchObject({ recordWritesLocked: true, structureWritesLocked: false, migrationInProgress: true, migrationJobId: "job-1" })
+    expect(lockRecords.body.metadata).toMatchObject({
+      recordWritesLocked: true,
+      structureWritesLocked: false,
+      migrationInProgress: true,
+      migrationJobId: "job-1"
+    })
     expect(lockRecords.body.version).toBe(s.version)
     expectError(await api("POST", "/records", { structureId: s.id, data: { t: "x" } }), 423, "RECORD_WRITES_LOCKED")
     // structure updates still work while only records are locked
@@ -629,8 +751,18 @@ describe("metadata locks (platform admin route)", () => {
     expectError(await api("DELETE", `/structures/${s.id}/properties`, { ids: [s.properties[0].id] }), 423, "STRUCTURE_WRITES_LOCKED")
     expectError(await api("DELETE", `/structures/${s.id}`), 423, "STRUCTURE_WRITES_LOCKED")
 
-    const unlocked = await api("PUT", `/structures/${s.id}/metadata`, { structureWritesLocked: false, migrationInProgress: false, migrationJobId: null, lastMigrationId: "job-1" })
-    expect(unlocked.body.metadata).toEqual({ recordWritesLocked: false, structureWritesLocked: false, migrationInProgress: false, lastMigrationId: "job-1" })
+    const unlocked = await api("PUT", `/structures/${s.id}/metadata`, {
+      structureWritesLocked: false,
+      migrationInProgress: false,
+      migrationJobId: null,
+      lastMigrationId: "job-1"
+    })
+    expect(unlocked.body.metadata).toEqual({
+      recordWritesLocked: false,
+      structureWritesLocked: false,
+      migrationInProgress: false,
+      lastMigrationId: "job-1"
+    })
     expect((await api("PUT", `/structures/${s.id}`, { description: "e" })).status).toBe(200)
   })
 
@@ -647,7 +779,10 @@ describe("permissions", () => {
   let owner: string
   let target: any
   beforeAll(async () => {
-    for (const [username, role] of [["struct-viewer", "viewer"], ["struct-owner", "owner"]]) {
+    for (const [username, role] of [
+      ["struct-viewer", "viewer"],
+      ["struct-owner", "owner"]
+    ]) {
       const res = await api("POST", "/members", { username, password: "password-for-tests", role })
       expect(res.status, JSON.stringify(res.body)).toBe(201)
     }
@@ -664,7 +799,11 @@ describe("permissions", () => {
     expectError(await api("POST", "/structures", { name: "x", properties: [] }, viewer), 403, "PERMISSION_DENIED")
     expectError(await api("PUT", `/structures/${target.id}`, { description: "x" }, viewer), 403, "PERMISSION_DENIED")
     expectError(await api("DELETE", `/structures/${target.id}`, undefined, viewer), 403, "PERMISSION_DENIED")
-    expectError(await api("DELETE", `/structures/${target.id}/properties`, { ids: [target.properties[0].id] }, viewer), 403, "PERMISSION_DENIED")
+    expectError(
+      await api("DELETE", `/structures/${target.id}/properties`, { ids: [target.properties[0].id] }, viewer),
+      403,
+      "PERMISSION_DENIED"
+    )
     expectError(await api("POST", `/structures/${target.id}/versions/1/pin`, undefined, viewer), 403, "PERMISSION_DENIED")
     expectError(await api("POST", "/collections", { name: "x", fields: {} }, viewer), 403, "PERMISSION_DENIED")
   })
@@ -688,14 +827,19 @@ describe("/collections alias", () => {
     })
     expect(created.status, JSON.stringify(created.body)).toBe(200)
     const c = created.body
-    expect(c.properties.map((p: any) => [p.name, p.type, p.required])).toEqual([["title", "string", true], ["count", "number", false]])
+    expect(c.properties.map((p: any) => [p.name, p.type, p.required])).toEqual([
+      ["title", "string", true],
+      ["count", "number", false]
+    ])
     expect(c.fields.title).toMatchObject({ type: "string", required: true, id: c.properties[0].id })
 
     const byId = await api("GET", `/collections/${c.id}`)
     expect(byId.body.fields.count.type).toBe("number")
     expect((await api("GET", `/collections/${c.recordSlug}`)).body.id).toBe(c.id)
 
-    const upd = await api("PUT", `/collections/${c.id}`, { fields: { title: { type: "string", maxLength: 10 }, done: { type: "boolean" } } })
+    const upd = await api("PUT", `/collections/${c.id}`, {
+      fields: { title: { type: "string", maxLength: 10 }, done: { type: "boolean" } }
+    })
     expect(upd.status, JSON.stringify(upd.body)).toBe(200)
     expect(upd.body.properties.map((p: any) => p.name)).toEqual(["title", "count", "done"])
     expect(upd.body.properties[0]).toMatchObject({ id: c.properties[0].id, maxLength: 10 })
@@ -719,7 +863,15 @@ describe("OpenAPI document", () => {
   it("describes the seven property types and the structure routes", async () => {
     const doc = (await server.request("GET", "/openapi.json")).body
     const schemas = doc.components.schemas
-    for (const name of ["StringProperty", "NumberProperty", "BooleanProperty", "DatetimeProperty", "ArrayProperty", "ObjectProperty", "ReferenceProperty"]) {
+    for (const name of [
+      "StringProperty",
+      "NumberProperty",
+      "BooleanProperty",
+      "DatetimeProperty",
+      "ArrayProperty",
+      "ObjectProperty",
+      "ReferenceProperty"
+    ]) {
       expect(schemas[name], name).toBeDefined()
       expect(schemas[name].properties.type.enum).toEqual([name.replace("Property", "").toLowerCase()])
     }
@@ -737,7 +889,12 @@ describe("OpenAPI document", () => {
     for (const name of ["StringProperty", "ReferenceProperty", "ArrayProperty"]) expect(union).toContain(`#/components/schemas/${name}`)
     const base = `/workspace/{workspace}/api/v1`
     expect(JSON.stringify(doc.paths[`${base}/structures`].post.requestBody)).toContain("#/components/schemas/StructureInput")
-    for (const path of ["/structures/{id}/versions/{version}/pin", "/structures/{id}/metadata", "/structures/{id}/properties", "/collections/{id}"]) {
+    for (const path of [
+      "/structures/{id}/versions/{version}/pin",
+      "/structures/{id}/metadata",
+      "/structures/{id}/properties",
+      "/collections/{id}"
+    ]) {
       expect(doc.paths[base + path], path).toBeDefined()
     }
     expect(doc.paths[`${base}/structures/{id}/metadata`].put["x-required-permission"]).toBe("platform:admin")

@@ -109,7 +109,7 @@ const sandboxRuntime = (limits: SandboxLimits) => ManagedRuntime.make(Sandbox.la
 const overhead = async () => {
   const warmRt = sandboxRuntime(defaultLimits())
   const coldRt = sandboxRuntime(defaultLimits({ maxRunsPerIsolate: 1 }))
-  const service = Effect.gen(function*() {
+  const service = Effect.gen(function* () {
     return yield* Sandbox
   })
   const warmSandbox = await warmRt.runPromise(service)
@@ -122,7 +122,12 @@ const overhead = async () => {
     return elapsed
   }
   const isolate = new ivm.Isolate({ memoryLimit: 128 })
-  const s = { sandboxWarm: [] as Array<number>, bareWarm: [] as Array<number>, sandboxCold: [] as Array<number>, bareCold: [] as Array<number> }
+  const s = {
+    sandboxWarm: [] as Array<number>,
+    bareWarm: [] as Array<number>,
+    sandboxCold: [] as Array<number>,
+    bareCold: [] as Array<number>
+  }
   // unmeasured warm-up of every path, then alternating blocks so that drift on a shared machine hits both alike
   for (let i = 0; i < 300; i++) {
     await timed(warmSandbox, "bench")
@@ -152,42 +157,65 @@ const overhead = async () => {
   const warmOver = median(s.sandboxWarm) - median(s.bareWarm)
   const coldOver = median(s.sandboxCold) - median(s.bareWarm)
   const pp = (xs: Array<number>) => `${ms(median(xs))}/${ms(pct(xs, 0.99))}`
-  row("1 overhead, warm pool", "p50/p99 ms per call", pp(s.sandboxWarm), `${pp(s.bareWarm)} bare warm`,
-    `+${ms(warmOver)} ms p50`, "≤ 0.5 ms", warmOver <= 0.5)
-  row("1 overhead, new isolate", "p50/p99 ms per call", pp(s.sandboxCold), `${pp(s.bareCold)} bare cold`,
-    `+${ms(coldOver)} ms over bare warm (+${ms(median(s.sandboxCold) - median(s.bareCold))} over bare cold)`, "≤ 3 ms", coldOver <= 3)
+  row(
+    "1 overhead, warm pool",
+    "p50/p99 ms per call",
+    pp(s.sandboxWarm),
+    `${pp(s.bareWarm)} bare warm`,
+    `+${ms(warmOver)} ms p50`,
+    "≤ 0.5 ms",
+    warmOver <= 0.5
+  )
+  row(
+    "1 overhead, new isolate",
+    "p50/p99 ms per call",
+    pp(s.sandboxCold),
+    `${pp(s.bareCold)} bare cold`,
+    `+${ms(coldOver)} ms over bare warm (+${ms(median(s.sandboxCold) - median(s.bareCold))} over bare cold)`,
+    "≤ 3 ms",
+    coldOver <= 3
+  )
   log(`overhead: warm +${ms(warmOver)} ms, cold +${ms(coldOver)} ms`)
 }
 
 // ------------------------------------------------------------------ HTTP helpers
 
-interface Reply { readonly status: number; readonly body: any }
+interface Reply {
+  readonly status: number
+  readonly body: any
+}
 const agent = new Http.Agent({ keepAlive: true, maxSockets: 8 })
 const httpCall = (base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> =>
   new Promise((resolve, reject) => {
     const url = new URL(path, base)
     const data = body === undefined ? undefined : JSON.stringify(body)
-    const req = Http.request({
-      host: url.hostname,
-      port: url.port,
-      method,
-      path: url.pathname + url.search,
-      agent,
-      headers: { ...(data === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(data) }), ...headers }
-    }, (res) => {
-      let text = ""
-      res.setEncoding("utf8")
-      res.on("data", (d) => (text += d))
-      res.on("end", () => {
-        let parsed: unknown = text
-        try {
-          parsed = text.length > 0 ? JSON.parse(text) : undefined
-        } catch {
-          // not JSON
+    const req = Http.request(
+      {
+        host: url.hostname,
+        port: url.port,
+        method,
+        path: url.pathname + url.search,
+        agent,
+        headers: {
+          ...(data === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(data) }),
+          ...headers
         }
-        resolve({ status: res.statusCode ?? 0, body: parsed })
-      })
-    })
+      },
+      (res) => {
+        let text = ""
+        res.setEncoding("utf8")
+        res.on("data", (d) => (text += d))
+        res.on("end", () => {
+          let parsed: unknown = text
+          try {
+            parsed = text.length > 0 ? JSON.parse(text) : undefined
+          } catch {
+            // not JSON
+          }
+          resolve({ status: res.statusCode ?? 0, body: parsed })
+        })
+      }
+    )
     req.on("error", reject)
     req.end(data)
   })
@@ -198,7 +226,14 @@ interface Target {
   readonly headers?: Record<string, string>
   readonly body?: unknown
 }
-interface Driven { rps: number; ok: number; seconds: number; p50: number; p99: number; errors: number }
+interface Driven {
+  rps: number
+  ok: number
+  seconds: number
+  p50: number
+  p99: number
+  errors: number
+}
 const drive = async (target: Target, conns: number, limit: { seconds: number } | { amount: number }): Promise<Driven> => {
   const result: any = await autocannon({
     url: target.url,
@@ -230,9 +265,16 @@ const rssKb = (pid: number) => {
 
 const startRaw = async (databaseUrl: string) => {
   const port = await freePort()
-  const child: ChildProcess = spawn(process.execPath, [
-    "--no-node-snapshot", "--experimental-strip-types", "--disable-warning=ExperimentalWarning", Path.join(root, "scripts/bench/raw-compute.ts")
-  ], { env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port) }, stdio: ["ignore", "pipe", "inherit"] })
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [
+      "--no-node-snapshot",
+      "--experimental-strip-types",
+      "--disable-warning=ExperimentalWarning",
+      Path.join(root, "scripts/bench/raw-compute.ts")
+    ],
+    { env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port) }, stdio: ["ignore", "pipe", "inherit"] }
+  )
   await new Promise<void>((resolve, reject) => {
     child.stdout!.once("data", () => resolve())
     child.once("exit", (code) => reject(new Error(`raw-compute exited with ${code}`)))
@@ -246,9 +288,15 @@ const served = async () => {
   const db = await freshDatabase(baseUrl)
   const password = "bench-password-1"
   const troupe: TestNode = await startNode({
-    DATABASE_URL: db.url, TROUPE_ADMIN_PASSWORD: password, TROUPE_LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "none",
-    TROUPE_LIMIT_READS: "0", TROUPE_LIMIT_WRITES: "0", TROUPE_LIMIT_BULK: "0", TROUPE_LIMIT_QUERIES: "0",
-    TROUPE_LIMIT_FUNCTIONS: "0", TROUPE_FUNCTION_TIMEOUT_MS: String(SPIN_TIMEOUT_MS)
+    DATABASE_URL: db.url,
+    TROUPE_ADMIN_PASSWORD: password,
+    TROUPE_LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "none",
+    TROUPE_LIMIT_READS: "0",
+    TROUPE_LIMIT_WRITES: "0",
+    TROUPE_LIMIT_BULK: "0",
+    TROUPE_LIMIT_QUERIES: "0",
+    TROUPE_LIMIT_FUNCTIONS: "0",
+    TROUPE_FUNCTION_TIMEOUT_MS: String(SPIN_TIMEOUT_MS)
   }).catch(async (e) => {
     await db.drop()
     throw e
@@ -267,14 +315,19 @@ const served = async () => {
   const pg = postgres(db.url, { max: 2, onnotice: () => {} })
   try {
     const form = new URLSearchParams({ grant_type: "password", username: "admin", password, scope: "openid workspace:default" })
-    const token = ((await (await fetch(`${troupe.baseUrl}/oidc/token`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: form
-    })).json()) as { access_token?: string }).access_token
+    const token = (
+      (await (
+        await fetch(`${troupe.baseUrl}/oidc/token`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: form
+        })
+      ).json()) as { access_token?: string }
+    ).access_token
     if (!token) throw new Error("compute bench: no token")
     const auth = { authorization: `Bearer ${token}` }
-    const api = (method: string, path: string, body?: unknown) => httpCall(troupe.baseUrl, method, `/workspace/default/api/v1${path}`, body, auth)
+    const api = (method: string, path: string, body?: unknown) =>
+      httpCall(troupe.baseUrl, method, `/workspace/default/api/v1${path}`, body, auth)
     const structure = await api("POST", "/structures", {
       name: "Bench Compute",
       recordSlug: "bench-compute",
@@ -330,15 +383,29 @@ const served = async () => {
       viaApiInRun.push(c.durationMs)
       viaHttp.push(await createHttp())
     }
-    row("2 test execution → completed run visible", `p50/p99 ms (${samples} sequential)`, `${ms(median(empty), 1)}/${ms(pct(empty, 0.99), 1)}`,
-      "", `run itself ${ms(median(emptyInRun))}/${ms(pct(emptyInRun, 0.99))} ms`, "p99 ≤ 50 ms", pct(empty, 0.99) <= 50)
+    row(
+      "2 test execution → completed run visible",
+      `p50/p99 ms (${samples} sequential)`,
+      `${ms(median(empty), 1)}/${ms(pct(empty, 0.99), 1)}`,
+      "",
+      `run itself ${ms(median(emptyInRun))}/${ms(pct(emptyInRun, 0.99))} ms`,
+      "p99 ≤ 50 ms",
+      pct(empty, 0.99) <= 50
+    )
     const apiP50 = median(viaApi) - median(empty)
     const apiP99 = pct(viaApi, 0.99) - pct(empty, 0.99)
-    row("5 one api.createRecord (run latency − empty run's)", "p50/p99 ms", `${ms(apiP50, 1)}/${ms(apiP99, 1)}`,
+    row(
+      "5 one api.createRecord (run latency − empty run's)",
+      "p50/p99 ms",
+      `${ms(apiP50, 1)}/${ms(apiP99, 1)}`,
       `${ms(median(viaHttp), 1)}/${ms(pct(viaHttp, 0.99), 1)} POST /records`,
       `in the run: ${ms(median(viaApiInRun) - median(emptyInRun))} ms p50; whole run ${ms(median(viaApi), 1)}/${ms(pct(viaApi, 0.99), 1)}`,
-      "beside HTTP", undefined)
-    log(`latency: empty ${ms(median(empty), 1)}/${ms(pct(empty, 0.99), 1)} ms, api create +${ms(apiP50, 1)} ms, http create ${ms(median(viaHttp), 1)} ms`)
+      "beside HTTP",
+      undefined
+    )
+    log(
+      `latency: empty ${ms(median(empty), 1)}/${ms(pct(empty, 0.99), 1)} ms, api create +${ms(apiP50, 1)} ms, http create ${ms(median(viaHttp), 1)} ms`
+    )
 
     // ---------------------------------------------------------------- 3: sustained runs/s
     const pending = async () => Number((await pg`SELECT count(*)::int AS n FROM function_runs WHERE status IN ('queued', 'running')`)[0]!.n)
@@ -351,8 +418,10 @@ const served = async () => {
         if (Date.now() - progressAt > STALL_LIMIT_MS) {
           const stuck = await pg`SELECT status, count(*)::int AS n, min(created_at)::text AS oldest, min(lease_expires_at)::text AS lease
             FROM function_runs WHERE status IN ('queued', 'running') GROUP BY 1`
-          throw new Error(`compute bench: ${left} runs left and none finished for ${STALL_LIMIT_MS / 1000} s: ` +
-            stuck.map((r) => `${r.n} ${r.status} (oldest created ${r.oldest}, earliest lease ${r.lease})`).join("; "))
+          throw new Error(
+            `compute bench: ${left} runs left and none finished for ${STALL_LIMIT_MS / 1000} s: ` +
+              stuck.map((r) => `${r.n} ${r.status} (oldest created ${r.oldest}, earliest lease ${r.lease})`).join("; ")
+          )
         }
         await sleep(50)
         const now = await pending()
@@ -360,7 +429,12 @@ const served = async () => {
         left = now
       }
     }
-    const testTarget: Target = { url: `${troupe.baseUrl}/workspace/default/api/v1/compute-functions/test`, method: "POST", headers: auth, body: { code: EMPTY, params: {} } }
+    const testTarget: Target = {
+      url: `${troupe.baseUrl}/workspace/default/api/v1/compute-functions/test`,
+      method: "POST",
+      headers: auth,
+      body: { code: EMPTY, params: {} }
+    }
     const rawTarget: Target = { url: `${raw.url}/raw/run`, method: "POST", body: { params: {} } }
     const notCompleted: Array<string> = []
     /** Drives test executions, waits for the queue to drain: completed runs / (last finish − first send). */
@@ -385,8 +459,14 @@ const served = async () => {
         notCompleted.push(...why.map((w) => `${w.n} ${w.status}: ${w.error}`))
       }
       return {
-        posted: d, backlog, drainRate: backlog / drainSeconds, completed: Number(r!.completed), other: Number(r!.other), elapsed,
-        rate: Number(r!.completed) / elapsed, peak
+        posted: d,
+        backlog,
+        drainRate: backlog / drainSeconds,
+        completed: Number(r!.completed),
+        other: Number(r!.other),
+        elapsed,
+        rate: Number(r!.completed) / elapsed,
+        peak
       }
     }
     if (warmup > 0) {
@@ -401,12 +481,14 @@ const served = async () => {
     if (runsTarget > 0) {
       // in chunks, each drained before the next, so the queue (and the claim's sort of it) stays as in the timed rounds
       const started = Date.now()
-      for (let done = 0; done < runsTarget;) {
+      for (let done = 0; done < runsTarget; ) {
         const amount = Math.min(chunk, runsTarget - done)
         t.push(await troupeRound({ amount }))
         if (t.length === 1) rssFirst = rssKb(troupe.process.pid!)
         done += amount
-        log(`${done}/${runsTarget} runs: ${t.at(-1)!.rate.toFixed(0)} runs/s, rss ${(rssKb(troupe.process.pid!) / 1024).toFixed(0)} MB, ${((Date.now() - started) / 1000).toFixed(0)} s`)
+        log(
+          `${done}/${runsTarget} runs: ${t.at(-1)!.rate.toFixed(0)} runs/s, rss ${(rssKb(troupe.process.pid!) / 1024).toFixed(0)} MB, ${((Date.now() - started) / 1000).toFixed(0)} s`
+        )
       }
       log(`${runsTarget} runs driven and drained in ${((Date.now() - started) / 1000).toFixed(0)} s`)
       for (let i = 0; i < rounds; i++) r.push(await drive(rawTarget, connections, { seconds: duration }))
@@ -415,7 +497,9 @@ const served = async () => {
         t.push(await troupeRound({ seconds: duration }))
         if (t.length === 1) rssFirst = rssKb(troupe.process.pid!)
         r.push(await drive(rawTarget, connections, { seconds: duration }))
-        log(`round ${i + 1}: troupe ${t.at(-1)!.rate.toFixed(0)} runs/s (posted ${t.at(-1)!.posted.rps.toFixed(0)}/s, backlog ${t.at(-1)!.backlog}), raw ${(r.at(-1)!.ok / r.at(-1)!.seconds).toFixed(0)} runs/s`)
+        log(
+          `round ${i + 1}: troupe ${t.at(-1)!.rate.toFixed(0)} runs/s (posted ${t.at(-1)!.posted.rps.toFixed(0)}/s, backlog ${t.at(-1)!.backlog}), raw ${(r.at(-1)!.ok / r.at(-1)!.seconds).toFixed(0)} runs/s`
+        )
       }
     }
     const rssAfter = rssKb(troupe.process.pid!)
@@ -427,21 +511,32 @@ const served = async () => {
     const rr = median(r.map((x) => x.ok / x.seconds))
     const ratio = tr / rr
     const range = (xs: Array<number>) => `${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)}`
-    row(`3 sustained runs/s (${connections} conns${runsTarget > 0 ? `, ${runsTarget} runs in chunks of ${chunk}` : `, ${duration} s × ${rounds}`}, then drain)`,
+    row(
+      `3 sustained runs/s (${connections} conns${runsTarget > 0 ? `, ${runsTarget} runs in chunks of ${chunk}` : `, ${duration} s × ${rounds}`}, then drain)`,
       runsTarget > 0 ? "runs/s, all (chunks' range)" : "runs/s, median (range)",
       `${tr.toFixed(0)} (${range(t.map((x) => x.rate))})`,
       `${rr.toFixed(0)} (${range(r.map((x) => x.ok / x.seconds))}) raw`,
       `${(ratio * 100).toFixed(0)} % of raw; POSTs ${median(t.map((x) => x.posted.rps)).toFixed(0)}/s (p99 ${median(t.map((x) => x.posted.p99))} ms), ` +
         `backlog at end of drive ${median(t.map((x) => x.backlog))}, drained at ${median(t.map((x) => x.drainRate)).toFixed(0)} runs/s`,
-      "≥ 500/s, ≥ 60 %", tr >= 500 && ratio >= 0.6)
+      "≥ 500/s, ≥ 60 %",
+      tr >= 500 && ratio >= 0.6
+    )
     const growth = (rssAfter - rssBefore) / rssBefore
     const mb = (kb: number) => (kb / 1024).toFixed(0)
-    row(`3 node RSS over ${runs} runs`, "MB before → after 1st round → end (peak)", `${mb(rssBefore)} → ${mb(rssFirst)} → ${mb(rssAfter)} (${mb(peak)})`,
-      "", `${(growth * 100).toFixed(1)} % (${(((rssAfter - rssFirst) / rssFirst) * 100).toFixed(1)} % after the 1st round of ${t[0]!.completed} runs)` +
+    row(
+      `3 node RSS over ${runs} runs`,
+      "MB before → after 1st round → end (peak)",
+      `${mb(rssBefore)} → ${mb(rssFirst)} → ${mb(rssAfter)} (${mb(peak)})`,
+      "",
+      `${(growth * 100).toFixed(1)} % (${(((rssAfter - rssFirst) / rssFirst) * 100).toFixed(1)} % after the 1st round of ${t[0]!.completed} runs)` +
         `${failedRuns > 0 ? `; ${failedRuns} runs not completed` : ""}`,
-      runsTarget >= 100_000 ? "< 10 % over 100k" : "< 10 % (100k: --runs 100000)", growth < 0.1)
+      runsTarget >= 100_000 ? "< 10 % over 100k" : "< 10 % (100k: --runs 100000)",
+      growth < 0.1
+    )
     if (notCompleted.length > 0) log(`runs not completed: ${notCompleted.join("; ")}`)
-    log(`sustained: troupe ${tr.toFixed(0)} runs/s, raw ${rr.toFixed(0)} runs/s, rss ${(rssBefore / 1024).toFixed(0)} → ${(rssAfter / 1024).toFixed(0)} MB`)
+    log(
+      `sustained: troupe ${tr.toFixed(0)} runs/s, raw ${rr.toFixed(0)} runs/s, rss ${(rssBefore / 1024).toFixed(0)} → ${(rssAfter / 1024).toFixed(0)} MB`
+    )
 
     // ---------------------------------------------------------------- 4: /health while two functions spin
     // saturating (BENCH_CONNECTIONS) and light (8 connections), idle first, then both inside one spin
@@ -450,7 +545,9 @@ const served = async () => {
     await drive(health, connections, { seconds: 1 })
     const calm: Array<Driven> = []
     for (const c of loads) calm.push(await drive(health, c, { seconds: HEALTH_SECONDS }))
-    const spinning = await Promise.all([0, 1].map(async () => (await api("POST", "/compute-functions/test", { code: SPIN, params: {} })).body.jobId as string))
+    const spinning = await Promise.all(
+      [0, 1].map(async () => (await api("POST", "/compute-functions/test", { code: SPIN, params: {} })).body.jobId as string)
+    )
     const statusOf = async (id: string) => (await api("GET", `/function-runs?jobId=${id}`)).body.status as string
     const spinStart = Date.now()
     let statuses = await Promise.all(spinning.map(statusOf))
@@ -473,12 +570,19 @@ const served = async () => {
     loads.forEach((c, i) => {
       const b = busy[i]!
       const q = calm[i]!
-      row(`4 GET /health while 2 functions spin (${c} conns)`, `p50/p99 ms, ${HEALTH_SECONDS} s`, `${b.p50}/${b.p99} (${b.rps.toFixed(0)} req/s)`,
+      row(
+        `4 GET /health while 2 functions spin (${c} conns)`,
+        `p50/p99 ms, ${HEALTH_SECONDS} s`,
+        `${b.p50}/${b.p99} (${b.rps.toFixed(0)} req/s)`,
         `${q.p50}/${q.p99} (${q.rps.toFixed(0)} req/s) no spin`,
         i === 0 ? `${stillRunning ? "both spun throughout" : "A RUN ENDED DURING THE DRIVES"}; then ${ended.join(", ")}` : "",
-        "p99 ≤ 50 ms", b.p99 <= 50 && stillRunning)
+        "p99 ≤ 50 ms",
+        b.p99 <= 50 && stillRunning
+      )
     })
-    log(`health: p99 no spin ${calm.map((d) => d.p99).join("/")} ms, spinning ${busy.map((d) => d.p99).join("/")} ms (${loads.join("/")} conns)`)
+    log(
+      `health: p99 no spin ${calm.map((d) => d.p99).join("/")} ms, spinning ${busy.map((d) => d.p99).join("/")} ms (${loads.join("/")} conns)`
+    )
   } finally {
     stopping = true
     await pg.end()
@@ -494,10 +598,10 @@ const main = async () => {
   await served()
   const header = ["item", "measure", "troupe", "baseline", "result", "target", "met"]
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
-  const line = (cells: Array<string>) => "| " + cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ") + " |"
+  const line = (cells: Array<string>) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`
   console.log(`\ncompute, PostgreSQL, node ${process.version}, ${((Date.now() - started) / 1000).toFixed(0)} s\n`)
   console.log(line(header))
-  console.log("|" + widths.map((w) => "-".repeat(w + 2)).join("|") + "|")
+  console.log(`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`)
   for (const r of rows) console.log(line(r))
   agent.destroy()
 }

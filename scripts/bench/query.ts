@@ -6,8 +6,7 @@ import type { Scenario } from "../bench.ts"
 import type { Context } from "./scenarios.ts"
 
 const FILTER = "category:c3,price:200..800"
-const QUERY = (slug: string) =>
-  `FROM ${slug} WHERE category = 'c3' AND price BETWEEN 200 AND 800 ORDER BY price DESC LIMIT 20`
+const QUERY = (slug: string) => `FROM ${slug} WHERE category = 'c3' AND price BETWEEN 200 AND 800 ORDER BY price DESC LIMIT 20`
 
 const token = async (ctx: Context) => {
   const res = await ctx.request(ctx.troupe, "POST", "/oidc/token", {

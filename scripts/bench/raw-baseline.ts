@@ -63,8 +63,7 @@ const changelogChanges = (changes: ReturnType<typeof diff>) =>
   Object.fromEntries(Object.entries(changes).map(([field, c]) => [field, { field, oldValue: c.old, newValue: c.new }]))
 
 const claimUnique = async (tx: Tx, s: StructureInfo, recordId: string, data: Data, previous: Data | undefined) => {
-  const valuesOf = (d: Data) =>
-    s.unique.flatMap((f) => (d[f] !== undefined && d[f] !== null ? [[f, canonicalJson(d[f])] as const] : []))
+  const valuesOf = (d: Data) => s.unique.flatMap((f) => (d[f] !== undefined && d[f] !== null ? [[f, canonicalJson(d[f])] as const] : []))
   const before = new Map(previous ? valuesOf(previous) : [])
   const after = valuesOf(data)
   for (const [field, value] of before) {
@@ -105,15 +104,7 @@ const appendEvent = (tx: Tx | typeof sql, type: string, s: StructureInfo, record
     RETURNING id
   ) SELECT pg_notify(${EVENTS_CHANNEL}, id::text) FROM e`
 
-const recordEvent = (
-  tx: Tx,
-  type: string,
-  s: StructureInfo,
-  row: any,
-  previous: Data | null,
-  changes: unknown,
-  source: string
-) =>
+const recordEvent = (tx: Tx, type: string, s: StructureInfo, row: any, previous: Data | null, changes: unknown, source: string) =>
   appendEvent(tx, type, s, row.id, {
     event: type,
     timestamp: new Date().toISOString(),
@@ -160,86 +151,107 @@ const updateInTx = async (tx: Tx, s: StructureInfo, row: any, patch: Data) => {
   return next!
 }
 
-const isLive = (row: any) =>
-  row.deleted_at === null && (row.expires_at === null || new Date(row.expires_at).getTime() > Date.now())
+const isLive = (row: any) => row.deleted_at === null && (row.expires_at === null || new Date(row.expires_at).getTime() > Date.now())
 
 // ------------------------------------------------------------------ HTTP
 
 const routes: Array<Route> = [
   healthRoute,
   // create: record row, unique values, version, changelog, event + notify
-  ["POST", /^\/raw\/records\/([0-9a-f-]{36})$/, async (req, res, m) => {
-    const body = await readBody(req)
-    const s = await structureOf(m[1]!)
-    const row = await sql.begin((tx) => createInTx(tx, s, body.data))
-    send(res, 201, row)
-  }],
+  [
+    "POST",
+    /^\/raw\/records\/([0-9a-f-]{36})$/,
+    async (req, res, m) => {
+      const body = await readBody(req)
+      const s = await structureOf(m[1]!)
+      const row = await sql.begin((tx) => createInTx(tx, s, body.data))
+      send(res, 201, row)
+    }
+  ],
   // get by id: the one query of RecordService.get
-  ["GET", /^\/raw\/records\/([0-9a-f-]{36})$/, async (_req, res, m) => {
-    const [row] = await sql`SELECT * FROM records WHERE id = ${m[1]!} AND workspace = ${WORKSPACE}`
-    row && isLive(row) ? send(res, 200, row) : send(res, 404, { error: "not found" })
-  }],
+  [
+    "GET",
+    /^\/raw\/records\/([0-9a-f-]{36})$/,
+    async (_req, res, m) => {
+      const [row] = await sql`SELECT * FROM records WHERE id = ${m[1]!} AND workspace = ${WORKSPACE}`
+      row && isLive(row) ? send(res, 200, row) : send(res, 404, { error: "not found" })
+    }
+  ],
   // patch: lock the row, then the update's statements
-  ["PATCH", /^\/raw\/records\/([0-9a-f-]{36})$/, async (req, res, m) => {
-    const body = await readBody(req)
-    const row = await sql.begin(async (tx) => {
-      const [current] = await tx`SELECT * FROM records WHERE id = ${m[1]!} AND workspace = ${WORKSPACE} FOR UPDATE`
-      if (!current || !isLive(current)) throw new HttpError(404, "not found")
-      return updateInTx(tx, await structureOf(current.structure_id), current, body.data)
-    })
-    send(res, 200, row)
-  }],
+  [
+    "PATCH",
+    /^\/raw\/records\/([0-9a-f-]{36})$/,
+    async (req, res, m) => {
+      const body = await readBody(req)
+      const row = await sql.begin(async (tx) => {
+        const [current] = await tx`SELECT * FROM records WHERE id = ${m[1]!} AND workspace = ${WORKSPACE} FOR UPDATE`
+        if (!current || !isLive(current)) throw new HttpError(404, "not found")
+        return updateInTx(tx, await structureOf(current.structure_id), current, body.data)
+      })
+      send(res, 200, row)
+    }
+  ],
   // upsert: find the match (locked), then update it or create it
-  ["POST", /^\/raw\/upsert\/([0-9a-f-]{36})$/, async (req, res, m) => {
-    const body = await readBody(req)
-    const s = await structureOf(m[1]!)
-    const [status, row] = await sql.begin(async (tx) => {
-      // a match on a unique property is looked up through its claim, as Troupe does
-      const unique = s.unique.find((f) => body.match[f] !== undefined && body.match[f] !== null)
-      const [found] = unique !== undefined
-        ? await tx`SELECT r.* FROM record_unique_values u JOIN records r ON r.id = u.record_id
+  [
+    "POST",
+    /^\/raw\/upsert\/([0-9a-f-]{36})$/,
+    async (req, res, m) => {
+      const body = await readBody(req)
+      const s = await structureOf(m[1]!)
+      const [status, row] = await sql.begin(async (tx) => {
+        // a match on a unique property is looked up through its claim, as Troupe does
+        const unique = s.unique.find((f) => body.match[f] !== undefined && body.match[f] !== null)
+        const [found] =
+          unique !== undefined
+            ? await tx`SELECT r.* FROM record_unique_values u JOIN records r ON r.id = u.record_id
             WHERE u.structure_id = ${s.id} AND u.field = ${unique} AND u.value = ${canonicalJson(body.match[unique])}
               AND r.deleted_at IS NULL AND (r.expires_at IS NULL OR r.expires_at > now()) AND r.data @> ${json(body.match)}
             FOR UPDATE OF r`
-        : await tx`SELECT * FROM records WHERE structure_id = ${s.id} AND deleted_at IS NULL
+            : await tx`SELECT * FROM records WHERE structure_id = ${s.id} AND deleted_at IS NULL
             AND (expires_at IS NULL OR expires_at > now()) AND data @> ${json(body.match)}
           ORDER BY created_at, id LIMIT 1 FOR UPDATE`
-      if (found) {
-        const patch = { ...body.data }
-        for (const k of Object.keys(body.match)) delete patch[k]
-        return [200, await updateInTx(tx, s, found, patch)] as const
-      }
-      return [201, await createInTx(tx, s, { ...body.data, ...body.match })] as const
-    })
-    const operation = status === 201 ? "created" : "updated"
-    send(res, status, { data: { id: row.id, data: row.data, version: row.version }, operation })
-  }],
+        if (found) {
+          const patch = { ...body.data }
+          for (const k of Object.keys(body.match)) delete patch[k]
+          return [200, await updateInTx(tx, s, found, patch)] as const
+        }
+        return [201, await createInTx(tx, s, { ...body.data, ...body.match })] as const
+      })
+      const operation = status === 201 ? "created" : "updated"
+      send(res, status, { data: { id: row.id, data: row.data, version: row.version }, operation })
+    }
+  ],
   // bulk create (Troupe's default, non-atomic): one transaction per item, then the bulk event in its own
-  ["POST", /^\/raw\/bulk\/([0-9a-f-]{36})$/, async (req, res, m) => {
-    const body = await readBody(req)
-    const s = await structureOf(m[1]!)
-    const ids: Array<string> = []
-    const errors: Array<{ index: number; message: string }> = []
-    for (let i = 0; i < body.records.length; i++) {
-      try {
-        ids.push((await sql.begin((tx) => createInTx(tx, s, body.records[i].data, "bulk"))).id)
-      } catch (e) {
-        errors.push({ index: i, message: String(e) })
+  [
+    "POST",
+    /^\/raw\/bulk\/([0-9a-f-]{36})$/,
+    async (req, res, m) => {
+      const body = await readBody(req)
+      const s = await structureOf(m[1]!)
+      const ids: Array<string> = []
+      const errors: Array<{ index: number; message: string }> = []
+      for (let i = 0; i < body.records.length; i++) {
+        try {
+          ids.push((await sql.begin((tx) => createInTx(tx, s, body.records[i].data, "bulk"))).id)
+        } catch (e) {
+          errors.push({ index: i, message: String(e) })
+        }
       }
+      if (ids.length > 0) {
+        await sql.begin((tx) =>
+          appendEvent(tx, "record.bulk.created", s, null, {
+            event: "record.bulk.created",
+            timestamp: new Date().toISOString(),
+            workspace: WORKSPACE,
+            structure: s.slug,
+            data: { structure: s.slug, count: ids.length, recordIds: ids, metadata: { userId: USER, source: "api" } }
+          })
+        )
+      }
+      const answer = { success: errors.length === 0, created: ids.length, failed: errors.length, records: [], errors }
+      send(res, errors.length === 0 ? 201 : 207, answer)
     }
-    if (ids.length > 0) {
-      await sql.begin((tx) =>
-        appendEvent(tx, "record.bulk.created", s, null, {
-          event: "record.bulk.created",
-          timestamp: new Date().toISOString(),
-          workspace: WORKSPACE,
-          structure: s.slug,
-          data: { structure: s.slug, count: ids.length, recordIds: ids, metadata: { userId: USER, source: "api" } }
-        }))
-    }
-    const answer = { success: errors.length === 0, created: ids.length, failed: errors.length, records: [], errors }
-    send(res, errors.length === 0 ? 201 : 207, answer)
-  }],
+  ],
   // query scenarios: seeding and the filtered, sorted page (scripts/bench/raw-query.ts)
   ...queryRoutes(sql, send)
 ]

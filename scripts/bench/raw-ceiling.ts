@@ -30,7 +30,7 @@ const port = Number(process.env.PORT)
 /** A jsonb parameter (postgres.js encodes it once, as jsonb). */
 const json = (value: unknown) => sql.json(value as any)
 
-const [{ synchronous_commit }] = await sql`SHOW synchronous_commit` as any
+const [{ synchronous_commit }] = (await sql`SHOW synchronous_commit`) as any
 if (synchronous_commit === "off") throw new Error("raw-ceiling: synchronous_commit is off; the ceiling must be durable")
 await sql`CREATE TABLE IF NOT EXISTS raw_ceiling (
   id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -46,42 +46,58 @@ const keyOf = (data: any) => (typeof data?.key === "string" ? data.key : null)
 
 const routes: Array<Route> = [
   healthRoute,
-  ["POST", /^\/ceiling\/records\/([0-9a-f-]{36})$/, async (req, res, m) => {
-    const { data } = await readBody(req)
-    const [row] = await sql`INSERT INTO raw_ceiling (structure_id, key, data)
+  [
+    "POST",
+    /^\/ceiling\/records\/([0-9a-f-]{36})$/,
+    async (req, res, m) => {
+      const { data } = await readBody(req)
+      const [row] = await sql`INSERT INTO raw_ceiling (structure_id, key, data)
       VALUES (${m[1]!}, ${keyOf(data)}, ${json(data)}) RETURNING *`
-    send(res, 201, row)
-  }],
-  ["PATCH", /^\/ceiling\/records\/([0-9a-f-]{36})$/, async (req, res, m) => {
-    const { data } = await readBody(req)
-    const [row] = await sql`UPDATE raw_ceiling SET data = data || ${json(data)} WHERE id = ${m[1]!} RETURNING *`
-    if (!row) throw new HttpError(404, "not found")
-    send(res, 200, row)
-  }],
-  ["POST", /^\/ceiling\/upsert\/([0-9a-f-]{36})$/, async (req, res, m) => {
-    const { match, data } = await readBody(req)
-    const key = keyOf(match)
-    if (key === null) throw new HttpError(400, "match.key is required")
-    const [row] = await sql`INSERT INTO raw_ceiling (structure_id, key, data)
+      send(res, 201, row)
+    }
+  ],
+  [
+    "PATCH",
+    /^\/ceiling\/records\/([0-9a-f-]{36})$/,
+    async (req, res, m) => {
+      const { data } = await readBody(req)
+      const [row] = await sql`UPDATE raw_ceiling SET data = data || ${json(data)} WHERE id = ${m[1]!} RETURNING *`
+      if (!row) throw new HttpError(404, "not found")
+      send(res, 200, row)
+    }
+  ],
+  [
+    "POST",
+    /^\/ceiling\/upsert\/([0-9a-f-]{36})$/,
+    async (req, res, m) => {
+      const { match, data } = await readBody(req)
+      const key = keyOf(match)
+      if (key === null) throw new HttpError(400, "match.key is required")
+      const [row] = await sql`INSERT INTO raw_ceiling (structure_id, key, data)
       VALUES (${m[1]!}, ${key}, ${json({ ...data, ...match })})
       ON CONFLICT (structure_id, key) DO UPDATE SET data = raw_ceiling.data || EXCLUDED.data
       RETURNING id, data, (xmax = 0) AS inserted`
-    send(res, row!.inserted ? 201 : 200, { data: { id: row!.id, data: row!.data }, operation: row!.inserted ? "created" : "updated" })
-  }],
-  ["POST", /^\/ceiling\/bulk\/([0-9a-f-]{36})$/, async (req, res, m) => {
-    const { records } = await readBody(req)
-    const returning = new URL(req.url ?? "/", "http://x").searchParams.get("returning") === "id"
-    const items = json((records as Array<{ data: unknown }>).map((r) => r.data))
-    if (returning) {
-      const rows = await sql`INSERT INTO raw_ceiling (structure_id, key, data)
-        SELECT ${m[1]!}, e ->> 'key', e FROM jsonb_array_elements(${items}) e RETURNING id`
-      send(res, 201, { created: rows.length, ids: rows.map((r) => r.id) })
-    } else {
-      const result = await sql`INSERT INTO raw_ceiling (structure_id, key, data)
-        SELECT ${m[1]!}, e ->> 'key', e FROM jsonb_array_elements(${items}) e`
-      send(res, 201, { created: result.count })
+      send(res, row!.inserted ? 201 : 200, { data: { id: row!.id, data: row!.data }, operation: row!.inserted ? "created" : "updated" })
     }
-  }]
+  ],
+  [
+    "POST",
+    /^\/ceiling\/bulk\/([0-9a-f-]{36})$/,
+    async (req, res, m) => {
+      const { records } = await readBody(req)
+      const returning = new URL(req.url ?? "/", "http://x").searchParams.get("returning") === "id"
+      const items = json((records as Array<{ data: unknown }>).map((r) => r.data))
+      if (returning) {
+        const rows = await sql`INSERT INTO raw_ceiling (structure_id, key, data)
+        SELECT ${m[1]!}, e ->> 'key', e FROM jsonb_array_elements(${items}) e RETURNING id`
+        send(res, 201, { created: rows.length, ids: rows.map((r) => r.id) })
+      } else {
+        const result = await sql`INSERT INTO raw_ceiling (structure_id, key, data)
+        SELECT ${m[1]!}, e ->> 'key', e FROM jsonb_array_elements(${items}) e`
+        send(res, 201, { created: result.count })
+      }
+    }
+  ]
 ]
 
 serve(port, routes)

@@ -45,7 +45,8 @@ export const serve = (port: number, routes: ReadonlyArray<Route>) =>
       const m = path.match(pattern)
       if (m && req.method === method) {
         handler(req, res, m).catch((e) =>
-          e instanceof HttpError ? send(res, e.status, { error: e.message }) : send(res, 500, { error: String(e) }))
+          e instanceof HttpError ? send(res, e.status, { error: e.message }) : send(res, 500, { error: String(e) })
+        )
         return
       }
     }

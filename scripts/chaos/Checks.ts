@@ -1,7 +1,7 @@
 // What the chaos run checks once the load has stopped: acknowledged writes (read back through the API), committed
 // events (read from the outbox table) against what the webhook receiver and each SSE subscriber got, and the
 // scheduled trigger's runs.
-import postgres from "postgres"
+import type postgres from "postgres"
 import type { Receiver } from "../../test/support/WebhookReceiver.ts"
 import type { Client } from "./Client.ts"
 import type { Ack } from "./Load.ts"
@@ -12,9 +12,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 /** Runs `task` over `items` with at most `limit` in flight. */
 export const pool = async <T>(items: ReadonlyArray<T>, limit: number, task: (item: T) => Promise<void>) => {
   let next = 0
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) await task(items[next++]!)
-  }))
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) await task(items[next++]!)
+    })
+  )
 }
 
 export interface LostWrite {
@@ -23,7 +25,11 @@ export interface LostWrite {
 }
 
 /** Every acknowledged write must be readable: the record at its acknowledged version or later, and that version holding the write. */
-export const checkWrites = async (client: Client, base: string, acks: ReadonlyArray<Ack>): Promise<{ lost: Array<LostWrite>; records: number }> => {
+export const checkWrites = async (
+  client: Client,
+  base: string,
+  acks: ReadonlyArray<Ack>
+): Promise<{ lost: Array<LostWrite>; records: number }> => {
   const byRecord = new Map<string, Array<Ack>>()
   for (const ack of acks) {
     const list = byRecord.get(ack.recordId) ?? []
@@ -43,7 +49,10 @@ export const checkWrites = async (client: Client, base: string, acks: ReadonlyAr
     for (const ack of list) {
       const v = versions.get(ack.version)
       if (v === undefined || v.data?.op !== ack.op) {
-        lost.push({ ack, found: v === undefined ? `no version ${ack.version} (history ${history.status})` : `version ${ack.version} holds ${v.data?.op}` })
+        lost.push({
+          ack,
+          found: v === undefined ? `no version ${ack.version} (history ${history.status})` : `version ${ack.version} holds ${v.data?.op}`
+        })
       }
     }
   })
@@ -90,7 +99,13 @@ export interface EventFindings {
   readonly lostEvents: Array<StoredEvent>
   readonly duplicateDeliveries: number
   /** per subscriber: events relayed after it connected that it never got, repeats, and events out of relay order */
-  readonly sse: Array<{ readonly name: string; readonly missing: number; readonly repeats: number; readonly outOfOrder: number; readonly resumes: number }>
+  readonly sse: Array<{
+    readonly name: string
+    readonly missing: number
+    readonly repeats: number
+    readonly outOfOrder: number
+    readonly resumes: number
+  }>
   /** the longest commit-to-relay delay of any event (ms) */
   readonly longestRelayDelay: number
   /** the `op` of every committed event */
@@ -136,8 +151,11 @@ export const checkEvents = async (
   }
   const seen = delivered()
   const keys = new Set(events.map((e) => eventKey(e.recordId, e.type, e.op)))
-  const acksWithoutEvent = acks.filter((a) =>
-    !keys.has(eventKey(a.recordId, a.kind === "create" || (a.kind === "upsert" && a.version === 1) ? "record.created" : "record.updated", a.op))
+  const acksWithoutEvent = acks.filter(
+    (a) =>
+      !keys.has(
+        eventKey(a.recordId, a.kind === "create" || (a.kind === "upsert" && a.version === 1) ? "record.created" : "record.updated", a.op)
+      )
   ).length
   const seqOf = new Map(events.map((e) => [e.id, e.seq ?? Number.MAX_SAFE_INTEGER]))
   const relayedEvents = events.filter((e) => e.seq !== null)

@@ -45,8 +45,7 @@ export class TransportError extends Error {
 const RETRYABLE = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ECONNABORTED", "UND_ERR_SOCKET", "ENOTCONN"])
 
 /** The route of a path, ids and keys replaced, for grouping 5xx. */
-const routeOf = (path: string) =>
-  path.split("?")[0]!.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, ":id")
+const routeOf = (path: string) => path.split("?")[0]!.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, ":id")
 
 export interface Phases {
   current: string
@@ -81,20 +80,23 @@ export interface Client {
 const once = (slot: NodeSlot, method: string, path: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number) =>
   new Promise<{ status: number; text: string }>((resolve, reject) => {
     const url = new URL(slot.baseUrl + path)
-    const req = Http.request({
-      host: url.hostname,
-      port: url.port,
-      path: url.pathname + url.search,
-      method,
-      headers: body === undefined ? headers : { ...headers, "content-length": Buffer.byteLength(body).toString() },
-      agent: slot.agent
-    }, (res) => {
-      let text = ""
-      res.setEncoding("utf8")
-      res.on("data", (c) => (text += c))
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }))
-      res.on("error", (e: NodeJS.ErrnoException) => reject(new TransportError(e.code ?? "ECONNRESET", true, slot.name)))
-    })
+    const req = Http.request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
+        method,
+        headers: body === undefined ? headers : { ...headers, "content-length": Buffer.byteLength(body).toString() },
+        agent: slot.agent
+      },
+      (res) => {
+        let text = ""
+        res.setEncoding("utf8")
+        res.on("data", (c) => (text += c))
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text }))
+        res.on("error", (e: NodeJS.ErrnoException) => reject(new TransportError(e.code ?? "ECONNRESET", true, slot.name)))
+      }
+    )
     req.setTimeout(timeoutMs, () => req.destroy(Object.assign(new Error("timeout"), { code: "TIMEOUT" })))
     req.on("error", (e: NodeJS.ErrnoException) => {
       const code = e.code ?? (e.message === "socket hang up" ? "ECONNRESET" : "UNKNOWN")

@@ -108,7 +108,7 @@ export const startLoad = (client: Client, o: LoadOptions): Load => {
         await sleep(o.keyIntervalMs)
       } else {
         const what = failedWrite("key", op, res)
-        failuresSince.push(`${typeof res === "string" ? "" : res.node + " "}${what}`)
+        failuresSince.push(`${typeof res === "string" ? "" : `${res.node} `}${what}`)
         await sleep(100)
       }
     }
@@ -121,7 +121,7 @@ export const startLoad = (client: Client, o: LoadOptions): Load => {
     }
   }
 
-  const loop = async (kind: string, step: (i: number) => Promise<boolean>) => {
+  const loop = async (_kind: string, step: (i: number) => Promise<boolean>) => {
     for (let i = 0; !stopped; i++) {
       const ok = await step(i)
       await sleep(ok ? o.pauseMs : 100)

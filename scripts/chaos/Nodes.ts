@@ -29,16 +29,19 @@ export interface LogLine {
 
 /** The JSON log lines of one process (consoleJson: one object per line, with an ISO timestamp). */
 export const logLines = (member: string, life: number, node: TestNode): Array<LogLine> =>
-  node.output().split("\n").flatMap((raw) => {
-    if (!raw.startsWith("{")) return []
-    try {
-      const j = JSON.parse(raw)
-      const message = Array.isArray(j.message) ? j.message.join(" ") : String(j.message)
-      return [{ member, life, at: Date.parse(j.timestamp), level: String(j.level ?? j.logLevel ?? ""), message, raw }]
-    } catch {
-      return []
-    }
-  })
+  node
+    .output()
+    .split("\n")
+    .flatMap((raw) => {
+      if (!raw.startsWith("{")) return []
+      try {
+        const j = JSON.parse(raw)
+        const message = Array.isArray(j.message) ? j.message.join(" ") : String(j.message)
+        return [{ member, life, at: Date.parse(j.timestamp), level: String(j.level ?? j.logLevel ?? ""), message, raw }]
+      } catch {
+        return []
+      }
+    })
 
 export interface Nodes {
   readonly server: TestServer

@@ -106,7 +106,7 @@ export const printReport = (r: {
     [
       "after SIGKILL: runner unhealthy / heartbeat expired / shard locks back",
       `${secs(x.killTimeline.unhealthyMs)} / ${secs(x.killTimeline.expiredMs)} / ${secs(x.killTimeline.locksRecoveredMs)} ` +
-      locks(x.killTimeline),
+        locks(x.killTimeline),
       ""
     ],
     ["after SIGTERM: shard locks back", `${secs(x.termTimeline.locksRecoveredMs)} ${locks(x.termTimeline)}`, ""],

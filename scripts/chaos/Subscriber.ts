@@ -27,51 +27,60 @@ interface Stream {
   readonly close: () => void
 }
 
-const openStream = (slot: NodeSlot, path: string, token: string, lastEventId: string | undefined, onMessage: (id: string | undefined, data: string) => void): Stream => {
+const openStream = (
+  slot: NodeSlot,
+  path: string,
+  token: string,
+  lastEventId: string | undefined,
+  onMessage: (id: string | undefined, data: string) => void
+): Stream => {
   let close = () => {}
   let markEnded = () => {}
   const ended = new Promise<void>((resolve) => (markEnded = resolve))
   const opened = new Promise<number>((resolve) => {
     const url = new URL(slot.baseUrl + path)
-    const req = Http.request({
-      host: url.hostname,
-      port: url.port,
-      path: url.pathname + url.search,
-      headers: {
-        accept: "text/event-stream",
-        authorization: `Bearer ${token}`,
-        ...(lastEventId !== undefined ? { "last-event-id": lastEventId } : {})
+    const req = Http.request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
+        headers: {
+          accept: "text/event-stream",
+          authorization: `Bearer ${token}`,
+          ...(lastEventId !== undefined ? { "last-event-id": lastEventId } : {})
+        },
+        // its own connection: an SSE stream never shares a keep-alive socket
+        agent: false
       },
-      // its own connection: an SSE stream never shares a keep-alive socket
-      agent: false
-    }, (res) => {
-      resolve(res.statusCode ?? 0)
-      if (res.statusCode !== 200) {
-        res.resume()
-        res.on("end", markEnded)
-        return
-      }
-      res.setEncoding("utf8")
-      let buffer = ""
-      res.on("data", (chunk: string) => {
-        buffer += chunk
-        let at: number
-        while ((at = buffer.indexOf("\n\n")) >= 0) {
-          const block = buffer.slice(0, at)
-          buffer = buffer.slice(at + 2)
-          let id: string | undefined
-          const data: Array<string> = []
-          for (const line of block.split("\n")) {
-            if (line.startsWith("id:")) id = line.slice(3).trim()
-            else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""))
-          }
-          if (data.length > 0) onMessage(id, data.join("\n"))
+      (res) => {
+        resolve(res.statusCode ?? 0)
+        if (res.statusCode !== 200) {
+          res.resume()
+          res.on("end", markEnded)
+          return
         }
-      })
-      res.on("end", markEnded)
-      res.on("error", markEnded)
-      res.on("close", markEnded)
-    })
+        res.setEncoding("utf8")
+        let buffer = ""
+        res.on("data", (chunk: string) => {
+          buffer += chunk
+          let at: number
+          while ((at = buffer.indexOf("\n\n")) >= 0) {
+            const block = buffer.slice(0, at)
+            buffer = buffer.slice(at + 2)
+            let id: string | undefined
+            const data: Array<string> = []
+            for (const line of block.split("\n")) {
+              if (line.startsWith("id:")) id = line.slice(3).trim()
+              else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""))
+            }
+            if (data.length > 0) onMessage(id, data.join("\n"))
+          }
+        })
+        res.on("end", markEnded)
+        res.on("error", markEnded)
+        res.on("close", markEnded)
+      }
+    )
     req.on("error", () => {
       resolve(0)
       markEnded()

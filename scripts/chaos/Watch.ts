@@ -58,13 +58,7 @@ export const startWatch = (sql: postgres.Sql): Watch => {
  * heartbeat was older than `expirationMs` (or its row gone), and when the shard locks were back to what they were
  * just before.
  */
-export const failoverTimeline = (
-  samples: ReadonlyArray<Sample>,
-  after: number,
-  until: number,
-  address: string,
-  expirationMs: number
-) => {
+export const failoverTimeline = (samples: ReadonlyArray<Sample>, after: number, until: number, address: string, expirationMs: number) => {
   const before = [...samples].reverse().find((s) => s.at < after)
   const later = samples.filter((s) => s.at >= after && s.at < until)
   const runner = (s: Sample) => s.runners.find((r) => r.address === address)

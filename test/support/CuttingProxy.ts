@@ -18,34 +18,37 @@ export const startCuttingProxy = (upstream: string): Promise<CuttingProxy> => {
   const server = Http.createServer((req, res) => {
     const sse = (req.url ?? "").startsWith("/realtime/")
     if (sse) lastEventIds.push(req.headers["last-event-id"] as string | undefined)
-    const forward = Http.request({
-      host: target.hostname,
-      port: target.port,
-      method: req.method,
-      path: req.url,
-      headers: { ...req.headers, host: target.host }
-    }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers)
-      const cut = sse && answer.statusCode === 200 && !cutOne
-      if (cut) cutOne = true
-      let seen = ""
-      let dropped = false
-      answer.on("data", (chunk: Buffer) => {
-        if (dropped) return
-        seen += chunk.toString("utf8")
-        // after the first complete message carrying an id: drop the connection (once that message is out)
-        const drop = cut && /(^|\n)id: [^\n]*\n(data: [^\n]*\n)+\n/.test(seen)
-        res.write(chunk, () => {
-          if (drop) setTimeout(() => res.destroy(), 50)
+    const forward = Http.request(
+      {
+        host: target.hostname,
+        port: target.port,
+        method: req.method,
+        path: req.url,
+        headers: { ...req.headers, host: target.host }
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers)
+        const cut = sse && answer.statusCode === 200 && !cutOne
+        if (cut) cutOne = true
+        let seen = ""
+        let dropped = false
+        answer.on("data", (chunk: Buffer) => {
+          if (dropped) return
+          seen += chunk.toString("utf8")
+          // after the first complete message carrying an id: drop the connection (once that message is out)
+          const drop = cut && /(^|\n)id: [^\n]*\n(data: [^\n]*\n)+\n/.test(seen)
+          res.write(chunk, () => {
+            if (drop) setTimeout(() => res.destroy(), 50)
+          })
+          if (drop) {
+            dropped = true
+            answer.destroy()
+          }
         })
-        if (drop) {
-          dropped = true
-          answer.destroy()
-        }
-      })
-      answer.on("end", () => res.end())
-      answer.on("error", () => res.destroy())
-    })
+        answer.on("end", () => res.end())
+        answer.on("error", () => res.destroy())
+      }
+    )
     forward.on("error", () => res.destroy())
     req.pipe(forward)
   })

@@ -118,9 +118,23 @@ export const isWrite = (op: Operation) => op.method !== "GET" && !readOnlyPosts.
 
 /** What a path parameter names: the pool its realistic values come from. */
 export type IdKind =
-  | "workspace" | "workspaceSlug" | "structureId" | "structureSlug" | "recordId" | "webhookId" | "deliveryId"
-  | "functionId" | "triggerId" | "draftId" | "runId" | "serviceAccountId" | "groupId" | "policyId" | "userId"
-  | "version" | "free"
+  | "workspace"
+  | "workspaceSlug"
+  | "structureId"
+  | "structureSlug"
+  | "recordId"
+  | "webhookId"
+  | "deliveryId"
+  | "functionId"
+  | "triggerId"
+  | "draftId"
+  | "runId"
+  | "serviceAccountId"
+  | "groupId"
+  | "policyId"
+  | "userId"
+  | "version"
+  | "free"
 
 export const paramKind = (op: Operation, name: string): IdKind => {
   if (name === "workspace") return "workspace"
@@ -190,10 +204,12 @@ export class SchemaSamples {
     try {
       const arb = Arbitrary.schema(schema as Schema.Codec<unknown, unknown>)
       for (const size of [1, 4, 10, 24]) {
-        const sample = Effect.runSync(Effect.orElseSucceed(
-          Arbitrary.sampleEffect(arb, { count: 8, size, seed: `${this.seed}:${label}:${size}` }),
-          () => [] as ReadonlyArray<unknown>
-        ))
+        const sample = Effect.runSync(
+          Effect.orElseSucceed(
+            Arbitrary.sampleEffect(arb, { count: 8, size, seed: `${this.seed}:${label}:${size}` }),
+            () => [] as ReadonlyArray<unknown>
+          )
+        )
         for (const value of sample) {
           try {
             values.push(encode(value))
@@ -231,7 +247,9 @@ export const toJsonText = (value: unknown): string => {
   if (value instanceof Raw) return value.text
   if (Array.isArray(value)) return `[${value.map(toJsonText).join(",")}]`
   if (value !== null && typeof value === "object") {
-    return `{${Object.keys(value).map((k) => `${JSON.stringify(k)}:${toJsonText((value as any)[k])}`).join(",")}}`
+    return `{${Object.keys(value)
+      .map((k) => `${JSON.stringify(k)}:${toJsonText((value as any)[k])}`)
+      .join(",")}}`
   }
   return value === undefined ? "null" : JSON.stringify(value)
 }
@@ -242,23 +260,74 @@ export const setOwn = (target: object, key: string, value: unknown) => {
 }
 
 export const prototypeKeys = [
-  "__proto__", "constructor", "prototype", "toString", "valueOf", "hasOwnProperty", "__defineGetter__", "isPrototypeOf"
+  "__proto__",
+  "constructor",
+  "prototype",
+  "toString",
+  "valueOf",
+  "hasOwnProperty",
+  "__defineGetter__",
+  "isPrototypeOf"
 ]
 
 const oddKeys = [
-  ...prototypeKeys, "", " ", "\u0000", "\ud800", "$where", "$or", "data.title", "a".repeat(300), "id", "version",
-  "workspace", "role", "isPlatformAdmin", "permissions", "deletedAt"
+  ...prototypeKeys,
+  "",
+  " ",
+  "\u0000",
+  "\ud800",
+  "$where",
+  "$or",
+  "data.title",
+  "a".repeat(300),
+  "id",
+  "version",
+  "workspace",
+  "role",
+  "isPlatformAdmin",
+  "permissions",
+  "deletedAt"
 ]
 
 const unsafeNumbers = [
-  "9007199254740993", "-9007199254740993", "1e308", "1e309", "-1e309", "-0", "1e-400", "123456789012345678901234567890",
-  "2147483648", "-2147483649", "4294967296", "0.1e1", "1E2", "0.0000001", "-1", "0", "3.5"
+  "9007199254740993",
+  "-9007199254740993",
+  "1e308",
+  "1e309",
+  "-1e309",
+  "-0",
+  "1e-400",
+  "123456789012345678901234567890",
+  "2147483648",
+  "-2147483649",
+  "4294967296",
+  "0.1e1",
+  "1E2",
+  "0.0000001",
+  "-1",
+  "0",
+  "3.5"
 ]
 
 /** One value of another type than `value`. */
 const otherType = (rng: Rng, value: unknown): unknown => {
   const candidates: Array<unknown> = [
-    0, -1, 1.5, "", "x", "1", "true", "null", true, false, null, [], {}, [1, "a"], { a: 1 }, new Raw(rng.pick(unsafeNumbers))
+    0,
+    -1,
+    1.5,
+    "",
+    "x",
+    "1",
+    "true",
+    "null",
+    true,
+    false,
+    null,
+    [],
+    {},
+    [1, "a"],
+    { a: 1 },
+    new Raw(rng.pick(unsafeNumbers))
   ]
   const typeOf = (u: unknown) => (Array.isArray(u) ? "array" : u === null ? "null" : typeof u)
   const others = candidates.filter((c) => typeOf(c) !== typeOf(value))
@@ -276,8 +345,15 @@ export const hostileString = (rng: Rng, maxHuge = 256 * 1024): string => {
       return "x".repeat(rng.pick([1000, 10_000, 100_000, maxHuge]))
     case 3:
       return rng.pick([
-        "'; DROP TABLE records; --", "\" OR 1=1 --", "${7*7}", "{{7*7}}", "<script>alert(1)</script>",
-        "../../etc/passwd", "%00", "%ZZ", "\\u0000"
+        "'; DROP TABLE records; --",
+        '" OR 1=1 --',
+        "${7*7}",
+        "{{7*7}}",
+        "<script>alert(1)</script>",
+        "../../etc/passwd",
+        "%00",
+        "%ZZ",
+        "\\u0000"
       ])
     case 4:
       return rng.pick(["🚀", "ÄÖÜß", "\u202e", "\ufeff", "\u200b", "e\u0301", "𝓊𝓃𝒾𝒸ℴ𝒹ℯ", "\r\n", "\t"])
@@ -300,9 +376,7 @@ export const hostileString = (rng: Rng, maxHuge = 256 * 1024): string => {
 
 /** Nested arrays or objects, `depth` containers deep, as raw text. */
 export const deepNesting = (rng: Rng, depth: number): Raw =>
-  rng.chance(0.5)
-    ? new Raw("[".repeat(depth) + "]".repeat(depth))
-    : new Raw(`${"{\"a\":".repeat(depth)}1${"}".repeat(depth)}`)
+  rng.chance(0.5) ? new Raw("[".repeat(depth) + "]".repeat(depth)) : new Raw(`${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`)
 
 type Path = ReadonlyArray<string | number>
 
@@ -327,8 +401,7 @@ const pathsOf = (root: unknown, limit = 200): Array<Path> => {
   return out
 }
 
-const getAt = (root: unknown, path: Path): unknown =>
-  path.reduce<any>((v, k) => (v === null || v === undefined ? undefined : v[k]), root)
+const getAt = (root: unknown, path: Path): unknown => path.reduce<any>((v, k) => (v === null || v === undefined ? undefined : v[k]), root)
 
 /** Returns the new root (a root path replaces the whole value). */
 const setAt = (root: unknown, path: Path, value: unknown): unknown => {
@@ -350,10 +423,20 @@ const deleteAt = (root: unknown, path: Path): unknown => {
 }
 
 export const mutationKinds = [
-  "wrongType", "missingField", "extraField", "hugeString", "deepNesting", "nul", "loneSurrogate", "unsafeNumber",
-  "prototypeKey", "bigArray", "emptyBody", "stringly"
+  "wrongType",
+  "missingField",
+  "extraField",
+  "hugeString",
+  "deepNesting",
+  "nul",
+  "loneSurrogate",
+  "unsafeNumber",
+  "prototypeKey",
+  "bigArray",
+  "emptyBody",
+  "stringly"
 ] as const
-export type MutationKind = typeof mutationKinds[number]
+export type MutationKind = (typeof mutationKinds)[number]
 
 /** One mutation of a JSON value (mutated in place where it can be; returns the new root). */
 export const mutateJson = (rng: Rng, root: unknown, kind: MutationKind, maxHuge: number): unknown => {
@@ -389,10 +472,11 @@ export const mutateJson = (rng: Rng, root: unknown, kind: MutationKind, maxHuge:
       // now and then beyond the server's body limit (413)
       return setAt(root, path, "z".repeat(rng.pick([20_000, 100_000, maxHuge, maxHuge, 3 * 1024 * 1024])))
     }
-    case "deepNesting":
+    case "deepNesting": {
       // around the edge's limit (64 by default) and far beyond it
       const depth = rng.pick([10, 32, 63, 64, 65, 200, 5000])
       return setAt(root, leaves.length > 0 ? rng.pick(leaves) : [], deepNesting(rng, depth))
+    }
     case "nul": {
       const path = strings.length > 0 ? rng.pick(strings) : anyPath()
       const current = getAt(root, path)
@@ -407,8 +491,12 @@ export const mutateJson = (rng: Rng, root: unknown, kind: MutationKind, maxHuge:
       return setAt(root, leaves.length > 0 ? rng.pick(leaves) : anyPath(), new Raw(rng.pick(unsafeNumbers)))
     case "prototypeKey": {
       const value = rng.pick<unknown>([
-        { isPlatformAdmin: true, role: "owner", permissions: ["*"] }, { prototype: { polluted: true } }, "x", null,
-        1, []
+        { isPlatformAdmin: true, role: "owner", permissions: ["*"] },
+        { prototype: { polluted: true } },
+        "x",
+        null,
+        1,
+        []
       ])
       if (objects.length === 0) {
         const wrapper = {}
@@ -420,7 +508,11 @@ export const mutateJson = (rng: Rng, root: unknown, kind: MutationKind, maxHuge:
     }
     case "bigArray": {
       const n = rng.pick([1001, 5000, 20_000])
-      return setAt(root, anyPath(), Array.from({ length: n }, (_, i) => (rng.chance(0.5) ? i : { i })))
+      return setAt(
+        root,
+        anyPath(),
+        Array.from({ length: n }, (_, i) => (rng.chance(0.5) ? i : { i }))
+      )
     }
     case "emptyBody":
       return rng.pick<unknown>([{}, [], "", null, 0, undefined])
@@ -439,11 +531,27 @@ export const garbageBody = (rng: Rng, valid: string | undefined): string => {
   switch (rng.int(9)) {
     case 0:
       return rng.pick([
-        "{", "}", "[", "{\"a\":}", "[1,2", "nul", "{'a':1}", "{\"a\":1,}", "[,]", "\"unterminated", "{\"a\" 1}",
-        "01", "+1", ".5", "NaN", "Infinity", "undefined", "{\"a\":1}{\"b\":2}"
+        "{",
+        "}",
+        "[",
+        '{"a":}',
+        "[1,2",
+        "nul",
+        "{'a':1}",
+        '{"a":1,}',
+        "[,]",
+        '"unterminated',
+        '{"a" 1}',
+        "01",
+        "+1",
+        ".5",
+        "NaN",
+        "Infinity",
+        "undefined",
+        '{"a":1}{"b":2}'
       ])
     case 1:
-      return valid !== undefined && valid.length > 1 ? valid.slice(0, 1 + rng.int(valid.length - 1)) : "{\"trunc"
+      return valid !== undefined && valid.length > 1 ? valid.slice(0, 1 + rng.int(valid.length - 1)) : '{"trunc'
     case 2:
       return `\ufeff${valid ?? "{}"}`
     case 3:
@@ -455,16 +563,26 @@ export const garbageBody = (rng: Rng, valid: string | undefined): string => {
     case 6:
       return "a=1&b=2&grant_type=password"
     case 7:
-      return "<?xml version=\"1.0\"?><a>1</a>"
+      return '<?xml version="1.0"?><a>1</a>'
     default:
       return " ".repeat(rng.pick([1, 100, 10_000]))
   }
 }
 
 export const garbageContentTypes = [
-  "text/plain", "application/xml", "multipart/form-data; boundary=xyz", "application/x-www-form-urlencoded",
-  "application/octet-stream", "application/json; charset=utf-16", "application/vnd.api+json", "application/jsonx",
-  "", "json", "application/json, text/plain", "*/*", "APPLICATION/JSON"
+  "text/plain",
+  "application/xml",
+  "multipart/form-data; boundary=xyz",
+  "application/x-www-form-urlencoded",
+  "application/octet-stream",
+  "application/json; charset=utf-16",
+  "application/vnd.api+json",
+  "application/jsonx",
+  "",
+  "json",
+  "application/json, text/plain",
+  "*/*",
+  "APPLICATION/JSON"
 ]
 
 /** Every decision a request makes is a function of (seed, index): a run can be replayed. */

@@ -5,14 +5,14 @@
 // spare ones are, and so is everything the owner's own requests create.
 import fc from "fast-check"
 import * as Jose from "jose"
-import { type IdKind, type Rng } from "./FuzzContract.ts"
+import type { IdKind, Rng } from "./FuzzContract.ts"
 import { createUser } from "./IdentityHelpers.ts"
 import type { Response, TestServer } from "./TestServer.ts"
 import { type Receiver, startReceiver } from "./WebhookReceiver.ts"
 import { sleep } from "./wait.ts"
 
 export const principals = ["owner", "viewer", "foreign", "anonymous"] as const
-export type PrincipalName = typeof principals[number]
+export type PrincipalName = (typeof principals)[number]
 
 /** Ids the requests draw from: stable (read by the snapshot) and spare (the owner's writes go there). */
 export class Pools {
@@ -96,7 +96,6 @@ const fields = [
 
 export const functionCode = "async function run() {\n  return { success: true, data: { params: executionParams } }\n}"
 
-
 /** Creates every fixture of a run (as the owner) and fills the pools. */
 export const setupFixtures = async (server: TestServer, log: (line: string) => void = () => {}): Promise<Fixtures> => {
   const owner = await server.adminToken()
@@ -165,24 +164,39 @@ export const setupFixtures = async (server: TestServer, log: (line: string) => v
   const events = ["record.created", "record.updated"]
   const hook = await must("POST", `${base}/webhooks`, { name: "fuzz-hook", url: receiver.url, events }, [201])
   pools.add("webhookId", hook.id, true)
-  const spareHook = await must("POST", `${base}/webhooks`, {
-    name: "fuzz-spare-hook",
-    url: receiver.url,
-    events: ["record.*"]
-  }, [201])
+  const spareHook = await must(
+    "POST",
+    `${base}/webhooks`,
+    {
+      name: "fuzz-spare-hook",
+      url: receiver.url,
+      events: ["record.*"]
+    },
+    [201]
+  )
   pools.add("webhookId", spareHook.id)
   for (let i = 0; i < 5; i++) {
-    const record = await must("POST", `${base}/records`, {
-      structureId: structure.id,
-      data: { title: `stable ${i}`, n: i, flag: i % 2 === 0, at: "2024-01-01T00:00:00Z", tags: [`t${i}`] }
-    }, [201])
+    const record = await must(
+      "POST",
+      `${base}/records`,
+      {
+        structureId: structure.id,
+        data: { title: `stable ${i}`, n: i, flag: i % 2 === 0, at: "2024-01-01T00:00:00Z", tags: [`t${i}`] }
+      },
+      [201]
+    )
     pools.add("recordId", record.id, true)
   }
   for (let i = 0; i < 8; i++) {
-    const record = await must("POST", `${base}/records`, {
-      structureId: spares[i % 2]!.id,
-      data: { title: `spare ${i}`, n: 100 + i, flag: true, at: "2024-02-01T00:00:00Z", tags: [] }
-    }, [201])
+    const record = await must(
+      "POST",
+      `${base}/records`,
+      {
+        structureId: spares[i % 2]!.id,
+        data: { title: `spare ${i}`, n: 100 + i, flag: true, at: "2024-02-01T00:00:00Z", tags: [] }
+      },
+      [201]
+    )
     pools.add("recordId", record.id)
   }
   log(`fixtures: structures, records and webhooks ready`)
@@ -209,10 +223,15 @@ export const setupFixtures = async (server: TestServer, log: (line: string) => v
   for (let i = 0; i < 2; i++) {
     const fnDraft = await must("POST", `${base}/drafts`, functionDraft(`fuzz-draft-fn-${i}`), [201])
     pools.add("draftId", fnDraft.id)
-    const triggerDraft = await must("POST", `${base}/drafts`, {
-      resourceType: "function-triggers",
-      data: { name: `fuzz-draft-trigger-${i}`, functionId: fn.id, executionType: "on-demand" }
-    }, [201])
+    const triggerDraft = await must(
+      "POST",
+      `${base}/drafts`,
+      {
+        resourceType: "function-triggers",
+        data: { name: `fuzz-draft-trigger-${i}`, functionId: fn.id, executionType: "on-demand" }
+      },
+      [201]
+    )
     pools.add("draftId", triggerDraft.id)
   }
   log(`fixtures: functions, triggers, runs and drafts ready`)
@@ -249,7 +268,10 @@ export const setupFixtures = async (server: TestServer, log: (line: string) => v
       await sleep(50)
     }
   }
-  for (const [webhook, stable] of [[hook.id, true], [spareHook.id, false]] as const) {
+  for (const [webhook, stable] of [
+    [hook.id, true],
+    [spareHook.id, false]
+  ] as const) {
     const deadline = Date.now() + 30_000
     for (;;) {
       const res = await call("GET", `${base}/webhooks/${webhook}/deliveries?limit=500`)
@@ -340,8 +362,10 @@ export const snapshot = async (server: TestServer, fixtures: Fixtures): Promise<
 
 /** The snapshot paths whose answers differ. */
 export const snapshotDiff = (before: Map<string, string>, after: Map<string, string>) =>
-  [...before.keys()].filter((path) => before.get(path) !== after.get(path)).map((path) => ({
-    path,
-    before: before.get(path)!.slice(0, 2000),
-    after: (after.get(path) ?? "").slice(0, 2000)
-  }))
+  [...before.keys()]
+    .filter((path) => before.get(path) !== after.get(path))
+    .map((path) => ({
+      path,
+      before: before.get(path)!.slice(0, 2000),
+      after: (after.get(path) ?? "").slice(0, 2000)
+    }))

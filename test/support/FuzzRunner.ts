@@ -34,20 +34,12 @@ import {
   SchemaSamples,
   toJsonText
 } from "./FuzzContract.ts"
-import {
-  authorizationFor,
-  type Fixtures,
-  type PrincipalName,
-  principals,
-  setupFixtures,
-  snapshot,
-  snapshotDiff
-} from "./FuzzFixtures.ts"
+import { authorizationFor, type Fixtures, type PrincipalName, principals, setupFixtures, snapshot, snapshotDiff } from "./FuzzFixtures.ts"
 import { bodyTemplates, queryTemplates, type TemplateContext } from "./FuzzTemplates.ts"
 import type { TestServer } from "./TestServer.ts"
 
 export const classes = ["valid", "mutated", "garbage"] as const
-export type RequestClass = typeof classes[number]
+export type RequestClass = (typeof classes)[number]
 
 export interface FuzzOptions {
   /** requests in all (the careful phase adds a few) */
@@ -188,12 +180,24 @@ export const encodeComponent = (s: string): string => {
   return out
 }
 
-const rawSegments = [
-  "%", "%zz", "..", ".", "%2e%2e", "%2F", "%00", "%ED%A0%80", "%C0%80", "a%20b", "~", "%u0000", ";", "*", "%25", "+"
-]
+const rawSegments = ["%", "%zz", "..", ".", "%2e%2e", "%2F", "%00", "%ED%A0%80", "%C0%80", "a%20b", "~", "%u0000", ";", "*", "%25", "+"]
 const oddQueryKeys = [
-  "page", "limit", "offset", "pageSize", "sort", "filter", "cursor", "structureId", "filter[__proto__]", "data.n[gte]",
-  "sort[field]", "includeCount", "fields", "expand", "jobId", ...prototypeKeys
+  "page",
+  "limit",
+  "offset",
+  "pageSize",
+  "sort",
+  "filter",
+  "cursor",
+  "structureId",
+  "filter[__proto__]",
+  "data.n[gte]",
+  "sort[field]",
+  "includeCount",
+  "fields",
+  "expand",
+  "jobId",
+  ...prototypeKeys
 ]
 const oddQueryValues = ["-1", "0", "1e309", "9007199254740993", "NaN", "1.5", "", "true", "[]", "{}", "null", "%", "1,2,3"]
 const json = "application/json"
@@ -217,8 +221,7 @@ export const runFuzz = async (server: TestServer, options: FuzzOptions): Promise
   if (ops.length === 0) {
     throw new Error(`FUZZ_ONLY matches no operation; operations: ${allOps.map((o) => o.id).join(", ")}`)
   }
-  log(`fuzz: seed ${options.seed}, ${options.requests} requests over ${ops.length} operations, ` +
-    `concurrency ${options.concurrency}`)
+  log(`fuzz: seed ${options.seed}, ${options.requests} requests over ${ops.length} operations, ` + `concurrency ${options.concurrency}`)
 
   const fixtures = await setupFixtures(server, log)
   const samples = new SchemaSamples(options.seed)
@@ -331,9 +334,10 @@ export const runFuzz = async (server: TestServer, options: FuzzOptions): Promise
     }
     // the same routes under their alias bases (the edge rewrites them), and odd shapes of the path itself
     if (cls !== "garbage" && op.path.startsWith("/workspace/:workspace/") && rng.chance(0.1)) {
-      target = op.group === "serviceAccounts" && rng.chance(0.5)
-        ? target.replace(/^(\/workspace\/[^/]+\/api\/v1)\//, "$1/iam/")
-        : `${rng.pick(["/data", "/iam"])}${target}`
+      target =
+        op.group === "serviceAccounts" && rng.chance(0.5)
+          ? target.replace(/^(\/workspace\/[^/]+\/api\/v1)\//, "$1/iam/")
+          : `${rng.pick(["/data", "/iam"])}${target}`
       variant.push("alias")
     }
     if (cls === "mutated" && rng.chance(0.1)) {
@@ -410,18 +414,21 @@ export const runFuzz = async (server: TestServer, options: FuzzOptions): Promise
         if (body === undefined && rng.chance(0.5)) body = ""
       } else if (payload === undefined && rng.chance(0.4)) {
         variant.push("body:unexpected")
-        body = toJsonText(rng.pick<unknown>([{ x: 1 }, [], "s", new Raw("{\"__proto__\":{\"polluted\":1}}")]))
+        body = toJsonText(rng.pick<unknown>([{ x: 1 }, [], "s", new Raw('{"__proto__":{"polluted":1}}')]))
         mutations.unexpectedBody = (mutations.unexpectedBody ?? 0) + 1
       }
       if (body !== undefined) headers["content-type"] = payload?.form ? form : json
       if (rng.chance(0.15)) {
         variant.push("headers")
         headers["x-request-id"] = rng.pick(["../../etc", "x".repeat(200), "a b", "ok-id-1", "\t", "?"])
-        if (rng.chance(0.5)) headers["if-match"] = rng.pick(["abc", "-1", "9007199254740993", "\"1\"", "*"])
+        if (rng.chance(0.5)) headers["if-match"] = rng.pick(["abc", "-1", "9007199254740993", '"1"', "*"])
         if (rng.chance(0.5)) headers.accept = rng.pick(["text/html", "application/xml", "*/*;q=0", "application/json;q=0"])
         if (body !== undefined && rng.chance(0.5)) {
           headers["content-type"] = rng.pick([
-            "application/json; charset=utf-8", "application/json;charset=latin1", "Application/JSON", "application/problem+json"
+            "application/json; charset=utf-8",
+            "application/json;charset=latin1",
+            "Application/JSON",
+            "application/problem+json"
           ])
         }
         if (rng.chance(0.2)) headers.expect = rng.pick(["100-continue", "x-unknown", "200-ok"])
@@ -452,44 +459,46 @@ export const runFuzz = async (server: TestServer, options: FuzzOptions): Promise
   // ---------------------------------------------------------------------------------------------- sending
 
   const send = (request: FuzzRequest): Promise<Outcome> =>
-    request.raw !== undefined ? sendRaw(base, request.raw, timeoutMs) : new Promise((resolve) => {
-      const start = performance.now()
-      let settled = false
-      const done = (outcome: Omit<Outcome, "ms">) => {
-        if (settled) return
-        settled = true
-        resolve({ ...outcome, ms: Math.round(performance.now() - start) })
-      }
-      const headers: Record<string, string | number> = { ...request.headers }
-      if (request.body !== undefined && !request.chunked) headers["content-length"] = Buffer.byteLength(request.body)
-      // (named explicitly: Node's client frames a GET or DELETE body in chunks only when told to)
-      if (request.chunked) headers["transfer-encoding"] = "chunked"
-      let req: Http.ClientRequest
-      try {
-        // A chunked body, or one over the body limit, goes on a connection of its own: answered before it has all
-        // arrived, Node (any Node server) closes the connection after the answer while still saying keep-alive, and
-        // the next request on it would be reset (nodejs/node#9085, #21026)
-        const own = request.chunked === true || (request.body?.length ?? 0) > 1024 * 1024
-        const target = { host: base.hostname, port: base.port, method: request.method, path: request.target }
-        req = Http.request({ ...target, headers, agent: own ? false : agent }, (res) => {
-          const chunks: Array<Buffer> = []
-          const answer = { status: res.statusCode, headers: res.headers }
-          res.on("data", (c: Buffer) => chunks.push(c))
-          res.on("end", () => done({ ...answer, text: Buffer.concat(chunks).toString("utf8") }))
-          res.on("error", (e) => done({ ...answer, text: "", error: `response: ${e.message}` }))
+    request.raw !== undefined
+      ? sendRaw(base, request.raw, timeoutMs)
+      : new Promise((resolve) => {
+          const start = performance.now()
+          let settled = false
+          const done = (outcome: Omit<Outcome, "ms">) => {
+            if (settled) return
+            settled = true
+            resolve({ ...outcome, ms: Math.round(performance.now() - start) })
+          }
+          const headers: Record<string, string | number> = { ...request.headers }
+          if (request.body !== undefined && !request.chunked) headers["content-length"] = Buffer.byteLength(request.body)
+          // (named explicitly: Node's client frames a GET or DELETE body in chunks only when told to)
+          if (request.chunked) headers["transfer-encoding"] = "chunked"
+          let req: Http.ClientRequest
+          try {
+            // A chunked body, or one over the body limit, goes on a connection of its own: answered before it has all
+            // arrived, Node (any Node server) closes the connection after the answer while still saying keep-alive, and
+            // the next request on it would be reset (nodejs/node#9085, #21026)
+            const own = request.chunked === true || (request.body?.length ?? 0) > 1024 * 1024
+            const target = { host: base.hostname, port: base.port, method: request.method, path: request.target }
+            req = Http.request({ ...target, headers, agent: own ? false : agent }, (res) => {
+              const chunks: Array<Buffer> = []
+              const answer = { status: res.statusCode, headers: res.headers }
+              res.on("data", (c: Buffer) => chunks.push(c))
+              res.on("end", () => done({ ...answer, text: Buffer.concat(chunks).toString("utf8") }))
+              res.on("error", (e) => done({ ...answer, text: "", error: `response: ${e.message}` }))
+            })
+          } catch (e) {
+            return done({ status: undefined, headers: {}, text: "", error: `client refused to send: ${(e as Error).message}` })
+          }
+          req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)))
+          req.on("error", (e) => done({ status: undefined, headers: {}, text: "", error: e.message }))
+          if (request.body !== undefined && request.chunked) {
+            const half = Math.floor(request.body.length / 2)
+            req.write(request.body.slice(0, half))
+            req.write(request.body.slice(half))
+          } else if (request.body !== undefined) req.write(request.body)
+          req.end()
         })
-      } catch (e) {
-        return done({ status: undefined, headers: {}, text: "", error: `client refused to send: ${(e as Error).message}` })
-      }
-      req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)))
-      req.on("error", (e) => done({ status: undefined, headers: {}, text: "", error: e.message }))
-      if (request.body !== undefined && request.chunked) {
-        const half = Math.floor(request.body.length / 2)
-        req.write(request.body.slice(0, half))
-        req.write(request.body.slice(half))
-      } else if (request.body !== undefined) req.write(request.body)
-      req.end()
-    })
 
   // ---------------------------------------------------------------------------------------------- checking
 
@@ -578,15 +587,20 @@ export const runFuzz = async (server: TestServer, options: FuzzOptions): Promise
     const problems = check(op, request, outcome)
     if (problems.length > 0) fail({ request, outcome, problems })
     if (
-      request.cls === "valid" && request.principal !== "owner" && op.guarded && isWrite(op) &&
-      op.id !== "members.changePassword" && outcome.status !== undefined && outcome.status !== 401 &&
-      outcome.status !== 403 && !edgeRefusal(outcome)
+      request.cls === "valid" &&
+      request.principal !== "owner" &&
+      op.guarded &&
+      isWrite(op) &&
+      op.id !== "members.changePassword" &&
+      outcome.status !== undefined &&
+      outcome.status !== 401 &&
+      outcome.status !== 403 &&
+      !edgeRefusal(outcome)
     ) {
       const row = (judgedBeforeRefused[op.id] ??= {})
       const key = `${request.principal} ${outcome.status}`
       row[key] = (row[key] ?? 0) + 1
-    }
-    else if (options.trace?.includes(op.id) || options.trace?.includes("*")) {
+    } else if (options.trace?.includes(op.id) || options.trace?.includes("*")) {
       log(formatFailure({ request, outcome, problems: ["trace"] }).replace(/^FAILURE: trace/, "TRACE"))
     }
     harvest(op, request, outcome)
@@ -609,8 +623,7 @@ export const runFuzz = async (server: TestServer, options: FuzzOptions): Promise
   for (const diff of changed) {
     problem(`unprivileged phase changed ${diff.path}:\n    before ${diff.before}\n    after  ${diff.after}`)
   }
-  log(`fuzz: unprivileged phase done (${unprivileged.length} requests, ` +
-    `${changed.length} of ${before.size} snapshot reads changed)`)
+  log(`fuzz: unprivileged phase done (${unprivileged.length} requests, ` + `${changed.length} of ${before.size} snapshot reads changed)`)
   await drive(rest)
 
   const careful = await carefulPhase(server, fixtures, problem).catch((e) => {
@@ -619,10 +632,16 @@ export const runFuzz = async (server: TestServer, options: FuzzOptions): Promise
   })
   agent.destroy()
   await fixtures.close()
-  const logged = server.output().split("\n").filter((l) => l.includes("request failed"))
+  const logged = server
+    .output()
+    .split("\n")
+    .filter((l) => l.includes("request failed"))
   const serverErrorsLogged = logged.length
   if (serverErrorsLogged > 0) {
-    const first = logged.slice(0, 3).map((l) => l.slice(0, 3000)).join("\n")
+    const first = logged
+      .slice(0, 3)
+      .map((l) => l.slice(0, 3000))
+      .join("\n")
     problem(`the server logged ${serverErrorsLogged} failed requests; the first:\n${first}`)
   }
   return {
@@ -706,10 +725,12 @@ export const contractProblems = (status: number, outcome: Outcome): Array<string
   }
   if (body.statusCode !== status) problems.push(`${status} body has statusCode ${JSON.stringify(body.statusCode)}`)
   if (!Array.isArray(body.details)) problems.push(`${status} body lacks details (an array)`)
-  else if (!body.details.every((d: any) =>
-    d !== null && typeof d === "object" && typeof d.field === "string" && d.property === d.field &&
-    typeof d.message === "string"
-  )) {
+  else if (
+    !body.details.every(
+      (d: any) =>
+        d !== null && typeof d === "object" && typeof d.field === "string" && d.property === d.field && typeof d.message === "string"
+    )
+  ) {
     problems.push(`${status} body has details that are not {field, property, message}`)
   }
   const header = outcome.headers["x-request-id"]
@@ -734,20 +755,50 @@ const protocolGarbage = (
   const body = toJsonText({ structureId: fixtures.structure.id, data: { title: "truncated" } })
   const cases = [
     // a body announced longer than what arrives, then the client's half of the connection closes
-    ["truncatedBody", `${method} ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: ${body.length + 40}\r\n\r\n${body}`, true, true],
+    [
+      "truncatedBody",
+      `${method} ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: ${body.length + 40}\r\n\r\n${body}`,
+      true,
+      true
+    ],
     // a chunked body cut off mid-chunk
-    ["truncatedChunk", `${method} ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n40\r\n{"a":`, true, true],
-    ["badChunk", `${method} ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`, false, false],
-    ["lengthAndChunked", `${method} ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`, false, false],
+    [
+      "truncatedChunk",
+      `${method} ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n40\r\n{"a":`,
+      true,
+      true
+    ],
+    [
+      "badChunk",
+      `${method} ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`,
+      false,
+      false
+    ],
+    [
+      "lengthAndChunked",
+      `${method} ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`,
+      false,
+      false
+    ],
     ["badRequestLine", `${method} ${target} HTTP/9.9 junk\r\n\r\n`, false, false],
     ["badHeader", `${method} ${target} HTTP/1.1\r\nHost: x\r\nNo colon here\r\n\r\n`, false, false],
     ["longUrl", `GET ${target}?q=${"x".repeat(20_000)} HTTP/1.1\r\nHost: x\r\n${auth}\r\n`, false, false],
-    ["manyHeaders", `GET ${target} HTTP/1.1\r\nHost: x\r\n${auth}${Array.from({ length: 300 }, (_, i) => `X-H${i}: ${"v".repeat(100)}\r\n`).join("")}\r\n`, false, false],
+    [
+      "manyHeaders",
+      `GET ${target} HTTP/1.1\r\nHost: x\r\n${auth}${Array.from({ length: 300 }, (_, i) => `X-H${i}: ${"v".repeat(100)}\r\n`).join("")}\r\n`,
+      false,
+      false
+    ],
     ["http10", `${method} ${target} HTTP/1.0\r\n${auth}\r\n`, false, false],
     ["noHost", `${method} ${target} HTTP/1.1\r\n${auth}\r\n`, false, false],
     // a request followed by bytes that start no request (a body the first one does not declare): the parser error
     // closes the connection, perhaps before the first request is answered
-    ["trailingGarbage", `${method} ${target} HTTP/1.1\r\nHost: x\r\n${auth}\r\n${rng.pick(["\"s\"", "[]", "{}", "\u0000\u0001"])}`, false, true],
+    [
+      "trailingGarbage",
+      `${method} ${target} HTTP/1.1\r\nHost: x\r\n${auth}\r\n${rng.pick(['"s"', "[]", "{}", "\u0000\u0001"])}`,
+      false,
+      true
+    ],
     ["binary", `${Buffer.from(rng.fc(fcBytes)).toString("latin1")}\r\n\r\n`, false, true]
   ] as const
   const [kind, text, halfClose, mayGoUnanswered] = rng.pick(cases)
@@ -768,11 +819,7 @@ const protocolGarbage = (
 const fcBytes = fc.uint8Array({ minLength: 1, maxLength: 200 })
 
 /** Sends raw bytes and reads whatever comes back until the server closes or goes quiet. */
-export const sendRaw = (
-  base: URL,
-  raw: { readonly text: string; readonly halfClose: boolean },
-  timeoutMs: number
-): Promise<Outcome> =>
+export const sendRaw = (base: URL, raw: { readonly text: string; readonly halfClose: boolean }, timeoutMs: number): Promise<Outcome> =>
   new Promise((resolve) => {
     const start = performance.now()
     const socket = Net.connect(Number(base.port), base.hostname)
@@ -818,7 +865,7 @@ const parseResponse = (text: string): Omit<Outcome, "ms"> => {
   let body = text.slice(end + 4)
   if (/chunked/i.test(headers["transfer-encoding"] ?? "")) {
     let decoded = ""
-    for (let at = 0; at < body.length;) {
+    for (let at = 0; at < body.length; ) {
       const line = body.indexOf("\r\n", at)
       const size = parseInt(body.slice(at, line < 0 ? undefined : line), 16)
       if (line < 0 || !(size > 0)) break
@@ -845,8 +892,7 @@ const carefulPhase = async (server: TestServer, fixtures: Fixtures, fail: (probl
     const res = await server.request(method, path, options)
     if (res.status !== status) {
       fail(`careful: ${what}: ${method} ${path} answered ${res.status}, expected ${status}: ${res.text.slice(0, 500)}`)
-    }
-    else done.push(`${what} (${status})`)
+    } else done.push(`${what} (${status})`)
     return res
   }
   await expect("rotate the signing key", "POST", "/workspace/api/v1/signing-keys/rotate", 200, owner)
@@ -890,24 +936,27 @@ const signIn = (server: TestServer, workspace: string, username: string, passwor
     const scope = `openid workspace:${workspace}`
     const body = new URLSearchParams({ grant_type: "password", username, password, scope }).toString()
     const url = new URL(server.baseUrl)
-    const req = Http.request({
-      host: url.hostname,
-      port: url.port,
-      method: "POST",
-      path: "/oidc/token",
-      localAddress: "127.0.0.3",
-      headers: { "content-type": "application/x-www-form-urlencoded", "content-length": Buffer.byteLength(body) }
-    }, (res) => {
-      let text = ""
-      res.on("data", (c) => (text += c))
-      res.on("end", () => {
-        try {
-          resolve(res.statusCode === 200 ? (JSON.parse(text).access_token as string) : undefined)
-        } catch {
-          resolve(undefined)
-        }
-      })
-    })
+    const req = Http.request(
+      {
+        host: url.hostname,
+        port: url.port,
+        method: "POST",
+        path: "/oidc/token",
+        localAddress: "127.0.0.3",
+        headers: { "content-type": "application/x-www-form-urlencoded", "content-length": Buffer.byteLength(body) }
+      },
+      (res) => {
+        let text = ""
+        res.on("data", (c) => (text += c))
+        res.on("end", () => {
+          try {
+            resolve(res.statusCode === 200 ? (JSON.parse(text).access_token as string) : undefined)
+          } catch {
+            resolve(undefined)
+          }
+        })
+      }
+    )
     req.on("error", () => resolve(undefined))
     req.end(body)
   })
@@ -928,8 +977,7 @@ export const formatFailure = (failure: Failure): string => {
     lines.push(`  request #${r.index} ${r.op} class=${r.cls} principal=${r.principal} variant=${r.variant}`)
     if (r.raw !== undefined) {
       lines.push(`  raw bytes: ${show(r.raw.text, 8192)}${r.raw.halfClose ? " (then half-closed)" : ""}`)
-    }
-    else {
+    } else {
       lines.push(`  ${r.method} ${r.target}`)
       for (const [k, v] of Object.entries(r.headers)) {
         lines.push(`  ${k}: ${k === "authorization" ? `${v.slice(0, 24)}…` : v}`)
@@ -949,13 +997,16 @@ export const formatFailure = (failure: Failure): string => {
 /** The whole report: totals, then one line per operation (class × principal counts and its statuses). */
 export const formatReport = (report: FuzzReport, perOperation = true): string => {
   const sortCounts = (counts: Record<string, number>) =>
-    Object.entries(counts).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}:${v}`).join(" ")
+    Object.entries(counts)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([k, v]) => `${k}:${v}`)
+      .join(" ")
   const seconds = report.durationMs / 1000
   const phase = report.unprivilegedPhase
   const lines = [
     `fuzz report: seed ${report.seed}`,
     `  ${report.requests} requests over ${report.operations} operations in ${seconds.toFixed(1)} s ` +
-    `(${Math.round(report.requests / seconds)}/s)`,
+      `(${Math.round(report.requests / seconds)}/s)`,
     `  classes: ${sortCounts(report.byClass)}   principals: ${sortCounts(report.byPrincipal)}`,
     `  statuses: ${sortCounts(report.statuses)}`,
     `  body mutations: ${sortCounts(report.mutations)}`,
@@ -965,14 +1016,19 @@ export const formatReport = (report: FuzzReport, perOperation = true): string =>
     `  careful phase: ${report.careful.join(", ")}`,
     `  failures: ${report.failureCount}; server errors logged: ${report.serverErrorsLogged}`
   ]
-  const cells = [...report.perOperation.values()]
-    .flatMap((stats) => classes.flatMap((cls) => principals.map((p) => stats.classes[cls][p])))
-  lines.splice(2, 0, `  coverage: ${report.perOperation.size} operations × 3 classes × 4 principals, ` +
-    `${cells.filter((n) => n > 0).length} of ${cells.length} cells sent (fewest requests in a cell: ${Math.min(...cells)})`)
+  const cells = [...report.perOperation.values()].flatMap((stats) => classes.flatMap((cls) => principals.map((p) => stats.classes[cls][p])))
+  lines.splice(
+    2,
+    0,
+    `  coverage: ${report.perOperation.size} operations × 3 classes × 4 principals, ` +
+      `${cells.filter((n) => n > 0).length} of ${cells.length} cells sent (fewest requests in a cell: ${Math.min(...cells)})`
+  )
   const judged = Object.entries(report.judgedBeforeRefused)
-  lines.push(`  valid writes without the permission answered other than 401/403 (judged before refused): ${
-    judged.length === 0 ? "none" : judged.map(([op, counts]) => `${op} (${sortCounts(counts)})`).join(", ")
-  }`)
+  lines.push(
+    `  valid writes without the permission answered other than 401/403 (judged before refused): ${
+      judged.length === 0 ? "none" : judged.map(([op, counts]) => `${op} (${sortCounts(counts)})`).join(", ")
+    }`
+  )
   if (perOperation) {
     lines.push("  per operation (valid | mutated | garbage, each o/v/f/a = owner/viewer/foreign/anonymous; then statuses):")
     const width = Math.max(...[...report.perOperation.keys()].map((k) => k.length))

@@ -18,7 +18,15 @@ export interface TemplateContext {
 const roles = ["viewer", "developer", "admin", "owner"]
 const policyActions = ["create", "retrieve", "list", "update", "delete", "manage", "validate", "execute"]
 const policyResources = [
-  "records", "structures", "compute-functions", "function-triggers", "webhooks", "service-accounts", "storage", "secrets", "*"
+  "records",
+  "structures",
+  "compute-functions",
+  "function-triggers",
+  "webhooks",
+  "service-accounts",
+  "storage",
+  "secrets",
+  "*"
 ]
 
 const recordData = (rng: Rng) => ({
@@ -75,8 +83,7 @@ export const bodyTemplates: Record<string, (c: TemplateContext) => unknown> = {
     resource: rng.pick(policyResources),
     effect: rng.pick(["allow", "deny"])
   }),
-  "groups.addMember": ({ rng, id }) =>
-    rng.chance(0.5) ? { userId: id("userId") } : { serviceAccountId: Number(id("serviceAccountId")) },
+  "groups.addMember": ({ rng, id }) => (rng.chance(0.5) ? { userId: id("userId") } : { serviceAccountId: Number(id("serviceAccountId")) }),
   "structures.create": ({ rng, unique }) => ({
     name: `Fuzz ${unique}`,
     recordSlug: `fz-${unique}`,
@@ -151,9 +158,9 @@ export const bodyTemplates: Record<string, (c: TemplateContext) => unknown> = {
     rng.chance(0.5)
       ? { resourceType: "compute-functions", data: { name: `fz-draft-${unique}`, code: functionCode } }
       : {
-        resourceType: "function-triggers",
-        data: { name: `fz-draft-t-${unique}`, functionId: ref("functionId"), executionType: "on-demand" }
-      },
+          resourceType: "function-triggers",
+          data: { name: `fz-draft-t-${unique}`, functionId: ref("functionId"), executionType: "on-demand" }
+        },
   "drafts.update": ({ unique }) => ({ data: { name: `fz-draft-u-${unique}`, code: functionCode } }),
   "functionTriggers.create": ({ rng, ref, unique }) => ({
     name: `fz-trigger-${unique}`,
@@ -175,8 +182,7 @@ export const queryTemplates: Record<string, (c: TemplateContext) => Record<strin
   }),
   "records.listBySlug": ({ rng }) => ({ page: "1", pageSize: String(1 + rng.int(20)) }),
   "records.listA": ({ rng }) => ({ limit: String(1 + rng.int(20)), sort: rng.pick(["n", "-n", "createdAt"]) }),
-  "functionRuns.list": ({ rng, ref }) =>
-    rng.chance(0.5) ? { jobId: ref("runId") } : { functionId: ref("functionId"), limit: "10" },
+  "functionRuns.list": ({ rng, ref }) => (rng.chance(0.5) ? { jobId: ref("runId") } : { functionId: ref("functionId"), limit: "10" }),
   "structures.list": () => ({ limit: "10" }),
   "webhooks.deliveries": () => ({ limit: "10" })
 }

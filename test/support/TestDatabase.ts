@@ -13,28 +13,30 @@ import { freshDatabase } from "./TestServer.ts"
 export const TEST_WORKSPACE = "acme"
 
 export const TestDatabase = (overrides: Partial<AppConfigShape> = {}) =>
-  Layer.unwrap(Effect.gen(function*() {
-    const base = process.env.DATABASE_URL
-    const target = base
-      ? yield* Effect.acquireRelease(Effect.promise(() => freshDatabase(base)), (db) => Effect.promise(() => db.drop()))
-      : undefined
-    const config = AppConfig.layerWith({
-      databaseUrl: target ? Option.some(Redacted.make(target.url)) : Option.none(),
-      dataDir: "memory://",
-      clustered: false,
-      ...overrides
+  Layer.unwrap(
+    Effect.gen(function* () {
+      const base = process.env.DATABASE_URL
+      const target = base
+        ? yield* Effect.acquireRelease(
+            Effect.promise(() => freshDatabase(base)),
+            (db) => Effect.promise(() => db.drop())
+          )
+        : undefined
+      const config = AppConfig.layerWith({
+        databaseUrl: target ? Option.some(Redacted.make(target.url)) : Option.none(),
+        dataDir: "memory://",
+        clustered: false,
+        ...overrides
+      })
+      const seeded = Layer.effectDiscard(
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`INSERT INTO workspaces (slug, name) VALUES (${TEST_WORKSPACE}, 'Acme'), ('other', 'Other')`
+        })
+      )
+      return seeded.pipe(Layer.provideMerge(Notifier.layer), Layer.provideMerge(DatabaseLayer), Layer.provideMerge(config), Layer.orDie)
     })
-    const seeded = Layer.effectDiscard(Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      yield* sql`INSERT INTO workspaces (slug, name) VALUES (${TEST_WORKSPACE}, 'Acme'), ('other', 'Other')`
-    }))
-    return seeded.pipe(
-      Layer.provideMerge(Notifier.layer),
-      Layer.provideMerge(DatabaseLayer),
-      Layer.provideMerge(config),
-      Layer.orDie
-    )
-  }))
+  )
 
 /** Runs the server's migrations (packages/server/src/migrations, as at start) over the given SqlClient layer. */
 export const migrated = <E, R>(client: Layer.Layer<SqlClient.SqlClient, E, R>) =>
@@ -45,7 +47,12 @@ export const MigratedPglite = () => migrated(PgliteClient.layer("memory://"))
 
 /** A fresh PostgreSQL database next to `baseUrl` (dropped afterwards) with every migration applied. */
 export const MigratedPostgres = (baseUrl: string) =>
-  Layer.unwrap(Effect.gen(function*() {
-    const db = yield* Effect.acquireRelease(Effect.promise(() => freshDatabase(baseUrl)), (db) => Effect.promise(() => db.drop()))
-    return migrated(PgClient.layer({ url: Redacted.make(db.url), maxConnections: 1 }))
-  }))
+  Layer.unwrap(
+    Effect.gen(function* () {
+      const db = yield* Effect.acquireRelease(
+        Effect.promise(() => freshDatabase(baseUrl)),
+        (db) => Effect.promise(() => db.drop())
+      )
+      return migrated(PgClient.layer({ url: Redacted.make(db.url), maxConnections: 1 }))
+    })
+  )

@@ -97,7 +97,12 @@ export interface TestServer extends TestNode {
   readonly close: () => Promise<void>
 }
 
-export const request = async <T = any>(baseUrl: string, method: string, path: string, options: RequestOptions = {}): Promise<Response<T>> => {
+export const request = async <T = any>(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: RequestOptions = {}
+): Promise<Response<T>> => {
   const headers: Record<string, string> = { ...options.headers }
   if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`
   let body: string | undefined
@@ -136,22 +141,21 @@ export const startNode = async (env: Record<string, string>): Promise<TestNode> 
   const port = env.PORT ? Number(env.PORT) : await freePort()
   const runnerPort = env.TROUPE_RUNNER_PORT ? Number(env.TROUPE_RUNNER_PORT) : await freePort()
   let log = ""
-  const child = spawn(process.execPath, [
-    "--no-node-snapshot",
-    "--experimental-strip-types",
-    "--disable-warning=ExperimentalWarning",
-    mainTs
-  ], {
-    cwd: root,
-    env: {
-      ...process.env,
-      TROUPE_LOG_LEVEL: "warn",
-      ...env,
-      PORT: String(port),
-      TROUPE_RUNNER_PORT: String(runnerPort)
-    },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
+  const child = spawn(
+    process.execPath,
+    ["--no-node-snapshot", "--experimental-strip-types", "--disable-warning=ExperimentalWarning", mainTs],
+    {
+      cwd: root,
+      env: {
+        ...process.env,
+        TROUPE_LOG_LEVEL: "warn",
+        ...env,
+        PORT: String(port),
+        TROUPE_RUNNER_PORT: String(runnerPort)
+      },
+      stdio: ["ignore", "pipe", "pipe"]
+    }
+  )
   child.stdout!.on("data", (d) => (log += d.toString()))
   child.stderr!.on("data", (d) => (log += d.toString()))
   const baseUrl = `http://127.0.0.1:${port}`

@@ -68,14 +68,14 @@ export const startReceiver = async (answer: Receiver["answer"] = () => 200): Pro
 }
 
 /** The hex HMAC-SHA256 `x-troupe-signature` value a receiver expects for `body`. */
-export const troupeSignature = (secret: string, body: string) =>
-  `sha256=${Crypto.createHmac("sha256", secret).update(body).digest("hex")}`
+export const troupeSignature = (secret: string, body: string) => `sha256=${Crypto.createHmac("sha256", secret).update(body).digest("hex")}`
 
 /** Standard Webhooks verification, as the reference libraries do it (whsec_ secrets are base64 keys). */
 export const verifyStandardWebhook = (secret: string, headers: Http.IncomingHttpHeaders, body: string): boolean => {
   const key = secret.startsWith("whsec_") ? Buffer.from(secret.slice(6), "base64") : Buffer.from(secret, "utf8")
   const signed = `${headers["webhook-id"]}.${headers["webhook-timestamp"]}.${body}`
   const expected = `v1,${Crypto.createHmac("sha256", key).update(signed).digest("base64")}`
-  return String(headers["webhook-signature"] ?? "").split(" ").includes(expected)
+  return String(headers["webhook-signature"] ?? "")
+    .split(" ")
+    .includes(expected)
 }
-

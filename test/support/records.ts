@@ -64,7 +64,10 @@ export const createServiceAccountClient = async (
 
 /** How many live records a structure has (through the API). */
 export const countOf = async (api: Client, structure: string, includeDeleted = false) => {
-  const res = await api.call("GET", `/records?structureId=${structure}&includeCount=true&limit=1${includeDeleted ? "&includeDeleted=true" : ""}`)
+  const res = await api.call(
+    "GET",
+    `/records?structureId=${structure}&includeCount=true&limit=1${includeDeleted ? "&includeDeleted=true" : ""}`
+  )
   expectStatus(res, 200)
   return res.body.pagination.total as number
 }
@@ -74,7 +77,6 @@ export const database = (server: TestServer) => {
   if (!server.databaseUrl) throw new Error("database() needs DATABASE_URL")
   return postgres(server.databaseUrl, { max: 2, onnotice: () => {} })
 }
-
 
 /** Subscribes to the workspace's server-sent events and keeps every message. */
 export const subscribe = async (server: TestServer, token: string, query: string) => {
@@ -96,7 +98,11 @@ export const subscribe = async (server: TestServer, token: string, query: string
       while ((at = buffer.indexOf("\n\n")) >= 0) {
         const frame = buffer.slice(0, at)
         buffer = buffer.slice(at + 2)
-        const data = frame.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n")
+        const data = frame
+          .split("\n")
+          .filter((l) => l.startsWith("data: "))
+          .map((l) => l.slice(6))
+          .join("\n")
         if (data.length > 0) messages.push(JSON.parse(data))
       }
     }

@@ -29,11 +29,12 @@ export class Api extends HttpApi.make("troupe")
   .add(QueryApi)
   .add(WebhooksApi)
   .add(ComputeFunctionsApi, FunctionsApi, DraftsApi, FunctionTriggersApi, FunctionRunsApi)
-  .annotateMerge(OpenApi.annotations({
-    title: "Troupe API",
-    description: "Workspace-scoped backend-as-a-service: structures, records, queries, webhooks, functions and triggers, identity.",
-    // every operation's RequiredPermission / RateClass, as x-required-permission, x-rate-class and a sentence
-    transform: documentPermissions(() => self!)
-  }))
-{}
+  .annotateMerge(
+    OpenApi.annotations({
+      title: "Troupe API",
+      description: "Workspace-scoped backend-as-a-service: structures, records, queries, webhooks, functions and triggers, identity.",
+      // every operation's RequiredPermission / RateClass, as x-required-permission, x-rate-class and a sentence
+      transform: documentPermissions(() => self!)
+    })
+  ) {}
 self = Api as unknown as HttpApi.Top

@@ -18,16 +18,24 @@ export type Role = typeof Role.Type
  * management. @category models
  */
 export const Permissions = [
-  "read:structures", "write:structures",
-  "read:records", "write:records",
-  "read:functions", "write:functions", "execute:functions",
-  "read:storage", "write:storage",
-  "read:webhooks", "write:webhooks",
-  "read:triggers", "write:triggers",
-  "read:service-accounts", "write:service-accounts",
+  "read:structures",
+  "write:structures",
+  "read:records",
+  "write:records",
+  "read:functions",
+  "write:functions",
+  "execute:functions",
+  "read:storage",
+  "write:storage",
+  "read:webhooks",
+  "write:webhooks",
+  "read:triggers",
+  "write:triggers",
+  "read:service-accounts",
+  "write:service-accounts",
   "secrets:reveal"
 ] as const
-export type Permission = typeof Permissions[number] | "platform:admin" | "workspace:members"
+export type Permission = (typeof Permissions)[number] | "platform:admin" | "workspace:members"
 
 /** Who is calling: a user or a service account, inside one workspace. @category models */
 export interface Principal {
@@ -65,16 +73,16 @@ export const RequiredPermission = Context.Reference<Permission | undefined>("@tr
 export type RateClassName = "reads" | "writes" | "bulk" | "functions" | "queries"
 
 /** The rate class of an endpoint, as an endpoint annotation. @category annotations */
-export const RateClass = Context.Reference<RateClassName | undefined>(
-  "@troupe/api/RateClass",
-  { defaultValue: () => undefined }
-)
+export const RateClass = Context.Reference<RateClassName | undefined>("@troupe/api/RateClass", { defaultValue: () => undefined })
 
 /** @category middleware */
-export class Authorization extends HttpApiMiddleware.Service<Authorization, {
-  provides: CurrentPrincipal
-  requires: never
-}>()("@troupe/api/Authorization", {
+export class Authorization extends HttpApiMiddleware.Service<
+  Authorization,
+  {
+    provides: CurrentPrincipal
+    requires: never
+  }
+>()("@troupe/api/Authorization", {
   requiredForClient: true,
   security: { bearer: HttpApiSecurity.bearer },
   error: [Unauthorized, Forbidden, TooManyRequests]

@@ -74,8 +74,7 @@ export const notFound = (i: ErrorInit | string): NotFound =>
 /** @category errors */
 export class Conflict extends Schema.Error<Conflict>("Conflict")(fields, { httpApiStatus: 409 }) {}
 /** Builds a 409 Conflict (default code `CONFLICT`). @category constructors */
-export const conflict = (i: ErrorInit | string): Conflict =>
-  new Conflict(init(409, "CONFLICT", typeof i === "string" ? { message: i } : i))
+export const conflict = (i: ErrorInit | string): Conflict => new Conflict(init(409, "CONFLICT", typeof i === "string" ? { message: i } : i))
 
 /** @category errors */
 export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("PayloadTooLarge")(fields, { httpApiStatus: 413 }) {}
@@ -92,8 +91,7 @@ export const unprocessable = (i: ErrorInit | string): Unprocessable =>
 /** @category errors */
 export class Locked extends Schema.Error<Locked>("Locked")(fields, { httpApiStatus: 423 }) {}
 /** Builds a 423 Locked (default code `LOCKED`). @category constructors */
-export const locked = (i: ErrorInit | string): Locked =>
-  new Locked(init(423, "LOCKED", typeof i === "string" ? { message: i } : i))
+export const locked = (i: ErrorInit | string): Locked => new Locked(init(423, "LOCKED", typeof i === "string" ? { message: i } : i))
 
 /** @category errors */
 export class TooManyRequests extends Schema.Error<TooManyRequests>("TooManyRequests")(fields, { httpApiStatus: 429 }) {}
@@ -116,10 +114,28 @@ export const errorBody = (status: number, code: string, message: string, detailL
   details: detailList
 })
 
-export const statusText = (status: number): string => ({
-  400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 403: "Forbidden", 404: "Not Found",
-  405: "Method Not Allowed", 406: "Not Acceptable", 408: "Request Timeout", 409: "Conflict", 410: "Gone",
-  413: "Payload Too Large", 415: "Unsupported Media Type", 422: "Unprocessable Entity", 423: "Locked",
-  429: "Too Many Requests", 500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway",
-  503: "Service Unavailable", 504: "Gateway Timeout"
-} as Record<number, string>)[status] ?? "Error"
+export const statusText = (status: number): string =>
+  (
+    ({
+      400: "Bad Request",
+      401: "Unauthorized",
+      402: "Payment Required",
+      403: "Forbidden",
+      404: "Not Found",
+      405: "Method Not Allowed",
+      406: "Not Acceptable",
+      408: "Request Timeout",
+      409: "Conflict",
+      410: "Gone",
+      413: "Payload Too Large",
+      415: "Unsupported Media Type",
+      422: "Unprocessable Entity",
+      423: "Locked",
+      429: "Too Many Requests",
+      500: "Internal Server Error",
+      501: "Not Implemented",
+      502: "Bad Gateway",
+      503: "Service Unavailable",
+      504: "Gateway Timeout"
+    }) as Record<number, string>
+  )[status] ?? "Error"

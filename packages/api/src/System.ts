@@ -25,8 +25,9 @@ export class SystemApi extends HttpApiGroup.make("system", { topLevel: true }).a
   HttpApiEndpoint.get("metrics", "/metrics", { success: MetricsText, error: Unauthorized }).annotateMerge(
     OpenApi.annotations({
       summary: "This node's metrics, in the Prometheus text format",
-      description: "Request counts and latencies by route, resident entities, relay lag, webhook deliveries, SSE " +
-        "clients and function runs, as this node sees them (README, \"What to watch on /metrics\"). Open, unless " +
+      description:
+        "Request counts and latencies by route, resident entities, relay lag, webhook deliveries, SSE " +
+        'clients and function runs, as this node sees them (README, "What to watch on /metrics"). Open, unless ' +
         "the node sets TROUPE_METRICS_TOKEN: then `Authorization: Bearer <that token>` is required (401 otherwise)."
     })
   )
@@ -36,8 +37,9 @@ export class SystemApi extends HttpApiGroup.make("system", { topLevel: true }).a
  * Which node hosts the probe entity `entityId` (`node`) and which answered the request (`servedBy`), each as its
  * cluster runner address `host:port`. @category models
  */
-export const ClusterProbe = Schema.Struct({ entityId: Schema.String, node: Schema.String, servedBy: Schema.String })
-  .annotate({ identifier: "ClusterProbe" })
+export const ClusterProbe = Schema.Struct({ entityId: Schema.String, node: Schema.String, servedBy: Schema.String }).annotate({
+  identifier: "ClusterProbe"
+})
 
 /**
  * Proves cross-node routing: each id is one entity, placed by shard, so it is kept to platform administrators
@@ -49,12 +51,15 @@ export class ClusterApi extends HttpApiGroup.make("cluster")
       params: { id: Schema.String.check(Schema.isMaxLength(128)) },
       success: ClusterProbe,
       error: ServiceUnavailable
-    }).annotate(RequiredPermission, "platform:admin").annotate(RateClass, "reads")
+    })
+      .annotate(RequiredPermission, "platform:admin")
+      .annotate(RateClass, "reads")
   )
   .middleware(Authorization)
   .prefix("/workspace/api/v1")
-  .annotateMerge(OpenApi.annotations({
-    title: "Cluster",
-    description: "Diagnostics for platform administrators: which node hosts an entity."
-  }))
-{}
+  .annotateMerge(
+    OpenApi.annotations({
+      title: "Cluster",
+      description: "Diagnostics for platform administrators: which node hosts an entity."
+    })
+  ) {}

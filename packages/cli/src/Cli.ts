@@ -20,18 +20,6 @@ export const troupe = Command.make("troupe").pipe(
     "The command line for a Troupe server. It talks to the server only through its HTTP API, with the token " +
       "`troupe login` stored. Every command takes --json; exit codes: 0 done, 1 failed, 2 usage error."
   ),
-  Command.withSubcommands([
-    login,
-    logout,
-    whoami,
-    types,
-    structures,
-    exportRecords,
-    importRecords,
-    functions,
-    runs,
-    backup,
-    restore
-  ]),
+  Command.withSubcommands([login, logout, whoami, types, structures, exportRecords, importRecords, functions, runs, backup, restore]),
   Command.withGlobalFlags([Json])
 )

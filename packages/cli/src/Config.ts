@@ -28,11 +28,10 @@ export type Profile = typeof Profile.Type
 
 const ConfigFile = Schema.Struct({ version: Schema.Literal(1), profile: Schema.optionalKey(Profile) })
 
-const env = (name: string) =>
-  Config.String(name).pipe(Config.option, Effect.map(Option.filter((s) => s.trim().length > 0)), Effect.orDie)
+const env = (name: string) => Config.String(name).pipe(Config.option, Effect.map(Option.filter((s) => s.trim().length > 0)), Effect.orDie)
 
 /** The config file's path. @category config */
-export const configPath = Effect.gen(function*() {
+export const configPath = Effect.gen(function* () {
   const path = yield* Path.Path
   const explicit = yield* env("TROUPE_CONFIG")
   if (Option.isSome(explicit)) return path.resolve(explicit.value)
@@ -42,7 +41,7 @@ export const configPath = Effect.gen(function*() {
 })
 
 /** The stored profile, if any. @category config */
-export const readProfile = Effect.gen(function*() {
+export const readProfile = Effect.gen(function* () {
   const fs = yield* FileSystem.FileSystem
   const file = yield* configPath
   if (!(yield* fs.exists(file))) return Option.none<Profile>()
@@ -59,14 +58,14 @@ export const readProfile = Effect.gen(function*() {
 
 /** Stores the profile (mode 600, written to a temporary file and renamed over the old one). @category config */
 export const writeProfile = (profile: Profile | undefined) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
     const file = yield* configPath
     const dir = path.dirname(file)
     if (!(yield* fs.exists(dir))) yield* fs.makeDirectory(dir, { recursive: true, mode: 0o700 })
     const temp = `${file}.${process.pid}.tmp`
-    const body = JSON.stringify(profile === undefined ? { version: 1 } : { version: 1, profile }, null, 2) + "\n"
+    const body = `${JSON.stringify(profile === undefined ? { version: 1 } : { version: 1, profile }, null, 2)}\n`
     yield* fs.writeFileString(temp, body, { mode: 0o600 })
     yield* fs.chmod(temp, 0o600) // the umask may have taken bits away, never added: this is for an existing file
     yield* fs.rename(temp, file)
@@ -74,7 +73,7 @@ export const writeProfile = (profile: Profile | undefined) =>
   })
 
 /** The server, workspace and token a command uses: the stored profile overridden by the environment. @category config */
-export const currentSession = Effect.gen(function*() {
+export const currentSession = Effect.gen(function* () {
   const stored = yield* readProfile
   const url = yield* env("TROUPE_URL")
   const workspace = yield* env("TROUPE_WORKSPACE")
@@ -88,7 +87,8 @@ export const currentSession = Effect.gen(function*() {
   }
   if (Option.isNone(session.url) || Option.isNone(session.workspace) || Option.isNone(session.token)) {
     return yield* new CliFailure({
-      message: "not logged in: run `troupe login --url <url> --workspace <ws> --username <user>` " +
+      message:
+        "not logged in: run `troupe login --url <url> --workspace <ws> --username <user>` " +
         "(or set TROUPE_URL, TROUPE_WORKSPACE and TROUPE_TOKEN)"
     })
   }

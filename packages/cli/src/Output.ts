@@ -28,7 +28,7 @@ export const usage = (message: string) => new CliFailure({ message, exitCode: 2 
 
 /** Prints a command's result: `human()` as text, or `value` as JSON with `--json`. @category output */
 export const result = <A>(value: A, human: (value: A) => string | ReadonlyArray<string>) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const json = yield* Json
     if (json) return yield* Console.log(JSON.stringify(value, null, 2))
     const text = human(value)
@@ -37,7 +37,7 @@ export const result = <A>(value: A, human: (value: A) => string | ReadonlyArray<
   })
 
 /** A line on stdout unless `--json` (for commands that print as they go, like `runs tail`). @category output */
-export const say = (line: string) => Effect.flatMap(Json, (json) => json ? Effect.void : Console.log(line))
+export const say = (line: string) => Effect.flatMap(Json, (json) => (json ? Effect.void : Console.log(line)))
 
 const interactive = process.stderr.isTTY === true
 

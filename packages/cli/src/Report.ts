@@ -23,12 +23,12 @@ const describe = (error: unknown): { code: string; message: string; exitCode: 1 
     if (tagged._tag === "ApiError") return { code: tagged.code ?? "API_ERROR", message, exitCode: 1, details: tagged.details }
     return { code: tagged._tag, message, exitCode: 1 }
   }
-  return { code: "INTERNAL", message: error instanceof Error ? error.stack ?? error.message : String(error), exitCode: 1 }
+  return { code: "INTERNAL", message: error instanceof Error ? (error.stack ?? error.message) : String(error), exitCode: 1 }
 }
 
 /** Prints the failure and answers the exit code. */
 export const report = (error: unknown, json: boolean) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const d = describe(error)
     // the parser printed the help and its errors already
     const printed = CliError.isCliError(error) && error._tag === "ShowHelp"

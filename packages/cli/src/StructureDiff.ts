@@ -56,7 +56,10 @@ export const same = (a: Json, b: Json): boolean => {
 
 // What the server stores for a property key the file leaves out (a PUT replaces a property whole).
 const isDefault = (value: Json) =>
-  value === undefined || value === null || value === false || (Array.isArray(value) && value.length === 0) ||
+  value === undefined ||
+  value === null ||
+  value === false ||
+  (Array.isArray(value) && value.length === 0) ||
   (isObj(value) && Object.keys(value).length === 0)
 
 const show = (value: Json) => {
@@ -101,8 +104,8 @@ export const plan = (file: string, local: Obj, remote: Obj | undefined): Plan =>
   const matched = new Set<Obj>()
   const sent: Array<Obj> = []
   for (const p of localProps) {
-    const match = remoteProps.find((r) => p.id !== undefined && r.id === p.id) ??
-      remoteProps.find((r) => r.name === p.name && !matched.has(r))
+    const match =
+      remoteProps.find((r) => p.id !== undefined && r.id === p.id) ?? remoteProps.find((r) => r.name === p.name && !matched.has(r))
     if (match === undefined) {
       changes.push(`+ property ${propertyName(p)} (${String(p.type)})`)
       sent.push(p)
@@ -137,12 +140,14 @@ export const plan = (file: string, local: Obj, remote: Obj | undefined): Plan =>
 }
 
 const targets = (properties: ReadonlyArray<Json>): Array<string> =>
-  properties.filter(isObj).flatMap((p) => [
-    ...(p.type === "reference" && typeof p.target === "string" ? [p.target] : []),
-    ...(p.type === "reference" && typeof p.referenceStructure === "string" ? [p.referenceStructure] : []),
-    ...(Array.isArray(p.properties) ? targets(p.properties) : []),
-    ...(Array.isArray(p.itemSchema) ? targets(p.itemSchema) : [])
-  ])
+  properties
+    .filter(isObj)
+    .flatMap((p) => [
+      ...(p.type === "reference" && typeof p.target === "string" ? [p.target] : []),
+      ...(p.type === "reference" && typeof p.referenceStructure === "string" ? [p.referenceStructure] : []),
+      ...(Array.isArray(p.properties) ? targets(p.properties) : []),
+      ...(Array.isArray(p.itemSchema) ? targets(p.itemSchema) : [])
+    ])
 
 /** Orders plans so a structure comes after the structures it references (cycles keep their file order). @category diff */
 export const inDependencyOrder = (plans: ReadonlyArray<Plan>): Array<Plan> => {

@@ -54,7 +54,7 @@ describe("StructureDiff", () => {
     expect(p.action).toBe("update")
     expect(p.id).toBe("s1")
     expect(p.changes).toEqual([
-      "~ description: (none) -> \"All books\"",
+      '~ description: (none) -> "All books"',
       "~ property pages -> pageCount: renamed",
       "~ property pages -> pageCount.minimum: 1 -> 2",
       "+ property isbn (string)"
@@ -62,11 +62,15 @@ describe("StructureDiff", () => {
   })
 
   it("creates what the server lacks, referenced structures first", () => {
-    const reviews = plan("reviews.json", {
-      name: "Reviews",
-      recordSlug: "reviews",
-      properties: [{ name: "book", type: "reference", target: "books", relationship: "many-to-one" }]
-    }, undefined)
+    const reviews = plan(
+      "reviews.json",
+      {
+        name: "Reviews",
+        recordSlug: "reviews",
+        properties: [{ name: "book", type: "reference", target: "books", relationship: "many-to-one" }]
+      },
+      undefined
+    )
     const books = plan("books.json", { name: "Books", recordSlug: "books", properties: [] }, undefined)
     expect(reviews.action).toBe("create")
     expect(inDependencyOrder([reviews, books]).map((p) => p.recordSlug)).toEqual(["books", "reviews"])
@@ -117,12 +121,12 @@ describe("StructureTypes", () => {
     const ts = structuresToTypeScript([structure], { url: "http://x", workspace: "w" })
     expect(ts).toContain("export interface BlogPosts {")
     expect(ts).toContain("  title: string\n")
-    expect(ts).toContain("  status?: \"draft\" | \"live\"\n")
+    expect(ts).toContain('  status?: "draft" | "live"\n')
     expect(ts).toContain("  score?: number | null\n")
-    expect(ts).toContain("  \"published-at\"?: string\n")
+    expect(ts).toContain('  "published-at"?: string\n')
     expect(ts).toContain("  authors?: Array<{\n    name: string\n  }>\n")
     expect(ts).toContain("  meta?: {\n    views?: number\n  }\n")
     expect(ts).toContain("  [key: string]: unknown\n}")
-    expect(ts).toContain("  \"blog-posts\": BlogPosts\n")
+    expect(ts).toContain('  "blog-posts": BlogPosts\n')
   })
 })

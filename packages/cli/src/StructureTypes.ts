@@ -94,11 +94,7 @@ const scalar = (type: string, p: Partial<PropertyLike>): JsonSchema => {
   }
 }
 
-const objectSchema = (
-  properties: ReadonlyArray<PropertyLike>,
-  required: ReadonlyArray<string>,
-  strict: boolean
-): JsonSchema => ({
+const objectSchema = (properties: ReadonlyArray<PropertyLike>, required: ReadonlyArray<string>, strict: boolean): JsonSchema => ({
   type: "object",
   properties: Object.fromEntries(properties.map((p) => [p.name, propertySchema(p)])),
   ...(required.length > 0 ? { required } : {}),
@@ -114,9 +110,10 @@ export const propertySchema = (p: PropertyLike): JsonSchema => {
   let schema: JsonSchema
   switch (p.type) {
     case "array": {
-      const items = p.items?.type === "object" || (p.items === undefined && p.itemSchema !== undefined)
-        ? objectSchema(p.itemSchema ?? [], requiredOf(p.itemSchema ?? []), p.isStrict !== false)
-        : scalar(p.items?.type ?? "", p.items ?? {})
+      const items =
+        p.items?.type === "object" || (p.items === undefined && p.itemSchema !== undefined)
+          ? objectSchema(p.itemSchema ?? [], requiredOf(p.itemSchema ?? []), p.isStrict !== false)
+          : scalar(p.items?.type ?? "", p.items ?? {})
       schema = defined({ type: "array", items, minItems: p.minItems, maxItems: p.maxItems, uniqueItems: p.uniqueItems })
       break
     }
@@ -155,7 +152,10 @@ export const structureSchema = (s: StructureLike): JsonSchema => ({
 
 /** `blog-posts` → `BlogPosts`; a name that would start with a digit gets an `S` in front. @category names */
 export const typeName = (slug: string) => {
-  const pascal = slug.split(/[^A-Za-z0-9]+/).filter((w) => w.length > 0).map((w) => w[0]!.toUpperCase() + w.slice(1))
+  const pascal = slug
+    .split(/[^A-Za-z0-9]+/)
+    .filter((w) => w.length > 0)
+    .map((w) => w[0]!.toUpperCase() + w.slice(1))
     .join("")
   const name = pascal.length === 0 ? "Structure" : pascal
   return /^[0-9]/.test(name) ? `S${name}` : name
@@ -164,7 +164,11 @@ export const typeName = (slug: string) => {
 const identifier = /^[A-Za-z_$][A-Za-z0-9_$]*$/
 const key = (name: string) => (identifier.test(name) ? name : JSON.stringify(name))
 
-const indent = (text: string, by = "  ") => text.split("\n").map((l) => (l.length > 0 ? by + l : l)).join("\n")
+const indent = (text: string, by = "  ") =>
+  text
+    .split("\n")
+    .map((l) => (l.length > 0 ? by + l : l))
+    .join("\n")
 
 const comment = (schema: JsonSchema): string | undefined => {
   const parts: Array<string> = []
@@ -172,7 +176,7 @@ const comment = (schema: JsonSchema): string | undefined => {
   if (typeof schema.format === "string") parts.push(`format: ${schema.format}`)
   if (typeof schema["x-troupe-reference"] === "string") parts.push(`reference to ${schema["x-troupe-reference"]}`)
   if (schema.readOnly === true) parts.push("computed (read-only)")
-  if (schema["x-troupe-secret"] === true) parts.push("secret: reads show \"********\" unless revealed")
+  if (schema["x-troupe-secret"] === true) parts.push('secret: reads show "********" unless revealed')
   return parts.length === 0 ? undefined : `/** ${parts.join("; ")} */`
 }
 

@@ -28,8 +28,7 @@ export interface CallOptions {
   readonly root?: boolean
 }
 
-const hint = (status: number) =>
-  status === 401 ? " (token missing, expired or revoked: run troupe login)" : ""
+const hint = (status: number) => (status === 401 ? " (token missing, expired or revoked: run troupe login)" : "")
 
 /** Turns a non-2xx answer into an ApiError. @category errors */
 export const toApiError = (method: string, path: string, status: number, text: string): ApiError => {
@@ -41,11 +40,12 @@ export const toApiError = (method: string, path: string, status: number, text: s
     // not JSON: the text is the message
   }
   const code = typeof body.code === "string" ? body.code : typeof body.error === "string" ? body.error : `HTTP_${status}`
-  const message = typeof body.message === "string"
-    ? body.message
-    : typeof body.error_description === "string"
-    ? body.error_description
-    : text.slice(0, 200) || `HTTP ${status}`
+  const message =
+    typeof body.message === "string"
+      ? body.message
+      : typeof body.error_description === "string"
+        ? body.error_description
+        : text.slice(0, 200) || `HTTP ${status}`
   return new ApiError({
     method,
     path,
@@ -64,7 +64,7 @@ export const callUrl = (
   label: string,
   options: { readonly body?: unknown; readonly headers?: Record<string, string>; readonly form?: Record<string, string> }
 ) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     let request = HttpClientRequest.make(method)(url).pipe(
       HttpClientRequest.acceptJson,
       HttpClientRequest.setHeaders(options.headers ?? {})
@@ -74,14 +74,15 @@ export const callUrl = (
       request = HttpClientRequest.bodyText(request, JSON.stringify(options.body), "application/json")
     }
     const response = yield* http.execute(request).pipe(
-      Effect.mapError((e) =>
-        new ApiError({
-          method,
-          path: label,
-          status: 0,
-          code: "NETWORK_ERROR",
-          message: `${method} ${label}: cannot reach the server: ${e.message}`
-        })
+      Effect.mapError(
+        (e) =>
+          new ApiError({
+            method,
+            path: label,
+            status: 0,
+            code: "NETWORK_ERROR",
+            message: `${method} ${label}: cannot reach the server: ${e.message}`
+          })
       )
     )
     const text = yield* response.text.pipe(Effect.orElseSucceed(() => ""))
@@ -103,27 +104,25 @@ export const callUrl = (
   })
 
 /** @category services */
-export class TroupeApi extends Context.Service<TroupeApi, {
-  readonly session: Session
-  /** Calls a workspace route (`/records` means `/workspace/{ws}/api/v1/records`) or, with `root`, any route. */
-  readonly call: (method: HttpMethod, path: string, options?: CallOptions) => Effect.Effect<unknown, ApiError>
-  /** Streams a response body (server-sent events), with the token and extra headers. */
-  readonly stream: (
-    path: string,
-    headers: Record<string, string>
-  ) => Effect.Effect<Stream.Stream<Uint8Array, ApiError>, ApiError>
-}>()("@troupe/cli/TroupeApi") {
+export class TroupeApi extends Context.Service<
+  TroupeApi,
+  {
+    readonly session: Session
+    /** Calls a workspace route (`/records` means `/workspace/{ws}/api/v1/records`) or, with `root`, any route. */
+    readonly call: (method: HttpMethod, path: string, options?: CallOptions) => Effect.Effect<unknown, ApiError>
+    /** Streams a response body (server-sent events), with the token and extra headers. */
+    readonly stream: (path: string, headers: Record<string, string>) => Effect.Effect<Stream.Stream<Uint8Array, ApiError>, ApiError>
+  }
+>()("@troupe/cli/TroupeApi") {
   /** The session of the config file and environment, over fetch. @category layers */
   static readonly layer = Layer.effect(
     TroupeApi,
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const session = yield* currentSession
       const http = yield* HttpClient.HttpClient
       const auth = { authorization: `Bearer ${session.token}` }
       const urlOf = (path: string, options?: CallOptions) => {
-        const full = options?.root === true
-          ? path
-          : `/workspace/${encodeURIComponent(session.workspace)}/api/v1${path}`
+        const full = options?.root === true ? path : `/workspace/${encodeURIComponent(session.workspace)}/api/v1${path}`
         const url = new URL(session.url + full)
         for (const [key, value] of Object.entries(options?.query ?? {})) {
           if (value !== undefined) url.searchParams.set(key, String(value))
@@ -140,21 +139,22 @@ export class TroupeApi extends Context.Service<TroupeApi, {
           })
         },
         stream: (path, headers) =>
-          Effect.gen(function*() {
+          Effect.gen(function* () {
             const url = urlOf(path, { root: true })
             const request = HttpClientRequest.get(url.toString()).pipe(
               HttpClientRequest.setHeaders({ ...auth, accept: "text/event-stream", ...headers })
             )
             const label = url.pathname
             const response = yield* http.execute(request).pipe(
-              Effect.mapError((e) =>
-                new ApiError({
-                  method: "GET",
-                  path: label,
-                  status: 0,
-                  code: "NETWORK_ERROR",
-                  message: `GET ${label}: cannot reach the server: ${e.message}`
-                })
+              Effect.mapError(
+                (e) =>
+                  new ApiError({
+                    method: "GET",
+                    path: label,
+                    status: 0,
+                    code: "NETWORK_ERROR",
+                    message: `GET ${label}: cannot reach the server: ${e.message}`
+                  })
               )
             )
             if (response.status !== 200) {
@@ -162,14 +162,15 @@ export class TroupeApi extends Context.Service<TroupeApi, {
               return yield* toApiError("GET", label, response.status, text)
             }
             return response.stream.pipe(
-              Stream.mapError((e) =>
-                new ApiError({
-                  method: "GET",
-                  path: label,
-                  status: 0,
-                  code: "NETWORK_ERROR",
-                  message: `GET ${label}: the stream broke: ${e.message}`
-                })
+              Stream.mapError(
+                (e) =>
+                  new ApiError({
+                    method: "GET",
+                    path: label,
+                    status: 0,
+                    code: "NETWORK_ERROR",
+                    message: `GET ${label}: the stream broke: ${e.message}`
+                  })
               )
             )
           })

@@ -6,7 +6,7 @@
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Cause, Effect, Exit } from "effect"
-import { CliError, Command } from "effect/cli"
+import { type CliError, Command } from "effect/cli"
 import { troupe, version } from "./Cli.ts"
 import { report } from "./Report.ts"
 
@@ -21,10 +21,7 @@ const program = Command.run(troupe, { version }).pipe(
 
 NodeRuntime.runMain(program, {
   disableErrorReporting: true,
-  teardown: (exit, onExit) =>
-    onExit(
-      Exit.isSuccess(exit) ? (exit.value as number) : Cause.hasInterruptsOnly(exit.cause) ? 130 : 1
-    )
+  teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) ? (exit.value as number) : Cause.hasInterruptsOnly(exit.cause) ? 130 : 1)
 })
 
 export type { CliError }

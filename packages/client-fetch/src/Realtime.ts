@@ -158,9 +158,7 @@ export const parseEvent = (data: string): TroupeEvent | StreamClosed | undefined
 
 /** The stream's URL (filters in the query, never the token). @category constructors */
 export const eventsUrl = (options: Pick<SubscribeOptions, "baseUrl" | "workspace" | "events" | "structures">) => {
-  const url = new URL(
-    `${options.baseUrl.replace(/\/+$/, "")}/realtime/workspace/${encodeURIComponent(options.workspace)}/api/v1/events`
-  )
+  const url = new URL(`${options.baseUrl.replace(/\/+$/, "")}/realtime/workspace/${encodeURIComponent(options.workspace)}/api/v1/events`)
   if (options.events !== undefined && options.events.length > 0) url.searchParams.set("events", options.events.join(","))
   if (options.structures !== undefined && options.structures.length > 0) {
     url.searchParams.set("structure", options.structures.join(","))
@@ -249,9 +247,7 @@ export const subscribeEvents = (options: SubscribeOptions): Subscription => {
  *
  * @category constructors
  */
-export async function* eventStream(
-  options: Omit<SubscribeOptions, "onEvent" | "onError">
-): AsyncGenerator<TroupeEvent, void, undefined> {
+export async function* eventStream(options: Omit<SubscribeOptions, "onEvent" | "onError">): AsyncGenerator<TroupeEvent, void, undefined> {
   const queue: Array<TroupeEvent> = []
   let failure: SubscriptionError | undefined
   let wake: (() => void) | undefined

@@ -1,13 +1,14 @@
 import { describe, expect, it } from "vitest"
 import { clientCredentials } from "./TokenSource.ts"
 
-const endpoint = (state: { calls: number; bodies: Array<string>; status?: number }) =>
-  async (_input: string | URL | Request, init?: RequestInit) => {
+const endpoint =
+  (state: { calls: number; bodies: Array<string>; status?: number }) => async (_input: string | URL | Request, init?: RequestInit) => {
     state.calls++
     state.bodies.push(String(init?.body))
-    const body = state.status === undefined
-      ? { access_token: `token-${state.calls}`, token_type: "Bearer", expires_in: 25200 }
-      : { error: "invalid_client", error_description: "Invalid client credentials" }
+    const body =
+      state.status === undefined
+        ? { access_token: `token-${state.calls}`, token_type: "Bearer", expires_in: 25200 }
+        : { error: "invalid_client", error_description: "Invalid client credentials" }
     return new Response(JSON.stringify(body), { status: state.status ?? 200 })
   }
 
@@ -22,11 +23,7 @@ describe("clientCredentials (client-fetch)", () => {
       now: () => now,
       fetch: endpoint(state)
     })
-    expect(await Promise.all([tokens.getToken(), tokens.getToken(), tokens.getToken()])).toEqual([
-      "token-1",
-      "token-1",
-      "token-1"
-    ])
+    expect(await Promise.all([tokens.getToken(), tokens.getToken(), tokens.getToken()])).toEqual(["token-1", "token-1", "token-1"])
     expect(state.bodies[0]).toContain("grant_type=client_credentials")
     expect(state.bodies[0]).toContain("client_id=ci_1")
     now += (25200 - 61) * 1000

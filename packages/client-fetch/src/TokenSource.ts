@@ -115,5 +115,5 @@ export const toTokenSource = (input: TokenInput): TokenSource =>
   typeof input === "string"
     ? { getToken: () => Promise.resolve(input), invalidate: () => {} }
     : typeof input === "function"
-    ? { getToken: async () => input(), invalidate: () => {} }
-    : input
+      ? { getToken: async () => input(), invalidate: () => {} }
+      : input

@@ -19,7 +19,8 @@ import { type TokenInput, type TokenSource, toTokenSource } from "./TokenSource.
 /** The prefix every workspace route shares; `{workspace}` is filled by the client. @category models */
 export type WorkspacePrefix = "/workspace/{workspace}/api/v1"
 
-type WithoutWorkspace<Path> = [Exclude<keyof NonNullable<Path>, "workspace">] extends [never] ? { path?: never }
+type WithoutWorkspace<Path> = [Exclude<keyof NonNullable<Path>, "workspace">] extends [never]
+  ? { path?: never }
   : { path: Omit<NonNullable<Path>, "workspace"> }
 
 /** An operation with the `workspace` path parameter removed. @category models */

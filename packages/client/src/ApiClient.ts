@@ -18,13 +18,10 @@ export type TokenProvider = Effect.Effect<string>
 export class ApiClient extends Context.Service<ApiClient, HttpApiClient.ForApi<typeof Api>>()("@troupe/client/ApiClient") {
   /** A client for `baseUrl` (e.g. http://localhost:8080) that sends the provider's token. @category layers */
   static readonly layer = (options: { readonly baseUrl: string; readonly token?: TokenProvider | string }) => {
-    const token: TokenProvider | undefined = typeof options.token === "string"
-      ? Effect.succeed(options.token)
-      : options.token
+    const token: TokenProvider | undefined = typeof options.token === "string" ? Effect.succeed(options.token) : options.token
     const AuthorizationClient = HttpApiMiddleware.layerClient(Authorization, ({ next, request }) =>
-      token === undefined
-        ? next(request)
-        : Effect.flatMap(token, (t) => next(HttpClientRequest.bearerToken(request, t))))
+      token === undefined ? next(request) : Effect.flatMap(token, (t) => next(HttpClientRequest.bearerToken(request, t)))
+    )
     return Layer.effect(
       ApiClient,
       HttpApiClient.make(Api, {

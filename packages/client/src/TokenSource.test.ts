@@ -6,23 +6,25 @@ import { clientCredentials } from "./TokenSource.ts"
 
 /** A token endpoint that counts calls and answers `expires_in` 25200, or fails when told to. */
 const fakeEndpoint = (state: { calls: number; bodies: Array<string>; fail?: boolean }) =>
-  Layer.succeed(HttpClient.HttpClient)(HttpClient.make((request) =>
-    Effect.gen(function*() {
-      state.calls++
-      state.bodies.push(request.body._tag === "Uint8Array" ? new TextDecoder().decode(request.body.body) : "")
-      yield* Effect.sleep("10 millis")
-      const body = state.fail
-        ? { error: "invalid_client", error_description: "Invalid client credentials" }
-        : { access_token: `token-${state.calls}`, token_type: "Bearer", expires_in: 25200, scope: "openid" }
-      const answer = new Response(JSON.stringify(body), { status: state.fail ? 401 : 200 })
-      return HttpClientResponse.fromWeb(request, answer)
-    })
-  ))
+  Layer.succeed(HttpClient.HttpClient)(
+    HttpClient.make((request) =>
+      Effect.gen(function* () {
+        state.calls++
+        state.bodies.push(request.body._tag === "Uint8Array" ? new TextDecoder().decode(request.body.body) : "")
+        yield* Effect.sleep("10 millis")
+        const body = state.fail
+          ? { error: "invalid_client", error_description: "Invalid client credentials" }
+          : { access_token: `token-${state.calls}`, token_type: "Bearer", expires_in: 25200, scope: "openid" }
+        const answer = new Response(JSON.stringify(body), { status: state.fail ? 401 : 200 })
+        return HttpClientResponse.fromWeb(request, answer)
+      })
+    )
+  )
 
 describe("TokenSource.clientCredentials", () => {
   it.effect("caches the token until 60 s before expiry, then renews it", () => {
     const state = { calls: 0, bodies: [] as Array<string> }
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const source = yield* clientCredentials({
         baseUrl: "http://troupe.test/",
         clientId: "ci_1",
@@ -47,7 +49,7 @@ describe("TokenSource.clientCredentials", () => {
 
   it.effect("concurrent callers share one request; invalidate forces a new one", () => {
     const state = { calls: 0, bodies: [] as Array<string> }
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const source = yield* clientCredentials({ baseUrl: "http://troupe.test", clientId: "ci_1", clientSecret: "sk_1" })
       const fibers = yield* Effect.forEach([1, 2, 3, 4], () => Effect.forkChild(source.get))
       yield* TestClock.adjust("20 millis")
@@ -63,7 +65,7 @@ describe("TokenSource.clientCredentials", () => {
 
   it.effect("a refused request is a TokenError carrying the RFC 6749 error", () => {
     const state = { calls: 0, bodies: [] as Array<string>, fail: true }
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const source = yield* clientCredentials({
         baseUrl: "http://troupe.test",
         clientId: "ci_1",

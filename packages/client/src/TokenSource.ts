@@ -48,8 +48,7 @@ export interface TokenSource {
   readonly invalidate: Effect.Effect<void>
 }
 
-const reveal = (secret: string | Redacted.Redacted<string>) =>
-  Redacted.isRedacted(secret) ? Redacted.value(secret) : secret
+const reveal = (secret: string | Redacted.Redacted<string>) => (Redacted.isRedacted(secret) ? Redacted.value(secret) : secret)
 
 interface Cached {
   readonly token: string
@@ -62,17 +61,15 @@ interface Cached {
  *
  * @category constructors
  */
-export const clientCredentials = (
-  options: ClientCredentialsOptions
-): Effect.Effect<TokenSource, never, HttpClient.HttpClient> =>
-  Effect.gen(function*() {
+export const clientCredentials = (options: ClientCredentialsOptions): Effect.Effect<TokenSource, never, HttpClient.HttpClient> =>
+  Effect.gen(function* () {
     const http = yield* HttpClient.HttpClient
     const lock = yield* Semaphore.make(1)
     const renewBeforeMs = (options.renewBeforeSeconds ?? 60) * 1000
     const url = `${options.baseUrl.replace(/\/+$/, "")}/oidc/token`
     let cached: Option.Option<Cached> = Option.none()
 
-    const fetchToken = Effect.gen(function*() {
+    const fetchToken = Effect.gen(function* () {
       const secret = reveal(options.clientSecret)
       const request = HttpClientRequest.post(url).pipe(
         HttpClientRequest.acceptJson,
@@ -91,15 +88,18 @@ export const clientCredentials = (
       const body = yield* Effect.orElseSucceed(response.json, () => ({}) as unknown)
       const fields = (typeof body === "object" && body !== null ? body : {}) as Record<string, unknown>
       if (response.status !== 200 || typeof fields.access_token !== "string") {
-        return yield* Effect.fail(new TokenError({
-          status: response.status,
-          error: typeof fields.error === "string" ? fields.error : "invalid_response",
-          description: typeof fields.error_description === "string"
-            ? fields.error_description
-            : typeof fields.message === "string"
-            ? fields.message
-            : `unexpected answer from ${url}`
-        }))
+        return yield* Effect.fail(
+          new TokenError({
+            status: response.status,
+            error: typeof fields.error === "string" ? fields.error : "invalid_response",
+            description:
+              typeof fields.error_description === "string"
+                ? fields.error_description
+                : typeof fields.message === "string"
+                  ? fields.message
+                  : `unexpected answer from ${url}`
+          })
+        )
       }
       const expiresIn = typeof fields.expires_in === "number" ? fields.expires_in : 0
       // Counted from when the request left: the token cannot have been issued earlier than that.
@@ -110,15 +110,17 @@ export const clientCredentials = (
 
     const fresh = (now: number) => Option.filter(cached, (c) => now < c.renewAt)
 
-    const get = Effect.gen(function*() {
+    const get = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
       const hit = fresh(now)
       if (Option.isSome(hit)) return hit.value.token
       // One request at a time; whoever waited finds the token the first one fetched.
-      return yield* lock.withPermits(1)(Effect.gen(function*() {
-        const again = fresh(yield* Clock.currentTimeMillis)
-        return Option.isSome(again) ? again.value.token : yield* fetchToken
-      }))
+      return yield* lock.withPermits(1)(
+        Effect.gen(function* () {
+          const again = fresh(yield* Clock.currentTimeMillis)
+          return Option.isSome(again) ? again.value.token : yield* fetchToken
+        })
+      )
     })
 
     return {
@@ -159,9 +161,7 @@ export const clientCredentialsFetch = (options: ClientCredentialsOptions & { rea
       throw new TokenError({
         status: res.status,
         error: typeof body.error === "string" ? body.error : "invalid_response",
-        description: typeof body.error_description === "string"
-          ? body.error_description
-          : `unexpected answer from ${url}`
+        description: typeof body.error_description === "string" ? body.error_description : `unexpected answer from ${url}`
       })
     }
     cached = {

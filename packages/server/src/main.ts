@@ -10,7 +10,8 @@ const program = Layer.launch(ServerLayer).pipe(
     Effect.sync(() => {
       process.stderr.write(`troupe: ${e.message}\n`)
       process.exit(1)
-    })),
+    })
+  ),
   Effect.provide(Logger.layer([Logger.consoleJson]))
 )
 

@@ -14,9 +14,7 @@ const Name = Schema.String.check(
   Schema.isPattern(/\S/, { message: "name must not be blank" }),
   Schema.isMaxLength(200, { message: "name must be at most 200 characters" })
 )
-const Description = Schema.NullOr(Schema.String.check(
-  Schema.isMaxLength(5000, { message: "description must be at most 5000 characters" })
-))
+const Description = Schema.NullOr(Schema.String.check(Schema.isMaxLength(5000, { message: "description must be at most 5000 characters" })))
 /** Function source: at most 1 MiB of JavaScript defining `async function run()`. */
 const Code = Schema.String.check(
   Schema.isPattern(/\S/, { message: "code must not be empty" }),
@@ -25,10 +23,16 @@ const Code = Schema.String.check(
 
 /** 1-based page and page size, from the query string. @category models */
 const pageQuery = (maxLimit: number, defaultLimit: number) => ({
-  page: optional(Schema.FiniteFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 1_000_000 }))
-    .annotate({ description: "1-based page (default 1)" })),
-  limit: optional(Schema.FiniteFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: maxLimit }))
-    .annotate({ description: `Page size (default ${defaultLimit}, at most ${maxLimit})` }))
+  page: optional(
+    Schema.FiniteFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 1_000_000 })).annotate({
+      description: "1-based page (default 1)"
+    })
+  ),
+  limit: optional(
+    Schema.FiniteFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: maxLimit })).annotate({
+      description: `Page size (default ${defaultLimit}, at most ${maxLimit})`
+    })
+  )
 })
 
 /** Query of the function and trigger lists. @category models */
@@ -36,9 +40,11 @@ export const ResourceListQuery = {
   ...pageQuery(1000, 500),
   search: optional(Schema.String.annotate({ description: "Case-insensitive substring of `searchField`" })),
   searchField: optional(Schema.Literals(["name", "description", "id"]).annotate({ description: "Default name" })),
-  sort: optional(Schema.String.annotate({
-    description: "JSON array of {field, direction} (e.g. [{\"field\":\"name\",\"direction\":\"asc\"}]), or \"-name\""
-  }))
+  sort: optional(
+    Schema.String.annotate({
+      description: 'JSON array of {field, direction} (e.g. [{"field":"name","direction":"asc"}]), or "-name"'
+    })
+  )
 }
 
 // ------------------------------------------------------------------------------------------------ functions
@@ -61,8 +67,7 @@ export const ComputeFunction = Schema.Struct({
 export type ComputeFunction = typeof ComputeFunction.Type
 
 /** A function as listed: without its code. @category models */
-export const FunctionSummary = ComputeFunction.mapFields(({ code: _, ...rest }) => rest)
-  .annotate({ identifier: "FunctionSummary" })
+export const FunctionSummary = ComputeFunction.mapFields(({ code: _, ...rest }) => rest).annotate({ identifier: "FunctionSummary" })
 /** @category models */
 export type FunctionSummary = typeof FunctionSummary.Type
 
@@ -118,8 +123,9 @@ export const FunctionVersion = Schema.Struct({
 export type FunctionVersion = typeof FunctionVersion.Type
 
 /** @category models */
-export const FunctionVersionList = Schema.Struct({ versions: Schema.Array(FunctionVersion) })
-  .annotate({ identifier: "FunctionVersionList" })
+export const FunctionVersionList = Schema.Struct({ versions: Schema.Array(FunctionVersion) }).annotate({
+  identifier: "FunctionVersionList"
+})
 
 /** Body of `POST /compute-functions/test`: the code and its `executionParams`. @category models */
 export const TestExecution = Schema.Struct({
@@ -264,8 +270,7 @@ export const TriggerVersion = Schema.Struct({
 }).annotate({ identifier: "TriggerVersion" })
 
 /** @category models */
-export const TriggerVersionList = Schema.Struct({ versions: Schema.Array(TriggerVersion) })
-  .annotate({ identifier: "TriggerVersionList" })
+export const TriggerVersionList = Schema.Struct({ versions: Schema.Array(TriggerVersion) }).annotate({ identifier: "TriggerVersionList" })
 
 // ------------------------------------------------------------------------------------------------ runs
 

@@ -23,11 +23,12 @@ export const EventNames = [
   "trigger.fired"
 ] as const
 /** @category models */
-export type EventName = typeof EventNames[number]
+export type EventName = (typeof EventNames)[number]
 
 /** What a webhook may subscribe to: an event name, a family wildcard, or `*` for every event. @category models */
-export const WebhookEventName = Schema.Literals([...EventNames, "record.*", "record.bulk.*", "function.*", "*"])
-  .annotate({ description: "An event name (record.created, ...), a family (record.*, function.*) or * for all" })
+export const WebhookEventName = Schema.Literals([...EventNames, "record.*", "record.bulk.*", "function.*", "*"]).annotate({
+  description: "An event name (record.created, ...), a family (record.*, function.*) or * for all"
+})
 /** @category models */
 export type WebhookEventName = typeof WebhookEventName.Type
 
@@ -43,12 +44,16 @@ export type WebhookStatus = typeof WebhookStatus.Type
 export const WebhookFilters = Schema.Struct({
   structure: Schema.optionalKey(Schema.String.annotate({ description: "Only events of the structure with this slug" })),
   structureId: Schema.optionalKey(Schema.String.annotate({ description: "Only events of the structure with this id" })),
-  data: Schema.optionalKey(Schema.Record(Schema.String, Schema.Json).annotate({
-    description: "Field equality on the record's data, e.g. {\"status\": \"paid\"} (dotted paths reach nested fields)"
-  })),
-  query: Schema.optionalKey(Schema.String.annotate({
-    description: "A query-language condition on the record (what follows WHERE), e.g. \"amount > 100 AND status = 'paid'\""
-  }))
+  data: Schema.optionalKey(
+    Schema.Record(Schema.String, Schema.Json).annotate({
+      description: 'Field equality on the record\'s data, e.g. {"status": "paid"} (dotted paths reach nested fields)'
+    })
+  ),
+  query: Schema.optionalKey(
+    Schema.String.annotate({
+      description: "A query-language condition on the record (what follows WHERE), e.g. \"amount > 100 AND status = 'paid'\""
+    })
+  )
 })
 /** @category models */
 export type WebhookFilters = typeof WebhookFilters.Type
@@ -67,9 +72,7 @@ const Secret = Schema.String.check(
   Schema.isMinLength(1, { message: "secret must not be empty" }),
   Schema.isMaxLength(512, { message: "secret must be at most 512 characters" })
 )
-const Events = Schema.Array(WebhookEventName).check(
-  Schema.isMinLength(1, { message: "events must name at least one event" })
-)
+const Events = Schema.Array(WebhookEventName).check(Schema.isMinLength(1, { message: "events must name at least one event" }))
 /** Filters arrive as a free object; the server checks the keys and values so it can name each bad one. */
 const FiltersInput = Schema.Record(Schema.String, Schema.Json).annotate({
   description: "structure (slug), structureId, data (field equality), query (query-language condition)"

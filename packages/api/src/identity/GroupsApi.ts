@@ -33,55 +33,74 @@ export class GroupsApi extends HttpApiGroup.make("groups")
       payload: GroupCreate,
       success: Group.pipe(HttpApiSchema.status(201)),
       error: [BadRequest, Conflict]
-    }).annotate(RequiredPermission, "workspace:members").annotate(RateClass, "writes"),
+    })
+      .annotate(RequiredPermission, "workspace:members")
+      .annotate(RateClass, "writes"),
     HttpApiEndpoint.get("list", "/", {
       params: WorkspaceParams,
       query: PageQuery,
       success: GroupList
-    }).annotate(RequiredPermission, "read:service-accounts").annotate(RateClass, "reads"),
+    })
+      .annotate(RequiredPermission, "read:service-accounts")
+      .annotate(RateClass, "reads"),
     HttpApiEndpoint.get("get", "/:groupId", {
       params: groupParams,
       success: Group,
       error: NotFound
-    }).annotate(RequiredPermission, "read:service-accounts").annotate(RateClass, "reads"),
+    })
+      .annotate(RequiredPermission, "read:service-accounts")
+      .annotate(RateClass, "reads"),
     HttpApiEndpoint.delete("delete", "/:groupId", {
       params: groupParams,
       success: HttpApiSchema.NoContent,
       error: [NotFound, Forbidden]
-    }).annotate(RequiredPermission, "workspace:members").annotate(RateClass, "writes"),
+    })
+      .annotate(RequiredPermission, "workspace:members")
+      .annotate(RateClass, "writes"),
     HttpApiEndpoint.post("addPolicy", "/:groupId/policies", {
       params: groupParams,
       payload: PolicyCreate,
       success: Policy.pipe(HttpApiSchema.status(201)),
       error: [BadRequest, NotFound, Forbidden]
-    }).annotate(RequiredPermission, "workspace:members").annotate(RateClass, "writes"),
+    })
+      .annotate(RequiredPermission, "workspace:members")
+      .annotate(RateClass, "writes"),
     HttpApiEndpoint.delete("removePolicy", "/:groupId/policies/:policyId", {
       params: { ...groupParams, policyId: Uuid },
       success: HttpApiSchema.NoContent,
       error: [NotFound, Forbidden]
-    }).annotate(RequiredPermission, "workspace:members").annotate(RateClass, "writes"),
+    })
+      .annotate(RequiredPermission, "workspace:members")
+      .annotate(RateClass, "writes"),
     HttpApiEndpoint.post("addMember", "/:groupId/members", {
       params: groupParams,
       payload: GroupMemberAdd,
       success: Group.pipe(HttpApiSchema.status(201)),
       error: [BadRequest, NotFound, Conflict, Forbidden]
-    }).annotate(RequiredPermission, "workspace:members").annotate(RateClass, "writes"),
+    })
+      .annotate(RequiredPermission, "workspace:members")
+      .annotate(RateClass, "writes"),
     HttpApiEndpoint.delete("removeUser", "/:groupId/members/users/:userId", {
       params: { ...groupParams, userId: Uuid },
       success: HttpApiSchema.NoContent,
       error: [NotFound, Forbidden]
-    }).annotate(RequiredPermission, "workspace:members").annotate(RateClass, "writes"),
+    })
+      .annotate(RequiredPermission, "workspace:members")
+      .annotate(RateClass, "writes"),
     HttpApiEndpoint.delete("removeServiceAccount", "/:groupId/members/service-accounts/:serviceAccountId", {
       params: { ...groupParams, serviceAccountId: ServiceAccountId },
       success: HttpApiSchema.NoContent,
       error: [NotFound, Forbidden]
-    }).annotate(RequiredPermission, "workspace:members").annotate(RateClass, "writes")
+    })
+      .annotate(RequiredPermission, "workspace:members")
+      .annotate(RateClass, "writes")
   )
   .middleware(Authorization)
   .prefix(`${workspaceBase}/groups`)
   .annotate(RequiresUserToken, true)
-  .annotateMerge(OpenApi.annotations({
-    title: "IAM groups",
-    description: "Groups of users and service accounts holding policies {action, resource, effect}."
-  }))
-{}
+  .annotateMerge(
+    OpenApi.annotations({
+      title: "IAM groups",
+      description: "Groups of users and service accounts holding policies {action, resource, effect}."
+    })
+  ) {}

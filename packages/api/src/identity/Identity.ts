@@ -71,9 +71,7 @@ export const Username = Schema.String.check(
 )
 
 /** @category models */
-export const Password = Schema.String.check(
-  Schema.isBetweenLength(8, 256, { message: "password must be 8 to 256 characters" })
-)
+export const Password = Schema.String.check(Schema.isBetweenLength(8, 256, { message: "password must be 8 to 256 characters" }))
 
 /** @category models */
 export const Member = Schema.Struct({
@@ -139,8 +137,9 @@ export const ServiceAccount = Schema.Struct(ServiceAccountFields).annotate({ ide
 export type ServiceAccount = typeof ServiceAccount.Type
 
 /** The creation answer: the only time (with rotation) the secret is shown. @category models */
-export const ServiceAccountCreated = Schema.Struct({ ...ServiceAccountFields, clientSecret: Schema.String })
-  .annotate({ identifier: "ServiceAccountCreated" })
+export const ServiceAccountCreated = Schema.Struct({ ...ServiceAccountFields, clientSecret: Schema.String }).annotate({
+  identifier: "ServiceAccountCreated"
+})
 
 /** @category models */
 export const ServiceAccountList = listOf(ServiceAccount)
@@ -278,13 +277,9 @@ const oauthFields = {
  * RFC 6749 §5.2 error: `invalid_request`, `unsupported_grant_type`, `invalid_scope`, `unauthorized_client`.
  * @category errors
  */
-export class TokenBadRequest extends Schema.Error<TokenBadRequest>("TokenBadRequest")(
-  oauthFields, { httpApiStatus: 400 }
-) {}
+export class TokenBadRequest extends Schema.Error<TokenBadRequest>("TokenBadRequest")(oauthFields, { httpApiStatus: 400 }) {}
 /** `invalid_client`: unknown client, wrong secret or password, revoked account. @category errors */
-export class TokenUnauthorized extends Schema.Error<TokenUnauthorized>("TokenUnauthorized")(
-  oauthFields, { httpApiStatus: 401 }
-) {}
+export class TokenUnauthorized extends Schema.Error<TokenUnauthorized>("TokenUnauthorized")(oauthFields, { httpApiStatus: 401 }) {}
 /** `slow_down`: too many bad credentials for this client or address; see `Retry-After`. @category errors */
 export class TokenSlowDown extends Schema.Error<TokenSlowDown>("TokenSlowDown")(oauthFields, { httpApiStatus: 429 }) {}
 

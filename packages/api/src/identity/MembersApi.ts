@@ -30,33 +30,43 @@ export class MembersApi extends HttpApiGroup.make("members")
       params: WorkspaceParams,
       query: PageQuery,
       success: MemberList
-    }).annotate(RequiredPermission, "workspace:members").annotate(RateClass, "reads")
+    })
+      .annotate(RequiredPermission, "workspace:members")
+      .annotate(RateClass, "reads")
       .annotate(RequiresUserToken, true),
     HttpApiEndpoint.post("add", "/members", {
       params: WorkspaceParams,
       payload: MemberCreate,
       success: Member.pipe(HttpApiSchema.status(201)),
       error: [BadRequest, Conflict, Forbidden]
-    }).annotate(RequiredPermission, "workspace:members").annotate(RateClass, "writes")
+    })
+      .annotate(RequiredPermission, "workspace:members")
+      .annotate(RateClass, "writes")
       .annotate(RequiresUserToken, true),
     HttpApiEndpoint.get("get", "/members/:userId", {
       params: memberParams,
       success: Member,
       error: NotFound
-    }).annotate(RequiredPermission, "workspace:members").annotate(RateClass, "reads")
+    })
+      .annotate(RequiredPermission, "workspace:members")
+      .annotate(RateClass, "reads")
       .annotate(RequiresUserToken, true),
     HttpApiEndpoint.put("setRole", "/members/:userId/role", {
       params: memberParams,
       payload: RoleUpdate,
       success: Member,
       error: [NotFound, Conflict, Forbidden]
-    }).annotate(RequiredPermission, "workspace:members").annotate(RateClass, "writes")
+    })
+      .annotate(RequiredPermission, "workspace:members")
+      .annotate(RateClass, "writes")
       .annotate(RequiresUserToken, true),
     HttpApiEndpoint.delete("remove", "/members/:userId", {
       params: memberParams,
       success: HttpApiSchema.NoContent,
       error: [NotFound, Conflict]
-    }).annotate(RequiredPermission, "workspace:members").annotate(RateClass, "writes")
+    })
+      .annotate(RequiredPermission, "workspace:members")
+      .annotate(RateClass, "writes")
       .annotate(RequiresUserToken, true),
     HttpApiEndpoint.get("me", "/me", {
       params: WorkspaceParams,
@@ -71,8 +81,9 @@ export class MembersApi extends HttpApiGroup.make("members")
   )
   .middleware(Authorization)
   .prefix(workspaceBase)
-  .annotateMerge(OpenApi.annotations({
-    title: "Members",
-    description: "Users of a workspace and their roles (Owners), and the caller's own identity."
-  }))
-{}
+  .annotateMerge(
+    OpenApi.annotations({
+      title: "Members",
+      description: "Users of a workspace and their roles (Owners), and the caller's own identity."
+    })
+  ) {}

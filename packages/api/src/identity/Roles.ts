@@ -32,17 +32,8 @@ const owner: ReadonlyArray<Permission> = [...Permissions, "workspace:members"]
 export const rolePermissions: Readonly<Record<Role, ReadonlyArray<Permission>>> = { viewer, developer, admin, owner }
 
 /** IAM policy actions. `read` does not exist (use `retrieve` or `list`). @category models */
-export const PolicyActions = [
-  "create",
-  "retrieve",
-  "list",
-  "update",
-  "delete",
-  "manage",
-  "validate",
-  "execute"
-] as const
-export type PolicyAction = typeof PolicyActions[number]
+export const PolicyActions = ["create", "retrieve", "list", "update", "delete", "manage", "validate", "execute"] as const
+export type PolicyAction = (typeof PolicyActions)[number]
 
 /** Resources a policy can name; `*` means every resource. @category models */
 export const PolicyResources = [
@@ -56,7 +47,7 @@ export const PolicyResources = [
   "secrets",
   "*"
 ] as const
-export type PolicyResource = typeof PolicyResources[number]
+export type PolicyResource = (typeof PolicyResources)[number]
 
 /** The permission noun behind each policy resource. */
 const nouns: Record<Exclude<PolicyResource, "*" | "secrets">, string> = {
@@ -104,5 +95,4 @@ export const policyPermissions = (action: PolicyAction, resource: PolicyResource
 export const isPolicyAction = (u: string): u is PolicyAction => (PolicyActions as ReadonlyArray<string>).includes(u)
 
 /** True when `u` is a policy resource. @category guards */
-export const isPolicyResource = (u: string): u is PolicyResource =>
-  (PolicyResources as ReadonlyArray<string>).includes(u)
+export const isPolicyResource = (u: string): u is PolicyResource => (PolicyResources as ReadonlyArray<string>).includes(u)

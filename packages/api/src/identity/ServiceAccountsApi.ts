@@ -33,55 +33,74 @@ export class ServiceAccountsApi extends HttpApiGroup.make("serviceAccounts")
       payload: ServiceAccountCreate,
       success: ServiceAccountCreated.pipe(HttpApiSchema.status(201)),
       error: [BadRequest, Forbidden]
-    }).annotate(RequiredPermission, "write:service-accounts").annotate(RateClass, "writes"),
+    })
+      .annotate(RequiredPermission, "write:service-accounts")
+      .annotate(RateClass, "writes"),
     HttpApiEndpoint.get("list", "/", {
       params: WorkspaceParams,
       query: PageQuery,
       success: ServiceAccountList
-    }).annotate(RequiredPermission, "read:service-accounts").annotate(RateClass, "reads"),
+    })
+      .annotate(RequiredPermission, "read:service-accounts")
+      .annotate(RateClass, "reads"),
     HttpApiEndpoint.get("get", "/:id", {
       params: idParams,
       success: ServiceAccount,
       error: NotFound
-    }).annotate(RequiredPermission, "read:service-accounts").annotate(RateClass, "reads"),
+    })
+      .annotate(RequiredPermission, "read:service-accounts")
+      .annotate(RateClass, "reads"),
     HttpApiEndpoint.put("setName", "/:id/name", {
       params: idParams,
       payload: NameUpdate,
       success: ServiceAccount,
       error: [NotFound, Forbidden]
-    }).annotate(RequiredPermission, "write:service-accounts").annotate(RateClass, "writes"),
+    })
+      .annotate(RequiredPermission, "write:service-accounts")
+      .annotate(RateClass, "writes"),
     HttpApiEndpoint.put("setDescription", "/:id/description", {
       params: idParams,
       payload: DescriptionUpdate,
       success: ServiceAccount,
       error: [NotFound, Forbidden]
-    }).annotate(RequiredPermission, "write:service-accounts").annotate(RateClass, "writes"),
+    })
+      .annotate(RequiredPermission, "write:service-accounts")
+      .annotate(RateClass, "writes"),
     HttpApiEndpoint.post("rotate", "/:id/rotate", {
       params: idParams,
       success: ServiceAccountRotated,
       error: [NotFound, Forbidden]
-    }).annotate(RequiredPermission, "write:service-accounts").annotate(RateClass, "writes"),
+    })
+      .annotate(RequiredPermission, "write:service-accounts")
+      .annotate(RateClass, "writes"),
     HttpApiEndpoint.put("rotatePut", "/:id/rotate", {
       params: idParams,
       success: ServiceAccountRotated,
       error: [NotFound, Forbidden]
-    }).annotate(RequiredPermission, "write:service-accounts").annotate(RateClass, "writes"),
+    })
+      .annotate(RequiredPermission, "write:service-accounts")
+      .annotate(RateClass, "writes"),
     HttpApiEndpoint.post("revoke", "/:id/revoke", {
       params: idParams,
       success: ServiceAccount,
       error: [NotFound, Forbidden]
-    }).annotate(RequiredPermission, "write:service-accounts").annotate(RateClass, "writes"),
+    })
+      .annotate(RequiredPermission, "write:service-accounts")
+      .annotate(RateClass, "writes"),
     HttpApiEndpoint.delete("delete", "/:id", {
       params: idParams,
       success: HttpApiSchema.NoContent,
       error: [NotFound, Forbidden]
-    }).annotate(RequiredPermission, "write:service-accounts").annotate(RateClass, "writes")
+    })
+      .annotate(RequiredPermission, "write:service-accounts")
+      .annotate(RateClass, "writes")
   )
   .middleware(Authorization)
   .prefix(`${workspaceBase}/service-accounts`)
   .annotate(RequiresUserToken, true)
-  .annotateMerge(OpenApi.annotations({
-    title: "Service accounts",
-    description: "Machine clients (client credentials). The secret is shown at creation and rotation only."
-  }))
-{}
+  .annotateMerge(
+    OpenApi.annotations({
+      title: "Service accounts",
+      description: "Machine clients (client credentials). The secret is shown at creation and rotation only."
+    })
+  ) {}

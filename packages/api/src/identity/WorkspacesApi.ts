@@ -19,29 +19,40 @@ export class WorkspacesApi extends HttpApiGroup.make("workspaces")
       payload: WorkspaceCreate,
       success: WorkspaceInfo.pipe(HttpApiSchema.status(201)),
       error: [BadRequest, Conflict]
-    }).annotate(RequiredPermission, "platform:admin").annotate(RateClass, "writes"),
+    })
+      .annotate(RequiredPermission, "platform:admin")
+      .annotate(RateClass, "writes"),
     HttpApiEndpoint.get("list", "/workspaces", {
       query: PageQuery,
       success: WorkspaceList
-    }).annotate(RequiredPermission, "platform:admin").annotate(RateClass, "reads"),
+    })
+      .annotate(RequiredPermission, "platform:admin")
+      .annotate(RateClass, "reads"),
     HttpApiEndpoint.get("get", "/workspaces/:slug", {
       params: slugParams,
       success: WorkspaceInfo,
       error: NotFound
-    }).annotate(RequiredPermission, "platform:admin").annotate(RateClass, "reads"),
+    })
+      .annotate(RequiredPermission, "platform:admin")
+      .annotate(RateClass, "reads"),
     HttpApiEndpoint.delete("delete", "/workspaces/:slug", {
       params: slugParams,
       success: HttpApiSchema.NoContent,
       error: NotFound
-    }).annotate(RequiredPermission, "platform:admin").annotate(RateClass, "writes"),
+    })
+      .annotate(RequiredPermission, "platform:admin")
+      .annotate(RateClass, "writes"),
     HttpApiEndpoint.post("rotateSigningKey", "/signing-keys/rotate", {
       success: SigningKeyInfo
-    }).annotate(RequiredPermission, "platform:admin").annotate(RateClass, "writes")
+    })
+      .annotate(RequiredPermission, "platform:admin")
+      .annotate(RateClass, "writes")
   )
   .middleware(Authorization)
   .prefix("/workspace/api/v1")
-  .annotateMerge(OpenApi.annotations({
-    title: "Workspaces",
-    description: "Workspace management (platform administrators). Slugs are lowercase, hyphen-separated and fixed."
-  }))
-{}
+  .annotateMerge(
+    OpenApi.annotations({
+      title: "Workspaces",
+      description: "Workspace management (platform administrators). Slugs are lowercase, hyphen-separated and fixed."
+    })
+  ) {}

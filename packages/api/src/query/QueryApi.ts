@@ -16,12 +16,15 @@ const errors = [BadRequest, Forbidden, NotFound, TooManyRequests, ServiceUnavail
 /** Body of `POST /query`. @category models */
 export const QueryRequest = Schema.Struct({
   query: Schema.String.annotate({
-    description: "SELECT ... FROM <structure slug or name> [WHERE ...] [GROUP BY ...] [ORDER BY ...] [LIMIT n] " +
+    description:
+      "SELECT ... FROM <structure slug or name> [WHERE ...] [GROUP BY ...] [ORDER BY ...] [LIMIT n] " +
       "[OFFSET n] [INCLUDE <reference field>]"
   }),
-  parameters: Schema.optionalKey(Schema.Record(Schema.String, Schema.Json).annotate({
-    description: "Values bound to `:name` placeholders; an array fills an IN list"
-  })),
+  parameters: Schema.optionalKey(
+    Schema.Record(Schema.String, Schema.Json).annotate({
+      description: "Values bound to `:name` placeholders; an array fills an IN list"
+    })
+  ),
   includeDeleted: Schema.optionalKey(Schema.Boolean.annotate({ description: "Also match soft-deleted records" }))
 }).annotate({ identifier: "QueryRequest" })
 /** @category models */
@@ -35,9 +38,11 @@ export const AggregateOperation = Schema.Record(Schema.String, Schema.String).an
 
 /** Body of `POST /records/{slug}/aggregate`. @category models */
 export const AggregateRequest = Schema.Struct({
-  filter: Schema.optionalKey(Schema.Json.annotate({
-    description: "Filter object: {\"data.price\": {\"gte\": 10}, \"status\": \"active\", \"$or\": [...]}"
-  })),
+  filter: Schema.optionalKey(
+    Schema.Json.annotate({
+      description: 'Filter object: {"data.price": {"gte": 10}, "status": "active", "$or": [...]}'
+    })
+  ),
   groupBy: Schema.optionalKey(Schema.Union([Schema.String, Schema.Array(Schema.String)])),
   operations: Schema.Record(Schema.String, AggregateOperation),
   includeDeleted: Schema.optionalKey(Schema.Boolean),
@@ -57,14 +62,17 @@ export class QueryApi extends HttpApiGroup.make("query")
       payload: QueryRequest,
       success: QueryResults,
       error: errors
-    }).annotate(RequiredPermission, "read:records").annotate(RateClass, "queries"),
+    })
+      .annotate(RequiredPermission, "read:records")
+      .annotate(RateClass, "queries"),
     HttpApiEndpoint.post("aggregate", "/records/:slug/aggregate", {
       params: { ...WorkspaceParams, slug: Schema.String },
       payload: AggregateRequest,
       success: QueryResults,
       error: errors
-    }).annotate(RequiredPermission, "read:records").annotate(RateClass, "reads")
+    })
+      .annotate(RequiredPermission, "read:records")
+      .annotate(RateClass, "reads")
   )
   .middleware(Authorization)
-  .prefix(workspaceBase)
-{}
+  .prefix(workspaceBase) {}

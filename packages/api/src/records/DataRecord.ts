@@ -90,5 +90,13 @@ export const BulkResult = Schema.Struct({
   failed: Schema.Number,
   records: Schema.optionalKey(Schema.Array(DataRecord)),
   results: Schema.optionalKey(Schema.Array(Schema.Json)),
-  errors: Schema.Array(Schema.Struct({ index: Schema.Number, id: Schema.optionalKey(Schema.String), code: Schema.String, message: Schema.String, details: Schema.optionalKey(Schema.Json) }))
+  errors: Schema.Array(
+    Schema.Struct({
+      index: Schema.Number,
+      id: Schema.optionalKey(Schema.String),
+      code: Schema.String,
+      message: Schema.String,
+      details: Schema.optionalKey(Schema.Json)
+    })
+  )
 }).annotate({ identifier: "BulkResult" })

@@ -47,16 +47,21 @@ const common = {
   enum: optional(Schema.Array(Schema.Json)),
   isUnique: optional(Schema.Boolean),
   immutable: optional(Schema.Boolean),
-  indexed: optional(Schema.Boolean.annotate({
-    description: "Top-level number, string or reference: keep a database index so filters and sorts on it stay fast"
-  }))
+  indexed: optional(
+    Schema.Boolean.annotate({
+      description: "Top-level number, string or reference: keep a database index so filters and sorts on it stay fast"
+    })
+  )
 }
 
 const computed = {
-  expression: optional(Schema.String.annotate({
-    description: "Computed value: arithmetic, string concatenation, comparisons, && || !, ?:, and the functions " +
-      "now, concat, round, floor, ceil, abs, min, max, lower, upper, length, coalesce"
-  })),
+  expression: optional(
+    Schema.String.annotate({
+      description:
+        "Computed value: arithmetic, string concatenation, comparisons, && || !, ?:, and the functions " +
+        "now, concat, round, floor, ceil, abs, min, max, lower, upper, length, coalesce"
+    })
+  ),
   computedMode: optional(ComputedMode)
 }
 
@@ -296,9 +301,11 @@ export const StructureInput = Schema.Struct({
   description: optional(Schema.String),
   status: optional(StructureStatus),
   schemaDiscoveryMode: optional(SchemaDiscoveryMode),
-  isStrict: optional(Schema.Boolean.annotate({
-    description: "Older form: true rejects undeclared record fields. schemaDiscoveryMode wins when both are sent"
-  })),
+  isStrict: optional(
+    Schema.Boolean.annotate({
+      description: "Older form: true rejects undeclared record fields. schemaDiscoveryMode wins when both are sent"
+    })
+  ),
   enableVersioning: optional(Schema.Boolean),
   retentionPolicy: optional(RetentionPolicy),
   defaultSearchField: optional(Schema.String),

@@ -35,14 +35,10 @@ export const StructureListQuery = {
   limit: Schema.optional(Schema.FiniteFromString.annotate({ description: "Page size (default 500, at most 500)" })),
   search: Schema.optional(Schema.String.annotate({ description: "Case-insensitive substring of `searchField`" })),
   searchField: Schema.optional(Schema.Literals(["name", "recordSlug", "description", "id"])),
-  "sort[field]": Schema.optional(
-    Schema.Literals(["name", "recordSlug", "createdAt", "updatedAt", "version", "status"])
-  ),
+  "sort[field]": Schema.optional(Schema.Literals(["name", "recordSlug", "createdAt", "updatedAt", "version", "status"])),
   "sort[direction]": Schema.optional(Schema.Literals(["asc", "desc", "ASC", "DESC"])),
   "filter[status]": Schema.optional(Schema.Literals(["active", "inactive"])),
-  "filter[isDeleted]": Schema.optional(
-    QueryBoolean.annotate({ description: "true lists soft-deleted structures only (default false)" })
-  )
+  "filter[isDeleted]": Schema.optional(QueryBoolean.annotate({ description: "true lists soft-deleted structures only (default false)" }))
 }
 
 /** One stored structure version (kept while `enableVersioning` is on). @category models */
@@ -60,8 +56,9 @@ export const StructureVersion = Schema.Struct({
 export type StructureVersion = typeof StructureVersion.Type
 
 /** Answer of `GET /structures/{id}/versions`, newest first. @category models */
-export const StructureVersionList = Schema.Struct({ versions: Schema.Array(StructureVersion) })
-  .annotate({ identifier: "StructureVersionList" })
+export const StructureVersionList = Schema.Struct({ versions: Schema.Array(StructureVersion) }).annotate({
+  identifier: "StructureVersionList"
+})
 
 /** Body of `DELETE /structures/{id}/properties`. @category models */
 export const PropertyIds = Schema.Struct({ ids: Schema.Array(Schema.String) }).annotate({ identifier: "PropertyIds" })
@@ -138,111 +135,143 @@ const VersionParams = { ...Id, version: Schema.FiniteFromString.check(Schema.isI
 /** @category groups */
 export class StructuresApi extends HttpApiGroup.make("structures")
   .add(
-    read(HttpApiEndpoint.get("list", "/structures", {
-      params: WorkspaceParams,
-      query: StructureListQuery,
-      success: StructureList,
-      error: errors
-    })),
-    write(HttpApiEndpoint.post("create", "/structures", {
-      params: WorkspaceParams,
-      payload: CreateBody,
-      success: Structure,
-      error: errors
-    }))
-      .annotate(OpenApi.Transform, documentBodyAsStructureInput),
-    read(HttpApiEndpoint.post("validate", "/structures/validate", {
-      params: WorkspaceParams,
-      payload: ValidateBody,
-      success: StructureValidation,
-      error: errors
-    })).annotate(OpenApi.Transform, documentBodyAsStructureInput),
-    read(HttpApiEndpoint.get("getBySlug", "/structures/slug/:recordSlug", {
-      params: { ...WorkspaceParams, recordSlug: Schema.String },
-      success: Structure,
-      error: errors
-    })),
+    read(
+      HttpApiEndpoint.get("list", "/structures", {
+        params: WorkspaceParams,
+        query: StructureListQuery,
+        success: StructureList,
+        error: errors
+      })
+    ),
+    write(
+      HttpApiEndpoint.post("create", "/structures", {
+        params: WorkspaceParams,
+        payload: CreateBody,
+        success: Structure,
+        error: errors
+      })
+    ).annotate(OpenApi.Transform, documentBodyAsStructureInput),
+    read(
+      HttpApiEndpoint.post("validate", "/structures/validate", {
+        params: WorkspaceParams,
+        payload: ValidateBody,
+        success: StructureValidation,
+        error: errors
+      })
+    ).annotate(OpenApi.Transform, documentBodyAsStructureInput),
+    read(
+      HttpApiEndpoint.get("getBySlug", "/structures/slug/:recordSlug", {
+        params: { ...WorkspaceParams, recordSlug: Schema.String },
+        success: Structure,
+        error: errors
+      })
+    ),
     read(HttpApiEndpoint.get("get", "/structures/:id", { params: Id, success: Structure, error: errors })),
-    write(HttpApiEndpoint.put("update", "/structures/:id", {
-      params: Id,
-      payload: StructureUpdate,
-      success: Structure,
-      error: errors
-    })),
-    write(HttpApiEndpoint.patch("patch", "/structures/:id", {
-      params: Id,
-      payload: StructureUpdate,
-      success: Structure,
-      error: errors
-    })),
-    write(HttpApiEndpoint.delete("delete", "/structures/:id", {
-      params: Id,
-      query: { hard: Schema.optional(QueryBoolean) },
-      success: Structure,
-      error: errors
-    })),
-    write(HttpApiEndpoint.delete("deleteProperties", "/structures/:id/properties", {
-      params: Id,
-      payload: PropertyIds,
-      success: Structure,
-      error: errors
-    })),
-    admin(HttpApiEndpoint.put("setMetadata", "/structures/:id/metadata", {
-      params: Id,
-      payload: StructureMetadataUpdate,
-      success: Structure,
-      error: errors
-    })),
-    read(HttpApiEndpoint.get("versions", "/structures/:id/versions", {
-      params: Id,
-      success: StructureVersionList,
-      error: errors
-    })),
-    read(HttpApiEndpoint.get("version", "/structures/:id/versions/:version", {
-      params: VersionParams,
-      success: StructureVersion,
-      error: errors
-    })),
-    write(HttpApiEndpoint.post("pinVersion", "/structures/:id/versions/:version/pin", {
-      params: VersionParams,
-      success: StructureVersion,
-      error: errors
-    })),
-    write(HttpApiEndpoint.post("unpinVersion", "/structures/:id/versions/:version/unpin", {
-      params: VersionParams,
-      success: StructureVersion,
-      error: errors
-    })),
+    write(
+      HttpApiEndpoint.put("update", "/structures/:id", {
+        params: Id,
+        payload: StructureUpdate,
+        success: Structure,
+        error: errors
+      })
+    ),
+    write(
+      HttpApiEndpoint.patch("patch", "/structures/:id", {
+        params: Id,
+        payload: StructureUpdate,
+        success: Structure,
+        error: errors
+      })
+    ),
+    write(
+      HttpApiEndpoint.delete("delete", "/structures/:id", {
+        params: Id,
+        query: { hard: Schema.optional(QueryBoolean) },
+        success: Structure,
+        error: errors
+      })
+    ),
+    write(
+      HttpApiEndpoint.delete("deleteProperties", "/structures/:id/properties", {
+        params: Id,
+        payload: PropertyIds,
+        success: Structure,
+        error: errors
+      })
+    ),
+    admin(
+      HttpApiEndpoint.put("setMetadata", "/structures/:id/metadata", {
+        params: Id,
+        payload: StructureMetadataUpdate,
+        success: Structure,
+        error: errors
+      })
+    ),
+    read(
+      HttpApiEndpoint.get("versions", "/structures/:id/versions", {
+        params: Id,
+        success: StructureVersionList,
+        error: errors
+      })
+    ),
+    read(
+      HttpApiEndpoint.get("version", "/structures/:id/versions/:version", {
+        params: VersionParams,
+        success: StructureVersion,
+        error: errors
+      })
+    ),
+    write(
+      HttpApiEndpoint.post("pinVersion", "/structures/:id/versions/:version/pin", {
+        params: VersionParams,
+        success: StructureVersion,
+        error: errors
+      })
+    ),
+    write(
+      HttpApiEndpoint.post("unpinVersion", "/structures/:id/versions/:version/unpin", {
+        params: VersionParams,
+        success: StructureVersion,
+        error: errors
+      })
+    ),
     // The simplified `/collections` listing of the same resource.
-    read(HttpApiEndpoint.get("listCollections", "/collections", {
-      params: WorkspaceParams,
-      query: StructureListQuery,
-      success: CollectionList,
-      error: errors
-    })),
-    write(HttpApiEndpoint.post("createCollection", "/collections", {
-      params: WorkspaceParams,
-      payload: CollectionInput,
-      success: Collection,
-      error: errors
-    })),
+    read(
+      HttpApiEndpoint.get("listCollections", "/collections", {
+        params: WorkspaceParams,
+        query: StructureListQuery,
+        success: CollectionList,
+        error: errors
+      })
+    ),
+    write(
+      HttpApiEndpoint.post("createCollection", "/collections", {
+        params: WorkspaceParams,
+        payload: CollectionInput,
+        success: Collection,
+        error: errors
+      })
+    ),
     read(HttpApiEndpoint.get("getCollection", "/collections/:id", { params: Id, success: Collection, error: errors })),
-    write(HttpApiEndpoint.put("updateCollection", "/collections/:id", {
-      params: Id,
-      payload: CollectionUpdate,
-      success: Collection,
-      error: errors
-    })),
-    write(HttpApiEndpoint.delete("deleteCollection", "/collections/:id", {
-      params: Id,
-      query: { hard: Schema.optional(QueryBoolean) },
-      success: Collection,
-      error: errors
-    }))
+    write(
+      HttpApiEndpoint.put("updateCollection", "/collections/:id", {
+        params: Id,
+        payload: CollectionUpdate,
+        success: Collection,
+        error: errors
+      })
+    ),
+    write(
+      HttpApiEndpoint.delete("deleteCollection", "/collections/:id", {
+        params: Id,
+        query: { hard: Schema.optional(QueryBoolean) },
+        success: Collection,
+        error: errors
+      })
+    )
   )
   .middleware(Authorization)
   .prefix(workspaceBase)
   // One 400 names every decode problem of a body or query, not only the first.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
-  .annotate(HttpApi.QueryParseOptions, { errors: "all" })
-{}
+  .annotate(HttpApi.QueryParseOptions, { errors: "all" }) {}

@@ -36,7 +36,7 @@ export const readClaims = (token: string) => {
 
 /** A secret from its flag, else from an environment variable, else from stdin when stdin is not a terminal. */
 const secret = (flag: Option.Option<Redacted.Redacted<string>>, envName: string, what: string, flagName: string) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     if (Option.isSome(flag)) return Redacted.value(flag.value)
     const fromEnv = yield* Config.String(envName).pipe(Config.option, Effect.orDie)
     if (Option.isSome(fromEnv) && fromEnv.value.length > 0) return fromEnv.value
@@ -65,10 +65,7 @@ const flags = {
     Flag.withDescription("Password grant: the password (else TROUPE_PASSWORD, else read from stdin)"),
     Flag.optional
   ),
-  clientId: Flag.String("client-id").pipe(
-    Flag.withDescription("Client-credentials grant: the service account's client id"),
-    Flag.optional
-  ),
+  clientId: Flag.String("client-id").pipe(Flag.withDescription("Client-credentials grant: the service account's client id"), Flag.optional),
   clientSecret: Flag.Redacted("client-secret").pipe(
     Flag.withDescription("Client-credentials grant: its secret (else TROUPE_CLIENT_SECRET, else read from stdin)"),
     Flag.optional
@@ -77,7 +74,7 @@ const flags = {
 
 /** @category commands */
 export const login = Command.make("login", flags, (input) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const stored = yield* readProfile
     const fromEnv = yield* Config.String("TROUPE_URL").pipe(Config.option, Effect.orDie)
     const url = Option.getOrElse(
@@ -126,12 +123,16 @@ export const login = Command.make("login", flags, (input) =>
       ...(Option.isSome(input.clientId) ? { clientId: input.clientId.value } : {})
     }
     const file = yield* writeProfile(profile)
-    const who = Option.getOrElse(Option.orElse(input.username, () => input.clientId), () => claims.sub ?? "?")
+    const who = Option.getOrElse(
+      Option.orElse(input.username, () => input.clientId),
+      () => claims.sub ?? "?"
+    )
     yield* result(
       { url, workspace: ws, subject: claims.sub ?? null, grant, expiresAt: expiresAt ?? null, config: file, me },
       (r) => `Logged in to ${r.url} (workspace ${r.workspace}) as ${who}; token valid until ${r.expiresAt ?? "?"}; saved in ${r.config}`
     )
-  }).pipe(Effect.provide(FetchHttpClient.layer))).pipe(
+  }).pipe(Effect.provide(FetchHttpClient.layer))
+).pipe(
   Command.withDescription(
     "Get a token and keep it in the config file ($TROUPE_CONFIG, else ~/.config/troupe/config.json, mode 600). " +
       "Password grant: --username with --password, TROUPE_PASSWORD or the password on stdin. Client credentials: " +
@@ -146,20 +147,23 @@ export const login = Command.make("login", flags, (input) =>
 
 /** @category commands */
 export const logout = Command.make("logout", {}, () =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const file = yield* configPath
     yield* writeProfile(undefined)
     yield* result({ config: file }, (r) => `Token removed from ${r.config}`)
-  })).pipe(Command.withDescription("Forget the stored token (the server keeps honouring it until it expires)."))
+  })
+).pipe(Command.withDescription("Forget the stored token (the server keeps honouring it until it expires)."))
 
 /** @category commands */
 export const whoami = Command.make("whoami", {}, () =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const api = yield* TroupeApi
     const me = yield* api.call("GET", "/me")
     const session = yield* currentSession
-    yield* result(
-      { url: session.url, workspace: session.workspace, expiresAt: session.expiresAt ?? null, me },
-      (r) => [`${r.url} workspace ${r.workspace}`, JSON.stringify(r.me), `token valid until ${r.expiresAt ?? "?"}`]
-    )
-  })).pipe(Command.withDescription("Show who the stored token is for (GET /me)."), Command.provide(TroupeApi.layer))
+    yield* result({ url: session.url, workspace: session.workspace, expiresAt: session.expiresAt ?? null, me }, (r) => [
+      `${r.url} workspace ${r.workspace}`,
+      JSON.stringify(r.me),
+      `token valid until ${r.expiresAt ?? "?"}`
+    ])
+  })
+).pipe(Command.withDescription("Show who the stored token is for (GET /me)."), Command.provide(TroupeApi.layer))

@@ -18,45 +18,45 @@ const dirFlag = Flag.String("dir").pipe(
 )
 
 /** @category commands */
-export const types = Command.make("types", {
-  out: Flag.String("out").pipe(
-    Flag.withAlias("o"),
-    Flag.withDescription("TypeScript file to write (default: stdout)"),
-    Flag.optional
-  ),
-  jsonSchema: Flag.String("json-schema").pipe(
-    Flag.withDescription("Also write the JSON Schemas (one object keyed by record slug) to this file"),
-    Flag.optional
-  )
-}, (input) =>
-  Effect.gen(function*() {
-    const api = yield* TroupeApi
-    const fs = yield* FileSystem.FileSystem
-    const path = yield* Path.Path
-    const structures = (yield* listStructures) as unknown as ReadonlyArray<StructureLike>
-    const text = structuresToTypeScript(structures, api.session)
-    const out = orUndefined(input.out)
-    const schemaFile = orUndefined(input.jsonSchema)
-    if (schemaFile !== undefined) {
-      const schemas = Object.fromEntries(structures.map((s) => [s.recordSlug, structureSchema(s)]))
-      yield* fs.makeDirectory(path.dirname(path.resolve(schemaFile)), { recursive: true })
-      yield* fs.writeFileString(schemaFile, JSON.stringify(schemas, null, 2) + "\n")
-    }
-    if (out === undefined && !(yield* Json)) return yield* Console.log(text)
-    if (out !== undefined) {
-      yield* fs.makeDirectory(path.dirname(path.resolve(out)), { recursive: true })
-      yield* fs.writeFileString(out, text)
-    }
-    yield* result(
-      {
-        file: out ?? null,
-        jsonSchema: schemaFile ?? null,
-        structures: structures.map((s) => s.recordSlug),
-        ...(out === undefined ? { types: text } : {})
-      },
-      (r) => `Wrote types of ${r.structures.length} structures to ${r.file}`
+export const types = Command.make(
+  "types",
+  {
+    out: Flag.String("out").pipe(Flag.withAlias("o"), Flag.withDescription("TypeScript file to write (default: stdout)"), Flag.optional),
+    jsonSchema: Flag.String("json-schema").pipe(
+      Flag.withDescription("Also write the JSON Schemas (one object keyed by record slug) to this file"),
+      Flag.optional
     )
-  })).pipe(
+  },
+  (input) =>
+    Effect.gen(function* () {
+      const api = yield* TroupeApi
+      const fs = yield* FileSystem.FileSystem
+      const path = yield* Path.Path
+      const structures = (yield* listStructures) as unknown as ReadonlyArray<StructureLike>
+      const text = structuresToTypeScript(structures, api.session)
+      const out = orUndefined(input.out)
+      const schemaFile = orUndefined(input.jsonSchema)
+      if (schemaFile !== undefined) {
+        const schemas = Object.fromEntries(structures.map((s) => [s.recordSlug, structureSchema(s)]))
+        yield* fs.makeDirectory(path.dirname(path.resolve(schemaFile)), { recursive: true })
+        yield* fs.writeFileString(schemaFile, `${JSON.stringify(schemas, null, 2)}\n`)
+      }
+      if (out === undefined && !(yield* Json)) return yield* Console.log(text)
+      if (out !== undefined) {
+        yield* fs.makeDirectory(path.dirname(path.resolve(out)), { recursive: true })
+        yield* fs.writeFileString(out, text)
+      }
+      yield* result(
+        {
+          file: out ?? null,
+          jsonSchema: schemaFile ?? null,
+          structures: structures.map((s) => s.recordSlug),
+          ...(out === undefined ? { types: text } : {})
+        },
+        (r) => `Wrote types of ${r.structures.length} structures to ${r.file}`
+      )
+    })
+).pipe(
   Command.withDescription(
     "TypeScript types of every structure's record data, for app code: each structure becomes a JSON Schema " +
       "(draft 2020-12) and the schema a TypeScript interface, all in one file, plus TroupeStructures (slug -> type)."
@@ -66,7 +66,7 @@ export const types = Command.make("types", {
 )
 
 const pull = Command.make("pull", { dir: dirFlag }, (input) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
     const structures = yield* listStructures
@@ -74,18 +74,19 @@ const pull = Command.make("pull", { dir: dirFlag }, (input) =>
     const files: Array<string> = []
     for (const s of structures) {
       const file = path.join(input.dir, `${String(s.recordSlug)}.json`)
-      yield* fs.writeFileString(file, JSON.stringify(toFile(s), null, 2) + "\n")
+      yield* fs.writeFileString(file, `${JSON.stringify(toFile(s), null, 2)}\n`)
       files.push(file)
     }
     yield* result({ dir: input.dir, files }, (r) => [...r.files.map((f) => `wrote ${f}`), `${r.files.length} structures`])
-  })).pipe(
+  })
+).pipe(
   Command.withDescription(
     "Write every structure of the workspace to <dir>/<recordSlug>.json: its definition without server-managed " +
       "fields (id, dates, version, metadata), properties with their ids."
   )
 )
 
-const confirm = Effect.gen(function*() {
+const confirm = Effect.gen(function* () {
   const stdio = yield* Stdio.Stdio
   if (!(yield* stdio.stdinIsTerminal)) return false
   process.stderr.write("Apply these changes? [y/N] ")
@@ -93,66 +94,66 @@ const confirm = Effect.gen(function*() {
   return line._tag === "Some" && /^y(es)?$/i.test(line.value.trim())
 })
 
-const push = Command.make("push", {
-  dir: dirFlag,
-  yes: Flag.Boolean("yes").pipe(
-    Flag.withDefault(false),
-    Flag.withAlias("y"),
-    Flag.withDescription("Apply without asking")
-  )
-}, (input) =>
-  Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const path = yield* Path.Path
-    const api = yield* TroupeApi
-    if (!(yield* fs.exists(input.dir))) return yield* usage(`no directory ${input.dir} (run troupe structures pull first)`)
-    const names = (yield* fs.readDirectory(input.dir)).filter((f) => f.endsWith(".json")).sort()
-    const remote = yield* listStructures
-    const bySlug = new Map(remote.map((s) => [String(s.recordSlug), s]))
-    const plans: Array<Plan> = []
-    for (const name of names) {
-      const file = path.join(input.dir, name)
-      const text = yield* fs.readFileString(file)
-      const local = yield* Effect.try({
-        try: () => JSON.parse(text) as Record<string, unknown>,
-        catch: () => usage(`${file} is not JSON`)
-      })
-      if (typeof local !== "object" || local === null || Array.isArray(local)) return yield* usage(`${file}: not an object`)
-      const slug = typeof local.recordSlug === "string" ? local.recordSlug : name.replace(/\.json$/, "")
-      plans.push(plan(file, { ...local, recordSlug: slug }, bySlug.get(slug)))
-    }
-    const ordered = inDependencyOrder(plans)
-    const pending = ordered.filter((p) => p.action !== "unchanged")
-    const json = yield* Json
-    if (!json) {
-      for (const p of ordered) {
-        yield* Console.log(`${p.recordSlug} (${p.file}): ${p.action}`)
-        for (const c of p.changes) yield* Console.log(`  ${c}`)
+const push = Command.make(
+  "push",
+  {
+    dir: dirFlag,
+    yes: Flag.Boolean("yes").pipe(Flag.withDefault(false), Flag.withAlias("y"), Flag.withDescription("Apply without asking"))
+  },
+  (input) =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const path = yield* Path.Path
+      const api = yield* TroupeApi
+      if (!(yield* fs.exists(input.dir))) return yield* usage(`no directory ${input.dir} (run troupe structures pull first)`)
+      const names = (yield* fs.readDirectory(input.dir)).filter((f) => f.endsWith(".json")).sort()
+      const remote = yield* listStructures
+      const bySlug = new Map(remote.map((s) => [String(s.recordSlug), s]))
+      const plans: Array<Plan> = []
+      for (const name of names) {
+        const file = path.join(input.dir, name)
+        const text = yield* fs.readFileString(file)
+        const local = yield* Effect.try({
+          try: () => JSON.parse(text) as Record<string, unknown>,
+          catch: () => usage(`${file} is not JSON`)
+        })
+        if (typeof local !== "object" || local === null || Array.isArray(local)) return yield* usage(`${file}: not an object`)
+        const slug = typeof local.recordSlug === "string" ? local.recordSlug : name.replace(/\.json$/, "")
+        plans.push(plan(file, { ...local, recordSlug: slug }, bySlug.get(slug)))
       }
-    }
-    const apply = pending.length > 0 && (input.yes || (!json && (yield* confirm)))
-    const applied: Array<string> = []
-    if (apply) {
-      for (const p of pending) {
-        if (p.action === "create") yield* api.call("POST", "/structures", { body: p.body })
-        else yield* api.call("PUT", `/structures/${encodeURIComponent(p.id ?? p.recordSlug)}`, { body: p.body })
-        applied.push(p.recordSlug)
+      const ordered = inDependencyOrder(plans)
+      const pending = ordered.filter((p) => p.action !== "unchanged")
+      const json = yield* Json
+      if (!json) {
+        for (const p of ordered) {
+          yield* Console.log(`${p.recordSlug} (${p.file}): ${p.action}`)
+          for (const c of p.changes) yield* Console.log(`  ${c}`)
+        }
       }
-    }
-    yield* result(
-      {
-        dir: input.dir,
-        applied: apply,
-        plans: ordered.map((p) => ({ recordSlug: p.recordSlug, file: p.file, action: p.action, changes: p.changes }))
-      },
-      (r) =>
-        pending.length === 0
-          ? "Nothing to push: the server has these definitions."
-          : r.applied
-          ? `Pushed ${applied.length} structures (${pending.filter((p) => p.action === "create").length} created).`
-          : "Not applied: run again with --yes to push these changes."
-    )
-  })).pipe(
+      const apply = pending.length > 0 && (input.yes || (!json && (yield* confirm)))
+      const applied: Array<string> = []
+      if (apply) {
+        for (const p of pending) {
+          if (p.action === "create") yield* api.call("POST", "/structures", { body: p.body })
+          else yield* api.call("PUT", `/structures/${encodeURIComponent(p.id ?? p.recordSlug)}`, { body: p.body })
+          applied.push(p.recordSlug)
+        }
+      }
+      yield* result(
+        {
+          dir: input.dir,
+          applied: apply,
+          plans: ordered.map((p) => ({ recordSlug: p.recordSlug, file: p.file, action: p.action, changes: p.changes }))
+        },
+        (r) =>
+          pending.length === 0
+            ? "Nothing to push: the server has these definitions."
+            : r.applied
+              ? `Pushed ${applied.length} structures (${pending.filter((p) => p.action === "create").length} created).`
+              : "Not applied: run again with --yes to push these changes."
+      )
+    })
+).pipe(
   Command.withDescription(
     "Show what the files in <dir> would change on the server, then create the missing structures (POST) and " +
       "update the changed ones (PUT), referenced structures first. Keys and properties a file leaves out are kept " +

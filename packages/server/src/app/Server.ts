@@ -44,14 +44,15 @@ import { Notifier } from "../platform/Notifier.ts"
 import { TracingLayer } from "../platform/Tracing.ts"
 
 /** What GET /metrics reads from the database when scraped (everything else is in memory). */
-const MetricsScrapeLive = Layer.effect(MetricsScrape, Effect.gen(function*() {
-  const runs = yield* RunRepo
-  return MetricsScrape.of({
-    refresh: refreshQueuedRuns(runs).pipe(
-      Effect.catchCause((cause) => Effect.logWarning("metrics: reading queued runs failed", cause))
-    )
+const MetricsScrapeLive = Layer.effect(
+  MetricsScrape,
+  Effect.gen(function* () {
+    const runs = yield* RunRepo
+    return MetricsScrape.of({
+      refresh: refreshQueuedRuns(runs).pipe(Effect.catchCause((cause) => Effect.logWarning("metrics: reading queued runs failed", cause)))
+    })
   })
-}))
+)
 
 /** Every HttpApi group's handlers. */
 const Handlers = Layer.mergeAll(
@@ -97,28 +98,47 @@ const Runtime = Entities.pipe(
   Layer.provideMerge(DatabaseLayer)
 )
 
-const HttpLive = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* AppConfig
-  const rawRoutes = [["GET", "/docs"], ["GET", "/openapi.json"], ...realtimeRoutes, ...CONSOLE_PATHS.map((p) => ["GET", p] as const)] as const
-  // a request's route pattern (metrics, span names), the same for both lanes
-  const routeOf = routeLabels(Api, rawRoutes, HTTP_TRIGGER_PATHS)
-  // the node's http.Server answers the fast routes itself and hands every other request to the Effect stack
-  // on SIGTERM its keep-alive connections end after the request they carry (Drain.ts)
-  const authenticator = yield* Authenticator
-  const FastServer = draining(fastServer(yield* fastLane(Api, yield* FastRoutes, authenticator.authenticate), yield* Effect.context<never>(), {
-    logLevel: config.logLevel,
-    maxBody: config.maxBodyBytes,
-    maxJsonDepth: config.maxJsonDepth
-  }))
-  return serve(Api, Routes, rawRoutes, routeOf).pipe(
-    Layer.provide(NodeHttpServer.layer(() => answerClientErrors(new FastServer()), { port: config.port, host: config.host }))
+const HttpLive = Layer.unwrap(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const rawRoutes = [
+      ["GET", "/docs"],
+      ["GET", "/openapi.json"],
+      ...realtimeRoutes,
+      ...CONSOLE_PATHS.map((p) => ["GET", p] as const)
+    ] as const
+    // a request's route pattern (metrics, span names), the same for both lanes
+    const routeOf = routeLabels(Api, rawRoutes, HTTP_TRIGGER_PATHS)
+    // the node's http.Server answers the fast routes itself and hands every other request to the Effect stack
+    // on SIGTERM its keep-alive connections end after the request they carry (Drain.ts)
+    const authenticator = yield* Authenticator
+    const FastServer = draining(
+      fastServer(yield* fastLane(Api, yield* FastRoutes, authenticator.authenticate), yield* Effect.context<never>(), {
+        logLevel: config.logLevel,
+        maxBody: config.maxBodyBytes,
+        maxJsonDepth: config.maxJsonDepth
+      })
+    )
+    return serve(Api, Routes, rawRoutes, routeOf).pipe(
+      Layer.provide(NodeHttpServer.layer(() => answerClientErrors(new FastServer()), { port: config.port, host: config.host }))
+    )
+  })
+).pipe(
+  Layer.provide(
+    Layer.effect(
+      FastRoutes,
+      Effect.map(Effect.all([fastReadRoutes, fastQueryRoutes]), (tables) => Object.assign({}, ...tables))
+    )
   )
-})).pipe(Layer.provide(Layer.effect(FastRoutes, Effect.map(Effect.all([fastReadRoutes, fastQueryRoutes]), (tables) => Object.assign({}, ...tables)))))
+)
 
 /** TROUPE_LOG_LEVEL as Effect's minimum log level, for every fiber the layers below start. */
-const LogLevelLive = Layer.effect(References.MinimumLogLevel, Effect.gen(function*() {
-  return (yield* AppConfig).minimumLogLevel
-}))
+const LogLevelLive = Layer.effect(
+  References.MinimumLogLevel,
+  Effect.gen(function* () {
+    return (yield* AppConfig).minimumLogLevel
+  })
+)
 
 export const ServerLayer = HttpLive.pipe(
   Layer.provide(Runtime),

@@ -12,7 +12,7 @@ import * as Ast from "../query/Ast.ts"
 import { parseFilterObject, parseSort } from "../query/FilterParser.ts"
 import { QueryService } from "../query/QueryService.ts"
 import { isUuid, toRecordB } from "../query/RecordRow.ts"
-import { type Writer } from "../records/model.ts"
+import type { Writer } from "../records/model.ts"
 import { RecordWriter } from "../records/RecordEntity.ts"
 import { fromResult, RecordQuery } from "../query/RecordQuery.ts"
 import { RecordService } from "../records/RecordService.ts"
@@ -44,8 +44,18 @@ const invalidArg = (field: string, message: string) =>
 
 /** `queryRecords` options that are not bracket filters. */
 const queryOptionNames = new Set([
-  "filter", "search", "searchFields", "page", "pageSize", "limit", "sort", "includeDeleted", "includeTotal", "dateWindow",
-  "fields", "expand"
+  "filter",
+  "search",
+  "searchFields",
+  "page",
+  "pageSize",
+  "limit",
+  "sort",
+  "includeDeleted",
+  "includeTotal",
+  "dateWindow",
+  "fields",
+  "expand"
 ])
 
 const MAX_PAGE_SIZE = 1000
@@ -59,7 +69,7 @@ const positiveInt = (name: string, value: unknown, fallback: number, max: number
 
 /** `sort`: "-price,name", or [{field, direction}]. */
 const sortOf = (sort: unknown) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     if (sort === undefined || sort === null) return yield* fromResult("sort", parseSort("createdAt"))
     if (typeof sort === "string") return yield* fromResult("sort", parseSort(sort))
     if (!Array.isArray(sort)) return yield* invalidArg("sort", "sort must be a string or an array of {field, direction}")
@@ -79,7 +89,7 @@ const sortOf = (sort: unknown) =>
 const unwrap = (value: Record<string, unknown>, properties: ReadonlyArray<{ readonly name: string }>) =>
   Object.keys(value).length === 1 && isObject(value.data) && !properties.some((p) => p.name === "data") ? value.data : value
 
-export const makeBridgeFactory = Effect.gen(function*() {
+export const makeBridgeFactory = Effect.gen(function* () {
   const records = yield* RecordService
   const writers = yield* RecordWriter
   const query = yield* RecordQuery
@@ -107,18 +117,20 @@ export const makeBridgeFactory = Effect.gen(function*() {
         : Effect.fail(forbidden(`This function acts as ${principal.name}, who lacks the permission "${permission}"`))
 
     const view = (row: Parameters<typeof toRecordB>[0]) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const structure = yield* structures.get(workspace, row.structureId)
         return toRecordB(row, yield* shown(structure, row.data, principal, false))
       })
 
     const text = (name: string, value: unknown) =>
-      typeof value === "string" && value.length > 0 ? Effect.succeed(value) : Effect.fail(invalidArg(name, `${name} must be a non-empty string`))
+      typeof value === "string" && value.length > 0
+        ? Effect.succeed(value)
+        : Effect.fail(invalidArg(name, `${name} must be a non-empty string`))
     const object = (name: string, value: unknown) =>
       isObject(value) ? Effect.succeed(value) : Effect.fail(invalidArg(name, `${name} must be an object`))
 
     const queryRecords = (slug: unknown, options: unknown) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         yield* need("read:records")
         const structure = yield* resolve(workspace, yield* text("recordSlug", slug))
         const o = options === undefined || options === null ? {} : yield* object("options", options)
@@ -136,7 +148,10 @@ export const makeBridgeFactory = Effect.gen(function*() {
         if (o.dateWindow !== undefined && o.dateWindow !== null) {
           const w = yield* object("dateWindow", o.dateWindow)
           const field = Ast.fieldRef(yield* text("dateWindow.field", w.field))
-          for (const [bound, op] of [["from", "gte"], ["to", "lte"]] as const) {
+          for (const [bound, op] of [
+            ["from", "gte"],
+            ["to", "lte"]
+          ] as const) {
             const v = w[bound]
             if (v === undefined || v === null) continue
             if (typeof v !== "string" || Number.isNaN(Date.parse(v))) {
@@ -148,17 +163,22 @@ export const makeBridgeFactory = Effect.gen(function*() {
         const page = yield* positiveInt("page", o.page, 1, 1_000_000)
         const pageSize = yield* positiveInt("pageSize", o.pageSize ?? o.limit, 50, MAX_PAGE_SIZE)
         const includeTotal = o.includeTotal === true
-        const { result, items } = yield* listRows({
-          workspace,
-          structure,
-          where: Ast.and(conditions),
-          whereParam: "filter",
-          sort: yield* sortOf(o.sort),
-          limit: pageSize,
-          offset: (page - 1) * pageSize,
-          includeCount: includeTotal,
-          includeDeleted: o.includeDeleted === true
-        }, principal, false, [])
+        const { result, items } = yield* listRows(
+          {
+            workspace,
+            structure,
+            where: Ast.and(conditions),
+            whereParam: "filter",
+            sort: yield* sortOf(o.sort),
+            limit: pageSize,
+            offset: (page - 1) * pageSize,
+            includeCount: includeTotal,
+            includeDeleted: o.includeDeleted === true
+          },
+          principal,
+          false,
+          []
+        )
         return {
           items: items.map((i) => toRecordB(i.row, i.data)),
           ...(includeTotal ? { total: result.total ?? 0 } : {}),
@@ -168,7 +188,7 @@ export const makeBridgeFactory = Effect.gen(function*() {
       })
 
     const aggregateRecords = (slug: unknown, params: unknown) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         yield* need("read:records")
         const body = yield* decodeAggregate(params ?? {}, { errors: "all" }).pipe(
           Effect.mapError((e) => badRequest({ message: "Invalid aggregate request", code: "VALIDATION_ERROR", details: schemaDetails(e) }))
@@ -177,7 +197,7 @@ export const makeBridgeFactory = Effect.gen(function*() {
       })
 
     const fetchRecord = (id: unknown) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         yield* need("read:records")
         const recordId = yield* text("recordId", id)
         if (!isUuid(recordId)) return null
@@ -187,30 +207,36 @@ export const makeBridgeFactory = Effect.gen(function*() {
       })
 
     const fetchRecordByUniqueField = (slug: unknown, field: unknown, value: unknown) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         yield* need("read:records")
         const structure = yield* resolve(workspace, yield* text("recordSlug", slug))
         const name = yield* text("field", field)
         if (value === undefined || (value !== null && typeof value === "object")) {
           return yield* invalidArg("value", "value must be a string, number, boolean or null")
         }
-        const { items } = yield* listRows({
-          workspace,
-          structure,
-          where: value === null ? Ast.isNull(Ast.fieldRef(name)) : Ast.compare("eq", Ast.fieldRef(name), Ast.literal(value as Ast.Scalar)),
-          whereParam: "field",
-          sort: [],
-          limit: 1,
-          offset: 0,
-          includeCount: false,
-          includeDeleted: false
-        }, principal, false, [])
+        const { items } = yield* listRows(
+          {
+            workspace,
+            structure,
+            where:
+              value === null ? Ast.isNull(Ast.fieldRef(name)) : Ast.compare("eq", Ast.fieldRef(name), Ast.literal(value as Ast.Scalar)),
+            whereParam: "field",
+            sort: [],
+            limit: 1,
+            offset: 0,
+            includeCount: false,
+            includeDeleted: false
+          },
+          principal,
+          false,
+          []
+        )
         const first = items[0]
         return first === undefined ? null : toRecordB(first.row, first.data)
       })
 
     const createRecord = (slug: unknown, data: unknown) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         yield* need("write:records")
         const structure = yield* resolve(workspace, yield* text("recordSlug", slug))
         const input = unwrap(yield* object("data", data), structure.properties)
@@ -219,7 +245,7 @@ export const makeBridgeFactory = Effect.gen(function*() {
       })
 
     const updateRecord = (id: unknown, updates: unknown) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         yield* need("write:records")
         const recordId = yield* text("recordId", id)
         const patch = yield* object("updates", updates)
@@ -229,14 +255,14 @@ export const makeBridgeFactory = Effect.gen(function*() {
       })
 
     const deleteRecord = (id: unknown, hardDelete: unknown) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         yield* need("write:records")
         const removed = yield* writers.remove(workspace, yield* text("recordId", id), hardDelete === true, writer)
         return { success: true, id: removed.id, deletedAt: removed.deletedAt, permanent: hardDelete === true }
       })
 
     const increment = (sign: 1 | -1) => (id: unknown, field: unknown, value: unknown) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         yield* need("write:records")
         const amount = value === undefined || value === null ? 1 : value
         if (typeof amount !== "number" || !Number.isFinite(amount)) return yield* invalidArg("value", "value must be a finite number")
@@ -245,7 +271,7 @@ export const makeBridgeFactory = Effect.gen(function*() {
       })
 
     const http = (spec: unknown) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const s = yield* object("request", spec)
         return yield* extras.http(s as unknown as FunctionHttpRequest)
       })
@@ -282,10 +308,10 @@ export const makeBridgeFactory = Effect.gen(function*() {
               }
             })
           }
-          return Effect.as(
-            Effect.logError(`api.${method} failed unexpectedly`, cause),
-            { ok: false, error: { message: `api.${method} failed: internal error`, code: "INTERNAL", statusCode: 500 } } as BridgeAnswer
-          )
+          return Effect.as(Effect.logError(`api.${method} failed unexpectedly`, cause), {
+            ok: false,
+            error: { message: `api.${method} failed: internal error`, code: "INTERNAL", statusCode: 500 }
+          } as BridgeAnswer)
         })
       )
     }
@@ -298,4 +324,3 @@ export type BridgeFactory = Effect.Success<typeof makeBridgeFactory>
 
 /** The services a bridge needs, for layers that build one. */
 export type BridgeServices = RecordService | RecordWriter | RecordQuery | StructureService | QueryService
-

@@ -14,15 +14,19 @@ import { TriggerParams } from "./TriggerParams.ts"
 import { TriggerRepo } from "./TriggerRepo.ts"
 import { TriggerService } from "./TriggerService.ts"
 
-const SandboxLayer = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* AppConfig
-  return Sandbox.layer(defaultLimits({
-    timeoutMs: config.functionTimeoutMs,
-    memoryMb: config.functionMemoryMb,
-    concurrency: config.functionConcurrency,
-    nodeMemoryMb: config.functionNodeMemoryMb
-  }))
-}))
+const SandboxLayer = Layer.unwrap(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    return Sandbox.layer(
+      defaultLimits({
+        timeoutMs: config.functionTimeoutMs,
+        memoryMb: config.functionMemoryMb,
+        concurrency: config.functionConcurrency,
+        nodeMemoryMb: config.functionNodeMemoryMb
+      })
+    )
+  })
+)
 
 const Repos = Layer.mergeAll(FunctionRepo.layer, TriggerRepo.layer, DraftRepo.layer, RunRepo.layer)
 

@@ -10,61 +10,86 @@ import { DraftRepo } from "./DraftRepo.ts"
 import { checkId, draftNotFound } from "./model.ts"
 
 const permissionOf = (type: DraftResourceType, write: boolean): Permission =>
-  type === "compute-functions" ? (write ? "write:functions" : "read:functions") : (write ? "write:triggers" : "read:triggers")
+  type === "compute-functions" ? (write ? "write:functions" : "read:functions") : write ? "write:triggers" : "read:triggers"
 
 const allTypes: ReadonlyArray<DraftResourceType> = ["compute-functions", "function-triggers"]
 
-export class DraftService extends Context.Service<DraftService, {
-  readonly create: (workspace: string, input: { resourceType: DraftResourceType; data: Record<string, unknown> }, by: Principal) => Effect.Effect<Draft, Forbidden>
-  readonly list: (workspace: string, query: { page?: number | undefined; limit?: number | undefined; resourceType?: DraftResourceType | undefined }, by: Principal) => Effect.Effect<{ drafts: ReadonlyArray<Draft>; total: number; page: number; limit: number }, Forbidden>
-  readonly get: (workspace: string, id: string, by: Principal) => Effect.Effect<Draft, BadRequest | NotFound | Forbidden>
-  readonly update: (workspace: string, id: string, data: Record<string, unknown>, by: Principal) => Effect.Effect<Draft, BadRequest | NotFound | Forbidden>
-  readonly delete: (workspace: string, id: string, by: Principal) => Effect.Effect<{ success: boolean; message: string }, BadRequest | NotFound | Forbidden>
-}>()("@troupe/server/compute/DraftService") {
-  static readonly layerNoDeps = Layer.effect(DraftService, Effect.gen(function*() {
-    const repo = yield* DraftRepo
+export class DraftService extends Context.Service<
+  DraftService,
+  {
+    readonly create: (
+      workspace: string,
+      input: { resourceType: DraftResourceType; data: Record<string, unknown> },
+      by: Principal
+    ) => Effect.Effect<Draft, Forbidden>
+    readonly list: (
+      workspace: string,
+      query: { page?: number | undefined; limit?: number | undefined; resourceType?: DraftResourceType | undefined },
+      by: Principal
+    ) => Effect.Effect<{ drafts: ReadonlyArray<Draft>; total: number; page: number; limit: number }, Forbidden>
+    readonly get: (workspace: string, id: string, by: Principal) => Effect.Effect<Draft, BadRequest | NotFound | Forbidden>
+    readonly update: (
+      workspace: string,
+      id: string,
+      data: Record<string, unknown>,
+      by: Principal
+    ) => Effect.Effect<Draft, BadRequest | NotFound | Forbidden>
+    readonly delete: (
+      workspace: string,
+      id: string,
+      by: Principal
+    ) => Effect.Effect<{ success: boolean; message: string }, BadRequest | NotFound | Forbidden>
+  }
+>()("@troupe/server/compute/DraftService") {
+  static readonly layerNoDeps = Layer.effect(
+    DraftService,
+    Effect.gen(function* () {
+      const repo = yield* DraftRepo
 
-    const allowed = (by: Principal, type: DraftResourceType, write: boolean) => {
-      const permission = permissionOf(type, write)
-      return can(by, permission) ? Effect.void : Effect.fail(forbidden(`Permission "${permission}" is required`))
-    }
+      const allowed = (by: Principal, type: DraftResourceType, write: boolean) => {
+        const permission = permissionOf(type, write)
+        return can(by, permission) ? Effect.void : Effect.fail(forbidden(`Permission "${permission}" is required`))
+      }
 
-    const found = (workspace: string, id: string, by: Principal, write: boolean) =>
-      Effect.gen(function*() {
-        yield* checkId("draft", id)
-        const draft = yield* Effect.orDie(repo.get(workspace, id))
-        if (draft === undefined) return yield* draftNotFound(id)
-        yield* allowed(by, draft.resourceType, write)
-        return draft
-      })
+      const found = (workspace: string, id: string, by: Principal, write: boolean) =>
+        Effect.gen(function* () {
+          yield* checkId("draft", id)
+          const draft = yield* Effect.orDie(repo.get(workspace, id))
+          if (draft === undefined) return yield* draftNotFound(id)
+          yield* allowed(by, draft.resourceType, write)
+          return draft
+        })
 
-    return DraftService.of({
-      create: Effect.fn("DraftService.create")(function*(workspace, input, by) {
-        yield* allowed(by, input.resourceType, true)
-        return yield* Effect.orDie(repo.insert({ id: Crypto.randomUUID(), workspace, resourceType: input.resourceType, data: input.data, by: by.id }))
-      }),
-      list: Effect.fn("DraftService.list")(function*(workspace, query, by) {
-        const page = query.page ?? 1
-        const limit = query.limit ?? 100
-        if (query.resourceType !== undefined) yield* allowed(by, query.resourceType, false)
-        const types = (query.resourceType !== undefined ? [query.resourceType] : allTypes).filter((t) => can(by, permissionOf(t, false)))
-        const { rows, total } = yield* Effect.orDie(repo.list(workspace, types, limit, (page - 1) * limit))
-        return { drafts: rows, total, page, limit }
-      }),
-      get: Effect.fn("DraftService.get")((workspace, id, by) => found(workspace, id, by, false)),
-      update: Effect.fn("DraftService.update")(function*(workspace, id, data, by) {
-        yield* found(workspace, id, by, true)
-        const draft = yield* Effect.orDie(repo.update(workspace, id, data))
-        if (draft === undefined) return yield* draftNotFound(id)
-        return draft
-      }),
-      delete: Effect.fn("DraftService.delete")(function*(workspace, id, by) {
-        yield* found(workspace, id, by, true)
-        yield* Effect.orDie(repo.delete(workspace, id))
-        return { success: true, message: `Draft ${id} deleted` }
+      return DraftService.of({
+        create: Effect.fn("DraftService.create")(function* (workspace, input, by) {
+          yield* allowed(by, input.resourceType, true)
+          return yield* Effect.orDie(
+            repo.insert({ id: Crypto.randomUUID(), workspace, resourceType: input.resourceType, data: input.data, by: by.id })
+          )
+        }),
+        list: Effect.fn("DraftService.list")(function* (workspace, query, by) {
+          const page = query.page ?? 1
+          const limit = query.limit ?? 100
+          if (query.resourceType !== undefined) yield* allowed(by, query.resourceType, false)
+          const types = (query.resourceType !== undefined ? [query.resourceType] : allTypes).filter((t) => can(by, permissionOf(t, false)))
+          const { rows, total } = yield* Effect.orDie(repo.list(workspace, types, limit, (page - 1) * limit))
+          return { drafts: rows, total, page, limit }
+        }),
+        get: Effect.fn("DraftService.get")((workspace, id, by) => found(workspace, id, by, false)),
+        update: Effect.fn("DraftService.update")(function* (workspace, id, data, by) {
+          yield* found(workspace, id, by, true)
+          const draft = yield* Effect.orDie(repo.update(workspace, id, data))
+          if (draft === undefined) return yield* draftNotFound(id)
+          return draft
+        }),
+        delete: Effect.fn("DraftService.delete")(function* (workspace, id, by) {
+          yield* found(workspace, id, by, true)
+          yield* Effect.orDie(repo.delete(workspace, id))
+          return { success: true, message: `Draft ${id} deleted` }
+        })
       })
     })
-  }))
+  )
 
   static readonly layer = this.layerNoDeps.pipe(Layer.provide(DraftRepo.layer))
 }

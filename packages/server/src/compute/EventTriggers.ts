@@ -68,105 +68,112 @@ const depthOf = (payload: unknown): number => {
   return metadata !== undefined && typeof metadata.runId === "string" && typeof metadata.depth === "number" ? metadata.depth : -1
 }
 
-const make = Layer.effectContext(Effect.gen(function*() {
-  const triggers = yield* TriggerRepo
-  const runs = yield* RunRepo
-  const params = yield* TriggerParams
-  const notifier = yield* Notifier
-  const newRun = makeNewRun(params.encryptValue)
+const make = Layer.effectContext(
+  Effect.gen(function* () {
+    const triggers = yield* TriggerRepo
+    const runs = yield* RunRepo
+    const params = yield* TriggerParams
+    const notifier = yield* Notifier
+    const newRun = makeNewRun(params.encryptValue)
 
-  /** One run per trigger that listens to this firing (or a stored failure past the depth limit). */
-  const runsFor = (firing: Firing, listening: ReadonlyArray<TriggerRow>): Array<NewRun> =>
-    listening.flatMap((t) => {
-      if (t.workspace !== firing.workspace || t.recordSlug !== firing.recordSlug || t.event !== firing.event) return []
-      if (t.functionId === null || t.createdBy === null) return []
-      const depth = firing.parentDepth + 1
-      const spec: RunSpec = {
-        workspace: t.workspace,
-        functionId: t.functionId,
-        triggerId: t.id,
-        source: "trigger",
-        executionParams: paramsOf(firing),
-        actingAs: { kind: t.createdByKind ?? "user", id: t.createdBy },
-        executionContext: {
-          triggerName: t.name,
-          executionType: t.executionType,
-          event: firing.event,
-          ...(firing.eventId !== undefined ? { eventId: firing.eventId } : {})
-        },
-        depth,
-        fired: { name: t.name, executionType: t.executionType },
-        ...(depth > MAX_RUN_DEPTH
-          ? { error: `Not run: trigger chain depth limit (${MAX_RUN_DEPTH}) reached — a function's writes keep firing triggers` }
-          : {})
-      }
-      return [newRun(spec)]
-    })
-
-  const firingsOf = (e: StoredEvent): Array<Firing> => {
-    const event = triggerEventOf[e.type]
-    if (event === undefined || e.recordSlug === null) return []
-    const timestamp = typeof e.payload.timestamp === "string" ? e.payload.timestamp : e.createdAt
-    const base = { workspace: e.workspace, recordSlug: e.recordSlug, event, timestamp, parentDepth: depthOf(e.payload), eventId: e.id }
-    const data = isObject(e.payload.data) ? e.payload.data : {}
-    const record = isObject(data.record) ? data.record : { id: e.recordId }
-    if (event === "record_created" || event === "record_deleted") return [{ ...base, recordId: e.recordId, data: record }]
-    const before = isObject(data.previous) ? { id: record.id, structureId: record.structureId, data: data.previous.data } : null
-    return [{ ...base, recordId: e.recordId, data: { before, after: record } }]
-  }
-
-  const consumer: EventConsumer = {
-    name: "event-driven triggers",
-    handle: (events) =>
-      Effect.gen(function*() {
-        const relevant = events.filter((e) => triggerEventOf[e.type] !== undefined)
-        if (relevant.length === 0) return
-        const listening = yield* triggers.eventDriven([...new Set(relevant.map((e) => e.workspace))])
-        if (listening.length === 0) return
-        const wanted = new Set(listening.map((t) => `${t.workspace}\u0000${t.recordSlug}\u0000${t.event}`))
-        const matching = relevant.filter((e) => wanted.has(`${e.workspace}\u0000${e.recordSlug}\u0000${triggerEventOf[e.type]}`))
-        if (matching.length === 0) return
-        yield* runs.enqueue(matching.flatMap((e) => firingsOf(e).flatMap((f) => runsFor(f, listening))))
+    /** One run per trigger that listens to this firing (or a stored failure past the depth limit). */
+    const runsFor = (firing: Firing, listening: ReadonlyArray<TriggerRow>): Array<NewRun> =>
+      listening.flatMap((t) => {
+        if (t.workspace !== firing.workspace || t.recordSlug !== firing.recordSlug || t.event !== firing.event) return []
+        if (t.functionId === null || t.createdBy === null) return []
+        const depth = firing.parentDepth + 1
+        const spec: RunSpec = {
+          workspace: t.workspace,
+          functionId: t.functionId,
+          triggerId: t.id,
+          source: "trigger",
+          executionParams: paramsOf(firing),
+          actingAs: { kind: t.createdByKind ?? "user", id: t.createdBy },
+          executionContext: {
+            triggerName: t.name,
+            executionType: t.executionType,
+            event: firing.event,
+            ...(firing.eventId !== undefined ? { eventId: firing.eventId } : {})
+          },
+          depth,
+          fired: { name: t.name, executionType: t.executionType },
+          ...(depth > MAX_RUN_DEPTH
+            ? { error: `Not run: trigger chain depth limit (${MAX_RUN_DEPTH}) reached — a function's writes keep firing triggers` }
+            : {})
+        }
+        return [newRun(spec)]
       })
-  }
 
-  // ---------------------------------------------------------------- failed writes
+    const firingsOf = (e: StoredEvent): Array<Firing> => {
+      const event = triggerEventOf[e.type]
+      if (event === undefined || e.recordSlug === null) return []
+      const timestamp = typeof e.payload.timestamp === "string" ? e.payload.timestamp : e.createdAt
+      const base = { workspace: e.workspace, recordSlug: e.recordSlug, event, timestamp, parentDepth: depthOf(e.payload), eventId: e.id }
+      const data = isObject(e.payload.data) ? e.payload.data : {}
+      const record = isObject(data.record) ? data.record : { id: e.recordId }
+      if (event === "record_created" || event === "record_deleted") return [{ ...base, recordId: e.recordId, data: record }]
+      const before = isObject(data.previous) ? { id: record.id, structureId: record.structureId, data: data.previous.data } : null
+      return [{ ...base, recordId: e.recordId, data: { before, after: record } }]
+    }
 
-  /** Per workspace: "<recordSlug>\0<event>" of the failure events some trigger listens to (loaded on first use). */
-  const subscribed = new Map<string, ReadonlySet<string>>()
-  const failureTriggers = (workspace: string) =>
-    Effect.gen(function*() {
-      const cached = subscribed.get(workspace)
-      if (cached !== undefined) return cached
-      const rows = yield* Effect.orDie(triggers.eventDriven([workspace]))
-      const keys = new Set(rows.filter((t) => t.event?.endsWith("_failed")).map((t) => `${t.recordSlug}\u0000${t.event}`))
-      subscribed.set(workspace, keys)
-      return keys
-    })
-  yield* Effect.forkScoped(Stream.runForEach(notifier.subscribe(EVENT_TRIGGERS_TOPIC), (workspace) =>
-    Effect.sync(() => void subscribed.delete(workspace))))
+    const consumer: EventConsumer = {
+      name: "event-driven triggers",
+      handle: (events) =>
+        Effect.gen(function* () {
+          const relevant = events.filter((e) => triggerEventOf[e.type] !== undefined)
+          if (relevant.length === 0) return
+          const listening = yield* triggers.eventDriven([...new Set(relevant.map((e) => e.workspace))])
+          if (listening.length === 0) return
+          const wanted = new Set(listening.map((t) => `${t.workspace}\u0000${t.recordSlug}\u0000${t.event}`))
+          const matching = relevant.filter((e) => wanted.has(`${e.workspace}\u0000${e.recordSlug}\u0000${triggerEventOf[e.type]}`))
+          if (matching.length === 0) return
+          yield* runs.enqueue(matching.flatMap((e) => firingsOf(e).flatMap((f) => runsFor(f, listening))))
+        })
+    }
 
-  const onFailure = (failure: RecordFailure) =>
-    Effect.gen(function*() {
-      const structure: Structure = failure.structure
-      const workspace = structure.workspaceSlug
-      const keys = yield* failureTriggers(workspace)
-      const events = failureEvents[failure.kind].filter((event) => keys.has(`${structure.recordSlug}\u0000${event}`))
-      if (events.length === 0) return
-      const listening = (yield* Effect.orDie(triggers.eventDriven([workspace]))).filter((t) => t.recordSlug === structure.recordSlug)
-      const timestamp = isoString(new Date(yield* Clock.currentTimeMillis))
-      const data = {
-        error: { code: failure.error.code, message: failure.error.message, details: failure.error.details },
-        input: failure.input
-      }
-      const parentDepth = failure.writer.runId !== undefined ? failure.writer.depth ?? 0 : -1
-      const pending = events.flatMap((event) =>
-        runsFor({ workspace, recordSlug: structure.recordSlug, event, recordId: failure.recordId ?? null, timestamp, data, parentDepth }, listening))
-      yield* Effect.orDie(runs.enqueue(pending))
-    }).pipe(Effect.catchCause((cause) => Effect.logWarning("event-driven triggers: a failed write could not fire its triggers", cause)))
+    // ---------------------------------------------------------------- failed writes
 
-  return Context.make(EventConsumers, [consumer]).pipe(Context.add(RecordFailureHook, onFailure))
-}))
+    /** Per workspace: "<recordSlug>\0<event>" of the failure events some trigger listens to (loaded on first use). */
+    const subscribed = new Map<string, ReadonlySet<string>>()
+    const failureTriggers = (workspace: string) =>
+      Effect.gen(function* () {
+        const cached = subscribed.get(workspace)
+        if (cached !== undefined) return cached
+        const rows = yield* Effect.orDie(triggers.eventDriven([workspace]))
+        const keys = new Set(rows.filter((t) => t.event?.endsWith("_failed")).map((t) => `${t.recordSlug}\u0000${t.event}`))
+        subscribed.set(workspace, keys)
+        return keys
+      })
+    yield* Effect.forkScoped(
+      Stream.runForEach(notifier.subscribe(EVENT_TRIGGERS_TOPIC), (workspace) => Effect.sync(() => void subscribed.delete(workspace)))
+    )
+
+    const onFailure = (failure: RecordFailure) =>
+      Effect.gen(function* () {
+        const structure: Structure = failure.structure
+        const workspace = structure.workspaceSlug
+        const keys = yield* failureTriggers(workspace)
+        const events = failureEvents[failure.kind].filter((event) => keys.has(`${structure.recordSlug}\u0000${event}`))
+        if (events.length === 0) return
+        const listening = (yield* Effect.orDie(triggers.eventDriven([workspace]))).filter((t) => t.recordSlug === structure.recordSlug)
+        const timestamp = isoString(new Date(yield* Clock.currentTimeMillis))
+        const data = {
+          error: { code: failure.error.code, message: failure.error.message, details: failure.error.details },
+          input: failure.input
+        }
+        const parentDepth = failure.writer.runId !== undefined ? (failure.writer.depth ?? 0) : -1
+        const pending = events.flatMap((event) =>
+          runsFor(
+            { workspace, recordSlug: structure.recordSlug, event, recordId: failure.recordId ?? null, timestamp, data, parentDepth },
+            listening
+          )
+        )
+        yield* Effect.orDie(runs.enqueue(pending))
+      }).pipe(Effect.catchCause((cause) => Effect.logWarning("event-driven triggers: a failed write could not fire its triggers", cause)))
+
+    return Context.make(EventConsumers, [consumer]).pipe(Context.add(RecordFailureHook, onFailure))
+  })
+)
 
 /** Provides EventConsumers (for the outbox relay) and RecordFailureHook (for RecordService). */
 export const EventTriggersLayer = make.pipe(Layer.provide([TriggerRepo.layer, RunRepo.layer, TriggerParams.layer]))

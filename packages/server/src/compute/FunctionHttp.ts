@@ -65,16 +65,7 @@ const USER_AGENT = "troupe-functions/1"
 const redirectStatuses = new Set([301, 302, 303, 307, 308])
 const methods = new Set(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])
 // Hop-by-hop headers and those node computes itself; `proxy-*` is matched by prefix.
-const strippedHeaders = new Set([
-  "host",
-  "connection",
-  "content-length",
-  "transfer-encoding",
-  "upgrade",
-  "keep-alive",
-  "te",
-  "trailer"
-])
+const strippedHeaders = new Set(["host", "connection", "content-length", "transfer-encoding", "upgrade", "keep-alive", "te", "trailer"])
 // What fetch drops when a redirect turns the request into a bodiless GET.
 const bodyHeaders = ["content-type", "content-encoding", "content-language", "content-location"]
 const headerName = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
@@ -89,8 +80,7 @@ const agents = {
   guarded: { http: new Http.Agent({ ...agentOptions, lookup }), https: new Https.Agent({ ...agentOptions, lookup }) }
 }
 
-const formatBytes = (n: number) =>
-  n % MiB === 0 ? `${n / MiB} MiB` : n % KiB === 0 ? `${n / KiB} KiB` : `${n} bytes`
+const formatBytes = (n: number) => (n % MiB === 0 ? `${n / MiB} MiB` : n % KiB === 0 ? `${n / KiB} KiB` : `${n} bytes`)
 
 const formatMs = (ms: number) => (ms < 1000 ? `${ms} ms` : `${Math.round(ms / 100) / 10} s`)
 
@@ -133,7 +123,12 @@ const decoders: Record<string, () => Zlib.Gunzip | Zlib.Inflate | Zlib.BrotliDec
 
 const decoded = (res: Http.IncomingMessage, method: string): Readable => {
   if (method === "HEAD" || res.statusCode === 204 || res.statusCode === 304) return res
-  const make = decoders[String(res.headers["content-encoding"] ?? "").trim().toLowerCase()]
+  const make =
+    decoders[
+      String(res.headers["content-encoding"] ?? "")
+        .trim()
+        .toLowerCase()
+    ]
   return make ? res.pipe(make()) : res
 }
 
@@ -163,54 +158,59 @@ const exchange = (
       reject(
         e.code === "EPRIVATE"
           ? new FunctionHttpError({
-            code: "PRIVATE_ADDRESS",
-            message: `${target.hostname} resolves to a private address, which is refused in production`
-          })
+              code: "PRIVATE_ADDRESS",
+              message: `${target.hostname} resolves to a private address, which is refused in production`
+            })
           : new FunctionHttpError({
-            code: "NETWORK_ERROR",
-            message: `request to ${target.host} failed: ${e.message || e.code || String(e)}`
-          })
+              code: "NETWORK_ERROR",
+              message: `request to ${target.host} failed: ${e.message || e.code || String(e)}`
+            })
       )
-    const req = (secure ? Https : Http).request(target, {
-      method,
-      headers: body === null ? headers : { ...headers, "content-length": String(Buffer.byteLength(body)) },
-      agent: secure ? pool.https : pool.http,
-      signal
-    }, (res) => {
-      const tooLarge = () => {
-        const message = `response body exceeds ${formatBytes(maxBytes)}`
-        reject(new FunctionHttpError({ code: "RESPONSE_TOO_LARGE", message }))
-        req.destroy()
+    const req = (secure ? Https : Http).request(
+      target,
+      {
+        method,
+        headers: body === null ? headers : { ...headers, "content-length": String(Buffer.byteLength(body)) },
+        agent: secure ? pool.https : pool.http,
+        signal
+      },
+      (res) => {
+        const tooLarge = () => {
+          const message = `response body exceeds ${formatBytes(maxBytes)}`
+          reject(new FunctionHttpError({ code: "RESPONSE_TOO_LARGE", message }))
+          req.destroy()
+        }
+        // Refused before reading when the server announces the size (an encoded body is judged after decoding; a HEAD
+        // answer announces a body it does not send).
+        const announced = Number(res.headers["content-length"])
+        if (method !== "HEAD" && res.headers["content-encoding"] === undefined && announced > maxBytes) {
+          return tooLarge()
+        }
+        const source = decoded(res, method)
+        const chunks: Array<Buffer> = []
+        let size = 0
+        source.on("data", (chunk: Buffer) => {
+          size += chunk.length
+          if (size > maxBytes) {
+            source.destroy()
+            tooLarge()
+          } else chunks.push(chunk)
+        })
+        source.on("end", () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            statusText: res.statusMessage ?? "",
+            headers: responseHeaders(res.headers),
+            body: Buffer.concat(chunks).toString("utf8")
+          })
+        )
+        source.on("error", network)
+        if (source !== res) res.on("error", network)
+        res.on("close", () => {
+          if (!res.complete) network(new Error("connection closed before the response ended"))
+        })
       }
-      // Refused before reading when the server announces the size (an encoded body is judged after decoding; a HEAD
-      // answer announces a body it does not send).
-      const announced = Number(res.headers["content-length"])
-      if (method !== "HEAD" && res.headers["content-encoding"] === undefined && announced > maxBytes) {
-        return tooLarge()
-      }
-      const source = decoded(res, method)
-      const chunks: Array<Buffer> = []
-      let size = 0
-      source.on("data", (chunk: Buffer) => {
-        size += chunk.length
-        if (size > maxBytes) {
-          source.destroy()
-          tooLarge()
-        } else chunks.push(chunk)
-      })
-      source.on("end", () =>
-        resolve({
-          status: res.statusCode ?? 0,
-          statusText: res.statusMessage ?? "",
-          headers: responseHeaders(res.headers),
-          body: Buffer.concat(chunks).toString("utf8")
-        }))
-      source.on("error", network)
-      if (source !== res) res.on("error", network)
-      res.on("close", () => {
-        if (!res.complete) network(new Error("connection closed before the response ended"))
-      })
-    })
+    )
     req.on("error", network)
     req.end(body ?? undefined)
   })
@@ -235,91 +235,88 @@ const withoutFragment = (url: URL) => {
  */
 export const functionHttp = (policy: FunctionHttpPolicy) => {
   const maxBytes = policy.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES
-  return Effect.fn("FunctionHttp.request")(
-    function*(request: FunctionHttpRequest): Effect.fn.Return<FunctionHttpResponse, FunctionHttpError> {
-      let method = request.method.toUpperCase()
-      if (!methods.has(method)) {
-        return yield* new FunctionHttpError({
-          code: "METHOD_NOT_ALLOWED",
-          message: `method ${request.method} is not allowed (use GET, POST, PUT, PATCH, DELETE, HEAD or OPTIONS)`
-        })
-      }
-      if (!URL.canParse(request.url)) {
-        return yield* new FunctionHttpError({ code: "INVALID_URL", message: `invalid URL: ${request.url}` })
-      }
-      let url = new URL(request.url)
-      if (url.protocol !== "http:" && url.protocol !== "https:") {
-        return yield* new FunctionHttpError({
-          code: "INVALID_URL",
-          message: `URL must use http or https: ${request.url}`
-        })
-      }
-      if (url.username !== "" || url.password !== "") {
-        return yield* new FunctionHttpError({ code: "INVALID_URL", message: "URL must not contain credentials" })
-      }
-      if (!hostAllowed(policy.allowlist, url.hostname)) {
-        return yield* new FunctionHttpError({
-          code: "HOST_NOT_ALLOWED",
-          message: `host ${url.hostname} is not in the function HTTP allowlist (TROUPE_FUNCTION_HTTP_ALLOWLIST)`
-        })
-      }
-      // The literal check webhooks get: private IPs and localhost names; names are checked again at DNS lookup.
-      if (policy.production && checkWebhookUrl(url.href, true) !== undefined) {
-        return yield* new FunctionHttpError({
-          code: "PRIVATE_ADDRESS",
-          message: `${url.hostname} is a loopback or private address, which is refused in production`
-        })
-      }
-      let body = request.body ?? null
-      if (body !== null && Buffer.byteLength(body) > MAX_REQUEST_BYTES) {
-        return yield* new FunctionHttpError({
-          code: "REQUEST_TOO_LARGE",
-          message: `request body exceeds ${formatBytes(MAX_REQUEST_BYTES)}`
-        })
-      }
-      let headers: Record<string, string> = { "user-agent": USER_AGENT }
-      for (const [name, value] of Object.entries(request.headers ?? {})) {
-        if (!headerName.test(name) || !headerValue.test(value)) {
-          return yield* new FunctionHttpError({ code: "INVALID_HEADER", message: `invalid header: ${name}` })
-        }
-        const lower = name.toLowerCase()
-        if (!strippedHeaders.has(lower) && !lower.startsWith("proxy-")) headers[lower] = value
-      }
-      const requested = request.timeoutMs !== undefined && request.timeoutMs > 0
-        ? request.timeoutMs
-        : DEFAULT_TIMEOUT_MS
-      const timeoutMs = Math.min(requested, policy.maxTimeoutMs ?? Infinity)
-      const timedOut = new FunctionHttpError({
-        code: "TIMEOUT",
-        message: `request timed out after ${formatMs(timeoutMs)}`
+  return Effect.fn("FunctionHttp.request")(function* (
+    request: FunctionHttpRequest
+  ): Effect.fn.Return<FunctionHttpResponse, FunctionHttpError> {
+    let method = request.method.toUpperCase()
+    if (!methods.has(method)) {
+      return yield* new FunctionHttpError({
+        code: "METHOD_NOT_ALLOWED",
+        message: `method ${request.method} is not allowed (use GET, POST, PUT, PATCH, DELETE, HEAD or OPTIONS)`
       })
-      if (!(timeoutMs > 0)) return yield* timedOut
-
-      const follow = Effect.gen(function*() {
-        for (let redirects = 0;; redirects++) {
-          const hop = yield* Effect.tryPromise({
-            try: (signal) => exchange(url, method, headers, body, policy.production, maxBytes, signal),
-            catch: (e) =>
-              e instanceof FunctionHttpError ? e : new FunctionHttpError({ code: "NETWORK_ERROR", message: String(e) })
-          })
-          const next = redirectStatuses.has(hop.status) ? redirectTarget(url, hop.headers["location"]) : undefined
-          if (next === undefined) return { ...hop, url: withoutFragment(url) }
-          if (redirects === MAX_REDIRECTS) {
-            return yield* new FunctionHttpError({
-              code: "TOO_MANY_REDIRECTS",
-              message: `more than ${MAX_REDIRECTS} redirects`
-            })
-          }
-          // As fetch: 303 turns into GET, and so do 301 and 302 after a POST; 307 and 308 resend as they were.
-          if (hop.status === 303 ? method !== "HEAD" : hop.status <= 302 && method === "POST") {
-            method = "GET"
-            body = null
-            headers = Object.fromEntries(Object.entries(headers).filter(([name]) => !bodyHeaders.includes(name)))
-          }
-          url = next
-        }
-      })
-      return yield* follow.pipe(Effect.timeoutOrElse({ duration: timeoutMs, orElse: () => Effect.fail(timedOut) }))
     }
-  )
+    if (!URL.canParse(request.url)) {
+      return yield* new FunctionHttpError({ code: "INVALID_URL", message: `invalid URL: ${request.url}` })
+    }
+    let url = new URL(request.url)
+    if (url.protocol !== "http:" && url.protocol !== "https:") {
+      return yield* new FunctionHttpError({
+        code: "INVALID_URL",
+        message: `URL must use http or https: ${request.url}`
+      })
+    }
+    if (url.username !== "" || url.password !== "") {
+      return yield* new FunctionHttpError({ code: "INVALID_URL", message: "URL must not contain credentials" })
+    }
+    if (!hostAllowed(policy.allowlist, url.hostname)) {
+      return yield* new FunctionHttpError({
+        code: "HOST_NOT_ALLOWED",
+        message: `host ${url.hostname} is not in the function HTTP allowlist (TROUPE_FUNCTION_HTTP_ALLOWLIST)`
+      })
+    }
+    // The literal check webhooks get: private IPs and localhost names; names are checked again at DNS lookup.
+    if (policy.production && checkWebhookUrl(url.href, true) !== undefined) {
+      return yield* new FunctionHttpError({
+        code: "PRIVATE_ADDRESS",
+        message: `${url.hostname} is a loopback or private address, which is refused in production`
+      })
+    }
+    let body = request.body ?? null
+    if (body !== null && Buffer.byteLength(body) > MAX_REQUEST_BYTES) {
+      return yield* new FunctionHttpError({
+        code: "REQUEST_TOO_LARGE",
+        message: `request body exceeds ${formatBytes(MAX_REQUEST_BYTES)}`
+      })
+    }
+    let headers: Record<string, string> = { "user-agent": USER_AGENT }
+    for (const [name, value] of Object.entries(request.headers ?? {})) {
+      if (!headerName.test(name) || !headerValue.test(value)) {
+        return yield* new FunctionHttpError({ code: "INVALID_HEADER", message: `invalid header: ${name}` })
+      }
+      const lower = name.toLowerCase()
+      if (!strippedHeaders.has(lower) && !lower.startsWith("proxy-")) headers[lower] = value
+    }
+    const requested = request.timeoutMs !== undefined && request.timeoutMs > 0 ? request.timeoutMs : DEFAULT_TIMEOUT_MS
+    const timeoutMs = Math.min(requested, policy.maxTimeoutMs ?? Infinity)
+    const timedOut = new FunctionHttpError({
+      code: "TIMEOUT",
+      message: `request timed out after ${formatMs(timeoutMs)}`
+    })
+    if (!(timeoutMs > 0)) return yield* timedOut
+
+    const follow = Effect.gen(function* () {
+      for (let redirects = 0; ; redirects++) {
+        const hop = yield* Effect.tryPromise({
+          try: (signal) => exchange(url, method, headers, body, policy.production, maxBytes, signal),
+          catch: (e) => (e instanceof FunctionHttpError ? e : new FunctionHttpError({ code: "NETWORK_ERROR", message: String(e) }))
+        })
+        const next = redirectStatuses.has(hop.status) ? redirectTarget(url, hop.headers.location) : undefined
+        if (next === undefined) return { ...hop, url: withoutFragment(url) }
+        if (redirects === MAX_REDIRECTS) {
+          return yield* new FunctionHttpError({
+            code: "TOO_MANY_REDIRECTS",
+            message: `more than ${MAX_REDIRECTS} redirects`
+          })
+        }
+        // As fetch: 303 turns into GET, and so do 301 and 302 after a POST; 307 and 308 resend as they were.
+        if (hop.status === 303 ? method !== "HEAD" : hop.status <= 302 && method === "POST") {
+          method = "GET"
+          body = null
+          headers = Object.fromEntries(Object.entries(headers).filter(([name]) => !bodyHeaders.includes(name)))
+        }
+        url = next
+      }
+    })
+    return yield* follow.pipe(Effect.timeoutOrElse({ duration: timeoutMs, orElse: () => Effect.fail(timedOut) }))
+  })
 }

@@ -34,45 +34,59 @@ export interface FunctionPatch {
   readonly codeHash?: string
 }
 
-export class FunctionRepo extends Context.Service<FunctionRepo, {
-  readonly insert: (f: NewFunction) => Effect.Effect<FunctionRow, SqlError>
-  readonly get: (workspace: string, id: string) => Effect.Effect<FunctionRow | undefined, SqlError>
-  readonly list: (workspace: string, spec: ListSpec) => Effect.Effect<{ rows: ReadonlyArray<FunctionRow>; total: number }, SqlError>
-  /** Applies the patch, bumps the version and stores it; undefined when the function is gone. */
-  readonly update: (workspace: string, id: string, patch: FunctionPatch, by: string | null) => Effect.Effect<FunctionRow | undefined, SqlError>
-  readonly delete: (workspace: string, id: string) => Effect.Effect<boolean, SqlError>
-  readonly versions: (id: string) => Effect.Effect<ReadonlyArray<ReturnType<typeof toFunctionVersion>>, SqlError>
-}>()("@troupe/server/compute/FunctionRepo") {
-  static readonly layer = Layer.effect(FunctionRepo, Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+export class FunctionRepo extends Context.Service<
+  FunctionRepo,
+  {
+    readonly insert: (f: NewFunction) => Effect.Effect<FunctionRow, SqlError>
+    readonly get: (workspace: string, id: string) => Effect.Effect<FunctionRow | undefined, SqlError>
+    readonly list: (workspace: string, spec: ListSpec) => Effect.Effect<{ rows: ReadonlyArray<FunctionRow>; total: number }, SqlError>
+    /** Applies the patch, bumps the version and stores it; undefined when the function is gone. */
+    readonly update: (
+      workspace: string,
+      id: string,
+      patch: FunctionPatch,
+      by: string | null
+    ) => Effect.Effect<FunctionRow | undefined, SqlError>
+    readonly delete: (workspace: string, id: string) => Effect.Effect<boolean, SqlError>
+    readonly versions: (id: string) => Effect.Effect<ReadonlyArray<ReturnType<typeof toFunctionVersion>>, SqlError>
+  }
+>()("@troupe/server/compute/FunctionRepo") {
+  static readonly layer = Layer.effect(
+    FunctionRepo,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
 
-    const storeVersion = (f: FunctionRow, by: string | null) =>
-      sql`INSERT INTO function_versions (function_id, version, workspace, name, description, code, code_hash, created_by)
+      const storeVersion = (f: FunctionRow, by: string | null) =>
+        sql`INSERT INTO function_versions (function_id, version, workspace, name, description, code, code_hash, created_by)
         VALUES (${f.id}, ${f.version}, ${f.workspace}, ${f.name}, ${f.description}, ${f.code}, ${f.codeHash}, ${by})`
 
-    const insert = (f: NewFunction) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const rows = yield* sql`INSERT INTO functions (id, workspace, name, description, code, code_hash, created_by, updated_by)
+      const insert = (f: NewFunction) =>
+        sql.withTransaction(
+          Effect.gen(function* () {
+            const rows = yield* sql`INSERT INTO functions (id, workspace, name, description, code, code_hash, created_by, updated_by)
           VALUES (${f.id}, ${f.workspace}, ${f.name}, ${f.description}, ${f.code}, ${f.codeHash}, ${f.by}, ${f.by})
           RETURNING *`
-        const row = functionRow(rows[0])
-        yield* storeVersion(row, f.by)
-        return row
-      }))
+            const row = functionRow(rows[0])
+            yield* storeVersion(row, f.by)
+            return row
+          })
+        )
 
-    const get = (workspace: string, id: string) =>
-      Effect.map(sql`SELECT * FROM functions WHERE workspace = ${workspace} AND id = ${id}`, (rows) =>
-        rows[0] === undefined ? undefined : functionRow(rows[0]))
+      const get = (workspace: string, id: string) =>
+        Effect.map(sql`SELECT * FROM functions WHERE workspace = ${workspace} AND id = ${id}`, (rows) =>
+          rows[0] === undefined ? undefined : functionRow(rows[0])
+        )
 
-    const list = (workspace: string, spec: ListSpec) =>
-      Effect.map(
-        listRows(sql, "functions", LIST_COLUMNS, functionSortFields, workspace, spec),
-        ({ rows, total }) => ({ rows: rows.map(functionRow), total })
-      )
+      const list = (workspace: string, spec: ListSpec) =>
+        Effect.map(listRows(sql, "functions", LIST_COLUMNS, functionSortFields, workspace, spec), ({ rows, total }) => ({
+          rows: rows.map(functionRow),
+          total
+        }))
 
-    const update = (workspace: string, id: string, patch: FunctionPatch, by: string | null) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const rows = yield* sql`UPDATE functions SET
+      const update = (workspace: string, id: string, patch: FunctionPatch, by: string | null) =>
+        sql.withTransaction(
+          Effect.gen(function* () {
+            const rows = yield* sql`UPDATE functions SET
             name = COALESCE(${patch.name ?? null}, name),
             description = CASE WHEN ${patch.description !== undefined} THEN ${patch.description ?? null} ELSE description END,
             code = COALESCE(${patch.code ?? null}, code),
@@ -82,19 +96,22 @@ export class FunctionRepo extends Context.Service<FunctionRepo, {
             updated_at = now()
           WHERE workspace = ${workspace} AND id = ${id}
           RETURNING *`
-        if (rows[0] === undefined) return undefined
-        const row = functionRow(rows[0])
-        yield* storeVersion(row, by)
-        return row
-      }))
+            if (rows[0] === undefined) return undefined
+            const row = functionRow(rows[0])
+            yield* storeVersion(row, by)
+            return row
+          })
+        )
 
-    const del = (workspace: string, id: string) =>
-      Effect.map(sql`DELETE FROM functions WHERE workspace = ${workspace} AND id = ${id} RETURNING id`, (rows) => rows.length > 0)
+      const del = (workspace: string, id: string) =>
+        Effect.map(sql`DELETE FROM functions WHERE workspace = ${workspace} AND id = ${id} RETURNING id`, (rows) => rows.length > 0)
 
-    const versions = (id: string) =>
-      Effect.map(sql`SELECT * FROM function_versions WHERE function_id = ${id} ORDER BY version DESC`, (rows) =>
-        rows.map(toFunctionVersion))
+      const versions = (id: string) =>
+        Effect.map(sql`SELECT * FROM function_versions WHERE function_id = ${id} ORDER BY version DESC`, (rows) =>
+          rows.map(toFunctionVersion)
+        )
 
-    return FunctionRepo.of({ insert, get, list, update, delete: del, versions })
-  }))
+      return FunctionRepo.of({ insert, get, list, update, delete: del, versions })
+    })
+  )
 }

@@ -8,7 +8,7 @@
 // - An unknown path is a 404; a trigger whose function was deleted answers 400.
 import { badRequest, notFound, unauthorized } from "@troupe/api/Errors"
 import { Effect } from "effect"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Authenticator } from "../identity/Authenticate.ts"
 import { flag } from "../lib/rows.ts"
 import { outcomeBody, RunWorker } from "./RunWorker.ts"
@@ -19,15 +19,12 @@ import { normalizePath } from "./TriggerService.ts"
 import { bearerOf } from "../platform/EdgeInput.ts"
 import { textProblem } from "../platform/HttpEdge.ts"
 
-export const HTTP_TRIGGER_PATHS = [
-  "/workspace/:workspace/api/v1/http-triggers/*",
-  "/workspace/:workspace/api/v1/webhook/*"
-] as const
+export const HTTP_TRIGGER_PATHS = ["/workspace/:workspace/api/v1/http-triggers/*", "/workspace/:workspace/api/v1/webhook/*"] as const
 
 const hidden = new Set(["authorization", "cookie", "proxy-authorization"])
 
 export const HttpTriggerRoute = HttpRouter.use((router) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const authenticator = yield* Authenticator
     const triggers = yield* TriggerRepo
     const functions = yield* FunctionRepo
@@ -35,7 +32,7 @@ export const HttpTriggerRoute = HttpRouter.use((router) =>
     const runs = yield* RunService
 
     const handle = (request: HttpServerRequest.HttpServerRequest) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const params = yield* HttpRouter.params
         const workspace = params.workspace ?? ""
         const url = new URL(request.url, "http://localhost")
@@ -57,9 +54,10 @@ export const HttpTriggerRoute = HttpRouter.use((router) =>
         if (fn === undefined) {
           return yield* badRequest({ message: `Function not found for trigger: ${trigger.id}`, code: "FUNCTION_NOT_FOUND" })
         }
-        const text = request.method === "GET" || request.method === "HEAD" ? "" : yield* request.text.pipe(
-          Effect.mapError(() => badRequest("The request body could not be read"))
-        )
+        const text =
+          request.method === "GET" || request.method === "HEAD"
+            ? ""
+            : yield* request.text.pipe(Effect.mapError(() => badRequest("The request body could not be read")))
         // a text body reaches the run's stored executionParams (jsonb): NUL and lone surrogates are refused there
         const problem = textProblem(text)
         if (problem !== undefined) return yield* badRequest({ message: `The request body ${problem}`, code: "VALIDATION_ERROR" })

@@ -46,7 +46,7 @@ export const listRows = (
   workspace: string,
   spec: ListSpec
 ) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const conditions = [sql`workspace = ${workspace}`]
     if (spec.search !== undefined && spec.search !== "") {
       const column = spec.searchField === "id" ? sql`id::text` : sql(spec.searchField)
@@ -67,23 +67,28 @@ export const listRows = (
  * Publishes a draft of `type`: its data decoded with the resource's create schema (400 naming `data.<field>`), then
  * `create` and the draft's removal in one transaction (a failed create keeps the draft).
  */
-export const publishDraft = <I, A, E, R>(
-  sql: SqlClient.SqlClient,
-  drafts: DraftRepo["Service"],
-  type: DraftResourceType,
-  schema: Schema.Codec<I, any, never, never>,
-  create: (input: I) => Effect.Effect<A, E | SqlError, R>
-) =>
-(workspace: string, draftId: string): Effect.Effect<A, E | BadRequest | NotFound, R> =>
-  Effect.gen(function*() {
-    yield* checkId("draft", draftId)
-    const decode = Schema.decodeUnknownEffect(schema)
-    return yield* sql.withTransaction(Effect.gen(function*() {
-      const draft = yield* Effect.orDie(drafts.get(workspace, draftId))
-      if (draft === undefined || draft.resourceType !== type) return yield* draftNotFound(draftId)
-      const input = yield* decode(draft.data, { errors: "all" }).pipe(Effect.mapError((e) => invalidAll(schemaDetails(e, "data"))))
-      const created = yield* create(input)
-      yield* Effect.orDie(drafts.delete(workspace, draftId))
-      return created
-    })).pipe(Effect.catchTag("SqlError", Effect.die)) as Effect.Effect<A, E | BadRequest | NotFound, R>
-  })
+export const publishDraft =
+  <I, A, E, R>(
+    sql: SqlClient.SqlClient,
+    drafts: DraftRepo["Service"],
+    type: DraftResourceType,
+    schema: Schema.Codec<I, any, never, never>,
+    create: (input: I) => Effect.Effect<A, E | SqlError, R>
+  ) =>
+  (workspace: string, draftId: string): Effect.Effect<A, E | BadRequest | NotFound, R> =>
+    Effect.gen(function* () {
+      yield* checkId("draft", draftId)
+      const decode = Schema.decodeUnknownEffect(schema)
+      return yield* sql
+        .withTransaction(
+          Effect.gen(function* () {
+            const draft = yield* Effect.orDie(drafts.get(workspace, draftId))
+            if (draft === undefined || draft.resourceType !== type) return yield* draftNotFound(draftId)
+            const input = yield* decode(draft.data, { errors: "all" }).pipe(Effect.mapError((e) => invalidAll(schemaDetails(e, "data"))))
+            const created = yield* create(input)
+            yield* Effect.orDie(drafts.delete(workspace, draftId))
+            return created
+          })
+        )
+        .pipe(Effect.catchTag("SqlError", Effect.die)) as Effect.Effect<A, E | BadRequest | NotFound, R>
+    })

@@ -35,10 +35,17 @@ export const runsQueued = Metric.gauge("troupe_function_runs_queued", {
 /** Counts a finished run; `durationMs` undefined when it never ran here (a run failed as node lost). */
 export const recordRun = (status: FinalStatus, source: string, durationMs: number | undefined) =>
   Effect.andThen(
-    Metric.update(runsSeries(`${status} ${source}`, () => ({ status, source })), 1),
-    durationMs === undefined ? Effect.void : Metric.update(durationSeries(status, () => ({ status })), durationMs / 1000)
+    Metric.update(
+      runsSeries(`${status} ${source}`, () => ({ status, source })),
+      1
+    ),
+    durationMs === undefined
+      ? Effect.void
+      : Metric.update(
+          durationSeries(status, () => ({ status })),
+          durationMs / 1000
+        )
   )
 
 /** Sets troupe_function_runs_queued from the database (for MetricsScrape). */
-export const refreshQueuedRuns = (runs: RunRepo["Service"]) =>
-  runs.countQueued.pipe(Effect.flatMap((n) => Metric.update(runsQueued, n)))
+export const refreshQueuedRuns = (runs: RunRepo["Service"]) => runs.countQueued.pipe(Effect.flatMap((n) => Metric.update(runsQueued, n)))

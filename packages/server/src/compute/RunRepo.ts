@@ -87,13 +87,17 @@ export interface Finished {
   readonly functionVersion: string | null
 }
 
-const CLAIMED_COLUMNS = "r.*, f.code AS fn_code, f.version AS fn_version, f.code_hash AS fn_hash, t.metadata AS trigger_metadata, t.name AS trigger_name"
+const CLAIMED_COLUMNS =
+  "r.*, f.code AS fn_code, f.version AS fn_version, f.code_hash AS fn_hash, t.metadata AS trigger_metadata, t.name AS trigger_name"
 
 const claimed = (r: any): ClaimedRun => {
   const run = runRow(r)
-  const metadata = r.trigger_metadata === null || r.trigger_metadata === undefined
-    ? {}
-    : typeof r.trigger_metadata === "string" ? JSON.parse(r.trigger_metadata) : r.trigger_metadata
+  const metadata =
+    r.trigger_metadata === null || r.trigger_metadata === undefined
+      ? {}
+      : typeof r.trigger_metadata === "string"
+        ? JSON.parse(r.trigger_metadata)
+        : r.trigger_metadata
   return {
     run,
     code: run.code ?? r.fn_code ?? null,
@@ -104,36 +108,41 @@ const claimed = (r: any): ClaimedRun => {
   }
 }
 
-export class RunRepo extends Context.Service<RunRepo, {
-  /** Inserts queued runs and wakes every node (on commit). */
-  readonly enqueue: (runs: ReadonlyArray<NewRun>) => Effect.Effect<ReadonlyArray<RunRow>, SqlError>
-  /** Inserts a run already claimed by `owner` (it runs on this node at once). */
-  readonly startNow: (run: NewRun, owner: string, leaseMs: number) => Effect.Effect<ClaimedRun, SqlError>
-  /** Claims up to `n` queued runs, oldest first. */
-  readonly claim: (owner: string, n: number, leaseMs: number) => Effect.Effect<ReadonlyArray<ClaimedRun>, SqlError>
-  readonly renew: (owner: string, ids: ReadonlyArray<string>, leaseMs: number) => Effect.Effect<void, SqlError>
-  /** Final states and their events in one transaction; runs no longer running (lost) are left as they are. */
-  readonly finish: (runs: ReadonlyArray<Finished>) => Effect.Effect<ReadonlyArray<RunRow>, SqlError>
-  /** Fails running runs whose lease expired; returns them. */
-  readonly failLost: (limit: number) => Effect.Effect<ReadonlyArray<RunRow>, SqlError>
-  readonly get: (id: string) => Effect.Effect<RunRow | undefined, SqlError>
-  readonly list: (workspace: string, filter: RunFilter) => Effect.Effect<{ rows: ReadonlyArray<RunRow>; total: number }, SqlError>
-  readonly reruns: (originalId: string) => Effect.Effect<ReadonlyArray<RunRow>, SqlError>
-  readonly incrementRerunCount: (id: string) => Effect.Effect<void, SqlError>
-  /** True when queued runs are waiting (the worker's fallback poll). */
-  readonly hasQueued: Effect.Effect<boolean, SqlError>
-  /** Queued runs in the whole cluster (over the partial index of queued runs). */
-  readonly countQueued: Effect.Effect<number, SqlError>
-}>()("@troupe/server/compute/RunRepo") {
-  static readonly layer = Layer.effect(RunRepo, Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+export class RunRepo extends Context.Service<
+  RunRepo,
+  {
+    /** Inserts queued runs and wakes every node (on commit). */
+    readonly enqueue: (runs: ReadonlyArray<NewRun>) => Effect.Effect<ReadonlyArray<RunRow>, SqlError>
+    /** Inserts a run already claimed by `owner` (it runs on this node at once). */
+    readonly startNow: (run: NewRun, owner: string, leaseMs: number) => Effect.Effect<ClaimedRun, SqlError>
+    /** Claims up to `n` queued runs, oldest first. */
+    readonly claim: (owner: string, n: number, leaseMs: number) => Effect.Effect<ReadonlyArray<ClaimedRun>, SqlError>
+    readonly renew: (owner: string, ids: ReadonlyArray<string>, leaseMs: number) => Effect.Effect<void, SqlError>
+    /** Final states and their events in one transaction; runs no longer running (lost) are left as they are. */
+    readonly finish: (runs: ReadonlyArray<Finished>) => Effect.Effect<ReadonlyArray<RunRow>, SqlError>
+    /** Fails running runs whose lease expired; returns them. */
+    readonly failLost: (limit: number) => Effect.Effect<ReadonlyArray<RunRow>, SqlError>
+    readonly get: (id: string) => Effect.Effect<RunRow | undefined, SqlError>
+    readonly list: (workspace: string, filter: RunFilter) => Effect.Effect<{ rows: ReadonlyArray<RunRow>; total: number }, SqlError>
+    readonly reruns: (originalId: string) => Effect.Effect<ReadonlyArray<RunRow>, SqlError>
+    readonly incrementRerunCount: (id: string) => Effect.Effect<void, SqlError>
+    /** True when queued runs are waiting (the worker's fallback poll). */
+    readonly hasQueued: Effect.Effect<boolean, SqlError>
+    /** Queued runs in the whole cluster (over the partial index of queued runs). */
+    readonly countQueued: Effect.Effect<number, SqlError>
+  }
+>()("@troupe/server/compute/RunRepo") {
+  static readonly layer = Layer.effect(
+    RunRepo,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
 
-    /**
-     * The function.* events of the finished runs a `done` CTE returns, and the relay's wake-up:
-     * `{event, timestamp, workspace, data: {runId, functionId, triggerId, status, durationMs, executionSource, error?}}`.
-     * (A data-modifying CTE runs whether or not the final SELECT reads it.)
-     */
-    const finishedEvents = (at: string) => sql`ev AS (
+      /**
+       * The function.* events of the finished runs a `done` CTE returns, and the relay's wake-up:
+       * `{event, timestamp, workspace, data: {runId, functionId, triggerId, status, durationMs, executionSource, error?}}`.
+       * (A data-modifying CTE runs whether or not the final SELECT reads it.)
+       */
+      const finishedEvents = (at: string) => sql`ev AS (
         INSERT INTO events (workspace, type, payload)
         SELECT workspace, t.type, jsonb_build_object('event', t.type, 'timestamp', ${at}::text, 'workspace', workspace,
           'data', jsonb_build_object('runId', id, 'functionId', function_id, 'triggerId', trigger_id, 'status', status,
@@ -145,31 +154,31 @@ export class RunRepo extends Context.Service<RunRepo, {
       )
       SELECT done.* FROM done`
 
-    const rowsOf = (runs: ReadonlyArray<NewRun>, status: string, owner: string | null) =>
-      runs.map((r) => ({
-        id: r.id,
-        workspace: r.workspace,
-        function_id: r.functionId,
-        trigger_id: r.triggerId,
-        status: r.error !== undefined ? "failed" : status,
-        error: r.error ?? null,
-        execution_source: r.source,
-        code: r.code,
-        function_code_hash: r.codeHash,
-        parameters: r.parameters,
-        execution_context: r.executionContext,
-        acting_as: r.actingAs,
-        depth: r.depth,
-        is_rerun: r.isRerun ?? false,
-        original_run_id: r.originalRunId ?? null,
-        rerun_by: r.rerunBy ?? null,
-        rerun_reason: r.rerunReason ?? null,
-        scheduled_for: r.scheduledFor ?? null,
-        lease_owner: owner
-      }))
+      const rowsOf = (runs: ReadonlyArray<NewRun>, status: string, owner: string | null) =>
+        runs.map((r) => ({
+          id: r.id,
+          workspace: r.workspace,
+          function_id: r.functionId,
+          trigger_id: r.triggerId,
+          status: r.error !== undefined ? "failed" : status,
+          error: r.error ?? null,
+          execution_source: r.source,
+          code: r.code,
+          function_code_hash: r.codeHash,
+          parameters: r.parameters,
+          execution_context: r.executionContext,
+          acting_as: r.actingAs,
+          depth: r.depth,
+          is_rerun: r.isRerun ?? false,
+          original_run_id: r.originalRunId ?? null,
+          rerun_by: r.rerunBy ?? null,
+          rerun_reason: r.rerunReason ?? null,
+          scheduled_for: r.scheduledFor ?? null,
+          lease_owner: owner
+        }))
 
-    const insertSql = (rows: ReadonlyArray<unknown>, leaseMs: number | null) =>
-      sql`INSERT INTO function_runs (id, workspace, function_id, trigger_id, status, error, execution_source, code,
+      const insertSql = (rows: ReadonlyArray<unknown>, leaseMs: number | null) =>
+        sql`INSERT INTO function_runs (id, workspace, function_id, trigger_id, status, error, execution_source, code,
           function_code_hash, parameters, execution_context, acting_as, depth, is_rerun, original_run_id, rerun_by,
           rerun_reason, scheduled_for, lease_owner, lease_expires_at, started_at, finished_at)
         SELECT id, workspace, function_id, trigger_id, status, error, execution_source, code, function_code_hash, parameters,
@@ -185,33 +194,36 @@ export class RunRepo extends Context.Service<RunRepo, {
         ON CONFLICT DO NOTHING
         RETURNING *`
 
-    /** The run rows, their trigger.fired events and (on commit) the wake-up of every node's worker. */
-    const enqueue = (runs: ReadonlyArray<NewRun>) =>
-      Effect.gen(function*() {
-        if (runs.length === 0) return []
-        const rows = (yield* insertSql(rowsOf(runs, "queued", null), null)).map(runRow)
-        const stored = new Set(rows.map((r) => r.id))
-        const at = new Date(yield* Clock.currentTimeMillis).toISOString()
-        yield* appendEvents(sql, runs.filter((r) => r.fired !== undefined && stored.has(r.id)).map((r) => firedEvent(r, at)))
-        if (rows.some((r) => r.status === "queued")) yield* notifyAfterCommit(sql, RUNS_CHANNEL)
-        return rows
-      })
+      /** The run rows, their trigger.fired events and (on commit) the wake-up of every node's worker. */
+      const enqueue = (runs: ReadonlyArray<NewRun>) =>
+        Effect.gen(function* () {
+          if (runs.length === 0) return []
+          const rows = (yield* insertSql(rowsOf(runs, "queued", null), null)).map(runRow)
+          const stored = new Set(rows.map((r) => r.id))
+          const at = new Date(yield* Clock.currentTimeMillis).toISOString()
+          yield* appendEvents(
+            sql,
+            runs.filter((r) => r.fired !== undefined && stored.has(r.id)).map((r) => firedEvent(r, at))
+          )
+          if (rows.some((r) => r.status === "queued")) yield* notifyAfterCommit(sql, RUNS_CHANNEL)
+          return rows
+        })
 
-    /** `id IN (…)` over a JSON array of ids (one parameter, the same on both drivers). */
-    const idIn = (column: string, ids: ReadonlyArray<string>) =>
-      sql`${sql(column)} IN (SELECT value::uuid FROM jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))`
+      /** `id IN (…)` over a JSON array of ids (one parameter, the same on both drivers). */
+      const idIn = (column: string, ids: ReadonlyArray<string>) =>
+        sql`${sql(column)} IN (SELECT value::uuid FROM jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))`
 
-    const withCode = (ids: ReadonlyArray<string>) =>
-      sql`SELECT ${sql.unsafe(CLAIMED_COLUMNS)} FROM function_runs r
+      const _withCode = (ids: ReadonlyArray<string>) =>
+        sql`SELECT ${sql.unsafe(CLAIMED_COLUMNS)} FROM function_runs r
         LEFT JOIN functions f ON f.id = r.function_id LEFT JOIN triggers t ON t.id = r.trigger_id
         WHERE ${idIn("r.id", ids)}`
 
-    /** One statement: the run row (claimed by `owner`), its trigger.fired event when a trigger fired it, and the
-     * code and trigger params it runs with. */
-    const startNow = (run: NewRun, owner: string, leaseMs: number) =>
-      Effect.gen(function*() {
-        const fired = run.fired === undefined ? [] : [firedEvent(run, new Date(yield* Clock.currentTimeMillis).toISOString())]
-        const rows = yield* sql`WITH r AS (${insertSql(rowsOf([run], "running", owner), leaseMs)}),
+      /** One statement: the run row (claimed by `owner`), its trigger.fired event when a trigger fired it, and the
+       * code and trigger params it runs with. */
+      const startNow = (run: NewRun, owner: string, leaseMs: number) =>
+        Effect.gen(function* () {
+          const fired = run.fired === undefined ? [] : [firedEvent(run, new Date(yield* Clock.currentTimeMillis).toISOString())]
+          const rows = yield* sql`WITH r AS (${insertSql(rowsOf([run], "running", owner), leaseMs)}),
           ev AS (
             INSERT INTO events (workspace, type, payload)
             SELECT workspace, type, payload FROM jsonb_to_recordset(${JSON.stringify(fired)}::jsonb)
@@ -220,16 +232,16 @@ export class RunRepo extends Context.Service<RunRepo, {
           )
           SELECT ${sql.unsafe(CLAIMED_COLUMNS)}, (SELECT count(*) FROM ev) AS fired_events
           FROM r LEFT JOIN functions f ON f.id = r.function_id LEFT JOIN triggers t ON t.id = r.trigger_id`
-        const row = rows[0]
-        if (row === undefined) return yield* Effect.die(new Error(`run ${run.id} was not stored`))
-        if (fired.length > 0) yield* notifyAfterCommit(sql, EVENTS_CHANNEL)
-        return claimed(row)
-      })
+          const row = rows[0]
+          if (row === undefined) return yield* Effect.die(new Error(`run ${run.id} was not stored`))
+          if (fired.length > 0) yield* notifyAfterCommit(sql, EVENTS_CHANNEL)
+          return claimed(row)
+        })
 
-    const claim = (owner: string, n: number, leaseMs: number) =>
-      Effect.gen(function*() {
-        if (n <= 0) return []
-        const rows = yield* sql`WITH picked AS (
+      const claim = (owner: string, n: number, leaseMs: number) =>
+        Effect.gen(function* () {
+          if (n <= 0) return []
+          const rows = yield* sql`WITH picked AS (
             SELECT id FROM function_runs
             WHERE status = 'queued'
             ORDER BY created_at
@@ -243,31 +255,33 @@ export class RunRepo extends Context.Service<RunRepo, {
           )
           SELECT ${sql.unsafe(CLAIMED_COLUMNS)}
           FROM claimed r LEFT JOIN functions f ON f.id = r.function_id LEFT JOIN triggers t ON t.id = r.trigger_id`
-        return rows.map(claimed)
-      })
+          return rows.map(claimed)
+        })
 
-    const renew = (owner: string, ids: ReadonlyArray<string>, leaseMs: number) =>
-      ids.length === 0 ? Effect.void : sql`UPDATE function_runs SET lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
+      const renew = (owner: string, ids: ReadonlyArray<string>, leaseMs: number) =>
+        ids.length === 0
+          ? Effect.void
+          : sql`UPDATE function_runs SET lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
         WHERE ${idIn("id", ids)} AND status = 'running' AND lease_owner = ${owner}`.pipe(Effect.asVoid)
 
-    const finish = (runs: ReadonlyArray<Finished>) =>
-      Effect.gen(function*() {
-        if (runs.length === 0) return []
-        const payload = runs.map((r) => ({
-          id: r.id,
-          status: r.status,
-          result: JSON.stringify(r.result === undefined ? null : r.result),
-          error: r.error,
-          logs: r.logs,
-          duration_ms: r.durationMs,
-          memory_usage_bytes: Math.round(r.memoryUsageBytes),
-          cpu_usage_seconds: r.cpuUsageSeconds,
-          function_code_hash: r.functionCodeHash,
-          function_version: r.functionVersion
-        }))
-        const at = new Date(yield* Clock.currentTimeMillis).toISOString()
-        // one statement (one round trip, atomic): the final states, their function.* events, the relay's wake-up
-        const rows = yield* sql`WITH done AS (
+      const finish = (runs: ReadonlyArray<Finished>) =>
+        Effect.gen(function* () {
+          if (runs.length === 0) return []
+          const payload = runs.map((r) => ({
+            id: r.id,
+            status: r.status,
+            result: JSON.stringify(r.result === undefined ? null : r.result),
+            error: r.error,
+            logs: r.logs,
+            duration_ms: r.durationMs,
+            memory_usage_bytes: Math.round(r.memoryUsageBytes),
+            cpu_usage_seconds: r.cpuUsageSeconds,
+            function_code_hash: r.functionCodeHash,
+            function_version: r.functionVersion
+          }))
+          const at = new Date(yield* Clock.currentTimeMillis).toISOString()
+          // one statement (one round trip, atomic): the final states, their function.* events, the relay's wake-up
+          const rows = yield* sql`WITH done AS (
             UPDATE function_runs r SET status = v.status, result = v.result, error = v.error,
               logs = v.logs, finished_at = now(), duration_ms = v.duration_ms, memory_usage_bytes = v.memory_usage_bytes,
               cpu_usage_seconds = v.cpu_usage_seconds, lease_owner = NULL, lease_expires_at = NULL,
@@ -279,14 +293,14 @@ export class RunRepo extends Context.Service<RunRepo, {
             WHERE r.id = v.id AND r.status = 'running'
             RETURNING r.*
           ), ${finishedEvents(at)}`
-        if (rows.length > 0) yield* notifyAfterCommit(sql, EVENTS_CHANNEL)
-        return rows.map(runRow)
-      })
+          if (rows.length > 0) yield* notifyAfterCommit(sql, EVENTS_CHANNEL)
+          return rows.map(runRow)
+        })
 
-    const failLost = (limit: number) =>
-      Effect.gen(function*() {
-        const at = new Date(yield* Clock.currentTimeMillis).toISOString()
-        const rows = yield* sql`WITH lost AS (
+      const failLost = (limit: number) =>
+        Effect.gen(function* () {
+          const at = new Date(yield* Clock.currentTimeMillis).toISOString()
+          const rows = yield* sql`WITH lost AS (
             SELECT id FROM function_runs WHERE status = 'running' AND lease_expires_at < now()
             ORDER BY lease_expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
           ), done AS (
@@ -296,42 +310,46 @@ export class RunRepo extends Context.Service<RunRepo, {
             FROM lost WHERE r.id = lost.id
             RETURNING r.*
           ), ${finishedEvents(at)}`
-        if (rows.length > 0) yield* notifyAfterCommit(sql, EVENTS_CHANNEL)
-        return rows.map(runRow)
-      })
+          if (rows.length > 0) yield* notifyAfterCommit(sql, EVENTS_CHANNEL)
+          return rows.map(runRow)
+        })
 
-    const list = (workspace: string, filter: RunFilter) =>
-      Effect.gen(function*() {
-        const conditions = [sql`workspace = ${workspace}`]
-        if (filter.functionId !== undefined) conditions.push(sql`function_id = ${filter.functionId}`)
-        if (filter.triggerId !== undefined) conditions.push(sql`trigger_id = ${filter.triggerId}`)
-        if (filter.status !== undefined) conditions.push(sql`status = ${filter.status}`)
-        if (filter.executionSource !== undefined) conditions.push(sql`execution_source = ${filter.executionSource}`)
-        const where = sql.and(conditions)
-        const rows = yield* sql`SELECT * FROM function_runs WHERE ${where}
+      const list = (workspace: string, filter: RunFilter) =>
+        Effect.gen(function* () {
+          const conditions = [sql`workspace = ${workspace}`]
+          if (filter.functionId !== undefined) conditions.push(sql`function_id = ${filter.functionId}`)
+          if (filter.triggerId !== undefined) conditions.push(sql`trigger_id = ${filter.triggerId}`)
+          if (filter.status !== undefined) conditions.push(sql`status = ${filter.status}`)
+          if (filter.executionSource !== undefined) conditions.push(sql`execution_source = ${filter.executionSource}`)
+          const where = sql.and(conditions)
+          const rows = yield* sql`SELECT * FROM function_runs WHERE ${where}
           ORDER BY created_at DESC, id DESC LIMIT ${filter.limit} OFFSET ${filter.offset}`
-        const total = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM function_runs WHERE ${where}`
-        return { rows: rows.map(runRow), total: Number(total[0]?.n ?? 0) }
-      })
+          const total = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM function_runs WHERE ${where}`
+          return { rows: rows.map(runRow), total: Number(total[0]?.n ?? 0) }
+        })
 
-    return RunRepo.of({
-      enqueue,
-      startNow,
-      claim,
-      renew,
-      finish,
-      failLost,
-      get: (id) => Effect.map(sql`SELECT * FROM function_runs WHERE id = ${id}`, (rows) => rows[0] === undefined ? undefined : runRow(rows[0])),
-      list,
-      reruns: (originalId) =>
-        Effect.map(sql`SELECT * FROM function_runs WHERE original_run_id = ${originalId} ORDER BY created_at, id`, (rows) =>
-          rows.map(runRow)),
-      incrementRerunCount: (id) => sql`UPDATE function_runs SET rerun_count = rerun_count + 1 WHERE id = ${id}`.pipe(Effect.asVoid),
-      hasQueued: Effect.map(sql`SELECT 1 FROM function_runs WHERE status = 'queued' LIMIT 1`, (rows) => rows.length > 0),
-      countQueued: Effect.map(sql<{ n: number }>`SELECT count(*)::int AS n FROM function_runs WHERE status = 'queued'`, (rows) =>
-        Number(rows[0]?.n ?? 0))
+      return RunRepo.of({
+        enqueue,
+        startNow,
+        claim,
+        renew,
+        finish,
+        failLost,
+        get: (id) =>
+          Effect.map(sql`SELECT * FROM function_runs WHERE id = ${id}`, (rows) => (rows[0] === undefined ? undefined : runRow(rows[0]))),
+        list,
+        reruns: (originalId) =>
+          Effect.map(sql`SELECT * FROM function_runs WHERE original_run_id = ${originalId} ORDER BY created_at, id`, (rows) =>
+            rows.map(runRow)
+          ),
+        incrementRerunCount: (id) => sql`UPDATE function_runs SET rerun_count = rerun_count + 1 WHERE id = ${id}`.pipe(Effect.asVoid),
+        hasQueued: Effect.map(sql`SELECT 1 FROM function_runs WHERE status = 'queued' LIMIT 1`, (rows) => rows.length > 0),
+        countQueued: Effect.map(sql<{ n: number }>`SELECT count(*)::int AS n FROM function_runs WHERE status = 'queued'`, (rows) =>
+          Number(rows[0]?.n ?? 0)
+        )
+      })
     })
-  }))
+  )
 }
 
 export interface RunFilter {

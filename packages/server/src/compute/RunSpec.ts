@@ -30,26 +30,28 @@ export interface RunSpec {
 export const parametersContext = (runId: string) => `run-parameters:${runId}`
 
 /** The stored form of a new run: a fresh id, its executionParams encrypted and bound to that id. */
-export const makeNewRun = (encrypt: (value: unknown, context: string) => string) => (spec: RunSpec): NewRun => {
-  const id = Crypto.randomUUID()
-  return {
-    id,
-    workspace: spec.workspace,
-    functionId: spec.functionId,
-    triggerId: spec.triggerId,
-    source: spec.source,
-    code: spec.code ?? null,
-    codeHash: spec.code === undefined ? null : sha256(spec.code),
-    parameters: encrypt(spec.executionParams ?? {}, parametersContext(id)),
-    executionContext: spec.executionContext,
-    actingAs: spec.actingAs,
-    depth: spec.depth ?? 0,
-    isRerun: spec.rerun !== undefined,
-    originalRunId: spec.rerun?.originalRunId ?? null,
-    rerunBy: spec.rerun?.by ?? null,
-    rerunReason: spec.rerun?.reason ?? null,
-    scheduledFor: spec.scheduledFor ?? null,
-    fired: spec.fired,
-    error: spec.error
+export const makeNewRun =
+  (encrypt: (value: unknown, context: string) => string) =>
+  (spec: RunSpec): NewRun => {
+    const id = Crypto.randomUUID()
+    return {
+      id,
+      workspace: spec.workspace,
+      functionId: spec.functionId,
+      triggerId: spec.triggerId,
+      source: spec.source,
+      code: spec.code ?? null,
+      codeHash: spec.code === undefined ? null : sha256(spec.code),
+      parameters: encrypt(spec.executionParams ?? {}, parametersContext(id)),
+      executionContext: spec.executionContext,
+      actingAs: spec.actingAs,
+      depth: spec.depth ?? 0,
+      isRerun: spec.rerun !== undefined,
+      originalRunId: spec.rerun?.originalRunId ?? null,
+      rerunBy: spec.rerun?.by ?? null,
+      rerunReason: spec.rerun?.reason ?? null,
+      scheduledFor: spec.scheduledFor ?? null,
+      fired: spec.fired,
+      error: spec.error
+    }
   }
-}

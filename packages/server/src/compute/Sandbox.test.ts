@@ -43,7 +43,7 @@ const job = (code: string, extra: Partial<SandboxJob> = {}): SandboxJob => ({
 })
 
 const exec = (code: string, extra: Partial<SandboxJob> = {}) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sandbox = yield* Sandbox
     return yield* sandbox.execute(job(code, extra))
   })
@@ -51,13 +51,15 @@ const exec = (code: string, extra: Partial<SandboxJob> = {}) =>
 const wait = (ms: number) => Effect.promise(() => new Promise<void>((r) => setTimeout(r, ms)))
 
 const ECMASCRIPT_GLOBALS = new Set(
-  ("Object Function Array Number parseFloat parseInt Infinity NaN undefined Boolean String Symbol Date Promise " +
+  (
+    "Object Function Array Number parseFloat parseInt Infinity NaN undefined Boolean String Symbol Date Promise " +
     "RegExp Error AggregateError EvalError RangeError ReferenceError SyntaxError TypeError URIError globalThis JSON " +
     "Math Intl " +
     "ArrayBuffer Uint8Array Int8Array Uint16Array Int16Array Uint32Array Int32Array BigUint64Array BigInt64Array " +
     "Uint8ClampedArray Float32Array Float64Array Float16Array DataView Map BigInt Set Iterator WeakMap WeakSet Proxy " +
     "Reflect WeakRef decodeURI decodeURIComponent encodeURI encodeURIComponent escape unescape eval isFinite isNaN " +
-    "SuppressedError DisposableStack AsyncDisposableStack").split(" ")
+    "SuppressedError DisposableStack AsyncDisposableStack"
+  ).split(" ")
 )
 
 const timedOut = `Function timed out after ${TIMEOUT_MS} ms`
@@ -66,10 +68,8 @@ const outOfMemory = `Function exceeded its memory limit (${MEMORY_MB} MB)`
 layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sandbox", (it) => {
   describe("results", () => {
     it.effect("returns JSON results; undefined becomes null; run gets (executionParams, triggerParams)", () =>
-      Effect.gen(function*() {
-        const a = yield* exec(
-          "async function run(exec, trig) { return { exec, trig, same: exec === executionParams } }"
-        )
+      Effect.gen(function* () {
+        const a = yield* exec("async function run(exec, trig) { return { exec, trig, same: exec === executionParams } }")
         expect(a.status).toBe("completed")
         expect(a.result).toStrictEqual({
           exec: { user: { id: "u1", roles: ["admin"] } },
@@ -84,10 +84,11 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
         expect(c.result).toStrictEqual([1, "two", null])
         const d = yield* exec("function run() { return 42 }")
         expect(d.result).toBe(42)
-      }))
+      })
+    )
 
     it.effect("a thrown error fails the run with name, message and the user frame; {success:false} completes", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const thrown = yield* exec("async function run() {\n  await null\n  throw new TypeError('boom')\n}")
         expect(thrown.status).toBe("failed")
         expect(thrown.error!.startsWith("TypeError: boom"), thrown.error!).toBe(true)
@@ -105,10 +106,11 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
         const none = yield* exec("async function handler() { return 1 }")
         expect(none.status).toBe("failed")
         expect(none.error!).toContain("run")
-      }))
+      })
+    )
 
     it.effect("huge and unserialisable results fail with a clear message", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const huge = yield* exec("async function run() { return 'x'.repeat(2 * 1024 * 1024) }")
         expect(huge.status).toBe("failed")
         expect(huge.error!).toContain("Result exceeds the limit of 1048576 bytes")
@@ -118,13 +120,15 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
         const big = yield* exec("async function run() { return { n: 1n } }")
         expect(big.status).toBe("failed")
         expect(big.error!).toContain("BigInt")
-      }))
+      })
+    )
   })
 
   describe("containment", () => {
     it.effect("constructor chains reach only the isolate's own global", () =>
-      Effect.gen(function*() {
-        const out = yield* exec(`async function run() {
+      Effect.gen(function* () {
+        const out = yield* exec(
+          `async function run() {
           const viaGlobal = globalThis.constructor.constructor("return typeof process")()
           const viaThis = (function () { return this })().constructor.constructor("return typeof require")()
           const viaLog = api.log.constructor.constructor("return this")() === globalThis
@@ -139,11 +143,13 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           let escaped = false
           try { this.constructor.constructor("return process")().exit(1); escaped = true } catch (e) {}
           return { viaGlobal, viaThis, viaLog, viaApi, viaError, escaped }
-        }`, {
-          bridge: recordingBridge({
-            fetchRecord: () => ({ ok: false, error: { message: "not found", code: "NOT_FOUND" } })
-          }).bridge
-        })
+        }`,
+          {
+            bridge: recordingBridge({
+              fetchRecord: () => ({ ok: false, error: { message: "not found", code: "NOT_FOUND" } })
+            }).bridge
+          }
+        )
         expect(out.status, out.error ?? "").toBe("completed")
         expect(out.result).toStrictEqual({
           viaGlobal: "undefined",
@@ -153,10 +159,11 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           viaError: [true, true, "undefined", true],
           escaped: false
         })
-      }))
+      })
+    )
 
     it.effect("stack trace call sites and .caller never hand user code a bootstrap function", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const out = yield* exec(`async function run() {
           const found = []
           Error.prepareStackTrace = (e, sites) => sites.map((s) => [s.getFunctionName(), typeof s.getFunction()])
@@ -175,11 +182,15 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
         expect(found.map((f) => f.caller)).toStrictEqual([null, null, "get a"]) // a native or strict caller is hidden
         const exposed = found.flatMap((f) => f.sites.filter(([, type]) => type === "function").map(([name]) => name))
         expect([...new Set(exposed)].sort()).toStrictEqual(["get a", "probe"])
-        expect(found[0]!.sites.map(([name]) => name), "the bootstrap frames were on the stack").toContain("callHost")
-      }))
+        expect(
+          found[0]!.sites.map(([name]) => name),
+          "the bootstrap frames were on the stack"
+        ).toContain("callHost")
+      })
+    )
 
     it.effect("globals expose nothing of isolated-vm, timers or console; api has exactly its methods", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const out = yield* exec(`async function run() {
           return {
             globals: Object.getOwnPropertyNames(globalThis),
@@ -219,10 +230,11 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           "updateRecord",
           "uuid"
         ])
-      }))
+      })
+    )
 
     it.effect("injected objects are deep-frozen and cannot be replaced", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const out = yield* exec(`"use strict"
         async function run() {
           const attempts = {
@@ -249,26 +261,34 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
         expect(r.id).toBe("u1")
         expect(r.roles).toStrictEqual(["admin"])
         expect(r.frozen).toBe(true)
-      }))
+      })
+    )
 
     it.effect("prototype pollution in one run does not reach the next run on the same isolate", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const sandbox = yield* Sandbox
         const ws = { workspace: "pollution" }
-        const first = yield* exec(`async function run() {
+        const first = yield* exec(
+          `async function run() {
           Object.prototype.polluted = "yes"; Array.prototype.push = null; JSON.stringify = () => "hijacked"
           globalThis.leftover = 1
           return 1
-        }`, ws)
+        }`,
+          ws
+        )
         expect(first.status, first.error ?? "").toBe("completed")
         const created = (yield* sandbox.stats).created
-        const second = yield* exec(`async function run() {
+        const second = yield* exec(
+          `async function run() {
           const a = []; a.push(1)
           return { polluted: ({}).polluted ?? null, leftover: typeof leftover, json: JSON.stringify({ a }) }
-        }`, ws)
-        expect(second.result).toStrictEqual({ polluted: null, leftover: "undefined", json: "{\"a\":[1]}" })
+        }`,
+          ws
+        )
+        expect(second.result).toStrictEqual({ polluted: null, leftover: "undefined", json: '{"a":[1]}' })
         expect((yield* sandbox.stats).created, "the same isolate ran both").toBe(created)
-      }))
+      })
+    )
   })
 
   describe("time limit", () => {
@@ -279,23 +299,23 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
       "never-settling promise": "async function run() { return new Promise(() => {}) }",
       "never-settling host call": "async function run() { return api.fetchRecord('r') }",
       "await microtask flood": "async function run() { for (;;) await null }",
-      "recursive then chain":
-        "function run() { const f = () => { Promise.resolve().then(f) }; f(); return new Promise(() => {}) }"
+      "recursive then chain": "function run() { const f = () => { Promise.resolve().then(f) }; f(); return new Promise(() => {}) }"
     }
     const stuck: HostBridge = { call: () => new Promise<BridgeAnswer>(() => {}) }
     for (const [name, code] of Object.entries(spins)) {
       it.effect(`${name} ends as timed_out`, () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const bridge = name === "never-settling host call" ? stuck : recordingBridge().bridge
           const out = yield* exec(code, { bridge, workspace: "spin" })
           expect(out.status, out.error ?? "").toBe("timed_out")
           expect(out.error).toBe(timedOut)
           expect(out.result).toBeNull()
-        }))
+        })
+      )
     }
 
     it.effect("the host event loop stays responsive while a run spins, and the pool keeps working", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         let firedAt = 0
         let endedAt = 0
         setTimeout(() => (firedAt = performance.now()), 10)
@@ -307,21 +327,25 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
         expect(firedAt, "the host timer fired while the isolate was spinning").toBeLessThan(endedAt)
         const next = yield* exec("async function run() { return 'alive' }")
         expect(next.result).toBe("alive")
-      }))
+      })
+    )
 
     it.effect("a job's timeoutMs overrides the limit", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const out = yield* exec("async function run() { for (;;) await null }", { timeoutMs: 100 })
         expect(out.error).toBe("Function timed out after 100 ms")
-      }))
+      })
+    )
 
     it.effect("interrupting execute disposes the run's isolate", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const sandbox = yield* Sandbox
-        const fiber = yield* Effect.forkChild(exec("async function run() { await null; for (;;) {} }", {
-          workspace: "interrupt",
-          timeoutMs: 20_000
-        }))
+        const fiber = yield* Effect.forkChild(
+          exec("async function run() { await null; for (;;) {} }", {
+            workspace: "interrupt",
+            timeoutMs: 20_000
+          })
+        )
         yield* wait(50)
         const during = yield* sandbox.stats
         yield* Fiber.interrupt(fiber)
@@ -329,20 +353,20 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
         const after = yield* sandbox.stats
         expect(after.isolates).toBe(during.isolates - 1)
         expect(after.busy).toBe(0)
-      }))
+      })
+    )
   })
 
   describe("memory limit", () => {
     const bombs = {
       "before any await": "async function run() { const a = []; for (;;) a.push(new Array(1e6).fill(1)) }",
       "after an await": "async function run() { await null; const a = []; for (;;) a.push(new Array(1e6).fill(1)) }",
-      "after a host call":
-        "async function run() { await api.fetchRecord('r'); const a = []; for (;;) a.push(new Array(1e6).fill(1)) }",
+      "after a host call": "async function run() { await api.fetchRecord('r'); const a = []; for (;;) a.push(new Array(1e6).fill(1)) }",
       "one huge string": "async function run() { let s = 'x'; for (;;) s = s + s }"
     }
     for (const [name, code] of Object.entries(bombs)) {
       it.effect(`a memory bomb ${name} fails the run, and the next run gets a new isolate`, () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const sandbox = yield* Sandbox
           const created = (yield* sandbox.stats).created
           // a generous clock: on a loaded machine filling the heap may take longer than the default limit
@@ -353,19 +377,20 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           const next = yield* exec("async function run() { return 'fine' }", { workspace: "bomb" })
           expect(next.result).toBe("fine")
           if (name !== "one huge string") expect((yield* sandbox.stats).created).toBeGreaterThan(created)
-        }))
+        })
+      )
     }
   })
 
   describe("logs", () => {
     it.effect("levels, JSON for non-strings, timestamps", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const out = yield* exec(`async function run() {
           api.log("hello", { a: 1 }, [2], 3)
           api.log.info("i"); api.log.warn("w"); api.log.error(new Error("e")); api.log.debug(null)
         }`)
         expect(out.logs.map((l) => [l.level, l.message])).toStrictEqual([
-          ["info", "hello {\"a\":1} [2] 3"],
+          ["info", 'hello {"a":1} [2] 3'],
           ["info", "i"],
           ["warn", "w"],
           ["error", "Error: e"],
@@ -373,10 +398,11 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
         ])
         expect(out.logsTruncated).toBe(false)
         expect(Number.isNaN(Date.parse(out.logs[0]!.at))).toBe(false)
-      }))
+      })
+    )
 
     it.effect("a huge entry is cut, many entries are dropped and counted", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const huge = yield* exec("async function run() { api.log('é'.repeat(100000)) }")
         expect(huge.logs.length).toBe(1)
         expect(huge.logs[0]!.message.endsWith("…[truncated]")).toBe(true)
@@ -392,24 +418,28 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
         expect(bytes.logs[kept]!.message).toBe(`${100 - kept} log entries dropped`)
         const failing = yield* exec("async function run() { api.log('before'); throw new Error('x') }")
         expect(failing.logs[0]!.message).toBe("before")
-      }))
+      })
+    )
   })
 
   describe("host bridge", () => {
     it.effect("record methods send JSON arguments through one bridge call and resolve to its value", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const { bridge, calls } = recordingBridge({
           createRecord: (args) => ({ ok: true, value: { id: "r1", data: args[1] } }),
           queryRecords: () => ({ ok: true, value: [{ id: "a" }, { id: "b" }] })
         })
-        const out = yield* exec(`async function run() {
+        const out = yield* exec(
+          `async function run() {
           const created = await api.createRecord("post", { title: "t", at: new Date(0), skip: undefined })
           const [list, one] = await Promise.all([api.queryRecords("post", { limit: 2 }), api.fetchRecord("r1")])
           await api.deleteRecord("r1", true)
           await api.incrementField("r1", "n", 2)
           await api.invokeTrigger("other", { x: 1 })
           return { created, n: list.length, one }
-        }`, { bridge })
+        }`,
+          { bridge }
+        )
         expect(out.status, out.error ?? "").toBe("completed")
         expect(out.result).toStrictEqual({
           created: { id: "r1", data: { title: "t", at: "1970-01-01T00:00:00.000Z" } },
@@ -426,22 +456,26 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
         ])
         expect(calls[3]!.args).toStrictEqual(["r1", true])
         expect(calls[5]!.args).toStrictEqual(["other", { x: 1 }])
-      }))
+      })
+    )
 
     it.effect("a bridge error surfaces as an Error with message, code, statusCode and details", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const { bridge } = recordingBridge({
           updateRecord: () => ({
             ok: false,
             error: { message: "version conflict", code: "CONFLICT", statusCode: 409, details: { expected: 2 } }
           })
         })
-        const out = yield* exec(`async function run() {
+        const out = yield* exec(
+          `async function run() {
           try { await api.updateRecord("r1", { a: 1 }) } catch (e) {
             const { message, code, statusCode, details } = e
             return { isError: e instanceof Error, message, code, statusCode, details }
           }
-        }`, { bridge })
+        }`,
+          { bridge }
+        )
         expect(out.result).toStrictEqual({
           isError: true,
           message: "version conflict",
@@ -453,25 +487,30 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
         const down = yield* exec("async function run() { await api.fetchRecord('x') }", { bridge: rejecting })
         expect(down.status).toBe("failed")
         expect(down.error!.startsWith("Error: database down")).toBe(true)
-      }))
+      })
+    )
 
     it.effect("arguments over maxCallBytes or not JSON are refused inside the isolate", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const { bridge, calls } = recordingBridge()
-        const out = yield* exec(`async function run() {
+        const out = yield* exec(
+          `async function run() {
           const errors = []
           try { await api.createRecord("post", { blob: "x".repeat(70 * 1024) }) } catch (e) { errors.push(e.message) }
           try { await api.createRecord("post", { n: 1n }) } catch (e) { errors.push(e.message) }
           return errors
-        }`, { bridge })
+        }`,
+          { bridge }
+        )
         const errors = out.result as Array<string>
         expect(errors[0]).toContain("arguments exceed 65536 bytes")
         expect(errors[1]).toContain("arguments are not JSON")
         expect(calls.length).toBe(0)
-      }))
+      })
+    )
 
     it.effect("http helpers and fetch go through method http with one request object", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const { bridge, calls } = recordingBridge({
           http: (args) => {
             const req = args[0] as { method: string; url: string }
@@ -482,12 +521,13 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
                 statusText: "OK",
                 headers: { "Content-Type": "application/json" },
                 url: req.url,
-                body: req.url.endsWith("/text") ? "plain text" : "{\"echo\":\"" + req.method + "\"}"
+                body: req.url.endsWith("/text") ? "plain text" : `{"echo":"${req.method}"}`
               }
             }
           }
         })
-        const out = yield* exec(`async function run() {
+        const out = yield* exec(
+          `async function run() {
           const get = await api.httpGet("https://x.test/a", { headers: { "X-A": "1" }, timeout: 500 })
           const text = await api.httpGet("https://x.test/text")
           const post = await api.httpPost("https://x.test/b", { a: 1 })
@@ -497,7 +537,9 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           return { get, text: text.data, post: post.data, put: put.data, del: [del.status, del.ok],
             fetch: [res.ok, res.status, res.url, res.headers.get("content-type"), res.headers.get("nope"),
               await res.text(), (await res.json()).echo, Object.isFrozen(res)] }
-        }`, { bridge })
+        }`,
+          { bridge }
+        )
         expect(out.status, out.error ?? "").toBe("completed")
         const r = out.result as Record<string, unknown>
         expect(r.get).toStrictEqual({
@@ -510,16 +552,7 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
         expect(r.text).toBe("plain text")
         expect(r.post).toStrictEqual({ echo: "POST" })
         expect(r.del).toStrictEqual([404, false])
-        expect(r.fetch).toStrictEqual([
-          true,
-          200,
-          "https://x.test/e",
-          "application/json",
-          null,
-          "{\"echo\":\"PATCH\"}",
-          "PATCH",
-          true
-        ])
+        expect(r.fetch).toStrictEqual([true, 200, "https://x.test/e", "application/json", null, '{"echo":"PATCH"}', "PATCH", true])
         expect(calls.every((c) => c.method === "http" && c.args.length === 1)).toBe(true)
         expect(calls[0]!.args[0]).toStrictEqual({
           method: "GET",
@@ -531,7 +564,7 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           method: "POST",
           url: "https://x.test/b",
           headers: { "content-type": "application/json" },
-          body: "{\"a\":1}"
+          body: '{"a":1}'
         })
         expect(calls[3]!.args[0]).toStrictEqual({
           method: "PUT",
@@ -539,12 +572,13 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           headers: { "content-type": "text/plain" },
           body: "raw"
         })
-      }))
+      })
+    )
   })
 
   describe("helpers", () => {
     it.effect("formatDate: tokens, literals, time zones, default ISO, invalid dates", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const out = yield* exec(`async function run() {
           const d = Date.UTC(2024, 0, 5, 15, 4, 9, 7) // Friday
           const f = api.formatDate
@@ -573,10 +607,11 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           "2024-01-06T00:04:09.007+09:00",
           "formatDate: invalid date"
         ])
-      }))
+      })
+    )
 
     it.effect("uuid is v4 and fresh; lodash chunk/flatten/uniq/merge; merge copies frozen targets", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const out = yield* exec(`async function run() {
           const _ = api.lodash
           const target = { a: { x: 1, keep: true }, list: [1, 2] }
@@ -604,10 +639,11 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
         expect(r.fromParams).toStrictEqual({ user: { id: "u2", roles: ["admin"] }, extra: 1 })
         expect(r.paramsUntouched).toBe("u1")
         expect(r.newObject).toBe(true)
-      }))
+      })
+    )
 
     it.effect("math: arithmetic, division by zero, random range, evaluate with the expression language", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const out = yield* exec(`async function run() {
           const m = api.math
           const errors = []
@@ -628,17 +664,15 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           errors: ["Division by zero", true],
           randomOk: true
         })
-      }))
+      })
+    )
   })
 
   describe("measurements", () => {
     it.effect("cpu time is this run's delta, not the isolate's total; memory and duration are reported", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const ws = { workspace: "cpu" }
-        const busy = yield* exec(
-          "async function run() { let x = 0; for (let i = 0; i < 3e7; i++) x += i; return x > 0 }",
-          ws
-        )
+        const busy = yield* exec("async function run() { let x = 0; for (let i = 0; i < 3e7; i++) x += i; return x > 0 }", ws)
         const idle = yield* exec("async function run() { return 1 }", ws)
         expect(busy.status).toBe("completed")
         expect(busy.cpuUsageSeconds).toBeGreaterThan(0)
@@ -646,7 +680,8 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
         expect(idle.memoryUsageBytes).toBeGreaterThan(0)
         expect(idle.memoryUsageBytes).toBeLessThan(MEMORY_MB * 1024 * 1024)
         expect(busy.durationMs).toBeGreaterThan(0)
-      }))
+      })
+    )
   })
 })
 
@@ -654,7 +689,7 @@ describe("Sandbox pool", () => {
   const small = defaultLimits({ timeoutMs: 5_000, memoryMb: MEMORY_MB, concurrency: 1, nodeMemoryMb: MEMORY_MB * 2 })
 
   it.live("reuses isolates within a workspace, never across, and evicts the least recently used idle one", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const sandbox = yield* Sandbox
       const runIn = (workspace: string) => exec("async function run() { return 1 }", { workspace })
       yield* runIn("a")
@@ -668,17 +703,19 @@ describe("Sandbox pool", () => {
       expect((yield* sandbox.stats).created).toBe(3)
       yield* runIn("a") // a's was evicted
       expect((yield* sandbox.stats).created).toBe(4)
-    }).pipe(Effect.provide(Sandbox.layer(small))))
+    }).pipe(Effect.provide(Sandbox.layer(small)))
+  )
 
   it.live("recycles an isolate after maxRunsPerIsolate runs", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const sandbox = yield* Sandbox
       for (let i = 0; i < 5; i++) yield* exec("async function run() { return 1 }")
       expect((yield* sandbox.stats).created).toBe(3)
-    }).pipe(Effect.provide(Sandbox.layer(defaultLimits({ ...small, maxRunsPerIsolate: 2 })))))
+    }).pipe(Effect.provide(Sandbox.layer(defaultLimits({ ...small, maxRunsPerIsolate: 2 }))))
+  )
 
   it.live("at most `concurrency` runs at once; nested runs skip the semaphore", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       let inside = 0
       let most = 0
       let open = false
@@ -700,8 +737,7 @@ describe("Sandbox pool", () => {
         }
       }
       const code = "async function run() { await api.fetchRecord('x'); return 'done' }"
-      const fibers = yield* Effect.forEach([1, 2, 3, 4], (i) =>
-        Effect.forkChild(exec(code, { bridge, workspace: `w${i}` })))
+      const fibers = yield* Effect.forEach([1, 2, 3, 4], (i) => Effect.forkChild(exec(code, { bridge, workspace: `w${i}` })))
       yield* wait(300)
       expect(inside).toBe(2)
       const nested = yield* Effect.forkChild(exec(code, { bridge, nested: true }))
@@ -713,10 +749,11 @@ describe("Sandbox pool", () => {
       const outcomes = yield* Effect.forEach([...fibers, nested], Fiber.join)
       expect(outcomes.every((o) => o.result === "done")).toBe(true)
       expect(most).toBe(3)
-    }).pipe(Effect.provide(Sandbox.layer(defaultLimits({ ...small, concurrency: 2, nodeMemoryMb: MEMORY_MB * 8 })))))
+    }).pipe(Effect.provide(Sandbox.layer(defaultLimits({ ...small, concurrency: 2, nodeMemoryMb: MEMORY_MB * 8 }))))
+  )
 
   it.live("closing the layer disposes every isolate; later runs fail cleanly", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const scope = yield* Scope.make()
       const sandbox = Context.get(yield* Layer.buildWithScope(Sandbox.layer(small), scope), Sandbox)
       yield* sandbox.execute(job("async function run() { return 1 }"))
@@ -726,7 +763,8 @@ describe("Sandbox pool", () => {
       const after = yield* sandbox.execute(job("async function run() { return 1 }"))
       expect(after.status).toBe("failed")
       expect(after.error).toBe("Sandbox is shut down")
-    }))
+    })
+  )
 })
 
 describe("Sandbox.check", () => {
@@ -736,13 +774,17 @@ describe("Sandbox.check", () => {
     expect(check("const run = async () => ({ import: 1 })")).toBeUndefined()
     expect(check("let run = function () {}")).toBeUndefined()
     // words inside strings, templates, regexes and comments do not count
-    expect(check([
-      "// module.exports = x",
-      "/* import x from 'y' */",
-      "const s = 'exports.handler' + \"import('x')\" + `module.exports ${1 + 1} import`",
-      "const r = /import\\(/",
-      "async function run() { return api.import ?? s.length / 2 }"
-    ].join("\n"))).toBeUndefined()
+    expect(
+      check(
+        [
+          "// module.exports = x",
+          "/* import x from 'y' */",
+          "const s = 'exports.handler' + \"import('x')\" + `module.exports ${1 + 1} import`",
+          "const r = /import\\(/",
+          "async function run() { return api.import ?? s.length / 2 }"
+        ].join("\n")
+      )
+    ).toBeUndefined()
   })
 
   it("reports syntax errors with their line", () => {
@@ -750,8 +792,7 @@ describe("Sandbox.check", () => {
   })
 
   it("refuses module syntax", () => {
-    const message =
-      "Functions define `async function run()`; module.exports / exports.handler / import are not supported"
+    const message = "Functions define `async function run()`; module.exports / exports.handler / import are not supported"
     expect(check("module.exports = async () => 1")).toBe(message)
     expect(check("exports.handler = async function () {}")).toBe(message)
     expect(check("import x from 'y'\nasync function run() {}")).toBe(message)

@@ -46,14 +46,14 @@ export const defaultLimits = (overrides: Partial<SandboxLimits> = {}): SandboxLi
 export type BridgeAnswer =
   | { readonly ok: true; readonly value: unknown }
   | {
-    readonly ok: false
-    readonly error: {
-      readonly message: string
-      readonly code?: string
-      readonly statusCode?: number
-      readonly details?: unknown
+      readonly ok: false
+      readonly error: {
+        readonly message: string
+        readonly code?: string
+        readonly statusCode?: number
+        readonly details?: unknown
+      }
     }
-  }
 
 export interface HostBridge {
   readonly call: (method: string, args: ReadonlyArray<unknown>) => Promise<BridgeAnswer>
@@ -134,11 +134,11 @@ interface Slot {
 
 // Sync helpers the isolate calls without a promise: uuid (crypto, not Math.random) and the expression language.
 const hostSync = (op: unknown, arg: unknown): string => {
-  if (op === "uuid") return "1" + JSON.stringify(randomUUID())
+  if (op === "uuid") return `1${JSON.stringify(randomUUID())}`
   if (op === "evaluate" && typeof arg === "string") {
     const parsed = parseExpression(arg)
     if (Result.isFailure(parsed)) return `0${parsed.failure.message} (at ${parsed.failure.position})`
-    return "1" + JSON.stringify(evaluate(parsed.success, {}, new Date()))
+    return `1${JSON.stringify(evaluate(parsed.success, {}, new Date()))}`
   }
   return "0unknown host function"
 }
@@ -238,9 +238,8 @@ const compiled = async (slot: Slot, job: SandboxJob): Promise<ivm.Script> => {
 const errorText = (e: unknown): string => {
   if (typeof e !== "object" || e === null) return String(e)
   const { message, name, stack } = e as { message?: unknown; name?: unknown; stack?: unknown }
-  const frame = typeof stack === "string"
-    ? stack.split("\n").find((l) => l.includes(`${USER_FILENAME}:`) && l.trim().startsWith("at"))
-    : undefined
+  const frame =
+    typeof stack === "string" ? stack.split("\n").find((l) => l.includes(`${USER_FILENAME}:`) && l.trim().startsWith("at")) : undefined
   return `${typeof name === "string" ? name : "Error"}: ${String(message)}${frame ? `\n    ${frame.trim()}` : ""}`
 }
 
@@ -249,7 +248,7 @@ const readLogs = (raw: unknown): Array<LogEntry> => {
   const logs: Array<LogEntry> = []
   for (const item of raw.slice(0, 1001)) {
     if (!Array.isArray(item) || typeof item[1] !== "string" || typeof item[2] !== "string") continue
-    const level = LOG_LEVELS.has(item[0]) ? item[0] as LogEntry["level"] : "info"
+    const level = LOG_LEVELS.has(item[0]) ? (item[0] as LogEntry["level"]) : "info"
     logs.push({ level, message: item[1].slice(0, 8192), at: item[2] })
   }
   return logs
@@ -265,10 +264,7 @@ const startRun = (pool: Pool, limits: SandboxLimits, job: SandboxJob): RunHandle
   const timeoutMs = job.timeoutMs ?? limits.timeoutMs
   const elapsed = () => performance.now() - startedAt
   const remaining = () => Math.max(1, Math.ceil(timeoutMs - elapsed()))
-  const outcome = (
-    status: SandboxOutcome["status"],
-    fields: Partial<SandboxOutcome> = {}
-  ): SandboxOutcome => ({
+  const outcome = (status: SandboxOutcome["status"], fields: Partial<SandboxOutcome> = {}): SandboxOutcome => ({
     status,
     result: null,
     error: null,
@@ -301,7 +297,7 @@ const startRun = (pool: Pool, limits: SandboxLimits, job: SandboxJob): RunHandle
     cpuAtKill = isolate.cpuTime // readable while the isolate runs; gone once disposed
     isolate.dispose()
   }
-  const cpu = () => Number((isolate.isDisposed ? cpuAtKill ?? cpuBefore : isolate.cpuTime) - cpuBefore) / 1e9
+  const cpu = () => Number((isolate.isDisposed ? (cpuAtKill ?? cpuBefore) : isolate.cpuTime) - cpuBefore) / 1e9
   // isolated-vm's own timeout stops applying after the first await: this host timer is what enforces the limit.
   const watchdog = setTimeout(() => {
     state.timedOut = true
@@ -352,20 +348,27 @@ const startRun = (pool: Pool, limits: SandboxLimits, job: SandboxJob): RunHandle
       }
       Promise.resolve()
         .then(() => job.bridge.call(method, JSON.parse(argsJson) as ReadonlyArray<unknown>))
-        .then((answer) => deliver(id, answer), (e) => fail(e instanceof Error ? e.message : String(e)))
+        .then(
+          (answer) => deliver(id, answer),
+          (e) => fail(e instanceof Error ? e.message : String(e))
+        )
     }
     try {
       context = isolate.createContextSync()
       const init = slot.bootstrap.runSync(context, { reference: true }) as ivm.Reference
-      entry = init.applySync(undefined, [
-        new ivm.Callback(hostCall, { ignored: true }),
-        slot.hostSync,
-        execJson,
-        trigJson,
-        limits.maxResultBytes,
-        limits.maxLogBytes,
-        limits.maxCallBytes
-      ], { result: { reference: true } }) as ivm.Reference
+      entry = init.applySync(
+        undefined,
+        [
+          new ivm.Callback(hostCall, { ignored: true }),
+          slot.hostSync,
+          execJson,
+          trigJson,
+          limits.maxResultBytes,
+          limits.maxLogBytes,
+          limits.maxCallBytes
+        ],
+        { result: { reference: true } }
+      ) as ivm.Reference
       init.release()
       const script = await compiled(slot, job)
       await script.run(context, { timeout: remaining() })
@@ -373,8 +376,7 @@ const startRun = (pool: Pool, limits: SandboxLimits, job: SandboxJob): RunHandle
       state.finished = true
       const memoryUsageBytes = await heapBytes()
       slot.runs++
-      reusable = slot.runs < limits.maxRunsPerIsolate &&
-        memoryUsageBytes <= limits.recycleHeapRatio * limits.memoryMb * 1024 * 1024
+      reusable = slot.runs < limits.maxRunsPerIsolate && memoryUsageBytes <= limits.recycleHeapRatio * limits.memoryMb * 1024 * 1024
       const [ok, payload, rawLogs, dropped, cut] = out as [boolean, string, unknown, number, boolean]
       const common = {
         logs: readLogs(rawLogs),
@@ -396,9 +398,7 @@ const startRun = (pool: Pool, limits: SandboxLimits, job: SandboxJob): RunHandle
         return outcome("timed_out", { ...kept, error: `Function timed out after ${timeoutMs} ms`, cpuUsageSeconds: cpu() })
       }
       if (isolate.isDisposed) {
-        const error = pool.isClosed()
-          ? "Sandbox is shut down"
-          : `Function exceeded its memory limit (${limits.memoryMb} MB)`
+        const error = pool.isClosed() ? "Sandbox is shut down" : `Function exceeded its memory limit (${limits.memoryMb} MB)`
         return outcome("failed", { ...kept, error, cpuUsageSeconds: cpu() })
       }
       // A throw at the top level of the user's script or a syntax error: the isolate itself is fine.
@@ -425,18 +425,21 @@ const startRun = (pool: Pool, limits: SandboxLimits, job: SandboxJob): RunHandle
   }
 }
 
-export class Sandbox extends Context.Service<Sandbox, {
-  /** Never fails: every outcome, timeouts and crashes included, is a value. */
-  readonly execute: (job: SandboxJob) => Effect.Effect<SandboxOutcome>
-  /** Static validation for saving and testing code; undefined when acceptable. */
-  readonly check: (code: string) => string | undefined
-  readonly stats: Effect.Effect<SandboxStats>
-}>()("@troupe/server/compute/Sandbox") {
+export class Sandbox extends Context.Service<
+  Sandbox,
+  {
+    /** Never fails: every outcome, timeouts and crashes included, is a value. */
+    readonly execute: (job: SandboxJob) => Effect.Effect<SandboxOutcome>
+    /** Static validation for saving and testing code; undefined when acceptable. */
+    readonly check: (code: string) => string | undefined
+    readonly stats: Effect.Effect<SandboxStats>
+  }
+>()("@troupe/server/compute/Sandbox") {
   /** Scoped: every isolate is disposed when the layer closes. */
   static readonly layer = (limits: SandboxLimits): Layer.Layer<Sandbox> =>
     Layer.effect(
       Sandbox,
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const pool = makePool(limits)
         yield* Effect.addFinalizer(() => Effect.sync(pool.close))
         const semaphore = yield* Semaphore.make(Math.max(1, limits.concurrency))
@@ -447,9 +450,7 @@ export class Sandbox extends Context.Service<Sandbox, {
             handle.promise.then((o) => resume(Effect.succeed(o)))
             return Effect.sync(handle.abort)
           })
-        const execute = Effect.fn("Sandbox.execute")((job: SandboxJob) =>
-          job.nested ? run(job) : semaphore.withPermit(run(job))
-        )
+        const execute = Effect.fn("Sandbox.execute")((job: SandboxJob) => (job.nested ? run(job) : semaphore.withPermit(run(job))))
         return Sandbox.of({ execute, check, stats: Effect.sync(pool.stats) })
       })
     )

@@ -4,8 +4,7 @@
 import * as vm from "node:vm"
 import { USER_FILENAME } from "./SandboxBootstrap.ts"
 
-const MODULE_MESSAGE =
-  "Functions define `async function run()`; module.exports / exports.handler / import are not supported"
+const MODULE_MESSAGE = "Functions define `async function run()`; module.exports / exports.handler / import are not supported"
 const NO_RUN_MESSAGE = "Functions must define `async function run()` (or `const run = async () => ...`)"
 
 // After these a `/` starts a regular expression, not a division.
@@ -82,7 +81,7 @@ export const blankLiterals = (code: string): string => {
       const to = end < 0 ? n : end + 2
       blank(i, to)
       i = to
-    } else if (c === "'" || c === "\"") {
+    } else if (c === "'" || c === '"') {
       let k = i + 1
       while (k < n && code[k] !== c && code[k] !== "\n") k += code[k] === "\\" ? 2 : 1
       out.push(c)

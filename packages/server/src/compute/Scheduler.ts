@@ -26,7 +26,7 @@ interface Entry {
   readonly due: number
 }
 
-const runScheduler = Effect.gen(function*() {
+const runScheduler = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const notifier = yield* Notifier
   const runs = yield* RunRepo
@@ -44,48 +44,55 @@ const runScheduler = Effect.gen(function*() {
     sql`SELECT t.* FROM triggers t JOIN functions f ON f.id = t.function_id
       WHERE t.execution_type = 'scheduled' AND NOT t.paused AND t.next_run_at IS NOT NULL
       ORDER BY t.next_run_at`,
-    (rows) => rows.map((r): Entry => {
-      const trigger = triggerRow(r)
-      return { trigger, due: Date.parse(trigger.nextRunAt!) }
-    })
+    (rows) =>
+      rows.map((r): Entry => {
+        const trigger = triggerRow(r)
+        return { trigger, due: Date.parse(trigger.nextRunAt!) }
+      })
   )
 
   /** One transaction for every tick due now: compare-and-set each trigger, then insert the runs of those that won. */
   const tick = (due: ReadonlyArray<Entry>, now: number) =>
-    sql.withTransaction(Effect.gen(function*() {
-      const moves = due.flatMap(({ trigger, due }) => {
-        const parsed = parseSchedule(trigger.metadata, new Date(0))
-        if (!parsed.ok) return []
-        const next = nextRun(parsed.spec, new Date(due), new Date(now))
-        return [{ id: trigger.id, due: new Date(due).toISOString(), next: next?.toISOString() ?? null, complete: parsed.spec.type === "once" }]
-      })
-      if (moves.length === 0) return []
-      const won = yield* sql`UPDATE triggers t SET next_run_at = v.next,
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const moves = due.flatMap(({ trigger, due }) => {
+          const parsed = parseSchedule(trigger.metadata, new Date(0))
+          if (!parsed.ok) return []
+          const next = nextRun(parsed.spec, new Date(due), new Date(now))
+          return [
+            { id: trigger.id, due: new Date(due).toISOString(), next: next?.toISOString() ?? null, complete: parsed.spec.type === "once" }
+          ]
+        })
+        if (moves.length === 0) return []
+        const won = yield* sql`UPDATE triggers t SET next_run_at = v.next,
           metadata = CASE WHEN v.complete THEN t.metadata || '{"completed": true}'::jsonb ELSE t.metadata END
         FROM jsonb_to_recordset(${JSON.stringify(moves)}::jsonb) AS v(id uuid, due timestamptz, next timestamptz, complete boolean)
         WHERE t.id = v.id AND t.next_run_at = v.due AND NOT t.paused
         RETURNING t.id`
-      const ids = new Set(won.map((r: any) => String(r.id)))
-      const firedAt = new Date(now).toISOString()
-      const pending: Array<NewRun> = due.filter((e) => ids.has(e.trigger.id)).map(({ trigger, due }) => {
-        const scheduledFor = new Date(due).toISOString()
-        return newRun({
-          workspace: trigger.workspace,
-          functionId: trigger.functionId,
-          triggerId: trigger.id,
-          source: "scheduled",
-          executionParams: { triggerId: trigger.id, triggerName: trigger.name, scheduledFor, firedAt },
-          actingAs: { kind: trigger.createdByKind ?? "user", id: trigger.createdBy ?? "" },
-          executionContext: { triggerName: trigger.name, executionType: trigger.executionType, scheduledFor },
-          scheduledFor,
-          fired: { name: trigger.name, executionType: trigger.executionType }
-        })
+        const ids = new Set(won.map((r: any) => String(r.id)))
+        const firedAt = new Date(now).toISOString()
+        const pending: Array<NewRun> = due
+          .filter((e) => ids.has(e.trigger.id))
+          .map(({ trigger, due }) => {
+            const scheduledFor = new Date(due).toISOString()
+            return newRun({
+              workspace: trigger.workspace,
+              functionId: trigger.functionId,
+              triggerId: trigger.id,
+              source: "scheduled",
+              executionParams: { triggerId: trigger.id, triggerName: trigger.name, scheduledFor, firedAt },
+              actingAs: { kind: trigger.createdByKind ?? "user", id: trigger.createdBy ?? "" },
+              executionContext: { triggerName: trigger.name, executionType: trigger.executionType, scheduledFor },
+              scheduledFor,
+              fired: { name: trigger.name, executionType: trigger.executionType }
+            })
+          })
+        return yield* runs.enqueue(pending)
       })
-      return yield* runs.enqueue(pending)
-    }))
+    )
 
   let entries: Array<Entry> = yield* load
-  const loop = Effect.gen(function*() {
+  const loop = Effect.gen(function* () {
     const now = yield* Clock.currentTimeMillis
     const due = entries.filter((e) => e.due <= now + BATCH_WINDOW_MS)
     if (due.length > 0) {
@@ -104,11 +111,13 @@ const runScheduler = Effect.gen(function*() {
         return
       }
       // the ones that ticked move to their next due time; once triggers are done
-      const moved = new Map(due.map((e) => {
-        const parsed = parseSchedule(e.trigger.metadata, new Date(0))
-        const next = parsed.ok ? nextRun(parsed.spec, new Date(e.due), new Date(at)) : undefined
-        return [e.trigger.id, next?.getTime()] as const
-      }))
+      const moved = new Map(
+        due.map((e) => {
+          const parsed = parseSchedule(e.trigger.metadata, new Date(0))
+          const next = parsed.ok ? nextRun(parsed.spec, new Date(e.due), new Date(at)) : undefined
+          return [e.trigger.id, next?.getTime()] as const
+        })
+      )
       entries = entries
         .flatMap((e) => {
           if (!moved.has(e.trigger.id)) return [e]
@@ -120,7 +129,10 @@ const runScheduler = Effect.gen(function*() {
     }
     const next = entries[0]?.due
     const wait = next === undefined ? RELOAD_INTERVAL : Duration.millis(Math.max(0, next - now))
-    const signalled = yield* Effect.timeout(Queue.take(changed), wait).pipe(Effect.as(true), Effect.catch(() => Effect.succeed(false)))
+    const signalled = yield* Effect.timeout(Queue.take(changed), wait).pipe(
+      Effect.as(true),
+      Effect.catch(() => Effect.succeed(false))
+    )
     if (signalled) entries = yield* load
   }).pipe(
     Effect.catchCause((cause) => Effect.andThen(Effect.logWarning("scheduler: step failed", cause), Effect.sleep("1 second"))),
@@ -130,6 +142,4 @@ const runScheduler = Effect.gen(function*() {
 })
 
 /** The cluster singleton: started on whichever node owns its shard. */
-export const SchedulerLayer = Singleton.make("troupe-scheduler", runScheduler).pipe(
-  Layer.provide([RunRepo.layer, TriggerParams.layer])
-)
+export const SchedulerLayer = Singleton.make("troupe-scheduler", runScheduler).pipe(Layer.provide([RunRepo.layer, TriggerParams.layer]))

@@ -19,7 +19,10 @@ const problemsOf = (metadata: Record<string, unknown>): ReadonlyArray<SchedulePr
 // One problem on `field`, with a message matching `message`.
 const refuses = (metadata: Record<string, unknown>, field: string, message: RegExp) => {
   const problems = problemsOf(metadata)
-  expect(problems.map((p) => p.field), JSON.stringify(problems)).toStrictEqual([`triggerMetadata.${field}`])
+  expect(
+    problems.map((p) => p.field),
+    JSON.stringify(problems)
+  ).toStrictEqual([`triggerMetadata.${field}`])
   expect(problems[0]!.message).toMatch(message)
 }
 
@@ -34,8 +37,7 @@ const runs = (spec: ScheduleSpec, from: string, count: number): Array<string> =>
   return out
 }
 
-const cron = (expression: string, timezone = "UTC") =>
-  specOf({ scheduleType: "cron", cronExpression: expression, timezone })
+const cron = (expression: string, timezone = "UTC") => specOf({ scheduleType: "cron", cronExpression: expression, timezone })
 
 describe("isTimeZone", () => {
   it("accepts IANA names and refuses the rest", () => {
@@ -85,7 +87,7 @@ describe("parseSchedule: cron", () => {
     expect(parsed.ok).toBe(true)
     if (parsed.ok) {
       expect(parsed.spec).toStrictEqual({ type: "cron", expression: "*/15 * * * *", timezone: "Europe/Paris" })
-      expect(parsed.normalized["cronExpression"]).toBe(" */15  *  * * * ") // stored as sent
+      expect(parsed.normalized.cronExpression).toBe(" */15  *  * * * ") // stored as sent
     }
     const accepted = ["0 0 1 * *", "0 12 * * 0", "0 9 * * 1-5", "5,10-20/5 0-23/6 1-31 1-12 0-6", "0 0 29 2 *"]
     for (const expression of accepted) {
@@ -151,8 +153,11 @@ describe("parseSchedule: cron", () => {
   })
 
   it("refuses an unknown time zone and still checks the expression", () => {
-    refuses({ scheduleType: "cron", cronExpression: "0 9 * * *", timezone: "Mars/Olympus" }, "timezone",
-      /"Mars\/Olympus" is not a known IANA time zone/)
+    refuses(
+      { scheduleType: "cron", cronExpression: "0 9 * * *", timezone: "Mars/Olympus" },
+      "timezone",
+      /"Mars\/Olympus" is not a known IANA time zone/
+    )
     refuses({ scheduleType: "cron", cronExpression: "0 9 * * *", timezone: 2 }, "timezone", /IANA time zone name/)
     const problems = problemsOf({ scheduleType: "cron", cronExpression: "0 9 * * MON", timezone: "Mars/Olympus" })
     expect(problems.map((p) => p.field)).toStrictEqual(["triggerMetadata.timezone", "triggerMetadata.cronExpression"])
@@ -170,10 +175,9 @@ describe("parseSchedule: once", () => {
   })
 
   it("reads a time without an offset in the trigger's time zone", () => {
-    const paris = parseSchedule({ scheduleType: "once", scheduledAt: "2030-01-01T09:00:00", timezone: "Europe/Paris" },
-      now)
+    const paris = parseSchedule({ scheduleType: "once", scheduledAt: "2030-01-01T09:00:00", timezone: "Europe/Paris" }, now)
     expect(paris.ok).toBe(true)
-    if (paris.ok) expect(paris.normalized["scheduledAt"]).toBe("2030-01-01T08:00:00.000Z")
+    if (paris.ok) expect(paris.normalized.scheduledAt).toBe("2030-01-01T08:00:00.000Z")
     const at = (scheduledAt: string, timezone = "UTC") => {
       const spec = specOf({ scheduleType: "once", scheduledAt, timezone })
       return spec.type === "once" ? spec.at.toISOString() : "not once"
@@ -198,8 +202,11 @@ describe("parseSchedule: once", () => {
     refuses({ scheduleType: "once", scheduledAt: "2020-01-01T00:00:00Z" }, "scheduledAt", /must be in the future/)
     refuses({ scheduleType: "once", scheduledAt: now.toISOString() }, "scheduledAt", /must be in the future/)
     // 12:30 in Paris is 10:30Z, before now (12:00Z), though 12:30Z would not be.
-    refuses({ scheduleType: "once", scheduledAt: "2026-06-01T12:30:00", timezone: "Europe/Paris" }, "scheduledAt",
-      /must be in the future: 2026-06-01T10:30:00\.000Z/)
+    refuses(
+      { scheduleType: "once", scheduledAt: "2026-06-01T12:30:00", timezone: "Europe/Paris" },
+      "scheduledAt",
+      /must be in the future: 2026-06-01T10:30:00\.000Z/
+    )
   })
 
   it("collects every problem", () => {
@@ -270,14 +277,8 @@ describe("cron times", () => {
       "2026-04-01T00:00:00.000Z"
     ])
     // 2026-01-04 is a Sunday.
-    expect(runs(cron("0 12 * * 0"), "2026-01-01T00:00:00Z", 2)).toStrictEqual([
-      "2026-01-04T12:00:00.000Z",
-      "2026-01-11T12:00:00.000Z"
-    ])
-    expect(runs(cron("0 0 29 2 *"), "2026-01-01T00:00:00Z", 2)).toStrictEqual([
-      "2028-02-29T00:00:00.000Z",
-      "2032-02-29T00:00:00.000Z"
-    ])
+    expect(runs(cron("0 12 * * 0"), "2026-01-01T00:00:00Z", 2)).toStrictEqual(["2026-01-04T12:00:00.000Z", "2026-01-11T12:00:00.000Z"])
+    expect(runs(cron("0 0 29 2 *"), "2026-01-01T00:00:00Z", 2)).toStrictEqual(["2028-02-29T00:00:00.000Z", "2032-02-29T00:00:00.000Z"])
   })
 })
 

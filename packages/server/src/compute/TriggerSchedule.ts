@@ -28,7 +28,7 @@ export type ParsedSchedule =
   | { readonly ok: false; readonly problems: ReadonlyArray<ScheduleProblem> }
 
 const scheduleTypes = ["interval", "cron", "once"] as const
-type ScheduleType = typeof scheduleTypes[number]
+type ScheduleType = (typeof scheduleTypes)[number]
 
 const defaultTimeZone = "UTC"
 const maxIntervalSeconds = 10 * 365 * 24 * 60 * 60
@@ -43,14 +43,14 @@ export const parseSchedule = (metadata: Readonly<Record<string, unknown>>, now: 
   const problems: Array<ScheduleProblem> = []
   const problem = (field: string, message: string) => problems.push({ field: `triggerMetadata.${field}`, message })
 
-  const rawType = metadata["scheduleType"]
+  const rawType = metadata.scheduleType
   let type: ScheduleType | undefined = "interval"
   if (rawType !== undefined) {
     type = scheduleTypes.find((t) => t === rawType)
     if (type === undefined) problem("scheduleType", `scheduleType must be "interval", "cron" or "once"`)
   }
 
-  const rawZone = metadata["timezone"]
+  const rawZone = metadata.timezone
   let timezone: string | undefined = defaultTimeZone
   if (rawZone !== undefined) {
     if (typeof rawZone !== "string") {
@@ -65,16 +65,16 @@ export const parseSchedule = (metadata: Readonly<Record<string, unknown>>, now: 
   const normalized: Record<string, unknown> = { ...metadata, scheduleType: type, timezone }
   let spec: ScheduleSpec | undefined
   if (type === "interval") {
-    const intervalMs = checkInterval(metadata["interval"], problem)
+    const intervalMs = checkInterval(metadata.interval, problem)
     if (intervalMs !== undefined) spec = { type, intervalMs }
   } else if (type === "cron") {
-    const expression = checkCron(metadata["cronExpression"], timezone, problem)
+    const expression = checkCron(metadata.cronExpression, timezone, problem)
     if (expression !== undefined && timezone !== undefined) spec = { type, expression, timezone }
   } else if (type === "once") {
-    const at = checkScheduledAt(metadata["scheduledAt"], timezone, now, problem)
+    const at = checkScheduledAt(metadata.scheduledAt, timezone, now, problem)
     if (at !== undefined && timezone !== undefined) {
       spec = { type, at, timezone }
-      normalized["scheduledAt"] = at.toISOString()
+      normalized.scheduledAt = at.toISOString()
     }
   }
   return problems.length === 0 && spec !== undefined ? { ok: true, spec, normalized } : { ok: false, problems }
@@ -175,7 +175,10 @@ const checkCron = (raw: unknown, timezone: string | undefined, problem: Report):
     return undefined
   }
   // effect/Cron also takes a seconds field, weekday 7 and names (MON, JAN): the contract is the standard 5 fields.
-  const parts = raw.trim().split(/\s+/).filter((p) => p.length > 0)
+  const parts = raw
+    .trim()
+    .split(/\s+/)
+    .filter((p) => p.length > 0)
   if (parts.length !== 5) {
     report(`cronExpression must have exactly 5 fields (${cronShape}), got ${parts.length}`)
     return undefined
@@ -235,17 +238,11 @@ const checkCron = (raw: unknown, timezone: string | undefined, problem: Report):
 }
 
 // Days in a month in its longest year (February 29).
-const longestMonth = (month: number): number => month === 2 ? 29 : [4, 6, 9, 11].includes(month) ? 30 : 31
+const longestMonth = (month: number): number => (month === 2 ? 29 : [4, 6, 9, 11].includes(month) ? 30 : 31)
 
-const isoDateTime =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?$/
+const isoDateTime = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?$/
 
-const checkScheduledAt = (
-  raw: unknown,
-  timezone: string | undefined,
-  now: Date,
-  problem: Report
-): Date | undefined => {
+const checkScheduledAt = (raw: unknown, timezone: string | undefined, now: Date, problem: Report): Date | undefined => {
   if (raw === undefined) {
     problem("scheduledAt", `scheduledAt is required when scheduleType is "once" (an ISO 8601 date-time)`)
     return undefined
@@ -271,17 +268,22 @@ const checkScheduledAt = (
     millisecond: Number((fraction ?? "").slice(0, 3).padEnd(3, "0"))
   }
   const offsetMinutes = sign === undefined ? 0 : Number(oh) * 60 + Number(om ?? 0)
-  const calendarOk = parts.month >= 1 && parts.month <= 12 && parts.day >= 1 &&
-    parts.day <= daysInMonth(parts.year, parts.month) && parts.hour <= 23 && parts.minute <= 59 &&
-    parts.second <= 59 && Number(oh ?? 0) <= 23 && Number(om ?? 0) <= 59
+  const calendarOk =
+    parts.month >= 1 &&
+    parts.month <= 12 &&
+    parts.day >= 1 &&
+    parts.day <= daysInMonth(parts.year, parts.month) &&
+    parts.hour <= 23 &&
+    parts.minute <= 59 &&
+    parts.second <= 59 &&
+    Number(oh ?? 0) <= 23 &&
+    Number(om ?? 0) <= 59
   if (!calendarOk) {
     problem("scheduledAt", `${invalid}, got ${quote(raw)} (no such date or time)`)
     return undefined
   }
   // Without an offset the text is wall-clock time in the trigger's zone; an invalid zone is reported on its own.
-  const zone = z !== undefined || sign !== undefined
-    ? (sign === "-" ? -1 : 1) * offsetMinutes * 60_000
-    : timezone
+  const zone = z !== undefined || sign !== undefined ? (sign === "-" ? -1 : 1) * offsetMinutes * 60_000 : timezone
   if (zone === undefined) return undefined
   const at = DateTime.makeZoned(parts, { timeZone: zone, adjustForTimeZone: true }).pipe(Option.map(DateTime.toDateUtc))
   if (Option.isNone(at)) {

@@ -29,7 +29,7 @@ export const sha256 = (text: string) => Crypto.createHash("sha256").update(text)
 const str = (v: unknown): string | null => (v === null || v === undefined ? null : String(v))
 const obj = (v: unknown): Record<string, unknown> => {
   const parsed = json<unknown>(v)
-  return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? parsed as Record<string, unknown> : {}
+  return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {}
 }
 
 // ------------------------------------------------------------------------------------------------ errors
@@ -310,10 +310,7 @@ export interface SortKey {
  * The `sort` of the function and trigger lists: a JSON array of `{field, direction}`, or `name` / `-name` /
  * `name:desc` (comma-separated). Only `fields` may be named.
  */
-export const parseSortParam = (
-  raw: string | undefined,
-  fields: ReadonlySet<string>
-): Effect.Effect<ReadonlyArray<SortKey>, BadRequest> => {
+export const parseSortParam = (raw: string | undefined, fields: ReadonlySet<string>): Effect.Effect<ReadonlyArray<SortKey>, BadRequest> => {
   if (raw === undefined || raw.trim() === "") return Effect.succeed([])
   let keys: Array<{ field: unknown; direction?: unknown }>
   const text = raw.trim()

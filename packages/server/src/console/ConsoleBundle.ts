@@ -47,7 +47,7 @@ const asset = (body: Uint8Array, name: string): ConsoleAsset => ({
  * Bundles app/main.tsx (Preact, the shared schedule module) and, split off and loaded with the first code editor,
  * CodeMirror 6, into content-hashed JS and CSS files; minified, no source maps (a third of the build time).
  */
-export const bundleConsole: Effect.Effect<ConsoleBundle, ConsoleBundleError> = Effect.gen(function*() {
+export const bundleConsole: Effect.Effect<ConsoleBundle, ConsoleBundleError> = Effect.gen(function* () {
   const start = performance.now()
   const fail = (cause: unknown) =>
     new ConsoleBundleError({
@@ -75,7 +75,7 @@ export const bundleConsole: Effect.Effect<ConsoleBundle, ConsoleBundleError> = E
         legalComments: "none",
         logLevel: "silent",
         tsconfig: Path.join(appDir, "tsconfig.json"),
-        define: { "process.env.NODE_ENV": "\"production\"" }
+        define: { "process.env.NODE_ENV": '"production"' }
       }),
     catch: fail
   })

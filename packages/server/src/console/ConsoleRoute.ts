@@ -7,7 +7,7 @@
 // The bundle is made on the first request and kept (ConsoleBundle.ts).
 import { notFound } from "@troupe/api/Errors"
 import { Effect } from "effect"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { type ConsoleAsset, bundleConsole } from "./ConsoleBundle.ts"
 
 /** The console's paths, for the edge's 405 and route labels. */
@@ -45,14 +45,14 @@ const respond = (request: HttpServerRequest.HttpServerRequest, file: ConsoleAsse
   if (request.headers["if-none-match"] === file.etag) return HttpServerResponse.empty({ status: 304, headers: all })
   return /\bgzip\b/.test(request.headers["accept-encoding"] ?? "")
     ? HttpServerResponse.uint8Array(file.gzip, {
-      contentType: file.contentType,
-      headers: { ...all, "content-encoding": "gzip" }
-    })
+        contentType: file.contentType,
+        headers: { ...all, "content-encoding": "gzip" }
+      })
     : HttpServerResponse.uint8Array(file.body, { contentType: file.contentType, headers: all })
 }
 
 export const ConsoleRoute = HttpRouter.use((router) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const bundle = yield* Effect.cached(
       bundleConsole.pipe(
         Effect.tap((b) => Effect.logDebug("console bundled", { buildMs: b.buildMs, assets: [...b.assets.keys()] })),
@@ -60,7 +60,7 @@ export const ConsoleRoute = HttpRouter.use((router) =>
       )
     )
     const handler = (request: HttpServerRequest.HttpServerRequest) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const { index, assets } = yield* bundle
         const path = new URL(request.url, "http://localhost").pathname
         if (!path.startsWith("/console/assets/")) return respond(request, index, pageHeaders)

@@ -14,7 +14,13 @@ const event = (over: Partial<StoredEvent> & { data?: Record<string, unknown> } =
   payload: {
     event: over.type ?? "record.created",
     structure: over.recordSlug ?? "orders",
-    data: { record: { id: "r-1", structureId: "s-1", data: over.data ?? { status: "paid", amount: 150, tags: ["a", "b"], address: { city: "Paris" } } } }
+    data: {
+      record: {
+        id: "r-1",
+        structureId: "s-1",
+        data: over.data ?? { status: "paid", amount: 150, tags: ["a", "b"], address: { city: "Paris" } }
+      }
+    }
   },
   ...over
 })

@@ -69,11 +69,13 @@ export const validateFilters = (
 
 /** Checks a subscription list: known names, `family.*` wildcards and `*`. */
 export const validateEvents = (names: ReadonlyArray<string>): Array<ErrorDetail> =>
-  details(names.flatMap((n, i) =>
-    n === "*" || knownEventNames.has(n) || n === "record.*" || n === "record.bulk.*" || n === "function.*"
-      ? []
-      : [[`events[${i}]`, `unknown event "${n}"`] as const]
-  ))
+  details(
+    names.flatMap((n, i) =>
+      n === "*" || knownEventNames.has(n) || n === "record.*" || n === "record.bulk.*" || n === "function.*"
+        ? []
+        : [[`events[${i}]`, `unknown event "${n}"`] as const]
+    )
+  )
 
 /** A webhook's filters compiled for repeated matching. */
 export interface EventMatcher {
@@ -88,8 +90,8 @@ export const eventRecord = (
   const data = event.payload.data as { record?: { id?: unknown; structureId?: unknown; data?: unknown } } | undefined
   const record = data?.record
   if (typeof record !== "object" || record === null) return undefined
-  const fields = typeof record.data === "object" && record.data !== null ? record.data as Record<string, unknown> : {}
-  const id = typeof record.id === "string" ? record.id : event.recordId ?? ""
+  const fields = typeof record.data === "object" && record.data !== null ? (record.data as Record<string, unknown>) : {}
+  const id = typeof record.id === "string" ? record.id : (event.recordId ?? "")
   return typeof record.structureId === "string" ? { id, structureId: record.structureId, data: fields } : { id, data: fields }
 }
 
@@ -143,8 +145,13 @@ const jsonEqual = (a: unknown, b: unknown): boolean => {
 const canonical = (v: unknown): string =>
   JSON.stringify(v, (_k, x) =>
     typeof x === "object" && x !== null && !Array.isArray(x)
-      ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, (x as Record<string, unknown>)[k]]))
-      : x)
+      ? Object.fromEntries(
+          Object.keys(x)
+            .sort()
+            .map((k) => [k, (x as Record<string, unknown>)[k]])
+        )
+      : x
+  )
 
 // In-memory evaluation of the query core's tree against one record.
 

@@ -22,7 +22,8 @@ export const relayFailures = Metric.counter("troupe_events_relay_failures_total"
 
 const deliveries = (outcome: "delivered" | "retried" | "failed") =>
   Metric.counter("troupe_webhook_deliveries_total", {
-    description: "Webhook delivery attempts by outcome: delivered, retried (failed, another attempt scheduled), failed (last attempt failed)",
+    description:
+      "Webhook delivery attempts by outcome: delivered, retried (failed, another attempt scheduled), failed (last attempt failed)",
     incremental: true,
     attributes: { outcome }
   })

@@ -68,27 +68,31 @@ const once = (
       clearTimeout(timer)
       resolve({ ...a, reused })
     }
-    const req = client.request(url, {
-      method: "POST",
-      headers: { ...headers, "content-length": String(Buffer.byteLength(body)) },
-      agent: url.protocol === "https:" ? httpsAgent : httpAgent,
-      signal,
-      ...(allowPrivate ? {} : { lookup: guardedLookup as unknown as Net.LookupFunction })
-    }, (res) => {
-      let size = 0
-      const status = res.statusCode ?? 0
-      const done = () => finish({ status, statusText: res.statusMessage ?? "", error: null })
-      res.on("data", (chunk: Buffer) => {
-        size += chunk.length
-        if (size > MAX_RESPONSE_BYTES) {
-          done()
-          res.destroy()
-        }
-      })
-      res.on("end", done)
-      res.on("error", done)
-      res.on("close", done)
-    })
+    const req = client.request(
+      url,
+      {
+        method: "POST",
+        headers: { ...headers, "content-length": String(Buffer.byteLength(body)) },
+        agent: url.protocol === "https:" ? httpsAgent : httpAgent,
+        signal,
+        ...(allowPrivate ? {} : { lookup: guardedLookup as unknown as Net.LookupFunction })
+      },
+      (res) => {
+        let size = 0
+        const status = res.statusCode ?? 0
+        const done = () => finish({ status, statusText: res.statusMessage ?? "", error: null })
+        res.on("data", (chunk: Buffer) => {
+          size += chunk.length
+          if (size > MAX_RESPONSE_BYTES) {
+            done()
+            res.destroy()
+          }
+        })
+        res.on("end", done)
+        res.on("error", done)
+        res.on("close", done)
+      }
+    )
     const timer = setTimeout(() => {
       finish({ status: null, statusText: "", error: `timed out after ${Math.round(timeoutMs / 100) / 10} s` })
       req.destroy()
@@ -107,7 +111,7 @@ export const post = (
   headers: Record<string, string>,
   options: { readonly timeoutMs: number; readonly allowPrivate: boolean }
 ): Effect.Effect<PostResult> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     if (!URL.canParse(url)) return { ok: false, status: null, error: "invalid url", durationMs: 0 }
     const target = new URL(url)
     if (!options.allowPrivate && isPrivateAddress(target.hostname)) {
@@ -122,6 +126,6 @@ export const post = (
     if (attempt.status === null && attempt.reused) attempt = yield* send
     const durationMs = Math.round((performance.now() - start) * 100) / 100
     const ok = attempt.status !== null && attempt.status >= 200 && attempt.status < 300
-    const error = ok ? null : attempt.error ?? `HTTP ${attempt.status}${attempt.statusText ? ` ${attempt.statusText}` : ""}`
+    const error = ok ? null : (attempt.error ?? `HTTP ${attempt.status}${attempt.statusText ? ` ${attempt.statusText}` : ""}`)
     return { ok, status: attempt.status, error, durationMs }
   }).pipe(Effect.catch((e) => Effect.succeed({ ok: false, status: null, error: String(e), durationMs: 0 })))

@@ -12,7 +12,7 @@ import { notifyAfterCommit } from "./Wake.ts"
 export const EVENTS_CHANNEL = "troupe_events"
 
 /** Dotted record event names (README "Events"), as stored in `events.type`: the API's event names of records. */
-export type RecordEventType = Extract<typeof EventNames[number], `record.${string}`>
+export type RecordEventType = Extract<(typeof EventNames)[number], `record.${string}`>
 
 /** One event to append. `payload` is the full event body (see `recordEvent` / `bulkEvent`). */
 export interface OutboxEvent {
@@ -55,10 +55,7 @@ export const appendEvent = (sql: SqlClient.SqlClient, event: OutboxEvent): Effec
   )
 
 /** Appends several events in order (one statement, one wake-up). */
-export const appendEvents = (
-  sql: SqlClient.SqlClient,
-  events: ReadonlyArray<OutboxEvent>
-): Effect.Effect<void, SqlError> => {
+export const appendEvents = (sql: SqlClient.SqlClient, events: ReadonlyArray<OutboxEvent>): Effect.Effect<void, SqlError> => {
   if (events.length === 0) return Effect.void
   if (events.length === 1) return appendEvent(sql, events[0]!)
   const rows = events.map((e, i) => ({

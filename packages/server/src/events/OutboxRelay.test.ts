@@ -30,50 +30,62 @@ const hook = (name: string, events: Array<string>, filters: object, workspace = 
       enabled,
       status: enabled ? "active" : "disabled",
       createdBy: null
-    }))
+    })
+  )
 
 const deliveriesOf = (webhookId: string) =>
-  Effect.flatMap(Effect.service(SqlClient.SqlClient), (sql) =>
-    sql`SELECT event_id::text AS event_id, event, payload FROM webhook_deliveries WHERE webhook_id = ${webhookId}::uuid ORDER BY seq`)
+  Effect.flatMap(
+    Effect.service(SqlClient.SqlClient),
+    (sql) =>
+      sql`SELECT event_id::text AS event_id, event, payload FROM webhook_deliveries WHERE webhook_id = ${webhookId}::uuid ORDER BY seq`
+  )
 
 const pending = Effect.flatMap(Effect.service(SqlClient.SqlClient), (sql) =>
-  sql`SELECT count(*)::int AS n FROM events WHERE processed_at IS NULL`.pipe(Effect.map((r) => Number((r[0] as any).n))))
+  sql`SELECT count(*)::int AS n FROM events WHERE processed_at IS NULL`.pipe(Effect.map((r) => Number((r[0] as any).n)))
+)
 
 layer(WebhookRepo.layer.pipe(Layer.provideMerge(TestDatabase())), { excludeTestServices: true, timeout: 60_000 })("outbox relay", (it) => {
   it.effect("an event appended in a rolled-back transaction never exists", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const before = yield* pending
-      yield* sql.withTransaction(Effect.andThen(appendEvent(sql, ev("orders", "record.created", {})), Effect.fail("boom"))).pipe(Effect.flip)
+      yield* sql
+        .withTransaction(Effect.andThen(appendEvent(sql, ev("orders", "record.created", {})), Effect.fail("boom")))
+        .pipe(Effect.flip)
       expect(yield* pending).toBe(before)
-    }))
+    })
+  )
 
   it.effect("the wake-up of appendEvent is sent after commit, not before, and not after a rollback", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      const seen = yield* Ref.make<Array<string>>([])
-      yield* listen(EVENTS_CHANNEL, (p) => Effect.runSync(Ref.update(seen, (a) => [...a, p])))
-      yield* Effect.sleep("200 millis")
-      yield* sql.withTransaction(Effect.gen(function*() {
-        yield* appendEvent(sql, ev("orders", "record.created", {}))
+    Effect.scoped(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const seen = yield* Ref.make<Array<string>>([])
+        yield* listen(EVENTS_CHANNEL, (p) => Effect.runSync(Ref.update(seen, (a) => [...a, p])))
         yield* Effect.sleep("200 millis")
-        expect(yield* Ref.get(seen)).toHaveLength(0)
-      }))
-      for (let i = 0; i < 50 && (yield* Ref.get(seen)).length === 0; i++) yield* Effect.sleep("50 millis")
-      expect(yield* Ref.get(seen)).toHaveLength(1)
-      yield* Effect.ignore(sql.withTransaction(Effect.andThen(
-        appendEvent(sql, ev("orders", "record.created", {})),
-        Effect.fail("rolled back")
-      )))
-      yield* Effect.sleep("300 millis")
-      expect(yield* Ref.get(seen)).toHaveLength(1)
-      // drain so later tests start clean
-      const step = yield* makeRelayStep
-      while ((yield* step).count > 0) {}
-    })))
+        yield* sql.withTransaction(
+          Effect.gen(function* () {
+            yield* appendEvent(sql, ev("orders", "record.created", {}))
+            yield* Effect.sleep("200 millis")
+            expect(yield* Ref.get(seen)).toHaveLength(0)
+          })
+        )
+        for (let i = 0; i < 50 && (yield* Ref.get(seen)).length === 0; i++) yield* Effect.sleep("50 millis")
+        expect(yield* Ref.get(seen)).toHaveLength(1)
+        yield* Effect.ignore(
+          sql.withTransaction(Effect.andThen(appendEvent(sql, ev("orders", "record.created", {})), Effect.fail("rolled back")))
+        )
+        yield* Effect.sleep("300 millis")
+        expect(yield* Ref.get(seen)).toHaveLength(1)
+        // drain so later tests start clean
+        const step = yield* makeRelayStep
+        while ((yield* step).count > 0) {}
+      })
+    )
+  )
 
   it.effect("relays committed events in order to matching active webhooks, once", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const step = yield* makeRelayStep
       while ((yield* step).count > 0) {}
@@ -91,7 +103,9 @@ layer(WebhookRepo.layer.pipe(Layer.provideMerge(TestDatabase())), { excludeTestS
       const result = yield* step
       expect(result.count).toBe(4)
       expect([...result.webhookIds].sort()).toStrictEqual([ordersCreated.id, paid.id, other.id, queried.id].sort())
-      const ids = (yield* sql`SELECT id::text AS id, seq FROM events ORDER BY id DESC LIMIT 4`).map((r: any) => [r.id, Number(r.seq)]).reverse()
+      const ids = (yield* sql`SELECT id::text AS id, seq FROM events ORDER BY id DESC LIMIT 4`)
+        .map((r: any) => [r.id, Number(r.seq)])
+        .reverse()
       // seq follows id order within the batch
       for (let i = 1; i < ids.length; i++) expect(ids[i]![1] as number).toBeGreaterThan(ids[i - 1]![1] as number)
       const [e1, e2, e3, e4] = ids.map((x) => x[0])
@@ -107,32 +121,42 @@ layer(WebhookRepo.layer.pipe(Layer.provideMerge(TestDatabase())), { excludeTestS
       expect(payload.data.record.status).toBe("paid")
       expect((yield* step).count).toBe(0)
       expect(yield* pending).toBe(0)
-    }))
+    })
+  )
 
   it.effect("a failing consumer rolls the whole batch back; the next step hands it over again", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const drain = yield* makeRelayStep
       while ((yield* drain).count > 0) {}
       const webhook = yield* hook("f", ["*"], { structure: "invoices" })
       yield* appendEvent(sql, ev("invoices", "record.created", { n: 1 }))
-      const failing = yield* makeRelayStep.pipe(Effect.provideService(EventConsumers, [{
-        name: "broken",
-        handle: () => Effect.andThen(sql`SELECT 1`, Effect.die("consumer down"))
-      }]))
+      const failing = yield* makeRelayStep.pipe(
+        Effect.provideService(EventConsumers, [
+          {
+            name: "broken",
+            handle: () => Effect.andThen(sql`SELECT 1`, Effect.die("consumer down"))
+          }
+        ])
+      )
       yield* Effect.exit(failing)
       expect(yield* pending).toBe(1)
       expect(yield* deliveriesOf(webhook.id)).toHaveLength(0)
       const seen: Array<StoredEvent> = []
-      const working = yield* makeRelayStep.pipe(Effect.provideService(EventConsumers, [{
-        name: "collect",
-        handle: (events) => Effect.sync(() => void seen.push(...events))
-      }]))
+      const working = yield* makeRelayStep.pipe(
+        Effect.provideService(EventConsumers, [
+          {
+            name: "collect",
+            handle: (events) => Effect.sync(() => void seen.push(...events))
+          }
+        ])
+      )
       expect((yield* working).count).toBe(1)
       expect(seen.length).toBe(1)
       expect(seen[0]!.type).toBe("record.created")
       expect(seen[0]!.recordSlug).toBe("invoices")
       expect(yield* deliveriesOf(webhook.id)).toHaveLength(1)
       expect(yield* pending).toBe(0)
-    }))
+    })
+  )
 })

@@ -78,86 +78,90 @@ export interface RelayBacklog {
  * One relay step: the next batch of unprocessed events, handed to every consumer and marked processed in one
  * transaction. The singleton calls it in a loop; `backlog` follows the relay's lag.
  */
-export const makeRelayStepWith = (backlog: RelayBacklog) => Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const repo = yield* WebhookRepo
-  const notifier = yield* Notifier
-  const consumers = yield* EventConsumers
-  // compiled filters per webhook, rebuilt when the webhook changes
-  const matchers = new Map<string, { readonly updatedAt: string; readonly matcher: EventMatcher }>()
-  const matcherOf = (hook: WebhookRow) => {
-    const cached = matchers.get(hook.id)
-    if (cached !== undefined && cached.updatedAt === hook.updatedAt) return cached.matcher
-    const matcher = compileMatcher(hook.events, hook.filters)
-    matchers.set(hook.id, { updatedAt: hook.updatedAt, matcher })
-    return matcher
-  }
-
-  const step = sql.withTransaction(Effect.gen(function*() {
-    // Serialises relays if two ever overlap (a singleton hand-over): seq stays in commit order.
-    if (sql.driver !== "pglite") yield* sql`SELECT pg_advisory_xact_lock(${RELAY_LOCK})`
-    const rows = yield* sql`SELECT id, workspace, type, structure_id, record_slug, record_id, payload, created_at,
-        extract(epoch FROM now() - created_at)::float8 AS waited
-      FROM events WHERE processed_at IS NULL ORDER BY id LIMIT ${BATCH_SIZE}`
-    if (rows.length === 0) return { count: 0, webhookIds: new Set<string>() }
-    // the age by the database's clock, placed on the node's (the two may disagree)
-    const waited = Math.max(0, num((rows[0] as any).waited)) * 1000
-    backlog.oldestSince = (yield* Clock.currentTimeMillis) - waited
-    const events = rows.map(toStoredEvent)
-
-    // Webhooks
-    const hooks = yield* repo.activeIn([...new Set(events.map((e) => e.workspace))])
-    const deliveries: Array<NewDelivery> = []
-    const webhookIds = new Set<string>()
-    if (hooks.length > 0) {
-      for (const e of events) {
-        for (const hook of hooks) {
-          if (hook.workspace !== e.workspace || !matcherOf(hook).test(e)) continue
-          webhookIds.add(hook.id)
-          deliveries.push({ id: Crypto.randomUUID(), webhookId: hook.id, eventId: e.id, event: e.type, payload: deliveryPayload(e) })
-        }
-      }
-      yield* repo.insertDeliveries(deliveries)
+export const makeRelayStepWith = (backlog: RelayBacklog) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const repo = yield* WebhookRepo
+    const notifier = yield* Notifier
+    const consumers = yield* EventConsumers
+    // compiled filters per webhook, rebuilt when the webhook changes
+    const matchers = new Map<string, { readonly updatedAt: string; readonly matcher: EventMatcher }>()
+    const matcherOf = (hook: WebhookRow) => {
+      const cached = matchers.get(hook.id)
+      if (cached !== undefined && cached.updatedAt === hook.updatedAt) return cached.matcher
+      const matcher = compileMatcher(hook.events, hook.filters)
+      matchers.set(hook.id, { updatedAt: hook.updatedAt, matcher })
+      return matcher
     }
 
-    // Other consumers (triggers)
-    for (const consumer of consumers) yield* consumer.handle(events)
+    const step = sql.withTransaction(
+      Effect.gen(function* () {
+        // Serialises relays if two ever overlap (a singleton hand-over): seq stays in commit order.
+        if (sql.driver !== "pglite") yield* sql`SELECT pg_advisory_xact_lock(${RELAY_LOCK})`
+        const rows = yield* sql`SELECT id, workspace, type, structure_id, record_slug, record_id, payload, created_at,
+        extract(epoch FROM now() - created_at)::float8 AS waited
+      FROM events WHERE processed_at IS NULL ORDER BY id LIMIT ${BATCH_SIZE}`
+        if (rows.length === 0) return { count: 0, webhookIds: new Set<string>() }
+        // the age by the database's clock, placed on the node's (the two may disagree)
+        const waited = Math.max(0, num((rows[0] as any).waited)) * 1000
+        backlog.oldestSince = (yield* Clock.currentTimeMillis) - waited
+        const events = rows.map(toStoredEvent)
 
-    // Realtime order + done: a block of `events_seq` (safe: relays never run at once), numbered in id order.
-    const n = events.length
-    const assigned = events.map((e, i) => ({ id: Number(e.id), i }))
-    const updated = yield* sql`WITH block AS (SELECT setval('events_seq', nextval('events_seq') + ${n - 1}) - ${n - 1} AS base)
+        // Webhooks
+        const hooks = yield* repo.activeIn([...new Set(events.map((e) => e.workspace))])
+        const deliveries: Array<NewDelivery> = []
+        const webhookIds = new Set<string>()
+        if (hooks.length > 0) {
+          for (const e of events) {
+            for (const hook of hooks) {
+              if (hook.workspace !== e.workspace || !matcherOf(hook).test(e)) continue
+              webhookIds.add(hook.id)
+              deliveries.push({ id: Crypto.randomUUID(), webhookId: hook.id, eventId: e.id, event: e.type, payload: deliveryPayload(e) })
+            }
+          }
+          yield* repo.insertDeliveries(deliveries)
+        }
+
+        // Other consumers (triggers)
+        for (const consumer of consumers) yield* consumer.handle(events)
+
+        // Realtime order + done: a block of `events_seq` (safe: relays never run at once), numbered in id order.
+        const n = events.length
+        const assigned = events.map((e, i) => ({ id: Number(e.id), i }))
+        const updated = yield* sql`WITH block AS (SELECT setval('events_seq', nextval('events_seq') + ${n - 1}) - ${n - 1} AS base)
       UPDATE events SET processed_at = now(), seq = block.base + v.i
       FROM block, json_to_recordset(${JSON.stringify(assigned)}::json) AS v(id bigint, i int)
       WHERE events.id = v.id
       RETURNING events.seq`
-    const last = updated.reduce((max, r: any) => Math.max(max, num(r.seq)), 0)
-    yield* notifier.publish(RELAYED_TOPIC, String(last))
-    return { count: events.length, webhookIds }
-  }))
-  return Effect.tap(step, (result) =>
-    Effect.andThen(
-      Metric.update(eventsRelayed, result.count),
-      Effect.sync(() => {
-        // Committed. A short batch took everything committed when it read: caught up. After a full one the next
-        // read (at once) finds the new oldest.
-        backlog.oldestSince = undefined
+        const last = updated.reduce((max, r: any) => Math.max(max, num(r.seq)), 0)
+        yield* notifier.publish(RELAYED_TOPIC, String(last))
+        return { count: events.length, webhookIds }
       })
-    ))
-})
+    )
+    return Effect.tap(step, (result) =>
+      Effect.andThen(
+        Metric.update(eventsRelayed, result.count),
+        Effect.sync(() => {
+          // Committed. A short batch took everything committed when it read: caught up. After a full one the next
+          // read (at once) finds the new oldest.
+          backlog.oldestSince = undefined
+        })
+      )
+    )
+  })
 
 /** One relay step that nobody measures (tests). */
 export const makeRelayStep = makeRelayStepWith({ oldestSince: undefined })
 
 const runRelay = (dispatcher: Dispatcher) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const backlog: RelayBacklog = { oldestSince: undefined }
-    yield* scrapedGauge(relayLag, (now) => backlog.oldestSince === undefined ? 0 : Math.max(0, now - backlog.oldestSince) / 1000)
+    yield* scrapedGauge(relayLag, (now) => (backlog.oldestSince === undefined ? 0 : Math.max(0, now - backlog.oldestSince) / 1000))
     yield* Metric.update(relayFailures, 0)
     const step = yield* makeRelayStepWith(backlog)
     const wake = yield* Queue.sliding<void>(1)
     yield* listen(EVENTS_CHANNEL, () => void Queue.offerUnsafe(wake, undefined))
-    const loop = Effect.gen(function*() {
+    const loop = Effect.gen(function* () {
       const result = yield* step
       if (result.webhookIds.size > 0) yield* dispatcher.kick(result.webhookIds)
       if (result.count < BATCH_SIZE) yield* Effect.ignore(Effect.timeout(Queue.take(wake), POLL_INTERVAL))
@@ -173,7 +177,7 @@ const runRelay = (dispatcher: Dispatcher) =>
     return yield* loop
   })
 
-const runSweeper = Effect.gen(function*() {
+const runSweeper = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   yield* sql`DELETE FROM events WHERE processed_at < now() - make_interval(days => ${EVENT_RETENTION_DAYS})`
   yield* sql`DELETE FROM webhook_deliveries WHERE status IN ('delivered', 'skipped')
@@ -186,7 +190,7 @@ const runSweeper = Effect.gen(function*() {
 )
 
 /** Everything the singleton owner runs: relay, dispatcher (with its kick listener and safety scan), sweeper. */
-export const runEventsSingleton = Effect.gen(function*() {
+export const runEventsSingleton = Effect.gen(function* () {
   yield* Effect.logInfo("events: outbox relay and webhook dispatcher running on this node")
   yield* Effect.addFinalizer(() => Effect.logInfo("events: outbox relay and webhook dispatcher stopped on this node"))
   const notifier = yield* Notifier

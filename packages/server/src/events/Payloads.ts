@@ -20,9 +20,7 @@ export const deliveryPayload = (e: StoredEvent): Record<string, unknown> => {
   if (record !== undefined) {
     const fields = isObject(record.data) ? record.data : {}
     const id = typeof record.id === "string" ? record.id : e.recordId
-    const previous = isObject(data!.previous) && isObject(data!.previous.data)
-      ? { ...data!.previous.data, id }
-      : null
+    const previous = isObject(data!.previous) && isObject(data!.previous.data) ? { ...data!.previous.data, id } : null
     return {
       ...base,
       data: {

@@ -14,19 +14,13 @@ import { can, type Principal } from "@troupe/api/Authorization"
 import { badRequest, unauthorized } from "@troupe/api/Errors"
 import { Effect, Schedule, Stream } from "effect"
 import { AppConfig } from "../platform/AppConfig.ts"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpRouter, HttpServerResponse } from "effect/http"
 import { AccessCache } from "../identity/AccessCache.ts"
 import { authenticate, Authenticator } from "../identity/Authenticate.ts"
 import { validateEvents } from "./EventFilter.ts"
 import { realtimeMessage } from "./Payloads.ts"
 import { type HubEvent, RealtimeHub } from "./RealtimeHub.ts"
-import {
-  closedBecause,
-  formatClosed,
-  makeRealtimeSessions,
-  RECHECK_INTERVAL,
-  type StreamClosed
-} from "./RealtimeSessions.ts"
+import { closedBecause, formatClosed, makeRealtimeSessions, RECHECK_INTERVAL, type StreamClosed } from "./RealtimeSessions.ts"
 
 export const REALTIME_PATH = "/realtime/workspace/:workspace/api/v1/events" as const
 
@@ -34,7 +28,10 @@ export const REALTIME_PATH = "/realtime/workspace/:workspace/api/v1/events" as c
 const RETRY_MS = 2000
 
 const list = (values: ReadonlyArray<string>) =>
-  values.flatMap((v) => v.split(",")).map((s) => s.trim()).filter((s) => s.length > 0)
+  values
+    .flatMap((v) => v.split(","))
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0)
 
 export const formatEvent = (e: HubEvent): string => `id: ${e.event.id}\ndata: ${JSON.stringify(realtimeMessage(e.event))}\n\n`
 
@@ -53,12 +50,11 @@ const stillAllowed = (principal: Principal | undefined, computeEvents: boolean):
   principal === undefined
     ? closedBecause("access_revoked")
     : !can(principal, "read:records") || (computeEvents && !can(principal, "read:functions"))
-    ? closedBecause("permission_removed")
-    : undefined
-
+      ? closedBecause("permission_removed")
+      : undefined
 
 export const RealtimeRoute = HttpRouter.use((router) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const hub = yield* RealtimeHub
     const authenticator = yield* Authenticator
     const access = yield* AccessCache
@@ -67,11 +63,11 @@ export const RealtimeRoute = HttpRouter.use((router) =>
     const sessions = makeRealtimeSessions(config.sseMaxConnections)
     yield* Effect.forkScoped(Effect.repeat(sessions.recheck, Schedule.spaced(RECHECK_INTERVAL)))
     yield* router.add("GET", REALTIME_PATH, (request) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const params = yield* HttpRouter.params
         const workspace = params.workspace ?? ""
         const url = new URL(request.url, "http://localhost")
-        const header = request.headers["authorization"]
+        const header = request.headers.authorization
         const bearer = header !== undefined && /^bearer\s+/i.test(header) ? header.replace(/^bearer\s+/i, "").trim() : undefined
         const token = bearer ?? url.searchParams.get("access_token") ?? undefined
         if (token === undefined || token.length === 0) {
@@ -82,11 +78,17 @@ export const RealtimeRoute = HttpRouter.use((router) =>
         const events = list(url.searchParams.getAll("events"))
         const problems = validateEvents(events)
         if (problems.length > 0) {
-          return yield* Effect.fail(badRequest({
-            message: problems.map((p) => p.message).join("; "),
-            code: "VALIDATION_ERROR",
-            details: problems.map((p) => ({ ...p, field: p.field.replace(/^events/, "query.events"), property: p.field.replace(/^events/, "query.events") }))
-          }))
+          return yield* Effect.fail(
+            badRequest({
+              message: problems.map((p) => p.message).join("; "),
+              code: "VALIDATION_ERROR",
+              details: problems.map((p) => ({
+                ...p,
+                field: p.field.replace(/^events/, "query.events"),
+                property: p.field.replace(/^events/, "query.events")
+              }))
+            })
+          )
         }
         const structures = new Set(list([...url.searchParams.getAll("structure"), ...url.searchParams.getAll("structureId")]))
         const lastEventId = request.headers["last-event-id"] ?? url.searchParams.get("lastEventId") ?? undefined
@@ -96,28 +98,31 @@ export const RealtimeRoute = HttpRouter.use((router) =>
         // (the cache reloaded after some identity change): this token is verified again in full, which also catches
         // what concerns the token alone (a rotated secret, a changed password).
         let seen: Principal | undefined = principal
-        const check = Effect.gen(function*() {
+        const check = Effect.gen(function* () {
           const now = yield* access.actor(principal.kind, principal.id, workspace)
           if (now === undefined) return closedBecause("access_revoked")
           if (now === seen) return undefined
           seen = now
           return yield* authenticator.authenticate(token, { workspace, permission: "read:records" }).pipe(
             Effect.map((p) => stillAllowed(p, computeEvents)),
-            Effect.catch((e) =>
-              Effect.succeed(closedBecause(e.statusCode === 401 ? "access_revoked" : "permission_removed"))
-            )
+            Effect.catch((e) => Effect.succeed(closedBecause(e.statusCode === 401 ? "access_revoked" : "permission_removed")))
           )
         })
         const ended = yield* sessions.open({ workspace, expiresAt: expiryOf(token), check })
 
-        const messages = hub.subscribe({
-          workspace,
-          structures,
-          events,
-          lastEventId: lastEventId !== undefined && lastEventId.trim().length > 0 ? lastEventId.trim() : undefined,
-          computeEvents
-        }).pipe(Stream.map(formatEvent))
-        const heartbeats = Stream.tick(`${heartbeat} seconds`).pipe(Stream.drop(1), Stream.map(() => ": heartbeat\n\n"))
+        const messages = hub
+          .subscribe({
+            workspace,
+            structures,
+            events,
+            lastEventId: lastEventId !== undefined && lastEventId.trim().length > 0 ? lastEventId.trim() : undefined,
+            computeEvents
+          })
+          .pipe(Stream.map(formatEvent))
+        const heartbeats = Stream.tick(`${heartbeat} seconds`).pipe(
+          Stream.drop(1),
+          Stream.map(() => ": heartbeat\n\n")
+        )
         const closing = Stream.fromEffect(Effect.map(ended, formatClosed))
         const body = Stream.concat(
           Stream.make(`retry: ${RETRY_MS}\n: connected\n\n`),
@@ -130,7 +135,8 @@ export const RealtimeRoute = HttpRouter.use((router) =>
             "x-accel-buffering": "no"
           }
         })
-      }))
+      })
+    )
   })
 )
 

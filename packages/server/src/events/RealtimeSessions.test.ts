@@ -7,7 +7,7 @@ const allowed = Effect.succeed<StreamClosed | undefined>(undefined)
 
 describe("RealtimeSessions", () => {
   it.effect("ends a stream when its token expires, not before", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const sessions = makeRealtimeSessions(10)
       const scope = yield* Scope.make()
       const now = yield* Clock.currentTimeMillis
@@ -19,10 +19,11 @@ describe("RealtimeSessions", () => {
       const closed = yield* Fiber.join(fiber)
       expect(closed.reason).toBe("token_expired")
       yield* Scope.close(scope, Exit.void)
-    }))
+    })
+  )
 
   it.effect("ends the streams whose caller a recheck no longer allows, and only those", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const sessions = makeRealtimeSessions(10)
       const scope = yield* Scope.make()
       const verdict = yield* Ref.make<StreamClosed | undefined>(undefined)
@@ -38,18 +39,17 @@ describe("RealtimeSessions", () => {
       expect((yield* Fiber.join(a)).reason).toBe("access_revoked")
       expect(b.pollUnsafe()).toBeUndefined()
       yield* Scope.close(scope, Exit.void)
-    }))
+    })
+  )
 
   it.effect("caps open streams per workspace; a closed one frees its place", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const sessions = makeRealtimeSessions(2)
       const first = yield* Scope.make()
       const second = yield* Scope.make()
       yield* sessions.open({ workspace: "w", expiresAt: undefined, check: allowed }).pipe(Scope.provide(first))
       yield* sessions.open({ workspace: "w", expiresAt: undefined, check: allowed }).pipe(Scope.provide(second))
-      const refused = yield* Effect.flip(
-        Effect.scoped(sessions.open({ workspace: "w", expiresAt: undefined, check: allowed }))
-      )
+      const refused = yield* Effect.flip(Effect.scoped(sessions.open({ workspace: "w", expiresAt: undefined, check: allowed })))
       expect(refused.statusCode).toBe(429)
       expect(refused.code).toBe("TOO_MANY_CONNECTIONS")
       // another workspace has its own count
@@ -59,7 +59,8 @@ describe("RealtimeSessions", () => {
       yield* Effect.scoped(sessions.open({ workspace: "w", expiresAt: undefined, check: allowed }))
       yield* Scope.close(second, Exit.void)
       expect(sessions.count("w")).toBe(0)
-    }))
+    })
+  )
 
   it("the last message is data-only JSON naming the reason", () => {
     const text = formatClosed(closedBecause("permission_removed"))

@@ -20,11 +20,12 @@ export interface StreamClosed {
 
 export const closedBecause = (reason: CloseReason): StreamClosed => ({
   reason,
-  message: reason === "token_expired"
-    ? "The access token expired: reconnect with a new token"
-    : reason === "access_revoked"
-    ? "The token is no longer valid (account revoked, rotated or deleted, or member removed)"
-    : "The caller may no longer read this stream"
+  message:
+    reason === "token_expired"
+      ? "The access token expired: reconnect with a new token"
+      : reason === "access_revoked"
+        ? "The token is no longer valid (account revoked, rotated or deleted, or member removed)"
+        : "The caller may no longer read this stream"
 })
 
 /** The last message of a stream the server ends: a data-only message, so `EventSource.onmessage` receives it. */
@@ -64,20 +65,23 @@ export const makeRealtimeSessions = (maxPerWorkspace: number): RealtimeSessions 
   }
 
   const open = (info: SessionInfo) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const session: Session = { info, ended: yield* Deferred.make<StreamClosed>() }
       yield* Effect.acquireRelease(
         Effect.suspend(() => {
           const set = byWorkspace.get(info.workspace) ?? new Set<Session>()
           if (set.size >= maxPerWorkspace) {
-            return Effect.fail(Object.assign(
-              tooManyRequests({
-                message: `This workspace has ${maxPerWorkspace} realtime connections open on this node, the most it ` +
-                  "may; close one or retry later",
-                code: "TOO_MANY_CONNECTIONS"
-              }),
-              { retryAfter: 5 }
-            ))
+            return Effect.fail(
+              Object.assign(
+                tooManyRequests({
+                  message:
+                    `This workspace has ${maxPerWorkspace} realtime connections open on this node, the most it ` +
+                    "may; close one or retry later",
+                  code: "TOO_MANY_CONNECTIONS"
+                }),
+                { retryAfter: 5 }
+              )
+            )
           }
           set.add(session)
           byWorkspace.set(info.workspace, set)
@@ -85,19 +89,25 @@ export const makeRealtimeSessions = (maxPerWorkspace: number): RealtimeSessions 
         }),
         () => Effect.sync(() => remove(session))
       )
-      const expiry = info.expiresAt === undefined ? Effect.never : Effect.gen(function*() {
-        const left = info.expiresAt! - (yield* Clock.currentTimeMillis)
-        if (left > 0) yield* Effect.sleep(Duration.millis(left))
-        return closedBecause("token_expired")
-      })
+      const expiry =
+        info.expiresAt === undefined
+          ? Effect.never
+          : Effect.gen(function* () {
+              const left = info.expiresAt! - (yield* Clock.currentTimeMillis)
+              if (left > 0) yield* Effect.sleep(Duration.millis(left))
+              return closedBecause("token_expired")
+            })
       return Effect.raceFirst(Deferred.await(session.ended), expiry)
     })
 
   const recheck = Effect.suspend(() => {
     const all = [...byWorkspace.values()].flatMap((set) => [...set])
-    return Effect.forEach(all, (session) =>
-      Effect.flatMap(session.info.check, (closed) =>
-        closed === undefined ? Effect.void : Deferred.succeed(session.ended, closed)), { discard: true })
+    return Effect.forEach(
+      all,
+      (session) =>
+        Effect.flatMap(session.info.check, (closed) => (closed === undefined ? Effect.void : Deferred.succeed(session.ended, closed))),
+      { discard: true }
+    )
   })
 
   return { open, recheck, count: (workspace) => byWorkspace.get(workspace)?.size ?? 0 }

@@ -25,7 +25,7 @@ describe("webhook signatures", () => {
     expect(standardKey(secret)).toHaveLength(32)
     const headers = deliveryHeaders({ secret, deliveryId: "d-1", event: "record.created", body, timestampSeconds: 1700000000 })
     expect(verifyStandard(secret, headers, body)).toBe(true)
-    expect(verifyStandard(secret, headers, body + " ")).toBe(false)
+    expect(verifyStandard(secret, headers, `${body} `)).toBe(false)
   })
 
   it("a secret that is not whsec_ keys the standard signature with its UTF-8 bytes", () => {

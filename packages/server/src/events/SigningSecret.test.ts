@@ -23,11 +23,12 @@ const hook = (secret: string) =>
       enabled: true,
       status: "active",
       createdBy: null
-    }))
+    })
+  )
 
 layer(Env)("webhook signing secrets", (it) => {
   it.effect("a sealed secret opens only for its own webhook", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const secrets = yield* Secrets
       const sealed = sealSigningSecret(secrets, "w-1", "whsec_abc")
       expect(sealed).toMatch(/^enc:v1:/)
@@ -37,10 +38,11 @@ layer(Env)("webhook signing secrets", (it) => {
       expect(other._tag).toBe("SecretDecryptError")
       // rows older than encryption at rest hold plaintext: used as it is
       expect(yield* openSigningSecret(secrets, "w-1", "legacy")).toBe("legacy")
-    }))
+    })
+  )
 
   it.effect("plaintext secrets stored by an older version are sealed in place, once", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const secrets = yield* Secrets
       const legacy = yield* hook("plain-secret")
@@ -54,5 +56,6 @@ layer(Env)("webhook signing secrets", (it) => {
       expect(yield* openSigningSecret(secrets, legacy.id, stored.get(legacy.id)!)).toBe("plain-secret")
       expect(stored.get(modern.id)).toBe(sealed)
       expect(yield* encryptStoredSecrets(secrets)).toBe(0)
-    }))
+    })
+  )
 })

@@ -12,11 +12,7 @@ export const sealSigningSecret = (secrets: SecretsShape, webhookId: string, secr
   secrets.encrypt(secret, contextOf(webhookId))
 
 /** The secret to sign with (legacy plaintext rows as they are). */
-export const openSigningSecret = (
-  secrets: SecretsShape,
-  webhookId: string,
-  stored: string
-): Effect.Effect<string, SecretDecryptError> =>
+export const openSigningSecret = (secrets: SecretsShape, webhookId: string, stored: string): Effect.Effect<string, SecretDecryptError> =>
   secrets.isEncrypted(stored) ? secrets.decrypt(stored, contextOf(webhookId)) : Effect.succeed(stored)
 
 /**
@@ -24,7 +20,7 @@ export const openSigningSecret = (
  * if it still holds the plaintext just read, so nodes starting together cannot seal one twice.
  */
 export const encryptStoredSecrets = (secrets: SecretsShape) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const rows = yield* sql<{ id: string; secret: string }>`SELECT id::text AS id, secret FROM webhooks
       WHERE secret NOT LIKE 'enc:v1:%'`

@@ -3,12 +3,36 @@ import { checkWebhookUrl, isPrivateAddress } from "./UrlPolicy.ts"
 
 describe("isPrivateAddress", () => {
   it("recognises loopback, private, link-local, CGNAT, unique-local and mapped addresses", () => {
-    for (const a of ["127.0.0.1", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "::1", "::", "fd00::1", "fe80::1", "::ffff:127.0.0.1", "[::1]"]) {
+    for (const a of [
+      "127.0.0.1",
+      "10.1.2.3",
+      "172.16.0.1",
+      "172.31.255.255",
+      "192.168.1.1",
+      "169.254.169.254",
+      "100.64.0.1",
+      "0.0.0.0",
+      "::1",
+      "::",
+      "fd00::1",
+      "fe80::1",
+      "::ffff:127.0.0.1",
+      "[::1]"
+    ]) {
       expect(isPrivateAddress(a), a).toBe(true)
     }
   })
   it("refuses IPv6 prefixes that embed an IPv4 address (NAT64, 6to4), whatever address they carry", () => {
-    for (const a of ["64:ff9b::7f00:1", "64:ff9b::127.0.0.1", "64:ff9b::808:808", "64:ff9b:1::a00:1", "2002:7f00:1::1", "2002:808:808::1", "[2002::1]", "::ffff:7f00:1"]) {
+    for (const a of [
+      "64:ff9b::7f00:1",
+      "64:ff9b::127.0.0.1",
+      "64:ff9b::808:808",
+      "64:ff9b:1::a00:1",
+      "2002:7f00:1::1",
+      "2002:808:808::1",
+      "[2002::1]",
+      "::ffff:7f00:1"
+    ]) {
       expect(isPrivateAddress(a), a).toBe(true)
     }
     // neighbours of those prefixes stay public

@@ -17,7 +17,8 @@ for (const [net, prefix] of [
   ["198.18.0.0", 15],
   ["224.0.0.0", 4],
   ["240.0.0.0", 4]
-] as const) blocked.addSubnet(net, prefix, "ipv4")
+] as const)
+  blocked.addSubnet(net, prefix, "ipv4")
 for (const [net, prefix] of [
   ["::", 128],
   ["::1", 128],
@@ -29,7 +30,8 @@ for (const [net, prefix] of [
   ["64:ff9b::", 96],
   ["64:ff9b:1::", 48],
   ["2002::", 16]
-] as const) blocked.addSubnet(net, prefix, "ipv6")
+] as const)
+  blocked.addSubnet(net, prefix, "ipv6")
 
 /** True for an address webhooks must not reach in production. */
 export const isPrivateAddress = (address: string): boolean => {
@@ -44,8 +46,7 @@ export const isPrivateAddress = (address: string): boolean => {
   return false
 }
 
-const localNames = (host: string) =>
-  host === "localhost" || host.endsWith(".localhost") || host === "localhost.localdomain"
+const localNames = (host: string) => host === "localhost" || host.endsWith(".localhost") || host === "localhost.localdomain"
 
 /** Checks a webhook URL; returns the reason it is refused, or undefined when it is acceptable. */
 export const checkWebhookUrl = (raw: string, production: boolean): string | undefined => {

@@ -19,13 +19,17 @@ const makeWaker = (sql: SqlClient.SqlClient, channel: string): Waker => {
   const send = (): void => {
     inFlight = true
     again = false
-    Effect.runFork(sql`SELECT pg_notify(${channel}, '')`.pipe(
-      Effect.ignore,
-      Effect.ensuring(Effect.sync(() => {
-        inFlight = false
-        if (again) send()
-      }))
-    ))
+    Effect.runFork(
+      sql`SELECT pg_notify(${channel}, '')`.pipe(
+        Effect.ignore,
+        Effect.ensuring(
+          Effect.sync(() => {
+            inFlight = false
+            if (again) send()
+          })
+        )
+      )
+    )
   }
   return {
     poke: () => {
@@ -37,9 +41,9 @@ const makeWaker = (sql: SqlClient.SqlClient, channel: string): Waker => {
 
 const wakerFor = (sql: SqlClient.SqlClient, channel: string): Waker => {
   let byChannel = wakers.get(sql)
-  if (byChannel === undefined) wakers.set(sql, byChannel = new Map())
+  if (byChannel === undefined) wakers.set(sql, (byChannel = new Map()))
   let waker = byChannel.get(channel)
-  if (waker === undefined) byChannel.set(channel, waker = makeWaker(sql, channel))
+  if (waker === undefined) byChannel.set(channel, (waker = makeWaker(sql, channel)))
   return waker
 }
 

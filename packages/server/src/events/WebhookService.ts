@@ -75,200 +75,214 @@ export interface WebhookServiceShape {
   ) => Effect.Effect<WebhookTestResult, NotFound>
 }
 
-export class WebhookService extends Context.Service<WebhookService, WebhookServiceShape>()(
-  "@troupe/server/events/WebhookService"
-) {
-  static readonly layerNoDeps = Layer.effect(WebhookService, Effect.gen(function*() {
-    const repo = yield* WebhookRepo
-    const config = yield* AppConfig
-    const notifier = yield* Notifier
-    const secrets = yield* Secrets
-    const sealed = yield* encryptStoredSecrets(secrets).pipe(Effect.orDie)
-    if (sealed > 0) yield* Effect.logInfo(`webhooks: encrypted ${sealed} signing secret(s) stored in plaintext`)
+export class WebhookService extends Context.Service<WebhookService, WebhookServiceShape>()("@troupe/server/events/WebhookService") {
+  static readonly layerNoDeps = Layer.effect(
+    WebhookService,
+    Effect.gen(function* () {
+      const repo = yield* WebhookRepo
+      const config = yield* AppConfig
+      const notifier = yield* Notifier
+      const secrets = yield* Secrets
+      const sealed = yield* encryptStoredSecrets(secrets).pipe(Effect.orDie)
+      if (sealed > 0) yield* Effect.logInfo(`webhooks: encrypted ${sealed} signing secret(s) stored in plaintext`)
 
-    const webhookNotFound = (id: string) => notFound({ message: `Webhook ${id} not found`, code: "WEBHOOK_NOT_FOUND" })
-    const invalid = (problems: ReadonlyArray<ErrorDetail>) =>
-      badRequest({ message: problems.map((p) => `${p.field}: ${p.message}`).join("; "), code: "VALIDATION_ERROR", details: problems })
+      const webhookNotFound = (id: string) => notFound({ message: `Webhook ${id} not found`, code: "WEBHOOK_NOT_FOUND" })
+      const invalid = (problems: ReadonlyArray<ErrorDetail>) =>
+        badRequest({ message: problems.map((p) => `${p.field}: ${p.message}`).join("; "), code: "VALIDATION_ERROR", details: problems })
 
-    const checkUrl = (url: string) => {
-      const reason = checkWebhookUrl(url, config.production)
-      return reason === undefined ? Effect.void : Effect.fail(invalid(details([["url", reason]])))
-    }
-    const checkFilters = (raw: Readonly<Record<string, unknown>> | null | undefined) => {
-      const result = validateFilters(raw)
-      return Result.isSuccess(result) ? Effect.succeed(result.success) : Effect.fail(invalid(result.failure))
-    }
-    const checkEvents = (events: ReadonlyArray<string>) => {
-      const problems = validateEvents(events)
-      return problems.length === 0 ? Effect.void : Effect.fail(invalid(problems))
-    }
-
-    /** The webhook, or 404 (ids that are not UUIDs cannot exist). */
-    const find = (workspace: string, id: string) =>
-      uuidPattern.test(id)
-        ? repo.get(workspace, id).pipe(
-          Effect.orDie,
-          Effect.flatMap((w) => w === undefined ? Effect.fail(webhookNotFound(id)) : Effect.succeed(w))
-        )
-        : Effect.fail(webhookNotFound(id))
-
-    const create = Effect.fn("WebhookService.create")(function*(workspace: string, input: WebhookCreate, createdBy: string | null) {
-      yield* checkUrl(input.url)
-      yield* checkEvents(input.events)
-      const filters = yield* checkFilters(input.filters)
-      const secret = input.secret ?? generateSecret()
-      const enabled = input.enabled ?? true
-      const id = Crypto.randomUUID()
-      const row = yield* repo.insertWithin({
-        id,
-        workspace,
-        name: input.name ?? defaultName(input.url),
-        url: input.url,
-        events: dedupe(input.events),
-        filters,
-        secret: sealSigningSecret(secrets, id, secret),
-        enabled,
-        status: enabled ? "active" : "disabled",
-        createdBy
-      }, config.webhooksPerWorkspace).pipe(Effect.orDie)
-      if (row === undefined) {
-        return yield* Effect.fail(conflict({
-          message: `This workspace already has ${config.webhooksPerWorkspace} webhooks, the most it may hold; ` +
-            "delete one before creating another",
-          code: "WEBHOOK_LIMIT_REACHED"
-        }))
+      const checkUrl = (url: string) => {
+        const reason = checkWebhookUrl(url, config.production)
+        return reason === undefined ? Effect.void : Effect.fail(invalid(details([["url", reason]])))
       }
-      return { ...toWebhook(row), secret }
-    })
-
-    const list = Effect.fn("WebhookService.list")(function*(workspace: string, page: number, limit: number) {
-      const { rows, total } = yield* repo.list(workspace, limit, (page - 1) * limit).pipe(Effect.orDie)
-      return { data: rows.map(toWebhook), total, page, limit }
-    })
-
-    const get = Effect.fn("WebhookService.get")(function*(workspace: string, id: string) {
-      return toWebhook(yield* find(workspace, id))
-    })
-
-    const update = Effect.fn("WebhookService.update")(function*(workspace: string, id: string, input: WebhookUpdate) {
-      yield* find(workspace, id)
-      if (input.url !== undefined) yield* checkUrl(input.url)
-      if (input.events !== undefined) yield* checkEvents(input.events)
-      const patch: { -readonly [K in keyof WebhookPatch]: WebhookPatch[K] } = {}
-      if (input.filters !== undefined) patch.filters = yield* checkFilters(input.filters)
-      if (input.name !== undefined) patch.name = input.name
-      if (input.url !== undefined) patch.url = input.url
-      if (input.events !== undefined) patch.events = dedupe(input.events)
-      if (input.secret !== undefined) patch.secret = sealSigningSecret(secrets, id, input.secret)
-      if (input.enabled !== undefined) patch.enabled = input.enabled
-      const row = yield* repo.update(workspace, id, patch).pipe(Effect.orDie)
-      if (row === undefined) return yield* Effect.fail(webhookNotFound(id))
-      return input.secret !== undefined ? { ...toWebhook(row), secret: input.secret } : toWebhook(row)
-    })
-
-    const del = Effect.fn("WebhookService.delete")(function*(workspace: string, id: string) {
-      yield* find(workspace, id)
-      const deleted = yield* repo.delete(workspace, id).pipe(Effect.orDie)
-      if (!deleted) return yield* Effect.fail(webhookNotFound(id))
-    })
-
-    const failures = Effect.fn("WebhookService.failures")(function*(workspace: string, id: string, limit: number) {
-      yield* find(workspace, id)
-      const rows = yield* repo.failures(id, limit).pipe(Effect.orDie)
-      return {
-        failures: rows.map((d): WebhookFailure => ({
-          id: d.id,
-          event: d.event,
-          payload: d.payload as any,
-          attempts: d.attempts,
-          lastStatus: d.lastStatus,
-          lastError: d.lastError,
-          failedAt: d.failedAt ?? d.updatedAt
-        }))
+      const checkFilters = (raw: Readonly<Record<string, unknown>> | null | undefined) => {
+        const result = validateFilters(raw)
+        return Result.isSuccess(result) ? Effect.succeed(result.success) : Effect.fail(invalid(result.failure))
       }
-    })
+      const checkEvents = (events: ReadonlyArray<string>) => {
+        const problems = validateEvents(events)
+        return problems.length === 0 ? Effect.void : Effect.fail(invalid(problems))
+      }
 
-    const deliveries = Effect.fn("WebhookService.deliveries")(function*(
-      workspace: string,
-      id: string,
-      options: { readonly status?: DeliveryStatus | undefined; readonly page: number; readonly limit: number }
-    ) {
-      yield* find(workspace, id)
-      const { rows, total } = yield* repo.deliveries(id, options.status, options.limit, (options.page - 1) * options.limit)
-        .pipe(Effect.orDie)
-      return { data: rows.map(toDelivery), total, page: options.page, limit: options.limit }
-    })
+      /** The webhook, or 404 (ids that are not UUIDs cannot exist). */
+      const find = (workspace: string, id: string) =>
+        uuidPattern.test(id)
+          ? repo.get(workspace, id).pipe(
+              Effect.orDie,
+              Effect.flatMap((w) => (w === undefined ? Effect.fail(webhookNotFound(id)) : Effect.succeed(w)))
+            )
+          : Effect.fail(webhookNotFound(id))
 
-    const findDelivery = (id: string, deliveryId: string) =>
-      uuidPattern.test(deliveryId)
-        ? repo.delivery(id, deliveryId).pipe(
-          Effect.orDie,
-          Effect.flatMap((d) =>
-            d === undefined
-              ? Effect.fail(notFound({ message: `Delivery ${deliveryId} not found`, code: "DELIVERY_NOT_FOUND" }))
-              : Effect.succeed(d)
+      const create = Effect.fn("WebhookService.create")(function* (workspace: string, input: WebhookCreate, createdBy: string | null) {
+        yield* checkUrl(input.url)
+        yield* checkEvents(input.events)
+        const filters = yield* checkFilters(input.filters)
+        const secret = input.secret ?? generateSecret()
+        const enabled = input.enabled ?? true
+        const id = Crypto.randomUUID()
+        const row = yield* repo
+          .insertWithin(
+            {
+              id,
+              workspace,
+              name: input.name ?? defaultName(input.url),
+              url: input.url,
+              events: dedupe(input.events),
+              filters,
+              secret: sealSigningSecret(secrets, id, secret),
+              enabled,
+              status: enabled ? "active" : "disabled",
+              createdBy
+            },
+            config.webhooksPerWorkspace
           )
-        )
-        : Effect.fail(notFound({ message: `Delivery ${deliveryId} not found`, code: "DELIVERY_NOT_FOUND" }))
-
-    const delivery = Effect.fn("WebhookService.delivery")(function*(workspace: string, id: string, deliveryId: string) {
-      yield* find(workspace, id)
-      return toDetail(yield* findDelivery(id, deliveryId))
-    })
-
-    const redeliver = Effect.fn("WebhookService.redeliver")(function*(workspace: string, id: string, deliveryId: string) {
-      const hook = yield* find(workspace, id)
-      const original = yield* findDelivery(id, deliveryId)
-      if (!hook.enabled || hook.status !== "active") {
-        return yield* Effect.fail(conflict({
-          message: `Webhook ${id} is ${hook.status}; PATCH {"enabled": true} before redelivering`,
-          code: "WEBHOOK_NOT_ACTIVE"
-        }))
-      }
-      const newId = Crypto.randomUUID()
-      yield* repo.insertRedelivery(newId, original).pipe(Effect.orDie)
-      yield* notifier.publish(KICK_TOPIC, id)
-      const row = yield* repo.delivery(id, newId).pipe(Effect.orDie)
-      return toDetail(row!)
-    })
-
-    const test = Effect.fn("WebhookService.test")(function*(
-      workspace: string,
-      id: string,
-      input: { readonly event?: string | undefined; readonly data?: unknown } | null | undefined
-    ) {
-      const hook = yield* find(workspace, id)
-      const now = yield* DateTime.now
-      const event = input?.event ?? "webhook.test"
-      const body = JSON.stringify({
-        event,
-        workspace,
-        timestamp: DateTime.formatIso(now),
-        data: input?.data ?? { webhookId: hook.id, message: "Test delivery from Troupe" }
+          .pipe(Effect.orDie)
+        if (row === undefined) {
+          return yield* Effect.fail(
+            conflict({
+              message:
+                `This workspace already has ${config.webhooksPerWorkspace} webhooks, the most it may hold; ` +
+                "delete one before creating another",
+              code: "WEBHOOK_LIMIT_REACHED"
+            })
+          )
+        }
+        return { ...toWebhook(row), secret }
       })
-      const deliveryId = Crypto.randomUUID()
-      const seconds = Math.floor((yield* Clock.currentTimeMillis) / 1000)
-      const secret = yield* openSigningSecret(secrets, hook.id, hook.secret).pipe(Effect.orDie)
-      const headers = deliveryHeaders({ secret, deliveryId, event, body, timestampSeconds: seconds })
-      const result = yield* post(hook.url, body, headers, { timeoutMs: DELIVERY_TIMEOUT_MS, allowPrivate: !config.production })
-      return result.ok
-        ? { delivered: true, status: result.status, durationMs: result.durationMs }
-        : { delivered: false, status: result.status, durationMs: result.durationMs, error: result.error ?? "failed" }
-    })
 
-    return WebhookService.of({
-      create,
-      list,
-      get,
-      update,
-      delete: del,
-      failures,
-      deliveries,
-      delivery,
-      redeliver,
-      test
+      const list = Effect.fn("WebhookService.list")(function* (workspace: string, page: number, limit: number) {
+        const { rows, total } = yield* repo.list(workspace, limit, (page - 1) * limit).pipe(Effect.orDie)
+        return { data: rows.map(toWebhook), total, page, limit }
+      })
+
+      const get = Effect.fn("WebhookService.get")(function* (workspace: string, id: string) {
+        return toWebhook(yield* find(workspace, id))
+      })
+
+      const update = Effect.fn("WebhookService.update")(function* (workspace: string, id: string, input: WebhookUpdate) {
+        yield* find(workspace, id)
+        if (input.url !== undefined) yield* checkUrl(input.url)
+        if (input.events !== undefined) yield* checkEvents(input.events)
+        const patch: { -readonly [K in keyof WebhookPatch]: WebhookPatch[K] } = {}
+        if (input.filters !== undefined) patch.filters = yield* checkFilters(input.filters)
+        if (input.name !== undefined) patch.name = input.name
+        if (input.url !== undefined) patch.url = input.url
+        if (input.events !== undefined) patch.events = dedupe(input.events)
+        if (input.secret !== undefined) patch.secret = sealSigningSecret(secrets, id, input.secret)
+        if (input.enabled !== undefined) patch.enabled = input.enabled
+        const row = yield* repo.update(workspace, id, patch).pipe(Effect.orDie)
+        if (row === undefined) return yield* Effect.fail(webhookNotFound(id))
+        return input.secret !== undefined ? { ...toWebhook(row), secret: input.secret } : toWebhook(row)
+      })
+
+      const del = Effect.fn("WebhookService.delete")(function* (workspace: string, id: string) {
+        yield* find(workspace, id)
+        const deleted = yield* repo.delete(workspace, id).pipe(Effect.orDie)
+        if (!deleted) return yield* Effect.fail(webhookNotFound(id))
+      })
+
+      const failures = Effect.fn("WebhookService.failures")(function* (workspace: string, id: string, limit: number) {
+        yield* find(workspace, id)
+        const rows = yield* repo.failures(id, limit).pipe(Effect.orDie)
+        return {
+          failures: rows.map(
+            (d): WebhookFailure => ({
+              id: d.id,
+              event: d.event,
+              payload: d.payload as any,
+              attempts: d.attempts,
+              lastStatus: d.lastStatus,
+              lastError: d.lastError,
+              failedAt: d.failedAt ?? d.updatedAt
+            })
+          )
+        }
+      })
+
+      const deliveries = Effect.fn("WebhookService.deliveries")(function* (
+        workspace: string,
+        id: string,
+        options: { readonly status?: DeliveryStatus | undefined; readonly page: number; readonly limit: number }
+      ) {
+        yield* find(workspace, id)
+        const { rows, total } = yield* repo
+          .deliveries(id, options.status, options.limit, (options.page - 1) * options.limit)
+          .pipe(Effect.orDie)
+        return { data: rows.map(toDelivery), total, page: options.page, limit: options.limit }
+      })
+
+      const findDelivery = (id: string, deliveryId: string) =>
+        uuidPattern.test(deliveryId)
+          ? repo.delivery(id, deliveryId).pipe(
+              Effect.orDie,
+              Effect.flatMap((d) =>
+                d === undefined
+                  ? Effect.fail(notFound({ message: `Delivery ${deliveryId} not found`, code: "DELIVERY_NOT_FOUND" }))
+                  : Effect.succeed(d)
+              )
+            )
+          : Effect.fail(notFound({ message: `Delivery ${deliveryId} not found`, code: "DELIVERY_NOT_FOUND" }))
+
+      const delivery = Effect.fn("WebhookService.delivery")(function* (workspace: string, id: string, deliveryId: string) {
+        yield* find(workspace, id)
+        return toDetail(yield* findDelivery(id, deliveryId))
+      })
+
+      const redeliver = Effect.fn("WebhookService.redeliver")(function* (workspace: string, id: string, deliveryId: string) {
+        const hook = yield* find(workspace, id)
+        const original = yield* findDelivery(id, deliveryId)
+        if (!hook.enabled || hook.status !== "active") {
+          return yield* Effect.fail(
+            conflict({
+              message: `Webhook ${id} is ${hook.status}; PATCH {"enabled": true} before redelivering`,
+              code: "WEBHOOK_NOT_ACTIVE"
+            })
+          )
+        }
+        const newId = Crypto.randomUUID()
+        yield* repo.insertRedelivery(newId, original).pipe(Effect.orDie)
+        yield* notifier.publish(KICK_TOPIC, id)
+        const row = yield* repo.delivery(id, newId).pipe(Effect.orDie)
+        return toDetail(row!)
+      })
+
+      const test = Effect.fn("WebhookService.test")(function* (
+        workspace: string,
+        id: string,
+        input: { readonly event?: string | undefined; readonly data?: unknown } | null | undefined
+      ) {
+        const hook = yield* find(workspace, id)
+        const now = yield* DateTime.now
+        const event = input?.event ?? "webhook.test"
+        const body = JSON.stringify({
+          event,
+          workspace,
+          timestamp: DateTime.formatIso(now),
+          data: input?.data ?? { webhookId: hook.id, message: "Test delivery from Troupe" }
+        })
+        const deliveryId = Crypto.randomUUID()
+        const seconds = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+        const secret = yield* openSigningSecret(secrets, hook.id, hook.secret).pipe(Effect.orDie)
+        const headers = deliveryHeaders({ secret, deliveryId, event, body, timestampSeconds: seconds })
+        const result = yield* post(hook.url, body, headers, { timeoutMs: DELIVERY_TIMEOUT_MS, allowPrivate: !config.production })
+        return result.ok
+          ? { delivered: true, status: result.status, durationMs: result.durationMs }
+          : { delivered: false, status: result.status, durationMs: result.durationMs, error: result.error ?? "failed" }
+      })
+
+      return WebhookService.of({
+        create,
+        list,
+        get,
+        update,
+        delete: del,
+        failures,
+        deliveries,
+        delivery,
+        redeliver,
+        test
+      })
     })
-  }))
+  )
 
   static readonly layer = this.layerNoDeps.pipe(Layer.provide(WebhookRepo.layer))
 }

@@ -93,7 +93,7 @@ export interface AccessCacheShape {
 }
 
 /** In a transaction that changes identity data: bump the counter and notify other nodes (delivered at commit). */
-export const markIdentityChanged = Effect.gen(function*() {
+export const markIdentityChanged = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   yield* sql`UPDATE settings SET value = (value::bigint + 1)::text WHERE key = 'identity_version'`
   if (sql.driver !== "pglite") yield* sql`SELECT pg_notify(${identityChannel}, ${nodeTag})`
@@ -111,26 +111,29 @@ interface AccountRow {
 }
 
 const load = (sql: SqlClient.SqlClient) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const versions = yield* sql<{ value: string }>`SELECT value FROM settings WHERE key = 'identity_version'`
     const version = versions[0]?.value ?? "0"
-    const [users, memberships, accounts, groups, members, policies] = yield* Effect.all([
-      sql<{ id: string; username: string; isPlatformAdmin: boolean; passwordVersion: string }>`
+    const [users, memberships, accounts, groups, members, policies] = yield* Effect.all(
+      [
+        sql<{ id: string; username: string; isPlatformAdmin: boolean; passwordVersion: string }>`
         SELECT id::text AS id, username, is_platform_admin AS "isPlatformAdmin",
           ${sql.literal(passwordVersionColumn)} AS "passwordVersion"
         FROM users`,
-      sql<{ workspace: string; userId: string; role: string }>`
+        sql<{ workspace: string; userId: string; role: string }>`
         SELECT workspace, user_id::text AS "userId", role FROM memberships`,
-      sql<AccountRow>`
+        sql<AccountRow>`
         SELECT id, client_id AS "clientId", workspace, name, role, permissions, status,
           secret_version AS "secretVersion"
         FROM service_accounts`,
-      sql<{ id: string; workspace: string; name: string }>`SELECT id::text AS id, workspace, name FROM groups`,
-      sql<{ groupId: string; memberType: string; memberId: string }>`
+        sql<{ id: string; workspace: string; name: string }>`SELECT id::text AS id, workspace, name FROM groups`,
+        sql<{ groupId: string; memberType: string; memberId: string }>`
         SELECT group_id::text AS "groupId", member_type AS "memberType", member_id AS "memberId" FROM group_members`,
-      sql<{ groupId: string; action: string; resource: string; effect: string }>`
+        sql<{ groupId: string; action: string; resource: string; effect: string }>`
         SELECT group_id::text AS "groupId", action, resource, effect FROM policies ORDER BY created_at`
-    ], { concurrency: 1 })
+      ],
+      { concurrency: 1 }
+    )
     const groupById = new Map<string, GroupEntry & { workspace: string }>()
     for (const g of groups) groupById.set(g.id, { name: g.name, workspace: g.workspace, policies: [] })
     for (const p of policies) groupById.get(p.groupId)?.policies.push(p)
@@ -145,25 +148,33 @@ const load = (sql: SqlClient.SqlClient) =>
     }
     const snapshot: Snapshot = {
       version,
-      users: new Map(users.map((u) => [u.id, {
-        id: u.id,
-        username: u.username,
-        isPlatformAdmin: u.isPlatformAdmin === true,
-        passwordVersion: u.passwordVersion
-      }])),
-      memberships: new Map(
-        memberships.filter((m) => isRole(m.role)).map((m) => [key(m.workspace, m.userId), m.role as Role])
+      users: new Map(
+        users.map((u) => [
+          u.id,
+          {
+            id: u.id,
+            username: u.username,
+            isPlatformAdmin: u.isPlatformAdmin === true,
+            passwordVersion: u.passwordVersion
+          }
+        ])
       ),
-      accounts: new Map(accounts.map((a) => [a.clientId, {
-        id: Number(a.id),
-        clientId: a.clientId,
-        workspace: a.workspace,
-        name: a.name,
-        role: isRole(a.role) ? a.role : undefined,
-        permissions: jsonArray(a.permissions),
-        status: a.status,
-        secretVersion: Number(a.secretVersion)
-      }])),
+      memberships: new Map(memberships.filter((m) => isRole(m.role)).map((m) => [key(m.workspace, m.userId), m.role as Role])),
+      accounts: new Map(
+        accounts.map((a) => [
+          a.clientId,
+          {
+            id: Number(a.id),
+            clientId: a.clientId,
+            workspace: a.workspace,
+            name: a.name,
+            role: isRole(a.role) ? a.role : undefined,
+            permissions: jsonArray(a.permissions),
+            status: a.status,
+            secretVersion: Number(a.secretVersion)
+          }
+        ])
+      ),
       groupsOf,
       principals: new Map()
     }
@@ -175,9 +186,12 @@ const resolve = (snapshot: Snapshot, subject: TokenSubject, fromToken: boolean):
   if (subject.kind === "service") {
     const account = snapshot.accounts.get(subject.sub)
     if (
-      account === undefined || account.status !== "active" || account.workspace !== subject.workspace ||
+      account === undefined ||
+      account.status !== "active" ||
+      account.workspace !== subject.workspace ||
       account.secretVersion !== subject.secretVersion
-    ) return undefined
+    )
+      return undefined
     const groups = snapshot.groupsOf.get(key(account.workspace, "service-account", String(account.id))) ?? []
     return {
       kind: "service",
@@ -185,7 +199,11 @@ const resolve = (snapshot: Snapshot, subject: TokenSubject, fromToken: boolean):
       name: account.name,
       workspace: account.workspace,
       role: account.role,
-      permissions: resolvePermissions(account.role, account.permissions, groups.flatMap((g) => g.policies)),
+      permissions: resolvePermissions(
+        account.role,
+        account.permissions,
+        groups.flatMap((g) => g.policies)
+      ),
       isPlatformAdmin: false,
       groups: groups.map((g) => g.name)
     }
@@ -201,18 +219,20 @@ const resolve = (snapshot: Snapshot, subject: TokenSubject, fromToken: boolean):
     name: user.username,
     workspace: subject.workspace,
     role,
-    permissions: resolvePermissions(role, [], groups.flatMap((g) => g.policies)),
+    permissions: resolvePermissions(
+      role,
+      [],
+      groups.flatMap((g) => g.policies)
+    ),
     isPlatformAdmin: user.isPlatformAdmin,
     groups: groups.map((g) => g.name)
   }
 }
 
-export class AccessCache extends Context.Service<AccessCache, AccessCacheShape>()(
-  "@troupe/server/identity/AccessCache"
-) {
+export class AccessCache extends Context.Service<AccessCache, AccessCacheShape>()("@troupe/server/identity/AccessCache") {
   static readonly layer: Layer.Layer<AccessCache, never, SqlClient.SqlClient> = Layer.effect(
     AccessCache,
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       let current = yield* Effect.orDie(load(sql))
       const lock = yield* Semaphore.make(1)
@@ -221,20 +241,25 @@ export class AccessCache extends Context.Service<AccessCache, AccessCacheShape>(
       const acknowledge = (version: string) =>
         clustered
           ? sql`INSERT INTO identity_acks (node, version, seen_at) VALUES (${nodeTag}, ${version}::bigint, now())
-              ON CONFLICT (node) DO UPDATE SET version = EXCLUDED.version, seen_at = now()`.pipe(
-            Effect.catchCause(() => Effect.void)
-          )
+              ON CONFLICT (node) DO UPDATE SET version = EXCLUDED.version, seen_at = now()`.pipe(Effect.catchCause(() => Effect.void))
           : Effect.void
       let pending: Deferred.Deferred<void> | undefined
       /** the LISTEN queue: a notification read off the socket sits here until the listener below takes it */
       let notes: Queue.Dequeue<unknown, unknown> | undefined
-      const reload = lock.withPermits(1)(
-        Effect.flatMap(load(sql), (next) => Effect.andThen(Effect.sync(() => void (current = next)), acknowledge(next.version)))
-      ).pipe(Effect.orDie, Effect.withSpan("AccessCache.reload"))
+      const reload = lock
+        .withPermits(1)(
+          Effect.flatMap(load(sql), (next) =>
+            Effect.andThen(
+              Effect.sync(() => void (current = next)),
+              acknowledge(next.version)
+            )
+          )
+        )
+        .pipe(Effect.orDie, Effect.withSpan("AccessCache.reload"))
       yield* acknowledge(current.version)
 
       /** Every node seen in the last 5 s holds at least this node's version (or 2 s passed: the laggards are logged). */
-      const awaitOthers = Effect.gen(function*() {
+      const awaitOthers = Effect.gen(function* () {
         const version = current.version
         const lagging = sql<{ node: string }>`SELECT node FROM identity_acks
           WHERE seen_at > now() - interval '5 seconds' AND version < ${version}::bigint`
@@ -252,7 +277,7 @@ export class AccessCache extends Context.Service<AccessCache, AccessCacheShape>(
       const refresh = clustered ? Effect.andThen(reload, awaitOthers) : reload
 
       // A missed notification costs at most one poll interval.
-      const poll = Effect.gen(function*() {
+      const poll = Effect.gen(function* () {
         const rows = yield* sql<{ value: string }>`SELECT value FROM settings WHERE key = 'identity_version'`
         if ((rows[0]?.value ?? "0") !== current.version) yield* reload
         else yield* acknowledge(current.version)
@@ -261,25 +286,27 @@ export class AccessCache extends Context.Service<AccessCache, AccessCacheShape>(
 
       const pg = yield* Effect.serviceOption(PgClient.PgClient)
       if (Option.isSome(pg)) {
-        const listen = Effect.scoped(Effect.gen(function*() {
-          const queue = yield* pg.value.listen(identityChannel)
-          notes = queue
-          yield* Effect.addFinalizer(() => Effect.sync(() => void (notes = undefined)))
-          const announced = Effect.gen(function*() {
-            // Requests arriving from now on wait for the reload instead of using what is about to be stale.
-            const done = yield* Deferred.make<void>()
-            pending = done
-            yield* Effect.catchCause(reload, () => Effect.void)
-            if (pending === done) pending = undefined
-            yield* Deferred.succeed(done, undefined)
+        const listen = Effect.scoped(
+          Effect.gen(function* () {
+            const queue = yield* pg.value.listen(identityChannel)
+            notes = queue
+            yield* Effect.addFinalizer(() => Effect.sync(() => void (notes = undefined)))
+            const announced = Effect.gen(function* () {
+              // Requests arriving from now on wait for the reload instead of using what is about to be stale.
+              const done = yield* Deferred.make<void>()
+              pending = done
+              yield* Effect.catchCause(reload, () => Effect.void)
+              if (pending === done) pending = undefined
+              yield* Deferred.succeed(done, undefined)
+            })
+            yield* announced // changes made while (re)connecting
+            while (true) {
+              const note = yield* Queue.take(queue)
+              // this node's own changes were applied before they were answered
+              if (note.payload !== nodeTag) yield* announced
+            }
           })
-          yield* announced // changes made while (re)connecting
-          while (true) {
-            const note = yield* Queue.take(queue)
-            // this node's own changes were applied before they were answered
-            if (note.payload !== nodeTag) yield* announced
-          }
-        }))
+        )
         yield* Effect.forkScoped(Effect.retry(listen, Schedule.spaced("2 seconds")))
       }
 
@@ -300,15 +327,14 @@ export class AccessCache extends Context.Service<AccessCache, AccessCacheShape>(
         return resolved
       }
 
-      const principal = (
-        subject: TokenSubject,
-        fromToken: boolean,
-        turns = 0
-      ): Effect.Effect<Principal | undefined> =>
+      const principal = (subject: TokenSubject, fromToken: boolean, turns = 0): Effect.Effect<Principal | undefined> =>
         Effect.suspend(() => {
           const waiting = pending
           if (waiting !== undefined) {
-            return Effect.andThen(Deferred.await(waiting), Effect.sync(() => lookup(subject, fromToken)))
+            return Effect.andThen(
+              Deferred.await(waiting),
+              Effect.sync(() => lookup(subject, fromToken))
+            )
           }
           // A notification already read but not yet taken by the listener (it runs on a later scheduler turn): let it
           // announce its reload first, so a change answered by another node holds here for a request right behind it.
@@ -326,7 +352,8 @@ export class AccessCache extends Context.Service<AccessCache, AccessCacheShape>(
         })
 
       yield* Effect.addFinalizer(() =>
-        clustered ? sql`DELETE FROM identity_acks WHERE node = ${nodeTag}`.pipe(Effect.ignore) : Effect.void)
+        clustered ? sql`DELETE FROM identity_acks WHERE node = ${nodeTag}`.pipe(Effect.ignore) : Effect.void
+      )
 
       return AccessCache.of({ principal: (subject) => principal(subject, true), actor, refresh })
     })

@@ -25,17 +25,15 @@ export interface AuthenticatorShape {
   ) => Effect.Effect<Principal, Unauthorized | Forbidden | TooManyRequests>
 }
 
-export class Authenticator extends Context.Service<Authenticator, AuthenticatorShape>()(
-  "@troupe/server/identity/Authenticator"
-) {
+export class Authenticator extends Context.Service<Authenticator, AuthenticatorShape>()("@troupe/server/identity/Authenticator") {
   static readonly layer: Layer.Layer<Authenticator, never, SigningKeys | AccessCache | RateLimiter> = Layer.effect(
     Authenticator,
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const keys = yield* SigningKeys
       const cache = yield* AccessCache
       const limiter = yield* RateLimiter
       const authenticate = (token: string, options: AuthenticateOptions) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           if (token.length === 0) return yield* Effect.fail(unauthorized("Missing bearer token"))
           const claims = yield* keys.verify(token)
           const ws = claims.workspace
@@ -53,9 +51,9 @@ export class Authenticator extends Context.Service<Authenticator, AuthenticatorS
             passwordVersion: typeof claims.pv === "string" ? claims.pv : undefined
           })
           if (principal === undefined) {
-            return yield* Effect.fail(unauthorized(
-              "Token is no longer valid (account revoked, rotated, deleted or removed, or password changed)"
-            ))
+            return yield* Effect.fail(
+              unauthorized("Token is no longer valid (account revoked, rotated, deleted or removed, or password changed)")
+            )
           }
           if (options.workspace !== undefined && options.workspace !== ws) {
             return yield* Effect.fail(forbidden(`This token is not valid for workspace "${options.workspace}"`))

@@ -1,12 +1,6 @@
 // The server side of @troupe/api's Authorization middleware: reads the bearer token, the URL's `workspace` param
 // and the endpoint's RequiredPermission / RateClass annotations, and provides CurrentPrincipal to the handler.
-import {
-  Authorization,
-  CurrentPrincipal,
-  type Permission,
-  RateClass,
-  RequiredPermission
-} from "@troupe/api/Authorization"
+import { Authorization, CurrentPrincipal, type Permission, RateClass, RequiredPermission } from "@troupe/api/Authorization"
 import { forbidden, type TooManyRequests } from "@troupe/api/Errors"
 import { RequiresUserToken } from "@troupe/api/identity/Identity"
 import { Context, Data, Effect, Layer, Option, Redacted } from "effect"
@@ -44,7 +38,7 @@ const needsOf = (endpoint: HttpApiEndpoint.Top, group: HttpApiGroup.Top): Needs 
 // `/workspace/<ws>/api/v1/...` (the edge has already rewritten the /data and /iam aliases)
 const workspaceInUrl = /^\/workspace\/([^/?#]+)\/api\/v1(?:[/?#]|$)/
 
-const urlWorkspace = Effect.gen(function*() {
+const urlWorkspace = Effect.gen(function* () {
   const route = yield* Effect.serviceOption(HttpRouter.RouteContext)
   if (Option.isSome(route)) {
     const param = route.value.params.workspace
@@ -62,37 +56,43 @@ const urlWorkspace = Effect.gen(function*() {
 
 export const AuthorizationLive: Layer.Layer<Authorization, never, Authenticator> = Layer.effect(
   Authorization,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const authenticator = yield* Authenticator
     return Authorization.of({
       bearer: (httpEffect, { credential, endpoint, group }) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const needs = needsOf(endpoint, group)
           const workspace = yield* urlWorkspace
-          const principal = yield* authenticator.authenticate(Redacted.value(credential), {
-            workspace,
-            permission: needs.permission,
-            rateClass: needs.rateClass
-          }).pipe(Effect.catchIf(isLimit, (error) => Effect.fail(new Limited({ error }))))
+          const principal = yield* authenticator
+            .authenticate(Redacted.value(credential), {
+              workspace,
+              permission: needs.permission,
+              rateClass: needs.rateClass
+            })
+            .pipe(Effect.catchIf(isLimit, (error) => Effect.fail(new Limited({ error }))))
           if (needs.userOnly && principal.kind !== "user") {
-            return yield* Effect.fail(
-              forbidden("This route needs a user token; service-account tokens cannot manage identities")
-            )
+            return yield* Effect.fail(forbidden("This route needs a user token; service-account tokens cannot manage identities"))
           }
           return yield* Effect.provideService(httpEffect, CurrentPrincipal, principal)
         }).pipe(
           // HttpApi would encode a declared error by its schema alone, dropping Retry-After: answer 429 here.
           Effect.catchTag("Limited", ({ error }) =>
-            Effect.succeed(HttpServerResponse.jsonUnsafe({
-              error: error.error,
-              message: error.message,
-              code: error.code,
-              statusCode: error.statusCode,
-              details: error.details
-            }, {
-              status: 429,
-              headers: { "retry-after": String((error as TooManyRequests & { retryAfter?: number }).retryAfter ?? 1) }
-            })))
+            Effect.succeed(
+              HttpServerResponse.jsonUnsafe(
+                {
+                  error: error.error,
+                  message: error.message,
+                  code: error.code,
+                  statusCode: error.statusCode,
+                  details: error.details
+                },
+                {
+                  status: 429,
+                  headers: { "retry-after": String((error as TooManyRequests & { retryAfter?: number }).retryAfter ?? 1) }
+                }
+              )
+            )
+          )
         )
     })
   })

@@ -8,30 +8,29 @@ import { AppConfig } from "../platform/AppConfig.ts"
 import { markIdentityChanged } from "./AccessCache.ts"
 import { hashPassword, newPassword } from "./Credentials.ts"
 
-export const bootstrap = Effect.gen(function*() {
+export const bootstrap = Effect.gen(function* () {
   const config = yield* AppConfig
   const sql = yield* SqlClient.SqlClient
-  const noUsers = Effect.map(
-    sql<{ n: number }>`SELECT count(*)::int AS n FROM users`,
-    (r) => Number(r[0]?.n ?? 0) === 0
-  )
+  const noUsers = Effect.map(sql<{ n: number }>`SELECT count(*)::int AS n FROM users`, (r) => Number(r[0]?.n ?? 0) === 0)
   if (!(yield* noUsers)) return
   const generated = Option.isNone(config.adminPassword)
   const password = Option.getOrElse(Option.map(config.adminPassword, Redacted.value), newPassword)
   const hash = yield* hashPassword(password)
-  const created = yield* sql.withTransaction(Effect.gen(function*() {
-    if (sql.driver !== "pglite") yield* sql`SELECT pg_advisory_xact_lock(7412003)`
-    if (!(yield* noUsers)) return false
-    const id = Crypto.randomUUID()
-    yield* sql`
+  const created = yield* sql.withTransaction(
+    Effect.gen(function* () {
+      if (sql.driver !== "pglite") yield* sql`SELECT pg_advisory_xact_lock(7412003)`
+      if (!(yield* noUsers)) return false
+      const id = Crypto.randomUUID()
+      yield* sql`
       INSERT INTO workspaces (slug, name)
         VALUES (${config.workspace}, ${config.workspace}) ON CONFLICT (slug) DO NOTHING`
-    yield* sql`
+      yield* sql`
       INSERT INTO users (id, username, password_hash, is_platform_admin) VALUES (${id}, 'admin', ${hash}, true)`
-    yield* sql`INSERT INTO memberships (workspace, user_id, role) VALUES (${config.workspace}, ${id}, 'owner')`
-    yield* markIdentityChanged
-    return true
-  }))
+      yield* sql`INSERT INTO memberships (workspace, user_id, role) VALUES (${config.workspace}, ${id}, 'owner')`
+      yield* markIdentityChanged
+      return true
+    })
+  )
   if (created && generated) {
     // The one place a secret is printed, as the contract asks: on stdout, once, never in the JSON log.
     yield* Effect.sync(() =>
@@ -41,9 +40,10 @@ export const bootstrap = Effect.gen(function*() {
       )
     )
   }
-  if (created) yield* Effect.logInfo("bootstrap: created the first workspace and its admin").pipe(
-    Effect.annotateLogs({ workspace: config.workspace, user: "admin" })
-  )
+  if (created)
+    yield* Effect.logInfo("bootstrap: created the first workspace and its admin").pipe(
+      Effect.annotateLogs({ workspace: config.workspace, user: "admin" })
+    )
 }).pipe(Effect.orDie, Effect.withSpan("identity.bootstrap"))
 
 /** Runs the bootstrap while the node starts (before it accepts traffic). */

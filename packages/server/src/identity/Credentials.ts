@@ -16,39 +16,39 @@ const scrypt = (password: string, salt: Buffer, n: number, rr: number, pp: numbe
   Effect.callback<Buffer, Error>((resume) => {
     // Node refuses more than 32 MiB by default: allow what these parameters need, with room for p lanes.
     const options = { N: n, r: rr, p: pp, maxmem: 128 * n * rr * (pp + 1) }
-    Crypto.scrypt(password.normalize("NFKC"), salt, length, options, (err, key) =>
-      resume(err ? Effect.fail(err) : Effect.succeed(key)))
+    Crypto.scrypt(password.normalize("NFKC"), salt, length, options, (err, key) => resume(err ? Effect.fail(err) : Effect.succeed(key)))
   })
 
 /** `scrypt$N$r$p$salt$hash` (base64). */
 export const hashPassword = (password: string): Effect.Effect<string> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const salt = Crypto.randomBytes(16)
     const key = yield* Effect.orDie(scrypt(password, salt, N, r, p, keyLength))
     return `scrypt$${N}$${r}$${p}$${salt.toString("base64")}$${key.toString("base64")}`
   })
 
 // A well-formed hash nobody knows the password of: unknown users cost as much as known ones (no timing oracle).
-const decoy = [
-  "scrypt",
-  N,
-  r,
-  p,
-  Crypto.randomBytes(16).toString("base64"),
-  Crypto.randomBytes(keyLength).toString("base64")
-].join("$")
+const decoy = ["scrypt", N, r, p, Crypto.randomBytes(16).toString("base64"), Crypto.randomBytes(keyLength).toString("base64")].join("$")
 
 /** Constant-time check of a password against a stored hash; `undefined` hash = unknown user (still hashes). */
 export const verifyPassword = (password: string, stored: string | undefined): Effect.Effect<boolean> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const parts = (stored ?? decoy).split("$")
     if (parts.length !== 6 || parts[0] !== "scrypt") return false
     const [n, rr, pp] = [Number(parts[1]), Number(parts[2]), Number(parts[3])]
     const salt = Buffer.from(parts[4]!, "base64")
     const expected = Buffer.from(parts[5]!, "base64")
     // parameters from the database, yet bounded: at most twice today's memory (a tampered row cannot exhaust it)
-    const sane = Number.isInteger(n) && Number.isInteger(rr) && Number.isInteger(pp) && n > 1 && (n & (n - 1)) === 0 &&
-      rr > 0 && pp > 0 && pp <= 4 && 128 * n * rr <= 2 * 128 * N * r
+    const sane =
+      Number.isInteger(n) &&
+      Number.isInteger(rr) &&
+      Number.isInteger(pp) &&
+      n > 1 &&
+      (n & (n - 1)) === 0 &&
+      rr > 0 &&
+      pp > 0 &&
+      pp <= 4 &&
+      128 * n * rr <= 2 * 128 * N * r
     if (!sane || expected.length === 0) return false
     const actual = yield* Effect.orDie(scrypt(password, salt, n, rr, pp, expected.length))
     return Crypto.timingSafeEqual(actual, expected) && stored !== undefined

@@ -14,11 +14,9 @@ import { SigningKeys } from "./SigningKeys.ts"
 import { TokenService } from "./TokenService.ts"
 import { WorkspaceService } from "./WorkspaceService.ts"
 
-const Core = Layer.mergeAll(
-  SigningKeys.layer,
-  AccessCache.layer.pipe(Layer.provide(BootstrapLayer)),
-  RateLimiter.layer
-).pipe(Layer.provideMerge(Secrets.layer))
+const Core = Layer.mergeAll(SigningKeys.layer, AccessCache.layer.pipe(Layer.provide(BootstrapLayer)), RateLimiter.layer).pipe(
+  Layer.provideMerge(Secrets.layer)
+)
 
 const Auth = AuthorizationLive.pipe(Layer.provideMerge(Authenticator.layer), Layer.provideMerge(Core))
 

@@ -6,7 +6,10 @@ import { addressKey, addressRule, clientKey, clientRule, makeLoginThrottle } fro
 type Throttle = ReturnType<typeof makeLoginThrottle>
 
 const keys = (name: string, address = "1.2.3.4") =>
-  [[clientKey("user", name, address), clientRule], [addressKey(address), addressRule]] as const
+  [
+    [clientKey("user", name, address), clientRule],
+    [addressKey(address), addressRule]
+  ] as const
 
 /** Seconds the attempt was told to wait, or 0 when it ran. */
 const waitOf = <A, E>(attempt: Effect.Effect<A, E>) =>
@@ -16,16 +19,14 @@ const waitOf = <A, E>(attempt: Effect.Effect<A, E>) =>
   })
 
 /** One attempt with right (true) or wrong (false) credentials: the seconds it was told to wait, or 0. */
-const guess = (t: Throttle, keyed: ReturnType<typeof keys>, right: boolean) =>
-  waitOf(t.attempt(keyed, Effect.succeed(right), (ok) => ok))
+const guess = (t: Throttle, keyed: ReturnType<typeof keys>, right: boolean) => waitOf(t.attempt(keyed, Effect.succeed(right), (ok) => ok))
 
 /** Would an attempt run now? Its check fails without an answer, which counts as neither right nor wrong. */
-const peek = (t: Throttle, keyed: ReturnType<typeof keys>) =>
-  waitOf(t.attempt(keyed, Effect.fail("no answer" as const), () => false))
+const peek = (t: Throttle, keyed: ReturnType<typeof keys>) => waitOf(t.attempt(keyed, Effect.fail("no answer" as const), () => false))
 
 describe("LoginThrottle", () => {
   it.effect("locks a name from an address after 5 failures, doubling the wait, and a success clears it", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const t = makeLoginThrottle()
       const a = keys("a")
       for (let i = 0; i < 4; i++) expect(yield* guess(t, a, false)).toBe(0)
@@ -44,10 +45,11 @@ describe("LoginThrottle", () => {
       expect(yield* guess(t, a, true)).toBe(0)
       expect(yield* peek(t, a)).toBe(0)
       for (let i = 0; i < 4; i++) expect(yield* guess(t, a, false), "the count starts over").toBe(0)
-    }))
+    })
+  )
 
   it.effect("the wait is capped at 60 s and failures are forgotten after 15 quiet minutes", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const t = makeLoginThrottle()
       const x = keys("x")
       for (let i = 0; i < 12; i++) {
@@ -60,34 +62,40 @@ describe("LoginThrottle", () => {
       expect(yield* peek(t, x)).toBe(0)
       yield* guess(t, x, false)
       expect(yield* peek(t, x)).toBe(0)
-    }))
+    })
+  )
 
   it.effect("an address is locked after 20 failures whatever the names", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const t = makeLoginThrottle()
       for (let i = 0; i < 19; i++) yield* guess(t, keys(`user${i}`), false)
       expect(yield* peek(t, keys("new"))).toBe(0)
       yield* guess(t, keys("user19"), false)
       expect(yield* peek(t, keys("new"))).toBe(1)
       expect(yield* peek(t, keys("new", "5.6.7.8"))).toBe(0)
-    }))
+    })
+  )
 
   it.effect("a name locked from one address is not locked from another: nobody locks a victim out", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const t = makeLoginThrottle()
       for (let i = 0; i < 5; i++) yield* guess(t, keys("victim", "6.6.6.6"), false)
       expect(yield* peek(t, keys("victim", "6.6.6.6"))).toBe(1)
       expect(yield* peek(t, keys("Victim", "6.6.6.6")), "names are compared without case").toBe(1)
       expect(yield* guess(t, keys("victim", "10.0.0.1"), true)).toBe(0)
-    }))
+    })
+  )
 
   it.effect("concurrent guesses are counted as they start: no more than the allowance runs", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const t = makeLoginThrottle()
       const a = keys("a")
       const gate = yield* Deferred.make<boolean>()
       let ran = 0
-      const slowCheck = Effect.andThen(Effect.sync(() => void ran++), Deferred.await(gate))
+      const slowCheck = Effect.andThen(
+        Effect.sync(() => void ran++),
+        Deferred.await(gate)
+      )
       const fibers = yield* Effect.forEach(
         Array.from({ length: 30 }, (_, i) => i),
         () => Effect.forkChild(waitOf(t.attempt(a, slowCheck, (ok) => ok)))
@@ -99,10 +107,11 @@ describe("LoginThrottle", () => {
       expect(waits.filter((w) => w === 0).length).toBe(5)
       expect(waits.filter((w) => w > 0).length).toBe(25)
       expect(yield* peek(t, a), "locked once the five failed").toBe(1)
-    }))
+    })
+  )
 
   it.effect("a check that ends without an answer releases its reservation and counts as no failure", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const t = makeLoginThrottle()
       const a = keys("a")
       for (let i = 0; i < 10; i++) expect(yield* peek(t, a)).toBe(0)
@@ -111,5 +120,6 @@ describe("LoginThrottle", () => {
       yield* Fiber.interrupt(stuck)
       for (let i = 0; i < 4; i++) expect(yield* guess(t, a, false)).toBe(0)
       expect(yield* peek(t, a)).toBe(0)
-    }))
+    })
+  )
 })

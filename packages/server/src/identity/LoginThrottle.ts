@@ -106,7 +106,7 @@ export const makeLoginThrottle = () => {
     isRight: (a: A) => boolean
   ): Effect.Effect<A, E | Throttled, R> =>
     Effect.uninterruptibleMask((restore) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const wait = reserve(keyed, yield* Clock.currentTimeMillis)
         if (wait > 0) return yield* Effect.fail(new Throttled({ retryAfter: wait }))
         const exit = yield* Effect.exit(restore(check))

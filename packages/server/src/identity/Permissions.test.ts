@@ -7,15 +7,11 @@ const sorted = (s: Iterable<string>) => [...s].sort()
 describe("role permissions (README: Roles and permissions)", () => {
   it("viewer reads; developer writes data and functions; admin adds webhooks, triggers, accounts; owner all", () => {
     expect(sorted(rolePermissions.viewer)).toStrictEqual(["read:functions", "read:records", "read:storage", "read:structures"])
-    expect(sorted(rolePermissions.developer)).toStrictEqual(sorted([
-        ...rolePermissions.viewer,
-        "write:structures",
-        "write:records",
-        "write:functions",
-        "execute:functions",
-        "write:storage"
-      ]))
-    expect(sorted(rolePermissions.admin)).toStrictEqual(sorted([
+    expect(sorted(rolePermissions.developer)).toStrictEqual(
+      sorted([...rolePermissions.viewer, "write:structures", "write:records", "write:functions", "execute:functions", "write:storage"])
+    )
+    expect(sorted(rolePermissions.admin)).toStrictEqual(
+      sorted([
         ...rolePermissions.developer,
         "read:webhooks",
         "write:webhooks",
@@ -24,7 +20,8 @@ describe("role permissions (README: Roles and permissions)", () => {
         "read:service-accounts",
         "write:service-accounts",
         "secrets:reveal"
-      ]))
+      ])
+    )
     expect([...rolePermissions.owner]).toEqual(expect.arrayContaining([...rolePermissions.admin, "workspace:members"]))
     expect([...rolePermissions.admin]).not.toContain("workspace:members")
     expect([...rolePermissions.viewer]).not.toContain("read:webhooks")
@@ -38,7 +35,11 @@ describe("policies", () => {
     expect(sorted(policyPermissions("update", "records"))).toStrictEqual(["write:records"])
     expect(sorted(policyPermissions("validate", "structures"))).toStrictEqual(["write:structures"])
     expect(sorted(policyPermissions("execute", "compute-functions"))).toStrictEqual(["execute:functions"])
-    expect(sorted(policyPermissions("manage", "compute-functions"))).toStrictEqual(["execute:functions", "read:functions", "write:functions"])
+    expect(sorted(policyPermissions("manage", "compute-functions"))).toStrictEqual([
+      "execute:functions",
+      "read:functions",
+      "write:functions"
+    ])
     expect(sorted(policyPermissions("manage", "function-triggers"))).toStrictEqual(["execute:functions", "read:triggers", "write:triggers"])
     expect(sorted(policyPermissions("retrieve", "secrets"))).toStrictEqual(["secrets:reveal"])
     expect([...policyPermissions("execute", "records")]).toStrictEqual([])
@@ -52,10 +53,14 @@ describe("policies", () => {
     expect(viewerPlus.has("write:structures")).toBe(false)
     const explicit = resolvePermissions(undefined, ["read:records"], [])
     expect(sorted(explicit)).toStrictEqual(["read:records"])
-    const denied = resolvePermissions("owner", [], [
-      { action: "manage", resource: "records", effect: "deny" },
-      { action: "create", resource: "records", effect: "allow" }
-    ])
+    const denied = resolvePermissions(
+      "owner",
+      [],
+      [
+        { action: "manage", resource: "records", effect: "deny" },
+        { action: "create", resource: "records", effect: "allow" }
+      ]
+    )
     expect(denied.has("write:records")).toBe(false)
     expect(denied.has("read:records")).toBe(false)
     expect(denied.has("read:structures")).toBe(true)

@@ -36,4 +36,4 @@ export const isRole = (u: unknown): u is Role => u === "viewer" || u === "develo
 export const notHeld = (
   by: { readonly isPlatformAdmin: boolean; readonly permissions: ReadonlySet<string> },
   granted: Iterable<string>
-): Array<string> => by.isPlatformAdmin ? [] : [...new Set(granted)].filter((p) => !by.permissions.has(p))
+): Array<string> => (by.isPlatformAdmin ? [] : [...new Set(granted)].filter((p) => !by.permissions.has(p)))

@@ -1,4 +1,4 @@
-import { describe, expect, layer } from "@effect/vitest"
+import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
@@ -9,16 +9,16 @@ const limits = { reads: 5, writes: 3, bulk: 0, functions: 1, queries: 1 }
 const windowMs = 60_000
 
 const status = <A, E>(e: Effect.Effect<A, E>) =>
-  Effect.map(Effect.result(e), (r) => r._tag === "Success" ? 200 : (r.failure as { statusCode: number }).statusCode)
+  Effect.map(Effect.result(e), (r) => (r._tag === "Success" ? 200 : (r.failure as { statusCode: number }).statusCode))
 
-const setup = Effect.gen(function*() {
+const setup = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   yield* sql`DELETE FROM rate_counters`
 })
 
 layer(MigratedPglite())("RateLimiter", (it) => {
   it.effect("admits the limit per workspace and class, then 429 with Retry-After until the window ends", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       yield* setup
       yield* TestClock.setTime(10 * windowMs + 15_000)
       const limiter = yield* makeRateLimiter(limits, windowMs)
@@ -34,10 +34,11 @@ layer(MigratedPglite())("RateLimiter", (it) => {
       // the next window starts afresh
       yield* TestClock.adjust("45 seconds")
       expect(yield* status(limiter.hit("ws-a", "reads"))).toBe(200)
-    }))
+    })
+  )
 
   it.effect("nodes share their counts through the database", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       yield* setup
       yield* TestClock.setTime(20 * windowMs + 1000)
       const nodeA = yield* makeRateLimiter(limits, windowMs)
@@ -59,5 +60,6 @@ layer(MigratedPglite())("RateLimiter", (it) => {
       const rows = yield* sql<{ count: number }>`
         SELECT count FROM rate_counters WHERE workspace = 'ws' AND class = 'reads'`
       expect(rows[0]?.count).toBe(5)
-    }))
+    })
+  )
 })

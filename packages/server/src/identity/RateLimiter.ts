@@ -37,7 +37,7 @@ export interface RateLimiterShape {
 }
 
 export const makeRateLimiter = (limits: Readonly<Record<RateClassName, number>>, windowMs: number) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const counters = new Map<string, Counter>()
 
@@ -80,12 +80,12 @@ export const makeRateLimiter = (limits: Readonly<Record<RateClassName, number>>,
         const decide = Effect.suspend(() => {
           if (counter.shared + counter.pending >= limit) {
             const retryAfter = Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000))
-            return Effect.fail(Object.assign(
-              tooManyRequests(
-                `Rate limit exceeded: ${limit} ${rateClass} per ${windowMs / 1000} s for workspace ${workspace}`
-              ),
-              { retryAfter }
-            ))
+            return Effect.fail(
+              Object.assign(
+                tooManyRequests(`Rate limit exceeded: ${limit} ${rateClass} per ${windowMs / 1000} s for workspace ${workspace}`),
+                { retryAfter }
+              )
+            )
           }
           counter.pending++
           return Effect.void
@@ -93,7 +93,7 @@ export const makeRateLimiter = (limits: Readonly<Record<RateClassName, number>>,
         return now - c.syncedAt > staleAfterMs ? Effect.andThen(catchUp(c, now), decide) : decide
       })
 
-    const sync = Effect.gen(function*() {
+    const sync = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
       const window = Math.floor(now / windowMs)
       for (const [k, c] of counters) {
@@ -106,13 +106,14 @@ export const makeRateLimiter = (limits: Readonly<Record<RateClassName, number>>,
         if (delta === 0 && now - c.touched > 5000) continue
         const windowStart = c.window * windowMs
         c.syncedAt = now
-        const rows = delta > 0
-          ? yield* sql<{ count: number }>`
+        const rows =
+          delta > 0
+            ? yield* sql<{ count: number }>`
               INSERT INTO rate_counters (workspace, class, window_start, count)
               VALUES (${c.workspace}, ${c.rateClass}, ${windowStart}, ${delta})
               ON CONFLICT (workspace, class, window_start) DO UPDATE SET count = rate_counters.count + ${delta}
               RETURNING count::int AS count`
-          : yield* select(c)
+            : yield* select(c)
         // Requests counted while the statement ran stay pending for the next sync.
         if (c.window === window) {
           c.pending -= delta
@@ -121,7 +122,7 @@ export const makeRateLimiter = (limits: Readonly<Record<RateClassName, number>>,
       }
     })
 
-    const cleanup = Effect.gen(function*() {
+    const cleanup = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
       const before = (Math.floor(now / windowMs) - 2) * windowMs
       yield* sql`DELETE FROM rate_counters WHERE window_start < ${before}`
@@ -134,12 +135,10 @@ export const makeRateLimiter = (limits: Readonly<Record<RateClassName, number>>,
     }
   })
 
-export class RateLimiter extends Context.Service<RateLimiter, RateLimiterShape>()(
-  "@troupe/server/identity/RateLimiter"
-) {
+export class RateLimiter extends Context.Service<RateLimiter, RateLimiterShape>()("@troupe/server/identity/RateLimiter") {
   static readonly layer: Layer.Layer<RateLimiter, never, AppConfig | SqlClient.SqlClient> = Layer.effect(
     RateLimiter,
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const config = yield* AppConfig
       const windowSeconds = config.limitWindowSeconds
       const limiter = yield* makeRateLimiter(config.limits, Math.max(1, windowSeconds) * 1000)

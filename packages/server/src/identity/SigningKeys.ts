@@ -81,12 +81,10 @@ export const singleFlight = (reload: Effect.Effect<void>, minIntervalMs: number)
   )
 }
 
-export class SigningKeys extends Context.Service<SigningKeys, SigningKeysShape>()(
-  "@troupe/server/identity/SigningKeys"
-) {
+export class SigningKeys extends Context.Service<SigningKeys, SigningKeysShape>()("@troupe/server/identity/SigningKeys") {
   static readonly layer: Layer.Layer<SigningKeys, never, AppConfig | SqlClient.SqlClient | Secrets> = Layer.effect(
     SigningKeys,
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const config = yield* AppConfig
       const sql = yield* SqlClient.SqlClient
       const secrets = yield* Secrets
@@ -94,17 +92,19 @@ export class SigningKeys extends Context.Service<SigningKeys, SigningKeysShape>(
       // first boot, so nodes given only the same DATABASE_URL accept each other's tokens.
       const issuer = Option.isSome(config.configuredPublicUrl)
         ? config.configuredPublicUrl.value
-        : yield* Effect.orDie(Effect.gen(function*() {
-          yield* sql`INSERT INTO settings (key, value) VALUES ('public_url', ${config.publicUrl}) ON CONFLICT (key) DO NOTHING`
-          const rows = yield* sql<{ value: string }>`SELECT value FROM settings WHERE key = 'public_url'`
-          return rows[0]?.value ?? config.publicUrl
-        }))
+        : yield* Effect.orDie(
+            Effect.gen(function* () {
+              yield* sql`INSERT INTO settings (key, value) VALUES ('public_url', ${config.publicUrl}) ON CONFLICT (key) DO NOTHING`
+              const rows = yield* sql<{ value: string }>`SELECT value FROM settings WHERE key = 'public_url'`
+              return rows[0]?.value ?? config.publicUrl
+            })
+          )
       const audience = issuer
       const verifyOptions = { issuer, audience, algorithms: [alg], requiredClaims: ["exp", "iat", "sub"] }
 
       const lockKeys = sql.driver === "pglite" ? Effect.void : Effect.asVoid(sql`SELECT pg_advisory_xact_lock(7412002)`)
 
-      const insertKey = Effect.gen(function*() {
+      const insertKey = Effect.gen(function* () {
         const pair = yield* Effect.promise(() => Jose.generateKeyPair(alg, { extractable: true }))
         const publicJwk = yield* Effect.promise(() => Jose.exportJWK(pair.publicKey))
         const privateJwk = yield* Effect.promise(() => Jose.exportJWK(pair.privateKey))
@@ -124,23 +124,31 @@ export class SigningKeys extends Context.Service<SigningKeys, SigningKeysShape>(
         ORDER BY active DESC, created_at DESC`
 
       // First boot: exactly one node creates the key (advisory lock on PostgreSQL; PGlite is one process).
-      yield* sql.withTransaction(Effect.gen(function*() {
-        yield* lockKeys
-        const active = yield* sql`SELECT kid FROM signing_keys WHERE active`
-        if (active.length === 0) yield* insertKey
-      })).pipe(Effect.orDie)
+      yield* sql
+        .withTransaction(
+          Effect.gen(function* () {
+            yield* lockKeys
+            const active = yield* sql`SELECT kid FROM signing_keys WHERE active`
+            if (active.length === 0) yield* insertKey
+          })
+        )
+        .pipe(Effect.orDie)
 
       let signer: { kid: string; key: Jose.CryptoKey } | undefined
       let verifiers = new Map<string, Jose.CryptoKey>()
 
-      const rotateUnloaded = sql.withTransaction(Effect.gen(function*() {
-        yield* lockKeys
-        const created = yield* insertKey
-        yield* sql`UPDATE signing_keys SET active = false, retired_at = now() WHERE active AND kid <> ${created.kid}`
-        return created
-      })).pipe(Effect.orDie)
+      const rotateUnloaded = sql
+        .withTransaction(
+          Effect.gen(function* () {
+            yield* lockKeys
+            const created = yield* insertKey
+            yield* sql`UPDATE signing_keys SET active = false, retired_at = now() WHERE active AND kid <> ${created.kid}`
+            return created
+          })
+        )
+        .pipe(Effect.orDie)
 
-      const load: Effect.Effect<void> = Effect.gen(function*() {
+      const load: Effect.Effect<void> = Effect.gen(function* () {
         const rows = yield* Effect.orDie(selectKeys)
         const next = new Map<string, Jose.CryptoKey>()
         for (const row of rows) {
@@ -166,13 +174,20 @@ export class SigningKeys extends Context.Service<SigningKeys, SigningKeysShape>(
         unknownKidReloadIntervalMs
       )
       // Another node may rotate: pick its key up for signing within a minute (its tokens verify at once, below).
-      yield* Effect.forkScoped(Effect.forever(Effect.delay(Effect.catchCause(load, () => Effect.void), "60 seconds")))
+      yield* Effect.forkScoped(
+        Effect.forever(
+          Effect.delay(
+            Effect.catchCause(load, () => Effect.void),
+            "60 seconds"
+          )
+        )
+      )
 
       const verified = new Map<string, number>()
       const payloads = new Map<string, Jose.JWTPayload>()
 
       const keyFor = (token: string) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           let header: Jose.ProtectedHeaderParameters
           try {
             header = Jose.decodeProtectedHeader(token)
@@ -190,7 +205,7 @@ export class SigningKeys extends Context.Service<SigningKeys, SigningKeysShape>(
         })
 
       const verify = (token: string) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
           const expMs = verified.get(token)
           if (expMs !== undefined) {
@@ -229,14 +244,14 @@ export class SigningKeys extends Context.Service<SigningKeys, SigningKeysShape>(
             .sign(signer!.key)
         )
 
-      const jwks = Effect.gen(function*() {
+      const jwks = Effect.gen(function* () {
         const rows = yield* Effect.orDie(selectKeys)
         return {
           keys: rows.map((r) => ({ ...parseJson(r.publicJwk), kid: r.kid, alg: r.alg, use: "sig" }))
         }
       })
 
-      const rotate = Effect.gen(function*() {
+      const rotate = Effect.gen(function* () {
         const info = yield* rotateUnloaded
         yield* load
         return info

@@ -38,29 +38,32 @@ export interface TokenServiceShape {
 const decoySecretHash = hashClientSecret("sk_decoy")
 
 const scopeWorkspaces = (scope: string | undefined) =>
-  (scope ?? "").split(/\s+/).filter((s) => s.startsWith("workspace:")).map((s) => s.slice("workspace:".length))
+  (scope ?? "")
+    .split(/\s+/)
+    .filter((s) => s.startsWith("workspace:"))
+    .map((s) => s.slice("workspace:".length))
 
-export class TokenService extends Context.Service<TokenService, TokenServiceShape>()(
-  "@troupe/server/identity/TokenService"
-) {
+export class TokenService extends Context.Service<TokenService, TokenServiceShape>()("@troupe/server/identity/TokenService") {
   static readonly layer: Layer.Layer<TokenService, never, AppConfig | SqlClient.SqlClient | SigningKeys> = Layer.effect(
     TokenService,
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const config = yield* AppConfig
       const sql = yield* SqlClient.SqlClient
       const keys = yield* SigningKeys
       const throttle = makeLoginThrottle()
 
       const slowDown = ({ retryAfter }: Throttled) =>
-        Effect.fail(new OAuthError({
-          status: 429,
-          error: "slow_down",
-          description: `Too many failed attempts; retry in ${retryAfter} s`,
-          retryAfter
-        }))
+        Effect.fail(
+          new OAuthError({
+            status: 429,
+            error: "slow_down",
+            description: `Too many failed attempts; retry in ${retryAfter} s`,
+            retryAfter
+          })
+        )
 
       const clientCredentials = (input: TokenRequestInput) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const fromBody = input.params.client_id !== undefined || input.params.client_secret !== undefined
           if (fromBody && input.basic !== undefined) {
             return yield* Effect.fail(badRequest("invalid_request", "Use one client authentication method, not two"))
@@ -74,41 +77,36 @@ export class TokenService extends Context.Service<TokenService, TokenServiceShap
             [clientKey("client", clientId, input.address), clientRule],
             [addressKey(input.address), addressRule]
           ] as const
-          const lookup = Effect.map(Effect.orDie(sql<{
-            id: number
-            workspace: string
-            secretHash: string
-            grantTypes: unknown
-            scope: string
-            status: string
-            secretVersion: number
-          }>`
+          const lookup = Effect.map(
+            Effect.orDie(sql<{
+              id: number
+              workspace: string
+              secretHash: string
+              grantTypes: unknown
+              scope: string
+              status: string
+              secretVersion: number
+            }>`
             SELECT id, workspace, secret_hash AS "secretHash", grant_types AS "grantTypes", scope, status,
               secret_version AS "secretVersion"
-            FROM service_accounts WHERE client_id = ${clientId}`), (rows) => {
-            const account = rows[0]
-            const secretOk = clientSecretMatches(clientSecret, account?.secretHash ?? decoySecretHash)
-            return secretOk ? account : undefined
-          })
-          const account = yield* throttle.attempt(keyed, lookup, (a) => a !== undefined).pipe(
-            Effect.catchTag("Throttled", slowDown)
+            FROM service_accounts WHERE client_id = ${clientId}`),
+            (rows) => {
+              const account = rows[0]
+              const secretOk = clientSecretMatches(clientSecret, account?.secretHash ?? decoySecretHash)
+              return secretOk ? account : undefined
+            }
           )
+          const account = yield* throttle.attempt(keyed, lookup, (a) => a !== undefined).pipe(Effect.catchTag("Throttled", slowDown))
           if (account === undefined) return yield* Effect.fail(invalidClient("Invalid client credentials"))
           if (account.status !== "active") return yield* Effect.fail(invalidClient("The service account is revoked"))
           if (!jsonStrings(account.grantTypes).includes("client_credentials")) {
-            return yield* Effect.fail(
-              badRequest("unauthorized_client", "This client may not use the client_credentials grant")
-            )
+            return yield* Effect.fail(badRequest("unauthorized_client", "This client may not use the client_credentials grant"))
           }
           const foreign = scopeWorkspaces(input.params.scope).find((w) => w !== account.workspace)
           if (foreign !== undefined) {
-            return yield* Effect.fail(
-              badRequest("invalid_scope", `This client belongs to another workspace than "${foreign}"`)
-            )
+            return yield* Effect.fail(badRequest("invalid_scope", `This client belongs to another workspace than "${foreign}"`))
           }
-          const unknown = (input.params.scope ?? "").split(/\s+/).find((s) =>
-            s.length > 0 && !isAccountScope(s, account.workspace)
-          )
+          const unknown = (input.params.scope ?? "").split(/\s+/).find((s) => s.length > 0 && !isAccountScope(s, account.workspace))
           if (unknown !== undefined) {
             return yield* Effect.fail(
               badRequest("invalid_scope", `Unknown scope "${unknown}"; use openid and workspace:${account.workspace}`)
@@ -131,7 +129,7 @@ export class TokenService extends Context.Service<TokenService, TokenServiceShap
         })
 
       const password = (input: TokenRequestInput) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const username = input.params.username ?? ""
           const pass = input.params.password ?? ""
           if (username.length === 0 || pass.length === 0) {
@@ -141,7 +139,7 @@ export class TokenService extends Context.Service<TokenService, TokenServiceShap
             [clientKey("user", username, input.address), clientRule],
             [addressKey(input.address), addressRule]
           ] as const
-          const check = Effect.gen(function*() {
+          const check = Effect.gen(function* () {
             const rows = yield* Effect.orDie(sql<{ id: string; hash: string; isPlatformAdmin: boolean; pv: string }>`
               SELECT id::text AS id, password_hash AS hash, is_platform_admin AS "isPlatformAdmin",
                 ${sql.literal(passwordVersionColumn)} AS pv
@@ -150,9 +148,7 @@ export class TokenService extends Context.Service<TokenService, TokenServiceShap
             const ok = yield* verifyPassword(pass, user?.hash)
             return ok ? user : undefined
           })
-          const user = yield* throttle.attempt(keyed, check, (u) => u !== undefined).pipe(
-            Effect.catchTag("Throttled", slowDown)
-          )
+          const user = yield* throttle.attempt(keyed, check, (u) => u !== undefined).pipe(Effect.catchTag("Throttled", slowDown))
           if (user === undefined) return yield* Effect.fail(invalidClient("Invalid username or password"))
           const requested = [...new Set(scopeWorkspaces(input.params.scope))]
           if (requested.length > 1) {
@@ -203,9 +199,7 @@ export class TokenService extends Context.Service<TokenService, TokenServiceShap
         }
         if (grant === "client_credentials") return clientCredentials(input)
         if (grant === "password") return password(input)
-        return Effect.fail(
-          badRequest("unsupported_grant_type", `Unsupported grant_type "${grant}"; use client_credentials or password`)
-        )
+        return Effect.fail(badRequest("unsupported_grant_type", `Unsupported grant_type "${grant}"; use client_credentials or password`))
       }
 
       return TokenService.of({ token: (input) => Effect.withSpan(token(input), "TokenService.token") })

@@ -28,12 +28,14 @@ export const jsonStrings = (u: unknown): Array<string> => {
 }
 
 /** A unique violation becomes `onConflict`; any other SQL failure is a defect (500). */
-export const uniqueOr = <E2>(onConflict: () => E2) => <A, E, R>(self: Effect.Effect<A, E | SqlError, R>) =>
-  Effect.catchIf(
-    self,
-    (e): e is SqlError => e instanceof SqlError,
-    (e) => e.reason._tag === "UniqueViolation" ? Effect.fail(onConflict()) : Effect.die(e)
-  ) as Effect.Effect<A, Exclude<E, SqlError> | E2, R>
+export const uniqueOr =
+  <E2>(onConflict: () => E2) =>
+  <A, E, R>(self: Effect.Effect<A, E | SqlError, R>) =>
+    Effect.catchIf(
+      self,
+      (e): e is SqlError => e instanceof SqlError,
+      (e) => (e.reason._tag === "UniqueViolation" ? Effect.fail(onConflict()) : Effect.die(e))
+    ) as Effect.Effect<A, Exclude<E, SqlError> | E2, R>
 
 /** Service-account management needs a person: a user token, never a service account's. */
 export const requireUser = (principal: Principal): Effect.Effect<void, Forbidden> =>
@@ -42,15 +44,9 @@ export const requireUser = (principal: Principal): Effect.Effect<void, Forbidden
     : Effect.fail(forbidden("This route needs a user token; service-account tokens cannot manage identities"))
 
 /** 403 PERMISSION_DENIED unless the caller holds every permission of `granted`; `refusal` opens the message. */
-export const requireHolds = (
-  by: Principal,
-  granted: Iterable<string>,
-  refusal: string
-): Effect.Effect<void, Forbidden> => {
+export const requireHolds = (by: Principal, granted: Iterable<string>, refusal: string): Effect.Effect<void, Forbidden> => {
   const beyond = notHeld(by, granted)
-  return beyond.length === 0
-    ? Effect.void
-    : Effect.fail(forbidden(`${refusal}; you do not hold: ${beyond.sort().join(", ")}`))
+  return beyond.length === 0 ? Effect.void : Effect.fail(forbidden(`${refusal}; you do not hold: ${beyond.sort().join(", ")}`))
 }
 
 /**
@@ -58,14 +54,15 @@ export const requireHolds = (
  * node's cache before answering, so the change holds from the response on.
  */
 export const identityChange = <A, E, R>(change: Effect.Effect<A, E, R>) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const cache = yield* AccessCache
     const result = yield* sql.withTransaction(Effect.tap(change, () => markIdentityChanged))
     yield* cache.refresh
     return result
-  }).pipe(Effect.catchIf((e): e is SqlError & E => e instanceof SqlError, (e) => Effect.die(e))) as Effect.Effect<
-    A,
-    Exclude<E, SqlError>,
-    R | SqlClient.SqlClient | AccessCache
-  >
+  }).pipe(
+    Effect.catchIf(
+      (e): e is SqlError & E => e instanceof SqlError,
+      (e) => Effect.die(e)
+    )
+  ) as Effect.Effect<A, Exclude<E, SqlError>, R | SqlClient.SqlClient | AccessCache>

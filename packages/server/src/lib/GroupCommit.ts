@@ -17,26 +17,29 @@ export const make = <I, A, E>(options: {
   /** Answers callers still queued when the node shuts down. */
   readonly onShutdown: () => E
 }): Effect.Effect<GroupCommit<I, A, E>, never, Scope.Scope> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const queue = yield* Queue.unbounded<readonly [I, Deferred.Deferred<A, E>]>()
 
-    const worker = Effect.forever(Effect.gen(function*() {
-      const batch = yield* Queue.takeBetween(queue, 1, options.maxBatch)
-      // a batch that dies answers each of its callers with that defect rather than leaving them waiting
-      const exits = yield* options.run(batch.map(([item]) => item)).pipe(
-        Effect.catchCause((cause) => Effect.succeed(batch.map(() => Exit.failCause(cause))))
-      )
-      for (let i = 0; i < batch.length; i++) yield* Deferred.done(batch[i]![1], exits[i]!)
-    }))
+    const worker = Effect.forever(
+      Effect.gen(function* () {
+        const batch = yield* Queue.takeBetween(queue, 1, options.maxBatch)
+        // a batch that dies answers each of its callers with that defect rather than leaving them waiting
+        const exits = yield* options
+          .run(batch.map(([item]) => item))
+          .pipe(Effect.catchCause((cause) => Effect.succeed(batch.map(() => Exit.failCause(cause)))))
+        for (let i = 0; i < batch.length; i++) yield* Deferred.done(batch[i]![1], exits[i]!)
+      })
+    )
     for (let i = 0; i < options.concurrency; i++) yield* Effect.forkScoped(worker)
 
     yield* Effect.addFinalizer(() =>
       Effect.flatMap(Queue.clear(queue), (left) =>
-        Effect.forEach(left, ([, done]) => Deferred.fail(done, options.onShutdown()), { discard: true })))
+        Effect.forEach(left, ([, done]) => Deferred.fail(done, options.onShutdown()), { discard: true })
+      )
+    )
 
     return {
       submit: (item: I) =>
-        Effect.flatMap(Deferred.make<A, E>(), (done) =>
-          Effect.andThen(Queue.offer(queue, [item, done] as const), Deferred.await(done)))
+        Effect.flatMap(Deferred.make<A, E>(), (done) => Effect.andThen(Queue.offer(queue, [item, done] as const), Deferred.await(done)))
     }
   })

@@ -13,11 +13,7 @@ export const getAt = (data: unknown, path: ReadonlyArray<string>): unknown => {
 }
 
 /** A copy of `data` with the value at `path` replaced (copy on write along the path); the path must exist. */
-export const setAt = (
-  data: Record<string, unknown>,
-  path: ReadonlyArray<string>,
-  value: unknown
-): Record<string, unknown> => {
+export const setAt = (data: Record<string, unknown>, path: ReadonlyArray<string>, value: unknown): Record<string, unknown> => {
   const [head, ...rest] = path
   if (head === undefined) return data
   if (rest.length === 0) return { ...data, [head]: value }

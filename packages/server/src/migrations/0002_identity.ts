@@ -2,7 +2,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
-export default Effect.gen(function*() {
+export default Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   // A rotated signing key stays published (and verifiable) until every token it signed has expired.
   yield* sql`ALTER TABLE signing_keys ADD COLUMN retired_at timestamptz`

@@ -6,7 +6,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
-export default Effect.gen(function*() {
+export default Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   yield* sql`CREATE SEQUENCE events_seq`
   yield* sql`ALTER TABLE events ADD COLUMN seq bigint`

@@ -5,7 +5,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
-export default Effect.gen(function*() {
+export default Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   yield* sql.unsafe(`CREATE OR REPLACE FUNCTION troupe_datetime(value text) RETURNS timestamptz
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$

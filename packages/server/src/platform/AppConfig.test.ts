@@ -6,7 +6,7 @@ import { AppConfig } from "./AppConfig.ts"
 
 const load = (env: Record<string, string>) =>
   Effect.runPromise(
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       return yield* AppConfig
     }).pipe(
       Effect.provide(AppConfig.layer),

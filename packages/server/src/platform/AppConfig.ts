@@ -1,7 +1,7 @@
 // Every environment variable the node reads (README "Configuration"), read once through effect/Config and validated
 // at start. A bad value fails the start with InvalidConfig, which main prints as one line naming the variable; a blank
 // value counts as unset. Secrets (DATABASE_URL, keys, passwords, the metrics token) stay Redacted until used.
-import { Config, Context, Data, Duration, Effect, Layer, LogLevel, Option, Redacted, Schema } from "effect"
+import { Config, Context, Data, Duration, Effect, Layer, type LogLevel, Option, Redacted, Schema } from "effect"
 import * as Os from "node:os"
 
 export class InvalidConfig extends Data.TaggedError("InvalidConfig")<{ readonly variable: string; readonly reason: string }> {
@@ -23,7 +23,8 @@ const read = <A>(name: string, config: Config.Config<A>, fallback: A) =>
       Effect.flatMap(
         Effect.orElseSucceed(Config.String(name), () => ""),
         (raw) => Effect.fail(new InvalidConfig({ variable: name, reason: `${reasonOf(error)}, got "${raw}"` }))
-      ))
+      )
+    )
   )
 
 const optional = <A>(name: string, config: Config.Config<A>) => read(name, Config.option(config), Option.none())
@@ -37,18 +38,19 @@ const seconds = (name: string, fallback: number) =>
     name,
     Config.orElse(Config.Duration(name), () => Config.map(Config.schema(Schema.Finite, name), (s) => Duration.seconds(s))),
     Duration.seconds(fallback)
-  ).pipe(Effect.flatMap((d) =>
-    Duration.isGreaterThan(d, Duration.zero)
-      ? Effect.succeed(Duration.toSeconds(d))
-      : Effect.fail(new InvalidConfig({ variable: name, reason: `Expected a positive duration, got "${Duration.format(d)}"` }))
-  ))
+  ).pipe(
+    Effect.flatMap((d) =>
+      Duration.isGreaterThan(d, Duration.zero)
+        ? Effect.succeed(Duration.toSeconds(d))
+        : Effect.fail(new InvalidConfig({ variable: name, reason: `Expected a positive duration, got "${Duration.format(d)}"` }))
+    )
+  )
 
 /** A string matching `pattern` (described as `expected` when it does not). */
 const matching = (name: string, pattern: RegExp, expected: string) =>
   Config.schema(Schema.String.check(Schema.isPattern(pattern, { message: expected })), name)
 
-const httpUrl = (name: string) =>
-  Config.map(matching(name, /^https?:\/\/[^\s]+$/, "Expected an http(s) URL"), (s) => s.replace(/\/+$/, ""))
+const httpUrl = (name: string) => Config.map(matching(name, /^https?:\/\/[^\s]+$/, "Expected an http(s) URL"), (s) => s.replace(/\/+$/, ""))
 
 const text = (name: string, fallback: string) => read(name, Config.String(name), fallback)
 
@@ -70,12 +72,18 @@ const otlpHeaderPairs = (s: string) => {
   return headers
 }
 
-const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error", none: "None" } as const satisfies Record<string, LogLevel.LogLevel>
+const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error", none: "None" } as const satisfies Record<
+  string,
+  LogLevel.LogLevel
+>
 
-const config = Effect.gen(function*() {
+const config = Effect.gen(function* () {
   const port = yield* int("PORT", 8080, 0, 65535)
   const host = yield* text("HOST", "127.0.0.1")
-  const databaseUrl = yield* optional("DATABASE_URL", Config.map(matching("DATABASE_URL", /^postgres(ql)?:\/\//, "Expected a postgres:// URL"), Redacted.make))
+  const databaseUrl = yield* optional(
+    "DATABASE_URL",
+    Config.map(matching("DATABASE_URL", /^postgres(ql)?:\/\//, "Expected a postgres:// URL"), Redacted.make)
+  )
   const dataDir = yield* text("TROUPE_DATA_DIR", "./.troupe")
   const workspace = yield* read(
     "TROUPE_WORKSPACE",
@@ -96,8 +104,14 @@ const config = Effect.gen(function*() {
   }
   const webhookRetryDelays = yield* read(
     "TROUPE_WEBHOOK_RETRY_DELAYS",
-    Config.map(matching("TROUPE_WEBHOOK_RETRY_DELAYS", /^\s*\d+(\.\d+)?\s*(,\s*\d+(\.\d+)?\s*)*$/, "Expected comma-separated seconds such as 1,5,15"), (s) =>
-      s.split(",").map((x) => Number(x.trim()))),
+    Config.map(
+      matching(
+        "TROUPE_WEBHOOK_RETRY_DELAYS",
+        /^\s*\d+(\.\d+)?\s*(,\s*\d+(\.\d+)?\s*)*$/,
+        "Expected comma-separated seconds such as 1,5,15"
+      ),
+      (s) => s.split(",").map((x) => Number(x.trim()))
+    ),
     [1, 5, 15]
   )
   const functionTimeoutMs = yield* int("TROUPE_FUNCTION_TIMEOUT_MS", 30000, 1)
@@ -108,15 +122,19 @@ const config = Effect.gen(function*() {
   const functionNodeMemoryMb = yield* int("TROUPE_FUNCTION_NODE_MEMORY_MB", Math.max(512, functionConcurrency * functionMemoryMb * 2), 8)
   const functionHttpAllowlist = yield* read(
     "TROUPE_FUNCTION_HTTP_ALLOWLIST",
-    Config.map(Config.String("TROUPE_FUNCTION_HTTP_ALLOWLIST"), (s) => s.split(",").map((x) => x.trim().toLowerCase()).filter((x) => x.length > 0)),
+    Config.map(Config.String("TROUPE_FUNCTION_HTTP_ALLOWLIST"), (s) =>
+      s
+        .split(",")
+        .map((x) => x.trim().toLowerCase())
+        .filter((x) => x.length > 0)
+    ),
     [] as Array<string>
   )
   const nodeEnv = yield* text("NODE_ENV", "development")
   const encryptionKey = yield* optional(
     "TROUPE_ENCRYPTION_KEY",
-    Config.map(
-      matching("TROUPE_ENCRYPTION_KEY", /^[A-Za-z0-9+/_-]{43}=?$/, "Expected 32 bytes, base64-encoded"),
-      (s) => Redacted.make(Buffer.from(s, "base64"))
+    Config.map(matching("TROUPE_ENCRYPTION_KEY", /^[A-Za-z0-9+/_-]{43}=?$/, "Expected 32 bytes, base64-encoded"), (s) =>
+      Redacted.make(Buffer.from(s, "base64"))
     )
   )
   const maxBodyBytes = yield* int("TROUPE_MAX_BODY_BYTES", 10 * 1024 * 1024, 1024)
@@ -154,7 +172,11 @@ const config = Effect.gen(function*() {
   const otlpHeaders = yield* read(
     "OTEL_EXPORTER_OTLP_HEADERS",
     Config.map(
-      matching("OTEL_EXPORTER_OTLP_HEADERS", /^\s*[A-Za-z0-9!#$%&'*+.^_`|~-]+\s*=[^,]*(,\s*[A-Za-z0-9!#$%&'*+.^_`|~-]+\s*=[^,]*)*$/, "Expected comma-separated key=value pairs"),
+      matching(
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        /^\s*[A-Za-z0-9!#$%&'*+.^_`|~-]+\s*=[^,]*(,\s*[A-Za-z0-9!#$%&'*+.^_`|~-]+\s*=[^,]*)*$/,
+        "Expected comma-separated key=value pairs"
+      ),
       otlpHeaderPairs
     ),
     {} as Record<string, string>
@@ -202,5 +224,8 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("@tr
   static readonly layer = Layer.effect(AppConfig, config)
   /** The environment's config with some values replaced (tests). */
   static readonly layerWith = (overrides: Partial<AppConfigShape>) =>
-    Layer.effect(AppConfig, Effect.map(config, (c) => ({ ...c, ...overrides })))
+    Layer.effect(
+      AppConfig,
+      Effect.map(config, (c) => ({ ...c, ...overrides }))
+    )
 }

@@ -22,7 +22,13 @@ const malformed: Answer = [400, "Bad Request", "BAD_REQUEST", "Malformed HTTP re
 const expectationFailed: Answer = [417, "Expectation Failed", "EXPECTATION_FAILED", "Only Expect: 100-continue is supported"]
 const hostMissing: Answer = [400, "Bad Request", "BAD_REQUEST", "An HTTP/1.1 request needs a Host header"]
 
-const failureOf = ([status, reason, code, message]: Answer, headers?: Record<string, string>) => ({ status, reason, code, message, headers })
+const failureOf = ([status, reason, code, message]: Answer, headers?: Record<string, string>) => ({
+  status,
+  reason,
+  code,
+  message,
+  headers
+})
 
 /** The raw HTTP/1.1 response to a parser error (by Node's error code): the contract body, connection closed. */
 export const clientErrorResponse = (code: string | undefined): string => {

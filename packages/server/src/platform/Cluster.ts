@@ -10,7 +10,7 @@ import {
   RunnerHealth,
   Runners,
   RunnerStorage,
-  Sharding,
+  type Sharding,
   ShardingConfig,
   SingleRunner,
   SocketRunner,
@@ -18,7 +18,7 @@ import {
   SqlRunnerStorage
 } from "effect/cluster"
 import { Rpc, RpcSerialization } from "effect/rpc"
-import { SqlClient } from "effect/sql"
+import type { SqlClient } from "effect/sql"
 import { AppConfig } from "./AppConfig.ts"
 
 /** Which node this is, as other nodes and logs name it. */
@@ -34,57 +34,59 @@ export const NodeProbe = Entity.make("NodeProbe", [
   Rpc.make("Whoami", { success: Schema.Struct({ entityId: Schema.String, node: Schema.String }) })
 ])
 
-export const NodeProbeLayer = NodeProbe.toLayer(Effect.gen(function*() {
-  const config = yield* AppConfig
-  const node = runnerAddress(config)
-  return NodeProbe.of({
-    Whoami: ({ address }) => Effect.succeed({ entityId: address.entityId, node })
-  })
-}), { maxIdleTime: "1 minute" })
+export const NodeProbeLayer = NodeProbe.toLayer(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const node = runnerAddress(config)
+    return NodeProbe.of({
+      Whoami: ({ address }) => Effect.succeed({ entityId: address.entityId, node })
+    })
+  }),
+  { maxIdleTime: "1 minute" }
+)
 
-export const ClusterLayer = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* AppConfig
-  // Every write to a distinct record or business key activates an entity (records/RecordEntity.ts): resident
-  // entities = distinct keys written per second x idle time (10 s). Past TROUPE_MAX_ENTITIES a new entity is
-  // refused and the write answers 503 with Retry-After; the default 50,000 serves ~5,000 distinct keys/s per node.
-  const shardingDefaults = { entityMessagePollInterval: "5 seconds", maxResidentEntities: config.maxResidentEntities } as const
-  // Failover: a node that dies stops refreshing its runner row and shard locks (its advisory locks go with its
-  // PostgreSQL session). The others notice through the ping health check (QuickPingHealth: about a second after a
-  // SIGKILL) or, when the health check ran on the dead node, within the lock expiration (runners not seen for that
-  // long drop out of the assignment), and take its shards over on their next refresh (scripts/chaos.ts measures it).
-  // Each knob costs a small statement (or a ping) per node per interval.
-  const failover = {
-    shardLockExpiration: Duration.seconds(config.clusterLockExpirationSeconds),
-    shardLockRefreshInterval: Duration.seconds(Math.max(0.5, config.clusterLockExpirationSeconds / 3)),
-    runnerHealthCheckInterval: Duration.seconds(config.clusterHealthCheckSeconds),
-    refreshAssignmentsInterval: Duration.seconds(config.clusterRefreshSeconds)
-  }
-  if (!config.clustered) {
-    // runner and shard locks in memory: one process owns an embedded database, so there is nobody to coordinate
-    // with, and locks kept in the database would hold a node restarted after a crash until they expired
-    return SingleRunner.layer({
-      runnerStorage: "memory",
-      shardingConfig: shardingDefaults
-    }).pipe(Layer.provide(NodeCrypto.layerDigest))
-  }
-  const self = RunnerAddress.make(config.runnerHost, config.runnerPort)
-  const shardingConfig = { ...shardingDefaults, ...failover, runnerAddress: Option.some(self) }
-  // NodeClusterSocket.layer({ storage: "sql" }), put together here to change three parts (below): shard releases a
-  // few at a time, a quicker ping health check, and every node watching for dead runners
-  const health = QuickPingHealth.pipe(
-    Layer.provide(Runners.layerRpc),
-    Layer.provide(NodeClusterSocket.layerClientProtocol)
-  )
-  return SocketRunner.layer.pipe(
-    Layer.provide([NodeClusterSocket.layerSocketServer, NodeClusterSocket.layerClientProtocol]),
-    Layer.merge(Layer.effectDiscard(watchForDeadRunners(self, failover.runnerHealthCheckInterval))),
-    Layer.provide(health),
-    Layer.provideMerge(SqlMessageStorage.layer.pipe(Layer.provide(NodeCrypto.layerDigest))),
-    Layer.provide(FewReleasesAtOnce.pipe(Layer.provide(Layer.orDie(SqlRunnerStorage.layer)))),
-    Layer.provide(ShardingConfig.layerFromEnv(shardingConfig)),
-    Layer.provide(RpcSerialization.layerSchemaBinary())
-  )
-})) as Layer.Layer<Sharding.Sharding, never, AppConfig | SqlClient.SqlClient>
+export const ClusterLayer = Layer.unwrap(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    // Every write to a distinct record or business key activates an entity (records/RecordEntity.ts): resident
+    // entities = distinct keys written per second x idle time (10 s). Past TROUPE_MAX_ENTITIES a new entity is
+    // refused and the write answers 503 with Retry-After; the default 50,000 serves ~5,000 distinct keys/s per node.
+    const shardingDefaults = { entityMessagePollInterval: "5 seconds", maxResidentEntities: config.maxResidentEntities } as const
+    // Failover: a node that dies stops refreshing its runner row and shard locks (its advisory locks go with its
+    // PostgreSQL session). The others notice through the ping health check (QuickPingHealth: about a second after a
+    // SIGKILL) or, when the health check ran on the dead node, within the lock expiration (runners not seen for that
+    // long drop out of the assignment), and take its shards over on their next refresh (scripts/chaos.ts measures it).
+    // Each knob costs a small statement (or a ping) per node per interval.
+    const failover = {
+      shardLockExpiration: Duration.seconds(config.clusterLockExpirationSeconds),
+      shardLockRefreshInterval: Duration.seconds(Math.max(0.5, config.clusterLockExpirationSeconds / 3)),
+      runnerHealthCheckInterval: Duration.seconds(config.clusterHealthCheckSeconds),
+      refreshAssignmentsInterval: Duration.seconds(config.clusterRefreshSeconds)
+    }
+    if (!config.clustered) {
+      // runner and shard locks in memory: one process owns an embedded database, so there is nobody to coordinate
+      // with, and locks kept in the database would hold a node restarted after a crash until they expired
+      return SingleRunner.layer({
+        runnerStorage: "memory",
+        shardingConfig: shardingDefaults
+      }).pipe(Layer.provide(NodeCrypto.layerDigest))
+    }
+    const self = RunnerAddress.make(config.runnerHost, config.runnerPort)
+    const shardingConfig = { ...shardingDefaults, ...failover, runnerAddress: Option.some(self) }
+    // NodeClusterSocket.layer({ storage: "sql" }), put together here to change three parts (below): shard releases a
+    // few at a time, a quicker ping health check, and every node watching for dead runners
+    const health = QuickPingHealth.pipe(Layer.provide(Runners.layerRpc), Layer.provide(NodeClusterSocket.layerClientProtocol))
+    return SocketRunner.layer.pipe(
+      Layer.provide([NodeClusterSocket.layerSocketServer, NodeClusterSocket.layerClientProtocol]),
+      Layer.merge(Layer.effectDiscard(watchForDeadRunners(self, failover.runnerHealthCheckInterval))),
+      Layer.provide(health),
+      Layer.provideMerge(SqlMessageStorage.layer.pipe(Layer.provide(NodeCrypto.layerDigest))),
+      Layer.provide(FewReleasesAtOnce.pipe(Layer.provide(Layer.orDie(SqlRunnerStorage.layer)))),
+      Layer.provide(ShardingConfig.layerFromEnv(shardingConfig)),
+      Layer.provide(RpcSerialization.layerSchemaBinary())
+    )
+  })
+) as Layer.Layer<Sharding.Sharding, never, AppConfig | SqlClient.SqlClient>
 
 /**
  * Runner health by ping, as effect/cluster's `RunnerHealth.layerPing` (which the cluster's health-check singleton
@@ -97,11 +99,13 @@ export const ClusterLayer = Layer.unwrap(Effect.gen(function*() {
 export const quickPing = (runners: Pick<Runners.Runners["Service"], "ping">) =>
   RunnerHealth.RunnerHealth.of({
     isAlive: (address) =>
-      runners.ping(address).pipe(
-        Effect.timeout(Duration.seconds(10)),
-        Effect.retry({ times: 2, schedule: Schedule.spaced(Duration.millis(250)) }),
-        Effect.isSuccess
-      )
+      runners
+        .ping(address)
+        .pipe(
+          Effect.timeout(Duration.seconds(10)),
+          Effect.retry({ times: 2, schedule: Schedule.spaced(Duration.millis(250)) }),
+          Effect.isSuccess
+        )
   })
 
 export const QuickPingHealth = Layer.effect(RunnerHealth.RunnerHealth, Effect.map(Runners.Runners, quickPing))
@@ -116,24 +120,28 @@ export const QuickPingHealth = Layer.effect(RunnerHealth.RunnerHealth, Effect.ma
  * that takes longer than two seconds (a ping that hangs: a slow node, not a dead one) is no verdict.
  */
 export const watchForDeadRunners = (self: RunnerAddress.RunnerAddress, interval: Duration.Input) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const storage = yield* RunnerStorage.RunnerStorage
     const health = yield* RunnerHealth.RunnerHealth
     const check = Effect.flatMap(storage.getRunners, (runners) => {
       let healthy = runners.filter(([, isHealthy]) => isHealthy).length
-      return Effect.forEach(runners, ([runner, isHealthy]) =>
-        !isHealthy || Equal.equals(runner.address, self)
-          ? Effect.void
-          : Effect.flatMap(Effect.timeoutOption(health.isAlive(runner.address), Duration.seconds(2)), (alive) => {
-            if (Option.getOrElse(alive, () => true) || healthy <= 1) return Effect.void
-            healthy--
-            return Effect.andThen(
-              storage.setRunnerHealth(runner.address, false),
-              Effect.logInfo("cluster: a runner stopped answering; marked unhealthy").pipe(
-                Effect.annotateLogs({ runner: `${runner.address.host}:${runner.address.port}` })
-              )
-            )
-          }), { concurrency: "unbounded", discard: true })
+      return Effect.forEach(
+        runners,
+        ([runner, isHealthy]) =>
+          !isHealthy || Equal.equals(runner.address, self)
+            ? Effect.void
+            : Effect.flatMap(Effect.timeoutOption(health.isAlive(runner.address), Duration.seconds(2)), (alive) => {
+                if (Option.getOrElse(alive, () => true) || healthy <= 1) return Effect.void
+                healthy--
+                return Effect.andThen(
+                  storage.setRunnerHealth(runner.address, false),
+                  Effect.logInfo("cluster: a runner stopped answering; marked unhealthy").pipe(
+                    Effect.annotateLogs({ runner: `${runner.address.host}:${runner.address.port}` })
+                  )
+                )
+              }),
+        { concurrency: "unbounded", discard: true }
+      )
     })
     yield* check.pipe(
       Effect.catchCause((cause) => Effect.logDebug("cluster: dead runner check failed", cause)),
@@ -156,11 +164,14 @@ export const RELEASES_AT_ONCE = 4
  * rather than one keep the connection's pipeline busy (measured under the chaos load: the longest stall of a key
  * while a joining node took its shards was 7.9 s one at a time, 2.4-3.6 s four at a time).
  */
-export const FewReleasesAtOnce = Layer.effect(RunnerStorage.RunnerStorage, Effect.gen(function*() {
-  const storage = yield* RunnerStorage.RunnerStorage
-  const few = yield* Semaphore.make(RELEASES_AT_ONCE)
-  return RunnerStorage.RunnerStorage.of({
-    ...storage,
-    release: (address, shardId) => few.withPermits(1)(storage.release(address, shardId))
+export const FewReleasesAtOnce = Layer.effect(
+  RunnerStorage.RunnerStorage,
+  Effect.gen(function* () {
+    const storage = yield* RunnerStorage.RunnerStorage
+    const few = yield* Semaphore.make(RELEASES_AT_ONCE)
+    return RunnerStorage.RunnerStorage.of({
+      ...storage,
+      release: (address, shardId) => few.withPermits(1)(storage.release(address, shardId))
+    })
   })
-}))
+)

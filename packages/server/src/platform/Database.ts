@@ -1,7 +1,7 @@
 // The one SqlClient of the server: PostgreSQL through @effect/sql-pg when DATABASE_URL is set, else embedded
 // PGlite under TROUPE_DATA_DIR. Both run the same numbered migrations at start.
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
 import migration0001 from "../migrations/0001_core.ts"
 import migration0002 from "../migrations/0002_identity.ts"
@@ -25,28 +25,22 @@ export const migrations = {
 const runMigrations = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
 
 /** Runs the migrations; on PostgreSQL under an advisory lock so nodes starting together take turns. */
-export const migrate = Effect.gen(function*() {
+export const migrate = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   if (sql.driver === "pglite") return yield* runMigrations
-  return yield* sql.withTransaction(
-    Effect.andThen(sql`SELECT pg_advisory_xact_lock(7412001)`, runMigrations)
-  )
+  return yield* sql.withTransaction(Effect.andThen(sql`SELECT pg_advisory_xact_lock(7412001)`, runMigrations))
 })
 
-const ClientLayer = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* AppConfig
-  return Option.match(config.databaseUrl, {
-    onNone: () => PgliteClient.layer(config.dataDir) as Layer.Layer<SqlClient.SqlClient, unknown>,
-    onSome: (url) =>
-      PgClient.layer({ url, maxConnections: 20, multiplex: true, idleTimeout: "60 seconds" }) as Layer.Layer<
-        SqlClient.SqlClient,
-        unknown
-      >
+const ClientLayer = Layer.unwrap(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    return Option.match(config.databaseUrl, {
+      onNone: () => PgliteClient.layer(config.dataDir) as Layer.Layer<SqlClient.SqlClient, unknown>,
+      onSome: (url) =>
+        PgClient.layer({ url, maxConnections: 20, multiplex: true, idleTimeout: "60 seconds" }) as Layer.Layer<SqlClient.SqlClient, unknown>
+    })
   })
-}))
+)
 
 /** SqlClient with every migration applied. */
-export const DatabaseLayer = Layer.effectDiscard(Effect.orDie(migrate)).pipe(
-  Layer.provideMerge(ClientLayer),
-  Layer.orDie
-)
+export const DatabaseLayer = Layer.effectDiscard(Effect.orDie(migrate)).pipe(Layer.provideMerge(ClientLayer), Layer.orDie)

@@ -9,8 +9,7 @@ import type * as Http from "node:http"
 import type * as Net from "node:net"
 
 /** The response a connection is serving (Node's own field; undefined while the connection is idle). */
-const responseOf = (socket: Net.Socket) =>
-  (socket as unknown as { _httpMessage?: Http.ServerResponse | null })._httpMessage ?? undefined
+const responseOf = (socket: Net.Socket) => (socket as unknown as { _httpMessage?: Http.ServerResponse | null })._httpMessage ?? undefined
 
 /** `Base`, draining on `close()` as above. */
 export const draining = (Base: typeof Http.Server): typeof Http.Server =>

@@ -55,8 +55,11 @@ interface ContractError {
 }
 
 const isContractError = (u: unknown): u is ContractError =>
-  typeof u === "object" && u !== null && typeof (u as any).statusCode === "number" &&
-  typeof (u as any).code === "string" && typeof (u as any).error === "string"
+  typeof u === "object" &&
+  u !== null &&
+  typeof (u as any).statusCode === "number" &&
+  typeof (u as any).code === "string" &&
+  typeof (u as any).error === "string"
 
 /** The contract error a cause fails or dies with, and the headers it carries (Retry-After). */
 export const contractErrorOf = (
@@ -80,7 +83,10 @@ export const schemaDetails = (error: Schema.SchemaError, prefix = ""): Array<Err
       const key = typeof p === "object" && p !== null && "key" in p ? (p as { key: PropertyKey }).key : p
       return typeof key === "number" ? `[${key}]` : String(key)
     })
-    const field = [prefix, ...path].filter((s) => s.length > 0).join(".").replace(/\.\[/g, "[")
+    const field = [prefix, ...path]
+      .filter((s) => s.length > 0)
+      .join(".")
+      .replace(/\.\[/g, "[")
     return { field: field || "body", property: field || "body", message: issue.message }
   })
 
@@ -99,7 +105,10 @@ export const failureOf = (
   const contract = contractErrorOf(cause)
   if (contract !== undefined) {
     const { error, headers } = contract
-    return { failure: { status: error.statusCode, code: error.code, message: error.message, details: error.details, headers }, logged: false }
+    return {
+      failure: { status: error.statusCode, code: error.code, message: error.message, details: error.details, headers },
+      logged: false
+    }
   }
   const known = (failure: EdgeFailure) => ({ failure, logged: false })
   for (const reason of cause.reasons) {
@@ -121,7 +130,12 @@ export const failureOf = (
         const allowed = allowedMethods(r.request.method, r.request.url)
         return known(
           allowed.length > 0
-            ? { status: 405, code: "METHOD_NOT_ALLOWED", message: `${r.request.method} is not allowed here`, headers: { allow: allowed.join(", ") } }
+            ? {
+                status: 405,
+                code: "METHOD_NOT_ALLOWED",
+                message: `${r.request.method} is not allowed here`,
+                headers: { allow: allowed.join(", ") }
+              }
             : { status: 404, code: "NOT_FOUND", message: `No route for ${r.request.method} ${r.request.url.split("?")[0]}` }
         )
       }
@@ -158,19 +172,23 @@ const silent = () => Effect.void
 export const edgeLog = (logLevel: string): EdgeLog => {
   const level = logLevels[logLevel] ?? 1
   return {
-    request: level <= 1
-      ? (requestId, method, url, status, elapsedMs) =>
-        Effect.logInfo("request").pipe(Effect.annotateLogs({
-          requestId,
-          method,
-          url: url.split("?")[0],
-          status,
-          durationMs: Math.round(elapsedMs * 100) / 100
-        }))
-      : silent,
-    failed: level <= 3
-      ? (requestId, method, url, cause) =>
-        Effect.logError("request failed", { requestId, method, url: redactUrl(url), cause: Cause.pretty(cause) })
-      : silent
+    request:
+      level <= 1
+        ? (requestId, method, url, status, elapsedMs) =>
+            Effect.logInfo("request").pipe(
+              Effect.annotateLogs({
+                requestId,
+                method,
+                url: url.split("?")[0],
+                status,
+                durationMs: Math.round(elapsedMs * 100) / 100
+              })
+            )
+        : silent,
+    failed:
+      level <= 3
+        ? (requestId, method, url, cause) =>
+            Effect.logError("request failed", { requestId, method, url: redactUrl(url), cause: Cause.pretty(cause) })
+        : silent
   }
 }

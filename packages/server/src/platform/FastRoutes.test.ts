@@ -24,8 +24,10 @@ describe("the fast lane's query string: the router's parse, as HttpApi reads it"
 
   it("parameter names never reach Object.prototype", () => {
     const q = queryParams("__proto__=x&constructor=y")!
+    // biome-ignore lint/suspicious/noProto: the test is about a parameter named __proto__
     expect(q.__proto__).toBe("x")
     expect(q.constructor).toBe("y")
+    // biome-ignore lint/suspicious/noPrototypeBuiltins: asks Object.prototype itself
     expect(Object.prototype.isPrototypeOf(q)).toBe(false)
   })
 })

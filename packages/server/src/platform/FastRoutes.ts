@@ -16,7 +16,14 @@
 // request is emitted as usual to the Effect HTTP stack (HttpEdge), which answers it exactly as before. Answers,
 // failures, request ids, log lines (at TROUPE_LOG_LEVEL), request metrics and the server span (named after the
 // endpoint's route pattern) are those of the edge (EdgeWriter, EdgeInput, HttpEdge's input guards).
-import { Authorization, type Permission, type Principal, RateClass, type RateClassName, RequiredPermission } from "@troupe/api/Authorization"
+import {
+  Authorization,
+  type Permission,
+  type Principal,
+  RateClass,
+  type RateClassName,
+  RequiredPermission
+} from "@troupe/api/Authorization"
 import { type Forbidden, forbidden, type TooManyRequests, type Unauthorized } from "@troupe/api/Errors"
 import { RequiresUserToken } from "@troupe/api/identity/Identity"
 import { Context, Effect, Exit, Option, Schema, Tracer } from "effect"
@@ -25,7 +32,7 @@ import { HttpApi } from "effect/http-api"
 import * as Http from "node:http"
 import { bearerOf, canonicalUrl, declaredBody, mediaTypeOf, type SearchParams, singleValued } from "./EdgeInput.ts"
 import { edgeLog, failureOf, requestIdOf, writeFailure, writeJson } from "./EdgeWriter.ts"
-import { decodeJsonPayload, jsonBodyRefusal, type RouteOf, spanName, suspectUrl } from "./HttpEdge.ts"
+import { decodeJsonPayload, jsonBodyRefusal, spanName, suspectUrl } from "./HttpEdge.ts"
 import { recordRequest, UNMATCHED } from "./Metrics.ts"
 
 export interface FastAnswer {
@@ -127,7 +134,7 @@ export type FastAuthenticate = (
  * Authorization middleware.
  */
 export const fastLane = (api: unknown, table: FastTable, authenticateToken: FastAuthenticate): Effect.Effect<FastLane> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const router = FindMyWay.make<LaneRoute>()
     const pending = new Set(Object.keys(table))
     HttpApi.reflect(api as HttpApi.HttpApi<string, any>, {
@@ -145,7 +152,9 @@ export const fastLane = (api: unknown, table: FastTable, authenticateToken: Fast
         const rateClass = Context.get(mergedAnnotations, RateClass)
         const userOnly = Context.get(mergedAnnotations, RequiresUserToken)
         const decodeParams = decoderOf(endpoint.params)
-        const decodeQuery = decoderOf(endpoint.query === undefined ? undefined : Schema.toCodecArrayFromSingle(endpoint.query as Schema.Codec<any, any>))
+        const decodeQuery = decoderOf(
+          endpoint.query === undefined ? undefined : Schema.toCodecArrayFromSingle(endpoint.query as Schema.Codec<any, any>)
+        )
         const json = endpoint.payload.get("application/json")
         const payloadTypes = new Set<string>()
         for (const [type, { encoding }] of endpoint.payload) {
@@ -157,9 +166,10 @@ export const fastLane = (api: unknown, table: FastTable, authenticateToken: Fast
           const principal = authenticateToken(token, { workspace, permission, rateClass })
           return userOnly
             ? Effect.tap(principal, (p) =>
-              p.kind === "user"
-                ? Effect.void
-                : Effect.fail(forbidden("This route needs a user token; service-account tokens cannot manage identities")))
+                p.kind === "user"
+                  ? Effect.void
+                  : Effect.fail(forbidden("This route needs a user token; service-account tokens cannot manage identities"))
+              )
             : principal
         }
         router.on(endpoint.method, endpoint.path as FindMyWay.PathInput, {
@@ -178,7 +188,8 @@ export const fastLane = (api: unknown, table: FastTable, authenticateToken: Fast
               Effect.flatMap(principal, (principal) =>
                 decodePayload === undefined
                   ? run({ params, query, searchParams, headers, payload: undefined, principal })
-                  : Effect.flatMap(decodePayload(body), (payload) => run({ params, query, searchParams, headers, payload, principal })))
+                  : Effect.flatMap(decodePayload(body), (payload) => run({ params, query, searchParams, headers, payload, principal }))
+              )
           }
         })
       }
@@ -290,10 +301,15 @@ export const fastServer = (
       Effect.runForkWith(context)(
         tracing
           ? Effect.withSpan(run, spanName(method, label), {
-            kind: "server",
-            parent: Option.getOrUndefined(HttpTraceContext.fromHeaders(Headers.fromInput(req.headers))),
-            attributes: { "http.request.method": method, "http.route": label, "url.path": url.split("?")[0], "troupe.fast_lane": "answered" }
-          })
+              kind: "server",
+              parent: Option.getOrUndefined(HttpTraceContext.fromHeaders(Headers.fromInput(req.headers))),
+              attributes: {
+                "http.request.method": method,
+                "http.route": label,
+                "url.path": url.split("?")[0],
+                "troupe.fast_lane": "answered"
+              }
+            })
           : run
       )
     }

@@ -16,7 +16,8 @@ describe("jsonProblems: the edge's scan of JSON bodies", () => {
   })
 
   it("finds NUL and lone surrogates in values and keys, and names each by its path", () => {
-    const text = `{"name":"a\\u0000","data":{"tags":["ok","\\ud800"],"k\\u0000":1,"pair":"\\ud83d\\ude00","n":{"x":"\\uDC00"}},` +
+    const text =
+      `{"name":"a\\u0000","data":{"tags":["ok","\\ud800"],"k\\u0000":1,"pair":"\\ud83d\\ude00","n":{"x":"\\uDC00"}},` +
       `"list":[{"a":1},{"b":"\\u0000"}]}`
     expect(fields(jsonProblems(text, 64).details)).toEqual(["name", "data.tags[1]", "data.k\\u0000", "data.n.x", "list[1].b"])
     const messages = jsonProblems(`{"a":"\\u0000","b":"\\udbff"}`, 64).details.map((d) => d.message)
@@ -46,8 +47,10 @@ describe("urlProblems: NUL and lone surrogates in request targets", () => {
   })
 
   it("passes ordinary percent-encoding, and flags every NUL and surrogate form", () => {
-    for (const ok of ["/r?q=%C3%A9t%C3%A9", "/r?q=%E2%82%AC", "/r?q=%EF%BF%BD", "/r?q=%ec%9f%bf", "/r?q=100%25"]) expect(suspectUrl(ok)).toBe(false)
-    for (const bad of ["/r?q=%00", "/r%00", "/r?q=%c0%80", "/r?q=%ED%A0%80", "/r?q=%ed%bf%bf", "/r\u0000"]) expect(suspectUrl(bad)).toBe(true)
+    for (const ok of ["/r?q=%C3%A9t%C3%A9", "/r?q=%E2%82%AC", "/r?q=%EF%BF%BD", "/r?q=%ec%9f%bf", "/r?q=100%25"])
+      expect(suspectUrl(ok)).toBe(false)
+    for (const bad of ["/r?q=%00", "/r%00", "/r?q=%c0%80", "/r?q=%ED%A0%80", "/r?q=%ed%bf%bf", "/r\u0000"])
+      expect(suspectUrl(bad)).toBe(true)
   })
 })
 

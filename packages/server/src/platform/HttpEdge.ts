@@ -6,15 +6,7 @@
 // reads requests (EdgeInput), guards them (below) and writes its answers and logs (EdgeWriter) with the same code.
 import { badRequest, type ErrorDetail, statusText } from "@troupe/api/Errors"
 import { Cause, Effect, Layer, Schema, SchemaIssue } from "effect"
-import {
-  FindMyWay,
-  HttpIncomingMessage,
-  HttpMiddleware,
-  HttpRouter,
-  HttpServer,
-  HttpServerRequest,
-  HttpServerResponse
-} from "effect/http"
+import { FindMyWay, HttpIncomingMessage, HttpMiddleware, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApi } from "effect/http-api"
 import { AppConfig } from "./AppConfig.ts"
 import { canonicalUrl, declaredBody } from "./EdgeInput.ts"
@@ -72,8 +64,7 @@ const NUL = "must not contain NUL characters"
 const SURROGATE = "must be valid Unicode (no lone surrogates)"
 
 /** The problem of decoded text, if any. */
-export const textProblem = (s: string): string | undefined =>
-  s.includes("\u0000") ? NUL : s.isWellFormed() ? undefined : SURROGATE
+export const textProblem = (s: string): string | undefined => (s.includes("\u0000") ? NUL : s.isWellFormed() ? undefined : SURROGATE)
 
 /** NUL raw, percent-encoded or overlong; the (WTF-8) percent-encoding of a surrogate. */
 const encodedNul = /%00|%c0%80|\u0000/i
@@ -208,7 +199,7 @@ export const jsonProblems = (
       let problem: string | undefined
       i++
       for (;;) {
-        if (quoteAt < i) quoteAt = next("\"", i)
+        if (quoteAt < i) quoteAt = next('"', i)
         if (backslashAt < i) backslashAt = next("\\", i)
         if (quoteAt <= backslashAt) {
           i = quoteAt
@@ -254,7 +245,8 @@ export const jsonProblems = (
         stack.pop()
         expectKey = false
         break
-      case 44: { // ,
+      case 44: {
+        // ,
         const top = stack[stack.length - 1]
         if (top?.array) top.index++
         else expectKey = true
@@ -309,12 +301,14 @@ const makeMethodIndex = (api: unknown, extra: ReadonlyArray<readonly [string, st
   })
   for (const [method, path] of extra) add(method, path)
   const methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
-  const allowedMethods = (method: string, url: string) =>
-    methods.filter((m) => m !== method && router.find(m, url) !== undefined)
+  const allowedMethods = (method: string, url: string) => methods.filter((m) => m !== method && router.find(m, url) !== undefined)
   /** The name of the route parameter at a path's segment `index` (whatever the method), if a route has one there. */
   const paramAt = (path: string, index: number): string | undefined => {
     const marker = "troupe-segment-marker"
-    const probe = path.split("/").map((s, i) => (i === index ? marker : s)).join("/")
+    const probe = path
+      .split("/")
+      .map((s, i) => (i === index ? marker : s))
+      .join("/")
     for (const m of methods) {
       const found = router.find(m, probe)
       if (found === undefined) continue
@@ -371,89 +365,100 @@ export const serve = <E, R>(
   extraRoutes: ReadonlyArray<readonly [string, string]> = [],
   routeOf: RouteOf = routeLabels(api, extraRoutes)
 ) =>
-  Layer.unwrap(Effect.gen(function*() {
-    const config = yield* AppConfig
-    const handler = yield* HttpRouter.toHttpEffect(app)
-    const { allowedMethods, paramAt } = makeMethodIndex(api, extraRoutes)
-    // the node's runtime context: where the request metrics live
-    const context = yield* Effect.context<never>()
-    const log = edgeLog(config.logLevel)
-    const maxBody = config.maxBodyBytes
-    const maxDepth = config.maxJsonDepth
+  Layer.unwrap(
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      const handler = yield* HttpRouter.toHttpEffect(app)
+      const { allowedMethods, paramAt } = makeMethodIndex(api, extraRoutes)
+      // the node's runtime context: where the request metrics live
+      const context = yield* Effect.context<never>()
+      const log = edgeLog(config.logLevel)
+      const maxBody = config.maxBodyBytes
+      const maxDepth = config.maxJsonDepth
 
-    /** The input guards: the request target, then a JSON or form body (read here; the handler reads it again from the request's cache). */
-    const guard = (request: HttpServerRequest.HttpServerRequest, url: string, hasBody: boolean) =>
-      Effect.gen(function*() {
-        const inUrl = urlProblems(url, paramAt)
-        if (inUrl.length > 0) return yield* urlRefusal(inUrl)
-        if (!hasBody) return
-        const contentType = request.headers["content-type"]
-        if (isJson(contentType)) {
-          const refusal = jsonBodyRefusal(yield* request.text, maxDepth)
-          if (refusal !== undefined) return yield* refusal
-        } else if (/^application\/x-www-form-urlencoded\b/i.test(contentType?.trim() ?? "")) {
-          const inForm = formProblems(yield* request.text)
-          if (inForm.length > 0) {
-            return yield* badRequest({
-              message: `Invalid request body: ${inForm[0]!.field} ${inForm[0]!.message}`,
-              code: "VALIDATION_ERROR",
-              details: inForm
-            })
+      /** The input guards: the request target, then a JSON or form body (read here; the handler reads it again from the request's cache). */
+      const guard = (request: HttpServerRequest.HttpServerRequest, url: string, hasBody: boolean) =>
+        Effect.gen(function* () {
+          const inUrl = urlProblems(url, paramAt)
+          if (inUrl.length > 0) return yield* urlRefusal(inUrl)
+          if (!hasBody) return
+          const contentType = request.headers["content-type"]
+          if (isJson(contentType)) {
+            const refusal = jsonBodyRefusal(yield* request.text, maxDepth)
+            if (refusal !== undefined) return yield* refusal
+          } else if (/^application\/x-www-form-urlencoded\b/i.test(contentType?.trim() ?? "")) {
+            const inForm = formProblems(yield* request.text)
+            if (inForm.length > 0) {
+              return yield* badRequest({
+                message: `Invalid request body: ${inForm[0]!.field} ${inForm[0]!.message}`,
+                code: "VALIDATION_ERROR",
+                details: inForm
+              })
+            }
+          }
+        })
+
+      const wrapped = Effect.gen(function* () {
+        const original = yield* HttpServerRequest.HttpServerRequest
+        const start = performance.now()
+        const requestId = requestIdOf(original.headers["x-request-id"])
+        const url = canonicalUrl(original.url)
+        const request = url === original.url ? original : original.modify({ url })
+
+        let response: HttpServerResponse.HttpServerResponse
+        const body = declaredBody(request.headers, maxBody)
+        const hasBody = body !== "none"
+        if (body === "tooLarge") {
+          response = errorResponse(413, "PAYLOAD_TOO_LARGE", `Request body exceeds ${maxBody} bytes`, requestId)
+        } else if (
+          hasBody &&
+          (request.method === "POST" || request.method === "PUT" || request.method === "PATCH") &&
+          !isJson(request.headers["content-type"]) &&
+          !nonJsonBodies.some((p) => p.test(url))
+        ) {
+          response = errorResponse(415, "UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json", requestId)
+        } else {
+          const exit = yield* Effect.andThen(guard(request, url, hasBody), handler).pipe(
+            Effect.provideService(HttpServerRequest.HttpServerRequest, request),
+            Effect.provideService(HttpIncomingMessage.MaxBodySize, maxBody as any),
+            Effect.exit
+          )
+          if (exit._tag === "Success") {
+            response = exit.value
+          } else if (Cause.hasInterruptsOnly(exit.cause)) {
+            // the client went away mid-request (nobody reads this answer): no server error, nothing to log
+            response = errorResponse(499, "CLIENT_CLOSED_REQUEST", "The client closed the request", requestId)
+          } else {
+            const { failure, logged } = failureOf(exit.cause, allowedMethods)
+            response = errorResponse(failure.status, failure.code, failure.message, requestId, failure.details, failure.headers)
+            if (logged) yield* log.failed(requestId, request.method, url, exit.cause)
+          }
+          // HttpApi answers some failures itself with an empty body: give them the contract body.
+          if (response.status >= 400 && response.body._tag === "Empty") {
+            response = errorResponse(
+              response.status,
+              codeFor(response.status),
+              statusText(response.status),
+              requestId,
+              [],
+              headersOf(response)
+            )
+          } else if (response.status >= 400) {
+            response = withRequestId(response, requestId)
           }
         }
+        const elapsed = performance.now() - start
+        recordRequest(context, request.method, routeOf(request.method, url), response.status, elapsed / 1000, "stack")
+        yield* log.request(requestId, request.method, url, response.status, elapsed)
+        return HttpServerResponse.setHeader(response, "x-request-id", requestId)
       })
-
-    const wrapped = Effect.gen(function*() {
-      const original = yield* HttpServerRequest.HttpServerRequest
-      const start = performance.now()
-      const requestId = requestIdOf(original.headers["x-request-id"])
-      const url = canonicalUrl(original.url)
-      const request = url === original.url ? original : original.modify({ url })
-
-      let response: HttpServerResponse.HttpServerResponse
-      const body = declaredBody(request.headers, maxBody)
-      const hasBody = body !== "none"
-      if (body === "tooLarge") {
-        response = errorResponse(413, "PAYLOAD_TOO_LARGE", `Request body exceeds ${maxBody} bytes`, requestId)
-      } else if (
-        hasBody && (request.method === "POST" || request.method === "PUT" || request.method === "PATCH") &&
-        !isJson(request.headers["content-type"]) && !nonJsonBodies.some((p) => p.test(url))
-      ) {
-        response = errorResponse(415, "UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json", requestId)
-      } else {
-        const exit = yield* Effect.andThen(guard(request, url, hasBody), handler).pipe(
-          Effect.provideService(HttpServerRequest.HttpServerRequest, request),
-          Effect.provideService(HttpIncomingMessage.MaxBodySize, maxBody as any),
-          Effect.exit
-        )
-        if (exit._tag === "Success") {
-          response = exit.value
-        } else if (Cause.hasInterruptsOnly(exit.cause)) {
-          // the client went away mid-request (nobody reads this answer): no server error, nothing to log
-          response = errorResponse(499, "CLIENT_CLOSED_REQUEST", "The client closed the request", requestId)
-        } else {
-          const { failure, logged } = failureOf(exit.cause, allowedMethods)
-          response = errorResponse(failure.status, failure.code, failure.message, requestId, failure.details, failure.headers)
-          if (logged) yield* log.failed(requestId, request.method, url, exit.cause)
-        }
-        // HttpApi answers some failures itself with an empty body: give them the contract body.
-        if (response.status >= 400 && response.body._tag === "Empty") {
-          response = errorResponse(response.status, codeFor(response.status), statusText(response.status), requestId, [], headersOf(response))
-        } else if (response.status >= 400) {
-          response = withRequestId(response, requestId)
-        }
-      }
-      const elapsed = performance.now() - start
-      recordRequest(context, request.method, routeOf(request.method, url), response.status, elapsed / 1000, "stack")
-      yield* log.request(requestId, request.method, url, response.status, elapsed)
-      return HttpServerResponse.setHeader(response, "x-request-id", requestId)
+      // The server span (made by the HTTP server when a tracer is installed, before routing) is named after the route.
+      const names = Layer.succeed(HttpMiddleware.SpanNameGenerator)((request) =>
+        spanName(request.method, routeOf(request.method, canonicalUrl(request.url)))
+      )
+      return HttpServer.serve(wrapped).pipe(Layer.provide(names))
     })
-    // The server span (made by the HTTP server when a tracer is installed, before routing) is named after the route.
-    const names = Layer.succeed(HttpMiddleware.SpanNameGenerator)((request) =>
-      spanName(request.method, routeOf(request.method, canonicalUrl(request.url)))
-    )
-    return HttpServer.serve(wrapped).pipe(Layer.provide(names))
-  }))
+  )
 
 const decoder = new TextDecoder()
 
@@ -488,6 +493,18 @@ const headersOf = (response: HttpServerResponse.HttpServerResponse) => {
 }
 
 const codeFor = (status: number) =>
-  ({ 400: "BAD_REQUEST", 401: "UNAUTHORIZED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 409: "CONFLICT", 413: "PAYLOAD_TOO_LARGE", 415: "UNSUPPORTED_MEDIA_TYPE", 422: "UNPROCESSABLE", 429: "QUOTA_EXCEEDED", 503: "UNAVAILABLE" } as Record<number, string>)[status] ?? "INTERNAL"
-
-
+  (
+    ({
+      400: "BAD_REQUEST",
+      401: "UNAUTHORIZED",
+      403: "PERMISSION_DENIED",
+      404: "NOT_FOUND",
+      405: "METHOD_NOT_ALLOWED",
+      409: "CONFLICT",
+      413: "PAYLOAD_TOO_LARGE",
+      415: "UNSUPPORTED_MEDIA_TYPE",
+      422: "UNPROCESSABLE",
+      429: "QUOTA_EXCEEDED",
+      503: "UNAVAILABLE"
+    }) as Record<number, string>
+  )[status] ?? "INTERNAL"

@@ -22,7 +22,7 @@ export const seriesCache = <M>(make: (attributes: Record<string, string>) => M) 
   const cache = new Map<string, M>()
   return (key: string, attributes: () => Record<string, string>): M => {
     let series = cache.get(key)
-    if (series === undefined) cache.set(key, series = make(attributes()))
+    if (series === undefined) cache.set(key, (series = make(attributes())))
     return series
   }
 }
@@ -31,10 +31,7 @@ export const seriesCache = <M>(make: (attributes: Record<string, string>) => M) 
  * A gauge read when metrics are scraped (`read` gets the current time in ms), registered for as long as the current
  * scope lasts: the series disappears with whatever it reads (a singleton moved to another node, a layer closed).
  */
-export const scrapedGauge = (
-  gauge: Metric.Gauge<number>,
-  read: (nowMs: number) => number
-): Effect.Effect<void, never, Scope.Scope> =>
+export const scrapedGauge = (gauge: Metric.Gauge<number>, read: (nowMs: number) => number): Effect.Effect<void, never, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.map(Effect.context<never>(), (context) => {
       const clock = Context.get(context, Clock.Clock)
@@ -49,7 +46,8 @@ export const scrapedGauge = (
 
 // HTTP -----------------------------------------------------------------------------------------------------------
 
-const requestsDescription = "HTTP requests answered, by route pattern, method, status and lane (fast: answered before the Effect HTTP stack)"
+const requestsDescription =
+  "HTTP requests answered, by route pattern, method, status and lane (fast: answered before the Effect HTTP stack)"
 const durationDescription = "Time from a request's arrival to its response (headers, for streams), in seconds, by route pattern and method"
 
 const knownMethods = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])

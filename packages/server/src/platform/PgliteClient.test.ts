@@ -11,7 +11,7 @@ const wait = (ms: number) => Effect.promise(() => new Promise((resolve) => setTi
 
 layer(PgliteClient.layer("memory://"))("PgliteClient", (it) => {
   it.effect("rebuilds errors with their SQLSTATE: a unique violation, a syntax error, a bad value", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       yield* sql`CREATE TABLE errs (k text PRIMARY KEY)`
       yield* sql`INSERT INTO errs VALUES ('a')`
@@ -23,23 +23,32 @@ layer(PgliteClient.layer("memory://"))("PgliteClient", (it) => {
       expect(bad.message).toMatch(/date|time|range/i)
       // the client keeps working after each of them
       expect(yield* sql`SELECT count(*)::int AS n FROM errs`).toStrictEqual([{ n: 1 }])
-    }))
+    })
+  )
 
   it.effect("statements run side by side, and none lands inside a transaction another fiber holds", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       yield* sql`CREATE TABLE iso (n int)`
-      const answers = yield* Effect.forEach(Array.from({ length: 200 }, (_, i) => i), (i) => sql`SELECT ${i}::int AS n`, {
-        concurrency: "unbounded"
-      })
+      const answers = yield* Effect.forEach(
+        Array.from({ length: 200 }, (_, i) => i),
+        (i) => sql`SELECT ${i}::int AS n`,
+        {
+          concurrency: "unbounded"
+        }
+      )
       expect(answers.map((rows) => rows[0]!.n)).toStrictEqual(Array.from({ length: 200 }, (_, i) => i))
 
       // a transaction writes, then waits; meanwhile another fiber counts rows and inserts one of its own
-      const tx = yield* sql.withTransaction(Effect.gen(function*() {
-        yield* sql`INSERT INTO iso VALUES (1)`
-        yield* wait(50)
-        yield* Effect.fail("rolled back" as const)
-      })).pipe(Effect.flip, Effect.forkChild)
+      const tx = yield* sql
+        .withTransaction(
+          Effect.gen(function* () {
+            yield* sql`INSERT INTO iso VALUES (1)`
+            yield* wait(50)
+            yield* Effect.fail("rolled back" as const)
+          })
+        )
+        .pipe(Effect.flip, Effect.forkChild)
       yield* wait(10)
       const seen = yield* sql`SELECT count(*)::int AS n FROM iso`
       yield* sql`INSERT INTO iso VALUES (2)`
@@ -47,5 +56,6 @@ layer(PgliteClient.layer("memory://"))("PgliteClient", (it) => {
       // the outside count waited for the transaction (it saw neither row), and its insert survived the rollback
       expect(seen).toStrictEqual([{ n: 0 }])
       expect(yield* sql`SELECT n FROM iso`).toStrictEqual([{ n: 2 }])
-    }))
+    })
+  )
 })

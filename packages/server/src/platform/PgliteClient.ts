@@ -4,9 +4,9 @@
 // PGlite itself runs in a worker thread (PgliteWorker.ts): its WASM PostgreSQL computes synchronously, and on the
 // HTTP thread every statement would stall every request. Statements cross as messages (structured clone).
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Scope, Semaphore, Stream } from "effect"
+import { Context, Effect, Layer, type Scope, Semaphore, Stream } from "effect"
 import { Reactivity } from "effect/reactivity"
-import { SqlClient, SqlConnection } from "effect/sql"
+import { SqlClient, type SqlConnection } from "effect/sql"
 import { SqlError } from "effect/sql/SqlError"
 import * as Fs from "node:fs"
 import { Worker } from "node:worker_threads"
@@ -108,12 +108,14 @@ const attempt = <A>(operation: string, run: () => Promise<A>) =>
 const makeConnection = (db: EmbeddedDb): SqlConnection.Connection => {
   const rows = (sql: string, params: ReadonlyArray<unknown>) => attempt("execute", () => db.query(sql, params, false))
   const values = (sql: string, params: ReadonlyArray<unknown>) => attempt("executeValues", () => db.query(sql, params, true))
-  const execute = (sql: string, params: ReadonlyArray<unknown>, transform?: (<A extends object>(rows: ReadonlyArray<A>) => ReadonlyArray<A>)) =>
-    transform ? Effect.map(rows(sql, params), transform) : rows(sql, params)
+  const execute = (
+    sql: string,
+    params: ReadonlyArray<unknown>,
+    transform?: <A extends object>(rows: ReadonlyArray<A>) => ReadonlyArray<A>
+  ) => (transform ? Effect.map(rows(sql, params), transform) : rows(sql, params))
   return {
     execute,
-    executeRaw: (sql, params) =>
-      params.length === 0 ? attempt("executeRaw", () => db.exec(sql)) : rows(sql, params),
+    executeRaw: (sql, params) => (params.length === 0 ? attempt("executeRaw", () => db.exec(sql)) : rows(sql, params)),
     executeStream: (sql, params, transform) => Stream.fromIterableEffect(execute(sql, params, transform)),
     executeValues: values,
     executeValuesUnprepared: values,
@@ -125,7 +127,7 @@ const makeConnection = (db: EmbeddedDb): SqlConnection.Connection => {
 const SHARED_MAX = 256
 
 export const make = (dataDir: string) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     if (!dataDir.startsWith("memory://")) Fs.mkdirSync(dataDir, { recursive: true })
     const db = yield* Effect.acquireRelease(
       attempt("open", () => openWorker(dataDir)),
@@ -154,6 +156,5 @@ export const make = (dataDir: string) =>
 
 export const layer = (dataDir: string): Layer.Layer<SqlClient.SqlClient | Pglite, SqlError> =>
   Layer.effectContext(
-    Effect.map(make(dataDir), ({ client, db }) =>
-      Context.make(SqlClient.SqlClient, client).pipe(Context.add(Pglite, db)))
+    Effect.map(make(dataDir), ({ client, db }) => Context.make(SqlClient.SqlClient, client).pipe(Context.add(Pglite, db)))
   ).pipe(Layer.provide(Reactivity.layer))

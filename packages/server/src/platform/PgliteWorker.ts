@@ -28,10 +28,10 @@ const parsers = { [INT8]: (v: string) => Number(v) }
 const plain = (e: unknown): Record<string, unknown> =>
   e instanceof Error
     ? {
-      ...Object.fromEntries(Object.entries(e).filter(([, v]) => v === null || ["string", "number", "boolean"].includes(typeof v))),
-      message: e.message,
-      name: e.name
-    }
+        ...Object.fromEntries(Object.entries(e).filter(([, v]) => v === null || ["string", "number", "boolean"].includes(typeof v))),
+        message: e.message,
+        name: e.name
+      }
     : { message: String(e) }
 
 // Messages travel in batches: each postMessage costs far more than cloning one more row, and under load many

@@ -15,9 +15,9 @@ import { routeLabels, serve } from "./HttpEdge.ts"
 import { scrapeMetrics } from "./http.ts"
 
 const api = HttpApi.make("telemetry").add(
-  HttpApiGroup.make("things", { topLevel: true }).add(
-    HttpApiEndpoint.get("get", "/things/:id", { params: { id: Schema.String }, success: Schema.Struct({ id: Schema.String }) })
-  ).middleware(Authorization)
+  HttpApiGroup.make("things", { topLevel: true })
+    .add(HttpApiEndpoint.get("get", "/things/:id", { params: { id: Schema.String }, success: Schema.Struct({ id: Schema.String }) }))
+    .middleware(Authorization)
 )
 const caller: Principal = {
   kind: "user",
@@ -32,7 +32,9 @@ const caller: Principal = {
 // every bearer token is the caller; no token is a 401 from either lane's authentication
 const authenticate = () => Effect.succeed(caller)
 const App = HttpApiBuilder.layer(api).pipe(
-  Layer.provide(HttpApiBuilder.group(api, "things", (handlers) => handlers.handle("get", ({ params }) => Effect.succeed({ id: params.id })))),
+  Layer.provide(
+    HttpApiBuilder.group(api, "things", (handlers) => handlers.handle("get", ({ params }) => Effect.succeed({ id: params.id })))
+  ),
   Layer.provide(AuthorizationLive),
   Layer.provide(Layer.succeed(Authenticator, { authenticate }))
 )
@@ -54,27 +56,29 @@ const tracer = Tracer.make({
 })
 const registry: Metric.MetricRegistry = new Map()
 
-const Edge = Layer.unwrap(Effect.gen(function*() {
-  const routeOf = routeLabels(api)
-  const lane = yield* fastLane(api, fastThings, authenticate)
-  const FastServer = fastServer(lane, yield* Effect.context<never>(), { logLevel: "none", maxBody: 1 << 20 })
-  return serve(api, App, [], routeOf).pipe(
-    Layer.provideMerge(NodeHttpServer.layer(() => new FastServer(), { port: 0, host: "127.0.0.1" }))
-  )
-})).pipe(
+const Edge = Layer.unwrap(
+  Effect.gen(function* () {
+    const routeOf = routeLabels(api)
+    const lane = yield* fastLane(api, fastThings, authenticate)
+    const FastServer = fastServer(lane, yield* Effect.context<never>(), { logLevel: "none", maxBody: 1 << 20 })
+    return serve(api, App, [], routeOf).pipe(
+      Layer.provideMerge(NodeHttpServer.layer(() => new FastServer(), { port: 0, host: "127.0.0.1" }))
+    )
+  })
+).pipe(
   Layer.provide(AppConfig.layerWith({ logLevel: "none" })),
   Layer.provide(Layer.succeed(Tracer.Tracer, tracer)),
   Layer.provide(Layer.succeed(Metric.MetricRegistry, registry))
 )
 
 const get = (path: string, headers: Record<string, string> = {}) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const base = HttpServer.formatAddress((yield* HttpServer.HttpServer).address)
     return yield* Effect.promise(() => fetch(`${base}${path}`, { headers }).then((res) => res.status))
   })
 
 /** Server spans once ended (a span ends just after its response is written). */
-const serverSpans = Effect.gen(function*() {
+const serverSpans = Effect.gen(function* () {
   for (let i = 0; i < 100; i++) {
     const server = spans.filter((s) => s.kind === "server")
     if (server.length > 0 && server.every((s) => s.status._tag === "Ended")) return server
@@ -86,7 +90,7 @@ const serverSpans = Effect.gen(function*() {
 describe("request telemetry", () => {
   it.layer(Edge)((it) => {
     it.effect("a span per request, named after its route in either lane; counts by route pattern", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         expect(yield* get("/things/stack", { authorization: "Bearer t" })).toBe(200) // not accepted by the lane: the Effect stack
         expect(yield* get("/things/b", { authorization: "Bearer t" })).toBe(200) // the fast lane
         expect(yield* get("/nothing/here")).toBe(404)
@@ -101,10 +105,13 @@ describe("request telemetry", () => {
 
         const requests = Metric.snapshotUnsafe(Context.make(Metric.MetricRegistry, registry))
           .filter((m) => m.id === "troupe_http_requests_total")
-          .map((m) => `${m.attributes?.route} ${m.attributes?.status} ${m.attributes?.lane} ${(m.state as Metric.CounterState<number>).count}`)
+          .map(
+            (m) => `${m.attributes?.route} ${m.attributes?.status} ${m.attributes?.lane} ${(m.state as Metric.CounterState<number>).count}`
+          )
           .sort()
         expect(requests).toStrictEqual(["/things/:id 200 fast 1", "/things/:id 200 stack 1", "unmatched 404 stack 1"])
-      }))
+      })
+    )
   })
 })
 
@@ -114,21 +121,26 @@ describe("GET /metrics access", () => {
     Effect.andThen(Metric.update(counter, 1), effect).pipe(Effect.provideService(Metric.MetricRegistry, new Map()))
 
   it.effect("is open without TROUPE_METRICS_TOKEN, and refreshes the database-backed gauges first", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       let refreshed = 0
-      const scrape = scrapeMetrics(Option.none(), Effect.sync(() => void refreshed++))
+      const scrape = scrapeMetrics(
+        Option.none(),
+        Effect.sync(() => void refreshed++)
+      )
       const text = yield* isolated(scrape(undefined))
       expect(text).toContain("scrape_test_total 1")
       expect(refreshed).toBe(1)
-    }))
+    })
+  )
 
   it.effect("with the token set, answers its bearer only (401 otherwise)", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const scrape = scrapeMetrics(Option.some("s3cret"), Effect.void)
       for (const header of [undefined, "Bearer nope", "Basic s3cret", "Bearer s3cre"]) {
         const error = yield* Effect.flip(isolated(scrape(header)))
         expect(error.statusCode).toBe(401)
       }
       expect(yield* isolated(scrape("Bearer s3cret"))).toContain("scrape_test_total 1")
-    }))
+    })
+  )
 })

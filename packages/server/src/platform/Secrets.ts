@@ -61,9 +61,7 @@ export const makeSecrets = (keys: ReadonlyArray<Buffer>, current: Buffer): Secre
         const plain = Buffer.concat([decipher.update(raw.subarray(12, raw.length - 16)), decipher.final()])
         return Effect.succeed(plain.toString("utf8"))
       } catch {
-        return Effect.fail(
-          new SecretDecryptError({ reason: "authentication failed (wrong key, context or tampered value)" })
-        )
+        return Effect.fail(new SecretDecryptError({ reason: "authentication failed (wrong key, context or tampered value)" }))
       }
     })
   return { encrypt, decrypt, isEncrypted: (value) => value.startsWith(prefix), currentKeyId }
@@ -72,11 +70,11 @@ export const makeSecrets = (keys: ReadonlyArray<Buffer>, current: Buffer): Secre
 const storedKeySetting = "encryption_key"
 
 /** Loads (or on first boot generates and stores) the key ring. */
-const load = Effect.gen(function*() {
+const load = Effect.gen(function* () {
   const config = yield* AppConfig
   const sql = yield* SqlClient.SqlClient
   const readStored = sql<{ value: string }>`SELECT value FROM settings WHERE key = ${storedKeySetting}`.pipe(
-    Effect.map((rows) => rows[0] === undefined ? undefined : Buffer.from(rows[0].value, "base64"))
+    Effect.map((rows) => (rows[0] === undefined ? undefined : Buffer.from(rows[0].value, "base64")))
   )
   let stored = yield* readStored
   if (Option.isSome(config.encryptionKey)) {
@@ -103,10 +101,7 @@ const load = Effect.gen(function*() {
 
 export class Secrets extends Context.Service<Secrets, SecretsShape>()("@troupe/server/platform/Secrets") {
   /** The ring from TROUPE_ENCRYPTION_KEY and the stored key (generated on first boot when none is configured). */
-  static readonly layer: Layer.Layer<Secrets, never, AppConfig | SqlClient.SqlClient> = Layer.effect(
-    Secrets,
-    Effect.orDie(load)
-  )
+  static readonly layer: Layer.Layer<Secrets, never, AppConfig | SqlClient.SqlClient> = Layer.effect(Secrets, Effect.orDie(load))
   /** A fixed ring (tests). */
   static readonly layerFromKeys = (current: Buffer, older: ReadonlyArray<Buffer> = []) =>
     Layer.succeed(Secrets, makeSecrets(older, current))

@@ -9,18 +9,20 @@ import { OtlpSerialization, OtlpTracer } from "effect/observability"
 import { AppConfig } from "./AppConfig.ts"
 import { nodeName } from "./Cluster.ts"
 
-export const TracingLayer = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* AppConfig
-  if (Option.isNone(config.otlpEndpoint)) return Layer.empty
-  return OtlpTracer.layer({
-    url: `${config.otlpEndpoint.value}/v1/traces`,
-    resource: {
-      serviceName: config.otelServiceName,
-      attributes: { "service.instance.id": nodeName(config) }
-    },
-    headers: config.otlpHeaders
-  }).pipe(Layer.provide([OtlpSerialization.layerJson, FetchHttpClient.layer]))
-}))
+export const TracingLayer = Layer.unwrap(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    if (Option.isNone(config.otlpEndpoint)) return Layer.empty
+    return OtlpTracer.layer({
+      url: `${config.otlpEndpoint.value}/v1/traces`,
+      resource: {
+        serviceName: config.otelServiceName,
+        attributes: { "service.instance.id": nodeName(config) }
+      },
+      headers: config.otlpHeaders
+    }).pipe(Layer.provide([OtlpSerialization.layerJson, FetchHttpClient.layer]))
+  })
+)
 
 /**
  * Spans named `Service.method` around a service's methods, made only when spans are exported: a span (and the stack
@@ -29,15 +31,19 @@ export const TracingLayer = Layer.unwrap(Effect.gen(function*() {
  */
 export const spanMethods = Effect.map(
   Effect.service(Tracer.Tracer),
-  (tracer) => <S extends Record<string, unknown>>(service: string, methods: S): S => {
-    if (tracer === Tracer.nativeTracer) return methods
-    const out: Record<string, unknown> = {}
-    for (const [name, method] of Object.entries(methods)) {
-      out[name] = typeof method !== "function" ? method : (...args: Array<unknown>) => {
-        const result = method(...args)
-        return Effect.isEffect(result) ? Effect.withSpan(result, `${service}.${name}`, { captureStackTrace: false }) : result
+  (tracer) =>
+    <S extends Record<string, unknown>>(service: string, methods: S): S => {
+      if (tracer === Tracer.nativeTracer) return methods
+      const out: Record<string, unknown> = {}
+      for (const [name, method] of Object.entries(methods)) {
+        out[name] =
+          typeof method !== "function"
+            ? method
+            : (...args: Array<unknown>) => {
+                const result = method(...args)
+                return Effect.isEffect(result) ? Effect.withSpan(result, `${service}.${name}`, { captureStackTrace: false }) : result
+              }
       }
+      return out as S
     }
-    return out as S
-  }
 )

@@ -84,11 +84,11 @@ export type SelectItem =
   | { readonly _tag: "SelectField"; readonly field: FieldRef; readonly alias: string }
   /** `field` is undefined for `COUNT(*)`. */
   | {
-    readonly _tag: "Aggregate"
-    readonly fn: AggregateFn
-    readonly field: FieldRef | undefined
-    readonly alias: string
-  }
+      readonly _tag: "Aggregate"
+      readonly fn: AggregateFn
+      readonly field: FieldRef | undefined
+      readonly alias: string
+    }
 
 /** `INCLUDE author` or `INCLUDE author FROM Users WHERE ...`. */
 export interface Include {
@@ -125,15 +125,15 @@ export const fieldRef = (text: string): FieldRef => {
 export const fieldLabel = (field: FieldRef): string =>
   field._tag === "Column" ? field.name : field._tag === "Data" ? `data.${field.path.join(".")}` : field.path.join(".")
 
-export const literal = (value: Scalar, raw?: string): Literal => raw === undefined ? { value } : { value, raw }
+export const literal = (value: Scalar, raw?: string): Literal => (raw === undefined ? { value } : { value, raw })
 
 export const and = (items: ReadonlyArray<Expr>): Expr => {
-  const flat = items.flatMap((e) => e._tag === "And" ? e.items : [e])
+  const flat = items.flatMap((e) => (e._tag === "And" ? e.items : [e]))
   return flat.length === 1 ? flat[0]! : { _tag: "And", items: flat }
 }
 
 export const or = (items: ReadonlyArray<Expr>): Expr => {
-  const flat = items.flatMap((e) => e._tag === "Or" ? e.items : [e])
+  const flat = items.flatMap((e) => (e._tag === "Or" ? e.items : [e]))
   return flat.length === 1 ? flat[0]! : { _tag: "Or", items: flat }
 }
 
@@ -144,8 +144,8 @@ export const compare = (op: CompareOp, field: FieldRef, value: Literal): Expr =>
   value.value === null && op === "eq"
     ? { _tag: "Null", op: "isNull", field }
     : value.value === null && op === "ne"
-    ? { _tag: "Null", op: "isNotNull", field }
-    : { _tag: "Compare", op, field, value }
+      ? { _tag: "Null", op: "isNotNull", field }
+      : { _tag: "Compare", op, field, value }
 
 export const list = (op: ListOp, field: FieldRef, values: ReadonlyArray<Literal>): Expr => ({
   _tag: "List",

@@ -4,7 +4,7 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, Layer, Result } from "effect"
 import { SqlClient } from "effect/sql"
 import { MigratedPglite, MigratedPostgres } from "../../../../test/support/TestDatabase.ts"
-import * as Ast from "./Ast.ts"
+import type * as Ast from "./Ast.ts"
 import {
   type CompileContext,
   compileAggregate,
@@ -29,7 +29,14 @@ const properties = propertyMap([
   { name: "scores", type: "array", items: { type: "number" } },
   { name: "category", type: "string" },
   { name: "published", type: "datetime" },
-  { name: "address", type: "object", properties: [{ name: "city", type: "string" }, { name: "zip", type: "string" }] },
+  {
+    name: "address",
+    type: "object",
+    properties: [
+      { name: "city", type: "string" },
+      { name: "zip", type: "string" }
+    ]
+  },
   { name: "meta", type: "object" }
 ])
 const ctx: CompileContext = { mode: "strict", properties, recordSlug: "products", workspace: "acme" }
@@ -48,39 +55,79 @@ interface Fixture {
 
 const rows: ReadonlyArray<Fixture> = [
   {
-    hour: 1, createdBy: "alice",
+    hour: 1,
+    createdBy: "alice",
     data: {
-      name: "apple", description: "A crisp red apple from Normandy", price: 1.5, qty: 10, inStock: true,
-      tags: ["fruit", "red"], scores: [5, 3], category: "food", published: "2024-01-10T10:00:00Z",
+      name: "apple",
+      description: "A crisp red apple from Normandy",
+      price: 1.5,
+      qty: 10,
+      inStock: true,
+      tags: ["fruit", "red"],
+      scores: [5, 3],
+      category: "food",
+      published: "2024-01-10T10:00:00Z",
       address: { city: "Paris", zip: "75001" }
     }
   },
   {
-    hour: 2, createdBy: "alice",
+    hour: 2,
+    createdBy: "alice",
     data: {
-      name: "banana", description: "Sweet yellow banana", price: 0.5, qty: 0, inStock: true, tags: ["fruit", "yellow"],
-      scores: [4], category: "food", published: "2024-02-01T00:00:00Z", address: { city: "Lyon", zip: "69001" }
+      name: "banana",
+      description: "Sweet yellow banana",
+      price: 0.5,
+      qty: 0,
+      inStock: true,
+      tags: ["fruit", "yellow"],
+      scores: [4],
+      category: "food",
+      published: "2024-02-01T00:00:00Z",
+      address: { city: "Lyon", zip: "69001" }
     }
   },
   {
-    hour: 3, createdBy: "alice",
+    hour: 3,
+    createdBy: "alice",
     data: {
-      name: "carrot", price: 0.8, inStock: false, tags: ["vegetable", "orange"], scores: [], category: "food",
-      published: "2024-03-15T12:30:00Z", address: { city: "Paris", zip: "75002" }
+      name: "carrot",
+      price: 0.8,
+      inStock: false,
+      tags: ["vegetable", "orange"],
+      scores: [],
+      category: "food",
+      published: "2024-03-15T12:30:00Z",
+      address: { city: "Paris", zip: "75002" }
     }
   },
   {
-    hour: 4, createdBy: "alice",
+    hour: 4,
+    createdBy: "alice",
     data: {
-      name: "laptop", description: "Fast laptop with 16GB memory", price: 1200, qty: 5, inStock: true,
-      tags: ["electronics", "computer"], scores: [9, 8], category: "tech", published: "2023-11-20T08:00:00Z",
+      name: "laptop",
+      description: "Fast laptop with 16GB memory",
+      price: 1200,
+      qty: 5,
+      inStock: true,
+      tags: ["electronics", "computer"],
+      scores: [9, 8],
+      category: "tech",
+      published: "2023-11-20T08:00:00Z",
       address: { city: "Berlin", zip: "10115" }
     }
   },
   {
-    hour: 5, createdBy: "alice", version: 3,
+    hour: 5,
+    createdBy: "alice",
+    version: 3,
     data: {
-      name: "phone", price: 800, qty: 0, inStock: false, tags: ["electronics", "mobile"], scores: [7], category: "tech",
+      name: "phone",
+      price: 800,
+      qty: 0,
+      inStock: false,
+      tags: ["electronics", "mobile"],
+      scores: [7],
+      category: "tech",
       published: "2024-05-05T05:05:05Z"
     }
   },
@@ -88,48 +135,83 @@ const rows: ReadonlyArray<Fixture> = [
   {
     hour: 7,
     data: {
-      name: "chair", price: 75, qty: 20, inStock: true, tags: ["furniture"], category: "home",
+      name: "chair",
+      price: 75,
+      qty: 20,
+      inStock: true,
+      tags: ["furniture"],
+      category: "home",
       published: "2024-06-01T00:00:00+02:00"
     }
   },
   {
     hour: 7,
     data: {
-      name: "table", price: 150, qty: 2, inStock: false, tags: ["furniture", "wood"], category: "home",
+      name: "table",
+      price: 150,
+      qty: 2,
+      inStock: false,
+      tags: ["furniture", "wood"],
+      category: "home",
       published: "2024-06-01T00:00:00Z"
     }
   },
   {
     hour: 9,
     data: {
-      name: "lamp", price: 35.25, qty: 7, inStock: true, tags: ["home", "light"], category: "home",
+      name: "lamp",
+      price: 35.25,
+      qty: 7,
+      inStock: true,
+      tags: ["home", "light"],
+      category: "home",
       published: "2024-07-04T00:00:00Z"
     }
   },
   {
     hour: 10,
     data: {
-      name: "100% cotton shirt", price: 25, qty: 15, inStock: true, tags: ["clothing"], category: "fashion"
+      name: "100% cotton shirt",
+      price: 25,
+      qty: 15,
+      inStock: true,
+      tags: ["clothing"],
+      category: "fashion"
     }
   },
   {
     hour: 11,
     data: {
-      name: "under_score", price: 10, qty: 1, inStock: true, tags: ["clothing"], category: "fashion",
+      name: "under_score",
+      price: 10,
+      qty: 1,
+      inStock: true,
+      tags: ["clothing"],
+      category: "fashion",
       meta: { level: { deep: 5 } }
     }
   },
   {
     hour: 12,
     data: {
-      name: "pen", price: 2, qty: 100, inStock: true, tags: ["office"], category: "office",
+      name: "pen",
+      price: 2,
+      qty: 100,
+      inStock: true,
+      tags: ["office"],
+      category: "office",
       meta: { level: { deep: "5" } }
     }
   },
   {
     hour: 13,
     data: {
-      name: "notebook", price: 4.99, qty: 50, inStock: true, tags: ["office", "paper"], category: "office"
+      name: "notebook",
+      price: 4.99,
+      qty: 50,
+      inStock: true,
+      tags: ["office", "paper"],
+      category: "office"
     }
   },
   { hour: 14, data: { name: "O'Reilly book", price: 39.9, qty: 3, inStock: true, tags: ["books"], category: "books" } },
@@ -148,10 +230,10 @@ const nameOf = (id: string) => rows[Number(id.slice(-12)) - 1]!.data.name as str
 const createdAt = (hour: number) => new Date(Date.UTC(2024, 0, 1, hour)).toISOString().replace(".000Z", ".123456Z")
 
 const fixture = (table: string) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const t = sql.literal(table)
-    const create = Effect.gen(function*() {
+    const create = Effect.gen(function* () {
       // a scratch copy of the migrated records table: same columns and defaults, without the foreign keys
       yield* sql`CREATE TABLE ${t} (LIKE records INCLUDING DEFAULTS)`
       for (const [i, row] of rows.entries()) {
@@ -167,9 +249,7 @@ const fixture = (table: string) =>
     yield* Effect.acquireRelease(create, () => Effect.ignore(sql`DROP TABLE IF EXISTS ${t}`))
   })
 
-const backends: Array<readonly [string, Layer.Layer<SqlClient.SqlClient, unknown>, string]> = [
-  ["PGlite", MigratedPglite(), "q_records"]
-]
+const backends: Array<readonly [string, Layer.Layer<SqlClient.SqlClient, unknown>, string]> = [["PGlite", MigratedPglite(), "q_records"]]
 if (process.env.DATABASE_URL) backends.push(["PostgreSQL", MigratedPostgres(process.env.DATABASE_URL), "q_records"])
 
 const get = <A, E>(r: Result.Result<A, E>): A => {
@@ -182,7 +262,7 @@ for (const [backend, client, table] of backends) {
 
   layer(TestLayer, { excludeTestServices: true, timeout: "120 seconds" })(`query compiler on ${backend}`, (it) => {
     const matching = (expr: Ast.Expr, context: CompileContext = ctx) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
         const where = get(compileWhere(sql, expr, context))
         const result = yield* sql<{ id: string }>`SELECT r.id::text AS id FROM ${sql.literal(table)} r WHERE ${where}`
@@ -191,27 +271,18 @@ for (const [backend, client, table] of backends) {
 
     const genB = (s: string) => get(parseFilterB(s))
     const genA = (s: string) => get(parseExpressionA(s))
-    const ql = (s: string, p: Record<string, unknown> = {}) =>
-      get(parseQueryLanguage(`FROM products WHERE ${s}`, p)).where!
+    const ql = (s: string, p: Record<string, unknown> = {}) => get(parseQueryLanguage(`FROM products WHERE ${s}`, p)).where!
     const bracket = (...ps: Array<readonly [string, string]>) => get(parseBracketParams(ps))
 
     const all = rows.map((r) => r.data.name as string)
     const except = (...names: Array<string>) => all.filter((n) => !names.includes(n)).sort()
 
     const cases: ReadonlyArray<readonly [string, Ast.Expr, ReadonlyArray<string>, CompileContext?]> = [
-      [
-        "gt on numbers (a string-typed value is skipped)",
-        genB("price:>100"),
-        ["bike", "drone", "laptop", "phone", "table", "tablet"]
-      ],
+      ["gt on numbers (a string-typed value is skipped)", genB("price:>100"), ["bike", "drone", "laptop", "phone", "table", "tablet"]],
       ["gte + lte", genB("price:>=75,price:<=150"), ["chair", "table"]],
       ["lt", genB("price:<1"), ["banana", "carrot"]],
       ["between is inclusive", genB("price:10..39.9"), ["100% cotton shirt", "O'Reilly book", "lamp", "under_score"]],
-      [
-        "price_min / price_max",
-        bracket(["price_min", "10"], ["price_max", "25"]),
-        ["100% cotton shirt", "under_score"]
-      ],
+      ["price_min / price_max", bracket(["price_min", "10"], ["price_max", "25"]), ["100% cotton shirt", "under_score"]],
       ["eq number by containment", genB("price:66"), [ROBERT]],
       ["eq number ignores notation", genB("price:1.50"), ["apple"]],
       ["ne includes missing", genB("price:!66"), except(ROBERT)],
@@ -241,16 +312,8 @@ for (const [backend, client, table] of backends) {
       ["number array includes", bracket(["scores[includes]", "5"]), ["apple"]],
       ["number array hasAny", bracket(["scores[hasAny]", "8,4"]), ["banana", "laptop"]],
       ["boolean eq", genB("inStock:false"), ["carrot", "phone", "table"]],
-      [
-        "boolean ne includes missing",
-        genB("inStock:!true"),
-        ["carrot", "mango", "old stock", "phone", ROBERT, "table"]
-      ],
-      [
-        "datetime gt (offsets honoured, bad values skipped)",
-        genB("published:>2024-05-01T00:00:00Z"),
-        ["chair", "lamp", "phone", "table"]
-      ],
+      ["boolean ne includes missing", genB("inStock:!true"), ["carrot", "mango", "old stock", "phone", ROBERT, "table"]],
+      ["datetime gt (offsets honoured, bad values skipped)", genB("published:>2024-05-01T00:00:00Z"), ["chair", "lamp", "phone", "table"]],
       ["datetime eq is an instant", genA("published == '2024-05-31T22:00:00Z'"), ["chair"]],
       ["nested path", genB("address.city:Paris"), ["apple", "carrot"]],
       ["string field keeps a numeric-looking value", genB("address.zip:75001"), ["apple"]],
@@ -282,20 +345,22 @@ for (const [backend, client, table] of backends) {
     ]
     for (const [label, expr, expected, context] of cases) {
       it.effect(label, () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           expect(yield* matching(expr, context)).toStrictEqual([...expected].sort())
-        }))
+        })
+      )
     }
 
     it.effect("the injection row did not drop anything", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
         const [row] = yield* sql<{ n: string }>`SELECT count(*)::text AS n FROM ${sql.literal(table)}`
         expect(row?.n).toBe(String(rows.length))
-      }))
+      })
+    )
 
     const ordered = (sort: string, context: CompileContext = ctx) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
         const orderBy = get(compileOrderBy(sql, get(parseSort(sort)), context))
         const result = yield* sql<{ id: string }>`
@@ -304,24 +369,44 @@ for (const [backend, client, table] of backends) {
       })
 
     it.effect("sorts typed, nulls first descending", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         expect((yield* ordered("-price")).map(nameOf)).toStrictEqual([
-          "kiwi", "laptop", "drone", "phone", "tablet", "bike", "table", "chair", ROBERT, "O'Reilly book", "lamp",
-          "100% cotton shirt", "under_score", "old stock", "notebook", "mango", "pen", "apple", "carrot", "banana"
+          "kiwi",
+          "laptop",
+          "drone",
+          "phone",
+          "tablet",
+          "bike",
+          "table",
+          "chair",
+          ROBERT,
+          "O'Reilly book",
+          "lamp",
+          "100% cotton shirt",
+          "under_score",
+          "old stock",
+          "notebook",
+          "mango",
+          "pen",
+          "apple",
+          "carrot",
+          "banana"
         ])
         // schemaless sorts as text: "999.99" before "66"
         const text = (yield* ordered("-price", schemaless)).map(nameOf)
         expect(text.indexOf("drone")).toBeLessThan(text.indexOf(ROBERT))
         expect(text.indexOf("laptop")).toBeGreaterThan(text.indexOf(ROBERT))
-      }))
+      })
+    )
 
     it.effect("breaks ties by id", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const ids = yield* ordered("createdAt")
         expect(ids).toStrictEqual(rows.map((_, i) => idOf(i)))
         const byCategory = (yield* ordered("category")).map(nameOf)
         expect(byCategory.slice(-1)).toStrictEqual(["bike"])
-      }))
+      })
+    )
 
     // Pages of 3 through the cursor must give exactly the full ordering, for every kind of key.
     const sorts = [
@@ -339,7 +424,7 @@ for (const [backend, client, table] of backends) {
       // row-read cursors are exact only without timestamp columns (see encodeCursor)
       for (const exact of sort.includes("createdAt") ? [true] : [true, false]) {
         it.effect(`pages through ${sort} with ${exact ? "selected" : "row-read"} cursors`, () =>
-          Effect.gen(function*() {
+          Effect.gen(function* () {
             const sql = yield* SqlClient.SqlClient
             const keys = get(parseSort(sort))
             const orderBy = get(compileOrderBy(sql, keys, ctx))
@@ -358,18 +443,21 @@ for (const [backend, client, table] of backends) {
               cursor = get(encodeCursor(row, keys, ctx))
             }
             expect(seen).toStrictEqual(yield* ordered(sort))
-          }))
+          })
+        )
       }
     }
 
     it.effect("aggregates with GROUP BY, typed results from both drivers", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
-        const q = get(parseQueryLanguage(
-          "SELECT category, COUNT(*) AS n, SUM(price) AS total, MIN(price) AS lo, MAX(published) AS last, " +
-            "AVG(qty) AS avgQty, MAX(inStock) AS anyInStock " +
-            "FROM products WHERE status = 'active' GROUP BY category ORDER BY n DESC, category"
-        ))
+        const q = get(
+          parseQueryLanguage(
+            "SELECT category, COUNT(*) AS n, SUM(price) AS total, MIN(price) AS lo, MAX(published) AS last, " +
+              "AVG(qty) AS avgQty, MAX(inStock) AS anyInStock " +
+              "FROM products WHERE status = 'active' GROUP BY category ORDER BY n DESC, category"
+          )
+        )
         const c = get(compileAggregate(sql, { groupBy: q.groupBy!, select: q.select!, orderBy: q.orderBy }, ctx))
         const where = get(compileWhere(sql, q.where!, ctx))
         const result = yield* sql<Record<string, unknown>>`
@@ -387,20 +475,24 @@ for (const [backend, client, table] of backends) {
         const tech = out[1]!
         expect([tech.n, tech.total, tech.lo]).toStrictEqual([4, 3449.99, 450])
         expect(out.find((r) => r.category === "misc")!.n).toBe(1)
-      }))
+      })
+    )
 
     it.effect("aggregates an HTTP aggregate request without GROUP BY", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
-        const request = get(parseAggregateRequest({
-          filter: { "data.tags": { hasAny: ["fruit"] }, "data.price": { gte: 1 } },
-          operations: { count: { count: "*" }, total: { sum: "data.price" }, most: { max: "data.name" } }
-        }))
+        const request = get(
+          parseAggregateRequest({
+            filter: { "data.tags": { hasAny: ["fruit"] }, "data.price": { gte: 1 } },
+            operations: { count: { count: "*" }, total: { sum: "data.price" }, most: { max: "data.name" } }
+          })
+        )
         const c = get(compileAggregate(sql, { groupBy: request.groupBy, select: request.aggregates }, ctx))
         const where = get(compileWhere(sql, request.where, ctx))
         const result = yield* sql<Record<string, unknown>>`
           SELECT ${c.select} FROM ${sql.literal(table)} r WHERE ${where} ${c.clauses}`
         expect(result.map(c.decode)).toStrictEqual([{ count: 2, total: 4, most: "mango" }])
-      }))
+      })
+    )
   })
 }

@@ -69,94 +69,100 @@ const object = (o: unknown) => get(parseFilterObject(o))
 
 describe("equivalent forms compile to the same SQL", () => {
   const groups: ReadonlyArray<readonly [string, ReadonlyArray<Ast.Expr>]> = [
-    ["price > 10", [
-      genB("price:>10"),
-      bracket(["price[gt]", "10"]),
-      bracket(["data.price[gt]", "10"]),
-      genA("price > 10"),
-      ql("price > 10"),
-      ql("data.price > :p", { p: 10 }),
-      object({ "data.price": { gt: 10 } })
-    ]],
-    ["name = Bob", [
-      genB("name:Bob"),
-      bracket(["name", "Bob"]),
-      genA("name == 'Bob'"),
-      genA("name == Bob"),
-      ql("name = 'Bob'"),
-      object({ name: "Bob" })
-    ]],
-    ["category in", [
-      genB("category:[food,tech]"),
-      bracket(["category[in]", "food,tech"]),
-      bracket(["category[eqAny]", "food,tech"]),
-      genA("category IN ('food', 'tech')"),
-      ql("category IN ('food', 'tech')"),
-      ql("category IN :c", { c: ["food", "tech"] }),
-      object({ category: ["food", "tech"] })
-    ]],
-    ["category not in", [
-      genB("category:![food,tech]"),
-      bracket(["category[nin]", "food,tech"]),
-      bracket(["category[eqNone]", "food,tech"]),
-      ql("category NOT IN ('food', 'tech')")
-    ]],
-    ["price between", [
-      genB("price:10..20"),
-      bracket(["price[between]", "10,20"]),
-      ql("price BETWEEN 10 AND 20"),
-      object({ price: { between: [10, 20] } })
-    ]],
-    ["price range", [
-      genB("price:>=10,price:<=20"),
-      genB("price:10..,price:..20"),
-      bracket(["price_min", "10"], ["price_max", "20"]),
-      bracket(["price[gte]", "10"], ["price[lte]", "20"]),
-      genA("price >= 10 AND price <= 20"),
-      ql("price >= 10 AND price <= 20")
-    ]],
-    ["status ne", [
-      genB("status:!archived"),
-      bracket(["status[ne]", "archived"]),
-      genA("status != 'archived'"),
-      ql("status <> 'archived'")
-    ]],
-    ["name contains", [
-      genB("name:*app*"),
-      bracket(["name[contains]", "app"]),
-      genA("name.contains('app')"),
-      object({ name: { contains: "app" } })
-    ]],
-    ["tags includes", [
-      genB("tags:x"),
-      bracket(["tags", "x"]),
-      bracket(["tags[includes]", "x"]),
-      bracket(["tags[hasAny]", "x"]),
-      genA("tags.includes('x')"),
-      ql("tags CONTAINS 'x'"),
-      object({ tags: { includes: "x" } })
-    ]],
-    ["category is null", [
-      genB("category:null"),
-      bracket(["category[isNull]", "true"]),
-      genA("category == null"),
-      ql("category IS NULL"),
-      object({ category: null })
-    ]],
-    ["inStock true", [
-      genB("inStock:true"),
-      bracket(["inStock", "true"]),
-      genA("inStock == true"),
-      genA("inStock"),
-      ql("inStock = true"),
-      object({ inStock: true })
-    ]],
-    ["zip keeps its leading zero", [
-      genB("zip:01234"),
-      bracket(["zip", "01234"]),
-      genA("zip == '01234'"),
-      ql("zip = '01234'")
-    ]]
+    [
+      "price > 10",
+      [
+        genB("price:>10"),
+        bracket(["price[gt]", "10"]),
+        bracket(["data.price[gt]", "10"]),
+        genA("price > 10"),
+        ql("price > 10"),
+        ql("data.price > :p", { p: 10 }),
+        object({ "data.price": { gt: 10 } })
+      ]
+    ],
+    [
+      "name = Bob",
+      [genB("name:Bob"), bracket(["name", "Bob"]), genA("name == 'Bob'"), genA("name == Bob"), ql("name = 'Bob'"), object({ name: "Bob" })]
+    ],
+    [
+      "category in",
+      [
+        genB("category:[food,tech]"),
+        bracket(["category[in]", "food,tech"]),
+        bracket(["category[eqAny]", "food,tech"]),
+        genA("category IN ('food', 'tech')"),
+        ql("category IN ('food', 'tech')"),
+        ql("category IN :c", { c: ["food", "tech"] }),
+        object({ category: ["food", "tech"] })
+      ]
+    ],
+    [
+      "category not in",
+      [
+        genB("category:![food,tech]"),
+        bracket(["category[nin]", "food,tech"]),
+        bracket(["category[eqNone]", "food,tech"]),
+        ql("category NOT IN ('food', 'tech')")
+      ]
+    ],
+    [
+      "price between",
+      [genB("price:10..20"), bracket(["price[between]", "10,20"]), ql("price BETWEEN 10 AND 20"), object({ price: { between: [10, 20] } })]
+    ],
+    [
+      "price range",
+      [
+        genB("price:>=10,price:<=20"),
+        genB("price:10..,price:..20"),
+        bracket(["price_min", "10"], ["price_max", "20"]),
+        bracket(["price[gte]", "10"], ["price[lte]", "20"]),
+        genA("price >= 10 AND price <= 20"),
+        ql("price >= 10 AND price <= 20")
+      ]
+    ],
+    [
+      "status ne",
+      [genB("status:!archived"), bracket(["status[ne]", "archived"]), genA("status != 'archived'"), ql("status <> 'archived'")]
+    ],
+    [
+      "name contains",
+      [genB("name:*app*"), bracket(["name[contains]", "app"]), genA("name.contains('app')"), object({ name: { contains: "app" } })]
+    ],
+    [
+      "tags includes",
+      [
+        genB("tags:x"),
+        bracket(["tags", "x"]),
+        bracket(["tags[includes]", "x"]),
+        bracket(["tags[hasAny]", "x"]),
+        genA("tags.includes('x')"),
+        ql("tags CONTAINS 'x'"),
+        object({ tags: { includes: "x" } })
+      ]
+    ],
+    [
+      "category is null",
+      [
+        genB("category:null"),
+        bracket(["category[isNull]", "true"]),
+        genA("category == null"),
+        ql("category IS NULL"),
+        object({ category: null })
+      ]
+    ],
+    [
+      "inStock true",
+      [
+        genB("inStock:true"),
+        bracket(["inStock", "true"]),
+        genA("inStock == true"),
+        genA("inStock"),
+        ql("inStock = true"),
+        object({ inStock: true })
+      ]
+    ],
+    ["zip keeps its leading zero", [genB("zip:01234"), bracket(["zip", "01234"]), genA("zip == '01234'"), ql("zip = '01234'")]]
   ]
   for (const [label, exprs] of groups) {
     it(label, () => {
@@ -172,21 +178,16 @@ describe("typed comparisons", () => {
     expect(text).toContain("::numeric END) > $3::text::numeric")
     expect(text).toContain("troupe_datetime((r.data ->> $4::text)) > troupe_datetime($5::text)")
     expect(text).toContain("@> $")
-    expect(params).toStrictEqual([
-      "price",
-      "price",
-      "10",
-      "published",
-      "2024-01-01T00:00:00Z",
-      "{\"inStock\":true}"
-    ])
+    expect(params).toStrictEqual(["price", "price", "10", "published", "2024-01-01T00:00:00Z", '{"inStock":true}'])
   })
 
   it("maps columns and constant columns", () => {
-    const [text, params] = where(genB(
-      "id:[00000000-0000-4000-8000-000000000001],createdAt:>2024-01-01,version:>=2," +
-        "recordSlug:products,workspaceSlug:acme,createdBy:u1"
-    ))
+    const [text, params] = where(
+      genB(
+        "id:[00000000-0000-4000-8000-000000000001],createdAt:>2024-01-01,version:>=2," +
+          "recordSlug:products,workspaceSlug:acme,createdBy:u1"
+      )
+    )
     expect(text).toContain("r.id IN ($1::text::uuid)")
     expect(text).toContain("r.created_at > troupe_datetime($2::text)")
     expect(text).toContain("r.version >= $3::text::numeric")
@@ -197,7 +198,7 @@ describe("typed comparisons", () => {
 
   it("resolves a bare column name to a declared property of that name", () => {
     const ctx: CompileContext = { ...strict, properties: propertyMap([{ name: "status", type: "number" }]) }
-    expect(where(genB("status:3"), ctx)[1]).toContain("{\"status\":3}")
+    expect(where(genB("status:3"), ctx)[1]).toContain('{"status":3}')
     expect(where(genB("status:active"))[0]).toContain("r.status")
     // id is always the column
     expect(where(genB("id:00000000-0000-4000-8000-000000000001"), ctx)[0]).toContain("r.id =")
@@ -222,9 +223,9 @@ describe("typed comparisons", () => {
   })
 
   it("uses jsonb containment for arrays, typed by item type", () => {
-    expect(where(bracket(["scores[hasAll]", "1,2.5"]))[1]).toStrictEqual(["{\"scores\":[1,2.5]}"])
-    expect(where(bracket(["tags[hasAny]", "a,b"]))[1]).toStrictEqual(["{\"tags\":[\"a\"]}", "{\"tags\":[\"b\"]}"])
-    expect(where(bracket(["editors[includes]", "u1"]))[1]).toStrictEqual(["{\"editors\":[\"u1\"]}"])
+    expect(where(bracket(["scores[hasAll]", "1,2.5"]))[1]).toStrictEqual(['{"scores":[1,2.5]}'])
+    expect(where(bracket(["tags[hasAny]", "a,b"]))[1]).toStrictEqual(['{"tags":["a"]}', '{"tags":["b"]}'])
+    expect(where(bracket(["editors[includes]", "u1"]))[1]).toStrictEqual(['{"editors":["u1"]}'])
     expect(where(bracket(["tags[hasAny]", "a"]), schemaless)[0]).toContain("jsonb_array_elements_text")
   })
 
@@ -316,7 +317,13 @@ describe("size limits: long lists and big conditions are field errors, never the
   })
 
   it("sorts, groups and selections are bounded", () => {
-    const sort = get(parseSort(Array(MAX_SORT_KEYS + 1).fill("price").join(",")))
+    const sort = get(
+      parseSort(
+        Array(MAX_SORT_KEYS + 1)
+          .fill("price")
+          .join(",")
+      )
+    )
     const r = compileOrderBy(sql, sort, strict)
     expect(Result.isFailure(r) && r.failure.message.includes(`at most ${MAX_SORT_KEYS}`)).toBe(true)
     const groupBy = Array(MAX_GROUP_FIELDS + 1).fill(Ast.fieldRef("name"))
@@ -329,7 +336,10 @@ describe("injection attempts stay bound parameters", () => {
   const payload = "x'); DROP TABLE records; --"
   const check = ([text, params]: readonly [string, ReadonlyArray<unknown>]) => {
     expect(text).not.toContain("DROP")
-    expect(params.some((p) => typeof p === "string" && p.includes("DROP TABLE")), "payload is a parameter").toBe(true)
+    expect(
+      params.some((p) => typeof p === "string" && p.includes("DROP TABLE")),
+      "payload is a parameter"
+    ).toBe(true)
   }
   it("in values of every syntax", () => {
     check(where(genB(`name:"${payload}"`)))
@@ -361,15 +371,20 @@ describe("injection attempts stay bound parameters", () => {
   })
   it("in cursors", () => {
     const keys = get(parseSort("name"))
-    const forged = Buffer.from(JSON.stringify({ k: "name,id", v: [payload, "00000000-0000-4000-8000-000000000001"] }))
-      .toString("base64url")
+    const forged = Buffer.from(JSON.stringify({ k: "name,id", v: [payload, "00000000-0000-4000-8000-000000000001"] })).toString("base64url")
     check(compile(get(compileCursor(sql, forged, keys, strict))))
   })
   it("in aggregate aliases and groups", () => {
-    const c = get(compileAggregate(sql, {
-      groupBy: [Ast.data(payload)],
-      select: [{ _tag: "Aggregate", fn: "count", field: undefined, alias: payload }]
-    }, schemaless))
+    const c = get(
+      compileAggregate(
+        sql,
+        {
+          groupBy: [Ast.data(payload)],
+          select: [{ _tag: "Aggregate", fn: "count", field: undefined, alias: payload }]
+        },
+        schemaless
+      )
+    )
     check(sql`SELECT ${c.select} FROM records r ${c.clauses}`.compile())
     expect(c.decode({ g0: "a", a0: 2 })).toStrictEqual({ [`data.${payload}`]: "a", [payload]: 2 })
   })
@@ -378,8 +393,9 @@ describe("injection attempts stay bound parameters", () => {
 describe("sorting and cursors", () => {
   it("types sort keys, puts nulls last ascending and appends r.id", () => {
     const [text, params] = compile(get(compileOrderBy(sql, get(parseSort("-price,name,createdAt")), strict)))
-    expect(text).toContain("::numeric END) DESC NULLS FIRST,(r.data ->> $3::text) ASC NULLS LAST,r.created_at ASC NULLS LAST," +
-        "r.id ASC NULLS LAST")
+    expect(text).toContain(
+      "::numeric END) DESC NULLS FIRST,(r.data ->> $3::text) ASC NULLS LAST,r.created_at ASC NULLS LAST," + "r.id ASC NULLS LAST"
+    )
     expect(params).toStrictEqual(["price", "price", "name"])
     const [byId] = compile(get(compileOrderBy(sql, get(parseSort("-id")), strict)))
     expect(byId).toContain("r.id DESC NULLS FIRST")
@@ -394,11 +410,7 @@ describe("sorting and cursors", () => {
 
   it("round-trips a cursor into a keyset predicate", () => {
     const keys = get(parseSort("-price,name"))
-    const cursor = get(encodeCursor(
-      { id: "00000000-0000-4000-8000-000000000001", data: { price: 5, name: "kiwi" } },
-      keys,
-      strict
-    ))
+    const cursor = get(encodeCursor({ id: "00000000-0000-4000-8000-000000000001", data: { price: 5, name: "kiwi" } }, keys, strict))
     expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/)
     const [text, params] = compile(get(compileCursor(sql, cursor, keys, strict)))
     expect(text).toContain("< $3::text::numeric")
@@ -408,15 +420,17 @@ describe("sorting and cursors", () => {
 
   it("prefers the exact qcursor values the database selected", () => {
     const keys = get(parseSort("createdAt"))
-    const cursor = get(encodeCursor(
-      {
-        id: "x",
-        createdAt: new Date(0),
-        qcursor: ["2024-01-01T00:00:00.123456+00:00", "00000000-0000-4000-8000-000000000001"]
-      },
-      keys,
-      strict
-    ))
+    const cursor = get(
+      encodeCursor(
+        {
+          id: "x",
+          createdAt: new Date(0),
+          qcursor: ["2024-01-01T00:00:00.123456+00:00", "00000000-0000-4000-8000-000000000001"]
+        },
+        keys,
+        strict
+      )
+    )
     expect(compile(get(compileCursor(sql, cursor, keys, strict)))[1]).toContain("2024-01-01T00:00:00.123456+00:00")
   })
 
@@ -445,10 +459,12 @@ describe("sorting and cursors", () => {
 
 describe("aggregation", () => {
   it("compiles group fields, aggregates, positional GROUP BY and alias ordering", () => {
-    const q = get(parseQueryLanguage(
-      "SELECT category AS cat, COUNT(*) AS n, SUM(price) AS total, MIN(published) AS first, MAX(inStock) AS any " +
-        "FROM products GROUP BY category ORDER BY total DESC, cat"
-    ))
+    const q = get(
+      parseQueryLanguage(
+        "SELECT category AS cat, COUNT(*) AS n, SUM(price) AS total, MIN(published) AS first, MAX(inStock) AS any " +
+          "FROM products GROUP BY category ORDER BY total DESC, cat"
+      )
+    )
     const c = get(compileAggregate(sql, { groupBy: q.groupBy!, select: q.select!, orderBy: q.orderBy }, strict))
     const [text] = sql`SELECT ${c.select} FROM records r ${c.clauses}`.compile()
     expect(text).toContain("NULLIF((r.data -> $1::text), 'null'::jsonb) AS g0")

@@ -2,7 +2,7 @@
 // field name, is a bound parameter, and every parameter is a JS string cast in SQL (`$1::text::numeric`): that is
 // the one form both drivers encode the same way (sql-pg binds by the server-inferred type, PGlite serialises
 // by JS type). Comparisons are typed by the structure's property types; `schemaless` compares data as text.
-import { Result } from "effect"
+import type { Result } from "effect"
 import { Statement } from "effect/sql"
 import * as Ast from "./Ast.ts"
 import { QueryFieldError } from "./QueryErrors.ts"
@@ -48,13 +48,18 @@ export interface PropertyDefinitionLike {
 
 /** Builds `CompileContext.properties` from a structure's property array (recursing into object properties). */
 export const propertyMap = (defs: ReadonlyArray<PropertyDefinitionLike>): ReadonlyMap<string, PropertyInfo> =>
-  new Map(defs.map((d) => [d.name, {
-    type: d.type,
-    items: d.items,
-    properties: d.properties ? propertyMap(d.properties) : undefined,
-    relationship: d.relationship,
-    isSecret: d.isSecret
-  }]))
+  new Map(
+    defs.map((d) => [
+      d.name,
+      {
+        type: d.type,
+        items: d.items,
+        properties: d.properties ? propertyMap(d.properties) : undefined,
+        relationship: d.relationship,
+        isSecret: d.isSecret
+      }
+    ])
+  )
 
 // ---------------------------------------------------------------------------------------------------------------
 // Failures
@@ -73,7 +78,7 @@ const fail = (field: string, message: string): never => {
 }
 
 const run = <A>(f: () => A): Result.Result<A, QueryFieldError> =>
-  tryParse(f, (e) => e instanceof FieldFail ? new QueryFieldError({ field: e.field, message: e.message }) : undefined)
+  tryParse(f, (e) => (e instanceof FieldFail ? new QueryFieldError({ field: e.field, message: e.message }) : undefined))
 
 // ---------------------------------------------------------------------------------------------------------------
 // Fields
@@ -282,8 +287,7 @@ const textExpr = (sql: Sql, f: ResolvedField): Fragment => {
 const uuidPattern = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/
 const jsonNumberPattern = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/
 const datetimePattern = new RegExp(
-  "^(\\d{4})-(\\d{2})-(\\d{2})" +
-    "(?:[T ](\\d{2}):(\\d{2})(?::(\\d{2})(?:\\.\\d{1,9})?)?(?:\\s*(?:[Zz]|[+-](\\d{2})(?::?(\\d{2}))?))?)?$"
+  "^(\\d{4})-(\\d{2})-(\\d{2})" + "(?:[T ](\\d{2}):(\\d{2})(?::(\\d{2})(?:\\.\\d{1,9})?)?(?:\\s*(?:[Zz]|[+-](\\d{2})(?::?(\\d{2}))?))?)?$"
 )
 
 /** ISO 8601 date or date-time that PostgreSQL will certainly accept (real calendar day, sane offset). */
@@ -335,7 +339,7 @@ const asUuid = (l: Ast.Literal, f: ResolvedField): string => {
 
 const asText = (l: Ast.Literal, f: ResolvedField): string => {
   const v = noNull(l, f)
-  return typeof v === "string" ? v : l.raw ?? String(v)
+  return typeof v === "string" ? v : (l.raw ?? String(v))
 }
 
 /** A bound parameter of the field's type. */
@@ -417,14 +421,21 @@ const arrayMatch = (sql: Sql, f: ResolvedField, mode: "any" | "all", values: Rea
     const item = f.itemType
     const leaves = values.map((v) => jsonValue(v, item, f))
     if (mode === "all") return containment(sql, f.path, `[${leaves.join(",")}]`)
-    return orAll(sql, leaves.map((leaf) => containment(sql, f.path, `[${leaf}]`)))
+    return orAll(
+      sql,
+      leaves.map((leaf) => containment(sql, f.path, `[${leaf}]`))
+    )
   }
   if (!f.asText) return fail(f.label, `Field '${f.label}' is not an array field`)
   // schemaless or free-form: compare the elements as text
   const texts = values.map((v) => asText(v, f))
-  const exists = (vs: ReadonlyArray<string>) =>
-    sql`(EXISTS (SELECT 1 FROM ${elementsText(sql, f)} AS q_e(v) WHERE q_e.v IN ${sql.in(vs)}))`
-  return mode === "any" ? exists(texts) : andAll(sql, texts.map((t) => exists([t])))
+  const exists = (vs: ReadonlyArray<string>) => sql`(EXISTS (SELECT 1 FROM ${elementsText(sql, f)} AS q_e(v) WHERE q_e.v IN ${sql.in(vs)}))`
+  return mode === "any"
+    ? exists(texts)
+    : andAll(
+        sql,
+        texts.map((t) => exists([t]))
+      )
 }
 
 const compileCompare = (sql: Sql, e: Extract<Ast.Expr, { _tag: "Compare" }>, ctx: CompileContext): Fragment => {
@@ -540,11 +551,12 @@ const compileSearch = (sql: Sql, e: Extract<Ast.Expr, { _tag: "Search" }>, ctx: 
   if (term === "") return TRUE
   const pattern = `%${escapeLike(term)}%`
   const fullText = term.length >= MIN_FULL_TEXT_LENGTH
-  const refs = e.fields.length > 0
-    ? e.fields
-    : ctx.defaultSearchField !== undefined && ctx.defaultSearchField !== ""
-    ? [Ast.fieldRef(ctx.defaultSearchField)]
-    : []
+  const refs =
+    e.fields.length > 0
+      ? e.fields
+      : ctx.defaultSearchField !== undefined && ctx.defaultSearchField !== ""
+        ? [Ast.fieldRef(ctx.defaultSearchField)]
+        : []
   if (refs.length === 0) {
     // every string value anywhere in data
     const like = sql`EXISTS (SELECT 1 FROM jsonb_path_query(r.data, 'strict $.**') AS q_s(v)
@@ -569,9 +581,15 @@ const compileSearch = (sql: Sql, e: Extract<Ast.Expr, { _tag: "Search" }>, ctx: 
 const compileExpr = (sql: Sql, e: Ast.Expr, ctx: CompileContext): Fragment => {
   switch (e._tag) {
     case "And":
-      return andAll(sql, e.items.map((i) => compileExpr(sql, i, ctx)))
+      return andAll(
+        sql,
+        e.items.map((i) => compileExpr(sql, i, ctx))
+      )
     case "Or":
-      return orAll(sql, e.items.map((i) => compileExpr(sql, i, ctx)))
+      return orAll(
+        sql,
+        e.items.map((i) => compileExpr(sql, i, ctx))
+      )
     case "Not":
       return notOf(sql, compileExpr(sql, e.expr, ctx))
     case "Compare":
@@ -686,14 +704,8 @@ const DESC = lit("DESC NULLS FIRST")
  * Compiles sort keys to an ORDER BY list (without the keyword), typed by property type, nulls last ascending,
  * always ending in `r.id` (in the direction of the last key) so pages are stable.
  */
-export const compileOrderBy = (
-  sql: Sql,
-  keys: ReadonlyArray<Ast.SortKey>,
-  ctx: CompileContext
-): Result.Result<Fragment, QueryFieldError> =>
-  run(() =>
-    sql.csv(sortTerms(keys, ctx).map((t) => sql`${typedExpr(sql, t.field)} ${t.direction === "asc" ? ASC : DESC}`))
-  )
+export const compileOrderBy = (sql: Sql, keys: ReadonlyArray<Ast.SortKey>, ctx: CompileContext): Result.Result<Fragment, QueryFieldError> =>
+  run(() => sql.csv(sortTerms(keys, ctx).map((t) => sql`${typedExpr(sql, t.field)} ${t.direction === "asc" ? ASC : DESC}`)))
 
 const cursorText = (sql: Sql, t: SortTerm): Fragment => {
   const e = typedExpr(sql, t.field)
@@ -726,8 +738,7 @@ interface CursorPayload {
   readonly v: ReadonlyArray<string | null>
 }
 
-const signature = (terms: ReadonlyArray<SortTerm>): string =>
-  terms.map((t) => `${t.direction === "desc" ? "-" : ""}${t.label}`).join(",")
+const signature = (terms: ReadonlyArray<SortTerm>): string => terms.map((t) => `${t.direction === "desc" ? "-" : ""}${t.label}`).join(",")
 
 const readPath = (value: unknown, path: ReadonlyArray<string>): unknown => {
   let v = value
@@ -775,9 +786,10 @@ export const encodeCursor = (
   run(() => {
     const terms = sortTerms(keys, ctx)
     const selected = lastRow[CURSOR_COLUMN]
-    const values = Array.isArray(selected) && selected.length === terms.length
-      ? selected.map((v) => v === null || v === undefined ? null : String(v))
-      : terms.map((t) => rowValue(lastRow, t))
+    const values =
+      Array.isArray(selected) && selected.length === terms.length
+        ? selected.map((v) => (v === null || v === undefined ? null : String(v)))
+        : terms.map((t) => rowValue(lastRow, t))
     const payload: CursorPayload = { k: signature(terms), v: values }
     return Buffer.from(JSON.stringify(payload), "utf8").toString("base64url")
   })
@@ -844,11 +856,12 @@ export const compileCursor = (
         same = sql`(${typedExpr(sql, t.field)} IS NULL)`
       } else {
         const b = cursorBind(sql, v, t.type)
-        after = t.direction === "desc"
-          ? sql`(${e} < ${b})`
-          : t.field.column === "id"
-          ? sql`(${e} > ${b})`
-          : sql`(${e} > ${b} OR ${typedExpr(sql, t.field)} IS NULL)`
+        after =
+          t.direction === "desc"
+            ? sql`(${e} < ${b})`
+            : t.field.column === "id"
+              ? sql`(${e} > ${b})`
+              : sql`(${e} > ${b} OR ${typedExpr(sql, t.field)} IS NULL)`
         same = sql`(${typedExpr(sql, t.field)} = ${cursorBind(sql, v, t.type)})`
       }
       if (after !== undefined) branches.push(andAll(sql, [...equal, after]))
@@ -859,13 +872,14 @@ export const compileCursor = (
     // nothing smaller follows in ascending order on a NOT NULL column.
     const first = terms[0]!
     const v0 = payload.v[0]!
-    const bound = v0 === null
-      ? undefined
-      : first.direction === "desc"
-      ? sql`(${typedExpr(sql, first.field)} <= ${cursorBind(sql, v0, first.type)})`
-      : first.field.kind === "column" && notNullColumns.has(first.field.column!)
-      ? sql`(${typedExpr(sql, first.field)} >= ${cursorBind(sql, v0, first.type)})`
-      : undefined
+    const bound =
+      v0 === null
+        ? undefined
+        : first.direction === "desc"
+          ? sql`(${typedExpr(sql, first.field)} <= ${cursorBind(sql, v0, first.type)})`
+          : first.field.kind === "column" && notNullColumns.has(first.field.column!)
+            ? sql`(${typedExpr(sql, first.field)} >= ${cursorBind(sql, v0, first.type)})`
+            : undefined
     const after = orAll(sql, branches)
     return paren(sql, bound === undefined ? after : sql`${after} AND ${bound}`)
   })
@@ -892,8 +906,7 @@ export interface CompiledAggregate {
 }
 
 const sameField = (a: ResolvedField, b: ResolvedField): boolean =>
-  a.kind === b.kind && a.column === b.column && a.path.length === b.path.length &&
-  a.path.every((p, i) => p === b.path[i])
+  a.kind === b.kind && a.column === b.column && a.path.length === b.path.length && a.path.every((p, i) => p === b.path[i])
 
 // JSON null and a missing key form one group, the SQL NULL one (sorted last like every other null)
 const groupExpr = (sql: Sql, f: ResolvedField): Fragment =>
@@ -942,11 +955,7 @@ const aggregateExpr = (sql: Sql, item: Extract<Ast.SelectItem, { _tag: "Aggregat
 export const MAX_GROUP_FIELDS = 32
 export const MAX_SELECT_ITEMS = 256
 
-export const compileAggregate = (
-  sql: Sql,
-  spec: AggregateSpec,
-  ctx: CompileContext
-): Result.Result<CompiledAggregate, QueryFieldError> =>
+export const compileAggregate = (sql: Sql, spec: AggregateSpec, ctx: CompileContext): Result.Result<CompiledAggregate, QueryFieldError> =>
   run(() => {
     if (spec.groupBy.length > MAX_GROUP_FIELDS) {
       return fail("", `GROUP BY may name at most ${MAX_GROUP_FIELDS} fields, got ${spec.groupBy.length}`)
@@ -975,9 +984,7 @@ export const compileAggregate = (
       columns.push(sql`${groupExpr(sql, g.field)} AS ${lit(`g${i}`)}`)
       take(groupKeys[i]!, `g${i}`)
     })
-    const aggregates = spec.select.filter((s): s is Extract<Ast.SelectItem, { _tag: "Aggregate" }> =>
-      s._tag === "Aggregate"
-    )
+    const aggregates = spec.select.filter((s): s is Extract<Ast.SelectItem, { _tag: "Aggregate" }> => s._tag === "Aggregate")
     aggregates.forEach((a, i) => {
       columns.push(sql`${aggregateExpr(sql, a, ctx)} AS ${lit(`a${i}`)}`)
       take(a.alias, `a${i}`)

@@ -60,13 +60,7 @@ class ParseFail {
 }
 
 const describe = (t: Token): string =>
-  t.kind === "eof"
-    ? "end of input"
-    : t.kind === "string"
-    ? `'${t.text}'`
-    : t.kind === "param"
-    ? `':${t.text}'`
-    : `'${t.text}'`
+  t.kind === "eof" ? "end of input" : t.kind === "string" ? `'${t.text}'` : t.kind === "param" ? `':${t.text}'` : `'${t.text}'`
 
 class Parser {
   readonly tokens: ReadonlyArray<Token>
@@ -250,10 +244,9 @@ class Parser {
         return Ast.compare(op, field, value)
       }
     }
-    const negated = this.isKeyword("NOT") &&
-      ["BETWEEN", "IN", "LIKE", "ILIKE", "CONTAINS", "INCLUDES"].some((w) => this.isKeyword(w, 1))
+    const negated = this.isKeyword("NOT") && ["BETWEEN", "IN", "LIKE", "ILIKE", "CONTAINS", "INCLUDES"].some((w) => this.isKeyword(w, 1))
     if (negated) this.next()
-    const wrap = (e: Ast.Expr) => negated ? Ast.not(e) : e
+    const wrap = (e: Ast.Expr) => (negated ? Ast.not(e) : e)
     if (this.acceptKeyword("BETWEEN")) {
       const lowAt = this.peek()
       const low = this.parseValue("after BETWEEN")
@@ -282,7 +275,9 @@ class Parser {
       return not ? Ast.isNotNull(field) : Ast.isNull(field)
     }
     const after = this.peek()
-    const ends = after.kind === "eof" || (after.kind === "op" && [")", "&&", "||"].includes(after.text)) ||
+    const ends =
+      after.kind === "eof" ||
+      (after.kind === "op" && [")", "&&", "||"].includes(after.text)) ||
       (after.kind === "ident" && reserved.has(after.text.toUpperCase()))
     // A lone boolean field: `inStock AND price < 5`
     if (ends) return Ast.compare("eq", field, Ast.literal(true, "true"))
@@ -413,8 +408,13 @@ class Parser {
           field = this.parseField().field
         }
         this.expectOp(")", `to close ${t.text.toUpperCase()}(`)
-        const alias = this.parseAlias() ??
-          (field === undefined ? fn : `${fn}_${Ast.fieldLabel(field).replace(/^data\./, "").replaceAll(".", "_")}`)
+        const alias =
+          this.parseAlias() ??
+          (field === undefined
+            ? fn
+            : `${fn}_${Ast.fieldLabel(field)
+                .replace(/^data\./, "")
+                .replaceAll(".", "_")}`)
         item = { _tag: "Aggregate", fn, field, alias }
       } else {
         const field = this.parseField().field
@@ -546,7 +546,8 @@ const run = <A>(
   }
   return tryParse(
     () => f(new Parser(input, dialect, parameters)),
-    (e) => e instanceof ParseFail || e instanceof LexError ? new QueryParseError({ message: e.message, position: e.position, input }) : undefined
+    (e) =>
+      e instanceof ParseFail || e instanceof LexError ? new QueryParseError({ message: e.message, position: e.position, input }) : undefined
   )
 }
 

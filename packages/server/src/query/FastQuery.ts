@@ -5,7 +5,7 @@ import { Effect } from "effect"
 import type { FastTable } from "../platform/FastRoutes.ts"
 import { QueryService } from "./QueryService.ts"
 
-export const fastQueryRoutes: Effect.Effect<FastTable, never, QueryService> = Effect.gen(function*() {
+export const fastQueryRoutes: Effect.Effect<FastTable, never, QueryService> = Effect.gen(function* () {
   const queries = yield* QueryService
   return {
     "query.query": ({ params, payload }) =>

@@ -17,7 +17,7 @@ class Fail {
 }
 
 const run = <A>(input: string, f: () => A): Result.Result<A, QueryParseError> =>
-  tryParse(f, (e) => e instanceof Fail ? new QueryParseError({ message: e.message, position: e.position, input }) : undefined)
+  tryParse(f, (e) => (e instanceof Fail ? new QueryParseError({ message: e.message, position: e.position, input }) : undefined))
 
 const segmentChar = /[A-Za-z0-9_$-]/
 
@@ -57,8 +57,8 @@ const splitTopLevel = (s: string, start: number, end: number, allowBrackets: boo
     const c = s[j]
     if (quoteAt >= 0) {
       if (c === "\\") j++
-      else if (c === "\"") quoteAt = -1
-    } else if (c === "\"") {
+      else if (c === '"') quoteAt = -1
+    } else if (c === '"') {
       quoteAt = j
     } else if (c === "[") {
       if (!allowBrackets || depth > 0) throw new Fail("Unexpected '['", j)
@@ -91,7 +91,7 @@ const readQuoted = (s: string, start: number, end: number): string => {
     const c = s[j]!
     if (c === "\\" && j + 1 < end) {
       out += s[++j]
-    } else if (c === "\"") {
+    } else if (c === '"') {
       if (j !== end - 1) throw new Fail("Unexpected text after the closing quote", j + 1)
       return out
     } else {
@@ -105,13 +105,13 @@ const readQuoted = (s: string, start: number, end: number): string => {
 const readValue = (s: string, start: number, end: number, after: string): Ast.Literal => {
   const [a, b] = trimRange(s, start, end)
   if (a === b) throw new Fail(`Expected a value${after}`, a)
-  if (s[a] === "\"") return Ast.literal(readQuoted(s, a, b))
+  if (s[a] === '"') return Ast.literal(readQuoted(s, a, b))
   return Ast.untyped(s.slice(a, b))
 }
 
-const readText = (s: string, start: number, end: number): string => {
+const _readText = (s: string, start: number, end: number): string => {
   const [a, b] = trimRange(s, start, end)
-  return a < b && s[a] === "\"" ? readQuoted(s, a, b) : s.slice(a, b)
+  return a < b && s[a] === '"' ? readQuoted(s, a, b) : s.slice(a, b)
 }
 
 const readList = (s: string, open: number, end: number): Array<Ast.Literal> => {
@@ -139,7 +139,7 @@ const parseConditionB = (s: string, start: number, end: number): Ast.Expr => {
   const negate = s[p] === "!"
   if (negate) p++
   if (p === b) throw new Fail("Expected a value after '!'", p)
-  const wrap = (e: Ast.Expr) => negate ? Ast.not(e) : e
+  const wrap = (e: Ast.Expr) => (negate ? Ast.not(e) : e)
   for (const [prefix, op] of comparisonPrefixes) {
     if (s.startsWith(prefix, p)) {
       const value = readValue(s, p + prefix.length, b, ` after '${prefix}'`)
@@ -151,7 +151,7 @@ const parseConditionB = (s: string, start: number, end: number): Ast.Expr => {
     const values = readList(s, p, b)
     return Ast.list(negate ? "nin" : "in", field, values)
   }
-  if (s[p] === "\"") {
+  if (s[p] === '"') {
     const value = Ast.literal(readQuoted(s, p, b))
     return Ast.compare(negate ? "ne" : "eq", field, value)
   }
@@ -215,17 +215,7 @@ export const reservedParams: ReadonlyArray<string> = [
   "includeChangelog"
 ]
 
-type BracketOp =
-  | Ast.CompareOp
-  | Ast.ListOp
-  | "contains"
-  | "startswith"
-  | "endswith"
-  | "like"
-  | "ilike"
-  | "includes"
-  | "between"
-  | "isNull"
+type BracketOp = Ast.CompareOp | Ast.ListOp | "contains" | "startswith" | "endswith" | "like" | "ilike" | "includes" | "between" | "isNull"
 
 const bracketOps: ReadonlyMap<string, BracketOp> = new Map<string, BracketOp>([
   ["eq", "eq"],
@@ -256,12 +246,7 @@ const listOps: ReadonlySet<string> = new Set(["in", "nin", "eqAny", "eqNone", "h
  * Builds the condition of one operator from already-split values. Shared by bracket params (values are text) and
  * filter objects (values are JSON); `at` is the position reported for a bad value.
  */
-const buildOp = (
-  op: BracketOp,
-  field: Ast.FieldRef,
-  values: ReadonlyArray<Ast.Literal>,
-  at: number
-): Ast.Expr => {
+const buildOp = (op: BracketOp, field: Ast.FieldRef, values: ReadonlyArray<Ast.Literal>, at: number): Ast.Expr => {
   const one = (): Ast.Literal => {
     if (values.length !== 1) throw new Fail(`Operator '${op}' takes one value`, at)
     return values[0]!
@@ -324,7 +309,7 @@ const parseBracketParam = (key: string, value: string, options: BracketOptions |
   const match = wrapped ?? bracketKey.exec(key)
   if (match === null) {
     const bad = key.search(/[[\]]/)
-    throw new Fail("Malformed parameter name", bad < 0 ? 0 : bad)
+    throw new Fail("Malformed parameter name", Math.max(bad, 0))
   }
   const fieldText = match[1]!
   const fieldAt = wrapped ? "filter[".length : 0
@@ -387,8 +372,7 @@ export const parseBracketParams = (
 // ---------------------------------------------------------------------------------------------------------------
 // Filter objects
 
-const isPlainObject = (u: unknown): u is Record<string, unknown> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
+const isPlainObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const jsonLiteral = (v: unknown, where: string): Ast.Literal => {
   if (v === null || typeof v === "string" || typeof v === "boolean") return Ast.literal(v)
@@ -458,7 +442,7 @@ const objectOp = (field: Ast.FieldRef, key: string, opText: string, value: unkno
  * allowed). Positions are 0; the message names the offending key.
  */
 export const parseFilterObject = (obj: unknown): Result.Result<Ast.Expr, QueryParseError> =>
-  run(safeJson(obj), () => obj === undefined || obj === null ? Ast.all : parseObjectNode(obj, "filter", 0))
+  run(safeJson(obj), () => (obj === undefined || obj === null ? Ast.all : parseObjectNode(obj, "filter", 0)))
 
 const safeJson = (u: unknown): string => {
   try {
@@ -505,9 +489,7 @@ const aggregateFns: ReadonlySet<string> = new Set(["count", "sum", "avg", "min",
  * Parses aggregate `operations`: a map of result name to `{sum: field}`, `{avg: field}`, `{min: field}`,
  * `{max: field}` or `{count: "*"}` (`{count: field}` counts non-null values).
  */
-export const parseAggregateOperations = (
-  operations: unknown
-): Result.Result<ReadonlyArray<Ast.SelectItem>, QueryParseError> =>
+export const parseAggregateOperations = (operations: unknown): Result.Result<ReadonlyArray<Ast.SelectItem>, QueryParseError> =>
   run(safeJson(operations), () => {
     if (!isPlainObject(operations)) throw new Fail("operations: expected an object", 0)
     const items: Array<Ast.SelectItem> = []
@@ -551,9 +533,7 @@ export const parseAggregateRequest = (body: {
   if (Result.isFailure(where)) return Result.fail(where.failure)
   const groupInput = body.groupBy === undefined ? [] : typeof body.groupBy === "string" ? [body.groupBy] : body.groupBy
   if (!Array.isArray(groupInput) || groupInput.some((g) => typeof g !== "string")) {
-    return Result.fail(
-      new QueryParseError({ message: "groupBy: expected an array of field names", position: 0, input: "groupBy" })
-    )
+    return Result.fail(new QueryParseError({ message: "groupBy: expected an array of field names", position: 0, input: "groupBy" }))
   }
   const groupBy: Array<Ast.FieldRef> = []
   for (const g of groupInput as Array<string>) {

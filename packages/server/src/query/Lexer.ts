@@ -84,10 +84,10 @@ export const tokenize = (input: string, dialect: Dialect): Array<Token> => {
       tokens.push({ kind: "number", text: m[0], start, end: i })
       continue
     }
-    if (c === "'" || c === "\"") {
+    if (c === "'" || c === '"') {
       const q = readQuoted(input, i)
       i = q.end
-      tokens.push({ kind: c === "\"" && dialect === "query" ? "qident" : "string", text: q.text, start, end: i })
+      tokens.push({ kind: c === '"' && dialect === "query" ? "qident" : "string", text: q.text, start, end: i })
       continue
     }
     if (c === ":" && dialect === "query" && identStart.test(input[i + 1] ?? "")) {

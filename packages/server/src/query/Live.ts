@@ -6,8 +6,7 @@ import type { Statement } from "effect/sql"
 type Sql = Statement.Constructor
 
 /** `alias.column`, or the bare column without an alias. */
-const column = (sql: Sql, alias: string | undefined, name: string) =>
-  sql.literal(alias === undefined ? name : `${alias}.${name}`)
+const column = (sql: Sql, alias: string | undefined, name: string) => sql.literal(alias === undefined ? name : `${alias}.${name}`)
 
 /** Not expired (soft-deleted rows included): `expires_at IS NULL OR expires_at > now()`. */
 export const notExpired = (sql: Sql, alias?: string): Statement.Fragment =>

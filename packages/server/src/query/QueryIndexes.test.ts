@@ -31,14 +31,16 @@ describe("index policy", () => {
   })
 
   it("skips what an index cannot serve or must not see", () => {
-    expect(desiredIndexes(id, [
-      { name: "tags", type: "array", indexed: true },
-      { name: "links", type: "reference", relationship: "many-to-many", indexed: true },
-      { name: "pin", type: "string", isSecret: true, indexed: true },
-      { name: "total", type: "number", expression: "a + b", computedMode: "virtual", indexed: true },
-      { name: "x'); DROP TABLE records;--", type: "string", indexed: true },
-      { name: "flag", type: "number", indexed: "yes" }
-    ])).toEqual([])
+    expect(
+      desiredIndexes(id, [
+        { name: "tags", type: "array", indexed: true },
+        { name: "links", type: "reference", relationship: "many-to-many", indexed: true },
+        { name: "pin", type: "string", isSecret: true, indexed: true },
+        { name: "total", type: "number", expression: "a + b", computedMode: "virtual", indexed: true },
+        { name: "x'); DROP TABLE records;--", type: "string", indexed: true },
+        { name: "flag", type: "number", indexed: "yes" }
+      ])
+    ).toEqual([])
     expect(desiredIndexes("not-a-uuid'; DROP TABLE records;--", [{ name: "a", type: "number", indexed: true }])).toEqual([])
   })
 

@@ -53,8 +53,8 @@ export const indexExpression = (kind: IndexKind, field: string): string => {
   return kind === "numeric"
     ? `(CASE WHEN jsonb_typeof((data -> ${key})) = 'number'::text THEN ((data -> ${key}))::numeric END)`
     : kind === "datetime"
-    ? `troupe_datetime((data ->> ${key}))`
-    : `((data ->> ${key}))`
+      ? `troupe_datetime((data ->> ${key}))`
+      : `((data ->> ${key}))`
 }
 
 type IndexKind = "numeric" | "text" | "datetime"
@@ -105,130 +105,136 @@ const structureIdOf = (indexName: string): string | undefined => {
 }
 
 /** Keeps the per-property indexes in step with the structure definitions (see the top of this file). */
-export const QueryIndexesLayer = Layer.effectDiscard(Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const notifier = yield* Notifier
-  const pg = sql.driver !== "pglite"
-  const local = yield* Semaphore.make(1)
+export const QueryIndexesLayer = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const notifier = yield* Notifier
+    const pg = sql.driver !== "pglite"
+    const local = yield* Semaphore.make(1)
 
-  /** Runs `work` on one connection, one node at a time. */
-  const withLock = <A>(work: (run: (text: string) => Effect.Effect<ReadonlyArray<any>, unknown>) => Effect.Effect<A, unknown>) =>
-    pg
-      ? Effect.scoped(Effect.gen(function*() {
-        const conn = yield* sql.reserve
-        const run = (text: string) => conn.executeUnprepared(text, [], undefined)
-        // try-lock and poll: a session blocked inside pg_advisory_lock holds a snapshot, which a CONCURRENTLY
-        // build on the lock holder would wait for (a deadlock)
-        const acquire = run(`SELECT pg_try_advisory_lock(${LOCK_KEY}) AS ok`).pipe(
-          Effect.flatMap((rows) => rows[0]?.ok === true ? Effect.void : Effect.fail("busy" as const)),
-          Effect.retry(Schedule.spaced("500 millis"))
-        )
-        yield* Effect.acquireRelease(acquire, () => Effect.ignore(run(`SELECT pg_advisory_unlock(${LOCK_KEY})`)))
-        return yield* work(run)
-      }))
-      : work((text) => sql.unsafe(text))
+    /** Runs `work` on one connection, one node at a time. */
+    const withLock = <A>(work: (run: (text: string) => Effect.Effect<ReadonlyArray<any>, unknown>) => Effect.Effect<A, unknown>) =>
+      pg
+        ? Effect.scoped(
+            Effect.gen(function* () {
+              const conn = yield* sql.reserve
+              const run = (text: string) => conn.executeUnprepared(text, [], undefined)
+              // try-lock and poll: a session blocked inside pg_advisory_lock holds a snapshot, which a CONCURRENTLY
+              // build on the lock holder would wait for (a deadlock)
+              const acquire = run(`SELECT pg_try_advisory_lock(${LOCK_KEY}) AS ok`).pipe(
+                Effect.flatMap((rows) => (rows[0]?.ok === true ? Effect.void : Effect.fail("busy" as const))),
+                Effect.retry(Schedule.spaced("500 millis"))
+              )
+              yield* Effect.acquireRelease(acquire, () => Effect.ignore(run(`SELECT pg_advisory_unlock(${LOCK_KEY})`)))
+              return yield* work(run)
+            })
+          )
+        : work((text) => sql.unsafe(text))
 
-  const existing = (run: (text: string) => Effect.Effect<ReadonlyArray<any>, unknown>, structureId?: string) =>
-    run(
-      `SELECT c.relname AS name, i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-       WHERE i.indrelid = 'records'::regclass AND starts_with(c.relname, ${
-        quote(structureId === undefined ? PREFIX : `${PREFIX}${hexOf(structureId)}_`)
-      })`
-    ).pipe(Effect.map((rows) => rows.map((r) => ({ name: String(r.name), valid: r.valid === true || r.valid === "t" }))))
+    const existing = (run: (text: string) => Effect.Effect<ReadonlyArray<any>, unknown>, structureId?: string) =>
+      run(
+        `SELECT c.relname AS name, i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+       WHERE i.indrelid = 'records'::regclass AND starts_with(c.relname, ${quote(
+         structureId === undefined ? PREFIX : `${PREFIX}${hexOf(structureId)}_`
+       )})`
+      ).pipe(Effect.map((rows) => rows.map((r) => ({ name: String(r.name), valid: r.valid === true || r.valid === "t" }))))
 
-  const existingStatistics = (run: (text: string) => Effect.Effect<ReadonlyArray<any>, unknown>, structureId?: string) =>
-    run(
-      `SELECT stxname AS name FROM pg_statistic_ext WHERE stxrelid = 'records'::regclass AND starts_with(stxname, ${
-        quote(structureId === undefined ? PREFIX : `${PREFIX}${hexOf(structureId)}_`)
-      })`
-    ).pipe(Effect.map((rows) => rows.map((r) => String(r.name))))
+    const existingStatistics = (run: (text: string) => Effect.Effect<ReadonlyArray<any>, unknown>, structureId?: string) =>
+      run(
+        `SELECT stxname AS name FROM pg_statistic_ext WHERE stxrelid = 'records'::regclass AND starts_with(stxname, ${quote(
+          structureId === undefined ? PREFIX : `${PREFIX}${hexOf(structureId)}_`
+        )})`
+      ).pipe(Effect.map((rows) => rows.map((r) => String(r.name))))
 
-  const apply = (
-    run: (text: string) => Effect.Effect<ReadonlyArray<any>, unknown>,
-    desired: ReadonlyArray<IndexSpec>,
-    present: ReadonlyArray<{ name: string; valid: boolean }>,
-    presentStatistics: ReadonlyArray<string>
-  ) =>
-    Effect.gen(function*() {
-      const wantedStatistics = new Set(desired.map((d) => d.statistics.name))
-      for (const name of presentStatistics) {
-        if (!wantedStatistics.has(name)) yield* run(`DROP STATISTICS IF EXISTS ${name}`)
-      }
-      for (const d of desired) {
-        if (!presentStatistics.includes(d.statistics.name)) yield* run(d.statistics.ddl)
-      }
-      const wanted = new Set(desired.map((d) => d.name))
-      const valid = new Set(present.filter((p) => p.valid).map((p) => p.name))
-      for (const p of present) {
-        // an invalid index is what an interrupted CONCURRENTLY build leaves: drop it and build again
-        if (!wanted.has(p.name) || !p.valid) {
-          yield* run(`DROP INDEX ${pg ? "CONCURRENTLY " : ""}IF EXISTS ${p.name}`)
+    const apply = (
+      run: (text: string) => Effect.Effect<ReadonlyArray<any>, unknown>,
+      desired: ReadonlyArray<IndexSpec>,
+      present: ReadonlyArray<{ name: string; valid: boolean }>,
+      presentStatistics: ReadonlyArray<string>
+    ) =>
+      Effect.gen(function* () {
+        const wantedStatistics = new Set(desired.map((d) => d.statistics.name))
+        for (const name of presentStatistics) {
+          if (!wantedStatistics.has(name)) yield* run(`DROP STATISTICS IF EXISTS ${name}`)
         }
-      }
-      for (const d of desired) {
-        if (!valid.has(d.name)) yield* run(d.ddl(pg))
-      }
-    })
+        for (const d of desired) {
+          if (!presentStatistics.includes(d.statistics.name)) yield* run(d.statistics.ddl)
+        }
+        const wanted = new Set(desired.map((d) => d.name))
+        const valid = new Set(present.filter((p) => p.valid).map((p) => p.name))
+        for (const p of present) {
+          // an invalid index is what an interrupted CONCURRENTLY build leaves: drop it and build again
+          if (!wanted.has(p.name) || !p.valid) {
+            yield* run(`DROP INDEX ${pg ? "CONCURRENTLY " : ""}IF EXISTS ${p.name}`)
+          }
+        }
+        for (const d of desired) {
+          if (!valid.has(d.name)) yield* run(d.ddl(pg))
+        }
+      })
 
-  const definitionOf = (run: (text: string) => Effect.Effect<ReadonlyArray<any>, unknown>, structureId: string) =>
-    run(`SELECT is_deleted, definition FROM structures WHERE id = ${quote(structureId)}::uuid`).pipe(
-      Effect.map((rows) => {
-        const row = rows[0]
-        if (row === undefined || row.is_deleted === true) return []
-        const definition = json<{ properties?: ReadonlyArray<PropertyLike> }>(row.definition)
-        return Array.isArray(definition.properties) ? definition.properties : []
+    const definitionOf = (run: (text: string) => Effect.Effect<ReadonlyArray<any>, unknown>, structureId: string) =>
+      run(`SELECT is_deleted, definition FROM structures WHERE id = ${quote(structureId)}::uuid`).pipe(
+        Effect.map((rows) => {
+          const row = rows[0]
+          if (row === undefined || row.is_deleted === true) return []
+          const definition = json<{ properties?: ReadonlyArray<PropertyLike> }>(row.definition)
+          return Array.isArray(definition.properties) ? definition.properties : []
+        })
+      )
+
+    const reconcile = (structureId: string) =>
+      UUID.test(structureId)
+        ? withLock((run) =>
+            Effect.gen(function* () {
+              const properties = yield* definitionOf(run, structureId)
+              yield* apply(
+                run,
+                desiredIndexes(structureId, properties),
+                yield* existing(run, structureId),
+                yield* existingStatistics(run, structureId)
+              )
+            })
+          )
+        : Effect.void
+
+    const reconcileAll = withLock((run) =>
+      Effect.gen(function* () {
+        const present = yield* existing(run)
+        const presentStatistics = yield* existingStatistics(run)
+        const rows = yield* run(
+          `SELECT id::text AS id FROM structures WHERE NOT is_deleted AND definition -> 'properties' @> '[{"indexed": true}]'`
+        )
+        const ids = new Set([
+          ...rows.map((r) => String(r.id)),
+          ...[...present.map((p) => p.name), ...presentStatistics].flatMap((name) => structureIdOf(name) ?? [])
+        ])
+        for (const id of ids) {
+          const properties = yield* definitionOf(run, id)
+          yield* apply(
+            run,
+            desiredIndexes(id, properties),
+            present.filter((p) => structureIdOf(p.name) === id),
+            presentStatistics.filter((name) => structureIdOf(name) === id)
+          )
+        }
       })
     )
 
-  const reconcile = (structureId: string) =>
-    UUID.test(structureId)
-      ? withLock((run) =>
-        Effect.gen(function*() {
-          const properties = yield* definitionOf(run, structureId)
-          yield* apply(
-            run,
-            desiredIndexes(structureId, properties),
-            yield* existing(run, structureId),
-            yield* existingStatistics(run, structureId)
-          )
-        })
-      )
-      : Effect.void
-
-  const reconcileAll = withLock((run) =>
-    Effect.gen(function*() {
-      const present = yield* existing(run)
-      const presentStatistics = yield* existingStatistics(run)
-      const rows = yield* run(
-        `SELECT id::text AS id FROM structures WHERE NOT is_deleted AND definition -> 'properties' @> '[{"indexed": true}]'`
-      )
-      const ids = new Set([
-        ...rows.map((r) => String(r.id)),
-        ...[...present.map((p) => p.name), ...presentStatistics].flatMap((name) => structureIdOf(name) ?? [])
-      ])
-      for (const id of ids) {
-        const properties = yield* definitionOf(run, id)
-        yield* apply(
-          run,
-          desiredIndexes(id, properties),
-          present.filter((p) => structureIdOf(p.name) === id),
-          presentStatistics.filter((name) => structureIdOf(name) === id)
+    // A build can lose a lock race (a manual ANALYZE, a deadlock victim): try again a few times, then wait for the
+    // next change or start.
+    const guarded = (what: string, effect: Effect.Effect<void, unknown>) =>
+      local
+        .withPermits(1)(effect)
+        .pipe(
+          Effect.retry({ schedule: Schedule.exponential("1 second"), times: 4 }),
+          Effect.catchCause((cause) => Effect.logWarning(`query indexes: ${what} failed`, cause))
         )
-      }
-    })
-  )
 
-  // A build can lose a lock race (a manual ANALYZE, a deadlock victim): try again a few times, then wait for the
-  // next change or start.
-  const guarded = (what: string, effect: Effect.Effect<void, unknown>) =>
-    local.withPermits(1)(effect).pipe(
-      Effect.retry({ schedule: Schedule.exponential("1 second"), times: 4 }),
-      Effect.catchCause((cause) => Effect.logWarning(`query indexes: ${what} failed`, cause))
+    yield* notifier.subscribe("structures").pipe(
+      Stream.runForEach((id) => guarded(`reconcile ${id}`, reconcile(id))),
+      Effect.forkScoped
     )
-
-  yield* notifier.subscribe("structures").pipe(
-    Stream.runForEach((id) => guarded(`reconcile ${id}`, reconcile(id))),
-    Effect.forkScoped
-  )
-  yield* Effect.forkScoped(guarded("start-up reconcile", reconcileAll))
-}))
+    yield* Effect.forkScoped(guarded("start-up reconcile", reconcileAll))
+  })
+)

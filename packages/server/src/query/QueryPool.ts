@@ -13,7 +13,7 @@
 // timeout).
 import { PgClient } from "@effect/sql-pg"
 import { badRequest, type BadRequest, serviceUnavailable, type ServiceUnavailable } from "@troupe/api/Errors"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../platform/AppConfig.ts"
@@ -23,44 +23,50 @@ const QUERY_POOL_WARM = 4
 /** Statements in flight per connection (see above). */
 const PIPELINE_DEPTH = 2
 
-export class QueryPool extends Context.Service<QueryPool, {
-  readonly sql: SqlClient.SqlClient
-  /**
-   * A statement timeout is 503 QUERY_TIMEOUT, a bad value (SQLSTATE class 22) or a condition too large to run
-   * (class 54) a 400 naming `param` (see `inputFailure`), anything else a defect.
-   */
-  readonly run: <A>(param: string, effect: Effect.Effect<A, SqlError.SqlError>) => Effect.Effect<A, BadRequest | ServiceUnavailable>
-}>()("@troupe/server/query/QueryPool") {
+export class QueryPool extends Context.Service<
+  QueryPool,
+  {
+    readonly sql: SqlClient.SqlClient
+    /**
+     * A statement timeout is 503 QUERY_TIMEOUT, a bad value (SQLSTATE class 22) or a condition too large to run
+     * (class 54) a 400 naming `param` (see `inputFailure`), anything else a defect.
+     */
+    readonly run: <A>(param: string, effect: Effect.Effect<A, SqlError.SqlError>) => Effect.Effect<A, BadRequest | ServiceUnavailable>
+  }
+>()("@troupe/server/query/QueryPool") {
   static readonly layer: Layer.Layer<QueryPool, never, SqlClient.SqlClient | AppConfig> = Layer.effect(
     QueryPool,
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const main = yield* SqlClient.SqlClient
       const config = yield* AppConfig
       const timeoutMs = config.queryTimeoutMs
-      const sql: SqlClient.SqlClient = main.driver !== "pglite" && Option.isSome(config.databaseUrl)
-        ? yield* PgClient.make({
-          url: config.databaseUrl.value,
-          maxConnections: Math.max(1, config.queryPoolSize),
-          minConnections: Math.min(QUERY_POOL_WARM, config.queryPoolSize),
-          multiplex: true,
-          multiplexConcurrency: PIPELINE_DEPTH,
-          idleTimeout: "60 seconds",
-          applicationName: "troupe-query",
-          startupParameters: {
-            ...(timeoutMs > 0 ? { statement_timeout: String(timeoutMs) } : {}),
-            plan_cache_mode: "force_custom_plan"
-          }
-        }).pipe(Effect.provide(Reactivity.layer), Effect.orDie)
-        : main
+      const sql: SqlClient.SqlClient =
+        main.driver !== "pglite" && Option.isSome(config.databaseUrl)
+          ? yield* PgClient.make({
+              url: config.databaseUrl.value,
+              maxConnections: Math.max(1, config.queryPoolSize),
+              minConnections: Math.min(QUERY_POOL_WARM, config.queryPoolSize),
+              multiplex: true,
+              multiplexConcurrency: PIPELINE_DEPTH,
+              idleTimeout: "60 seconds",
+              applicationName: "troupe-query",
+              startupParameters: {
+                ...(timeoutMs > 0 ? { statement_timeout: String(timeoutMs) } : {}),
+                plan_cache_mode: "force_custom_plan"
+              }
+            }).pipe(Effect.provide(Reactivity.layer), Effect.orDie)
+          : main
 
       const run = <A>(param: string, effect: Effect.Effect<A, SqlError.SqlError>) =>
         effect.pipe(
           Effect.catchTag("SqlError", (e) => {
             if (e.reason._tag === "StatementTimeoutError") {
-              return Effect.fail(serviceUnavailable({
-                message: `The query ran longer than ${timeoutMs / 1000} s and was cancelled; narrow it or add an index`,
-                code: "QUERY_TIMEOUT"
-              }))
+              return Effect.fail(
+                serviceUnavailable({
+                  message: `The query ran longer than ${timeoutMs / 1000} s and was cancelled; narrow it or add an index`,
+                  code: "QUERY_TIMEOUT"
+                })
+              )
             }
             const message = inputFailure(sqlState(e), param)
             if (message !== undefined) {

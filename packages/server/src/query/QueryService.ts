@@ -4,17 +4,11 @@
 // rows). The SQL shape of a page is the one the record lists use, so the per-property indexes serve both.
 //
 // The statements run on the query pool (QueryPool.ts: statement timeout, custom plans).
-import {
-  badRequest,
-  type BadRequest,
-  type NotFound,
-  serviceUnavailable,
-  type ServiceUnavailable
-} from "@troupe/api/Errors"
+import { badRequest, type BadRequest, type NotFound, type ServiceUnavailable } from "@troupe/api/Errors"
 import type { AggregateRequest } from "@troupe/api/query/QueryApi"
 import type { Structure } from "@troupe/api/structures/Structure"
-import { Clock, Context, Effect, Layer, Option, Redacted, Result } from "effect"
-import { SqlClient, type SqlError, Statement } from "effect/sql"
+import { Clock, Context, Effect, Layer, Result } from "effect"
+import type { SqlError, Statement } from "effect/sql"
 import { spanMethods } from "../platform/Tracing.ts"
 import { visibleRecord } from "./Live.ts"
 import { decodeRecordRow, toRecordB } from "./RecordRow.ts"
@@ -82,11 +76,7 @@ export interface PageSpec {
 }
 
 /** The statement of one page of records: what `POST /query` runs, exported so tests can EXPLAIN it. */
-export const pageStatement = (
-  sql: Sql,
-  spec: PageSpec,
-  ctx: CompileContext
-): Result.Result<Statement.Statement<any>, QueryFieldError> => {
+export const pageStatement = (sql: Sql, spec: PageSpec, ctx: CompileContext): Result.Result<Statement.Statement<any>, QueryFieldError> => {
   const where = compileWhere(sql, spec.where, ctx)
   if (Result.isFailure(where)) return Result.fail(where.failure)
   const order = compileOrderBy(sql, spec.sort, ctx)
@@ -105,11 +95,16 @@ const defaultSort: ReadonlyArray<Ast.SortKey> = [{ field: Ast.column("createdAt"
 
 /** The same properties with nothing secret: a projection may name a secret field (it comes back masked). */
 const unsealed = (properties: ReadonlyMap<string, PropertyInfo>): ReadonlyMap<string, PropertyInfo> =>
-  new Map([...properties].map(([k, p]) => [k, {
-    ...p,
-    isSecret: false,
-    properties: p.properties ? unsealed(p.properties) : undefined
-  }]))
+  new Map(
+    [...properties].map(([k, p]) => [
+      k,
+      {
+        ...p,
+        isSecret: false,
+        properties: p.properties ? unsealed(p.properties) : undefined
+      }
+    ])
+  )
 
 interface Projection {
   readonly path: ReadonlyArray<string>
@@ -133,10 +128,7 @@ const writePath = (target: Record<string, unknown>, path: ReadonlyArray<string>,
       node[key] = value
     } else {
       const next = node[key]
-      node = (typeof next === "object" && next !== null && !Array.isArray(next) ? next : (node[key] = {})) as Record<
-        string,
-        unknown
-      >
+      node = (typeof next === "object" && next !== null && !Array.isArray(next) ? next : (node[key] = {})) as Record<string, unknown>
     }
   })
 }
@@ -155,24 +147,27 @@ const project = (data: Record<string, unknown>, projections: ReadonlyArray<Proje
 
 // -------------------------------------------------------------------------------------------------------------
 
-export class QueryService extends Context.Service<QueryService, {
-  /** Runs a query-language statement (README "Query language"); results are records or flat group rows. */
-  readonly query: (
-    workspace: string,
-    text: string,
-    parameters: Readonly<Record<string, unknown>>,
-    options?: QueryOptions
-  ) => Effect.Effect<ReadonlyArray<unknown>, QueryFailure>
-  /** `POST /records/{slug}/aggregate`: flat rows keyed by the group fields (as written) and operation names. */
-  readonly aggregate: (
-    workspace: string,
-    slug: string,
-    body: AggregateRequest
-  ) => Effect.Effect<ReadonlyArray<Record<string, unknown>>, QueryFailure>
-}>()("@troupe/server/query/QueryService") {
+export class QueryService extends Context.Service<
+  QueryService,
+  {
+    /** Runs a query-language statement (README "Query language"); results are records or flat group rows. */
+    readonly query: (
+      workspace: string,
+      text: string,
+      parameters: Readonly<Record<string, unknown>>,
+      options?: QueryOptions
+    ) => Effect.Effect<ReadonlyArray<unknown>, QueryFailure>
+    /** `POST /records/{slug}/aggregate`: flat rows keyed by the group fields (as written) and operation names. */
+    readonly aggregate: (
+      workspace: string,
+      slug: string,
+      body: AggregateRequest
+    ) => Effect.Effect<ReadonlyArray<Record<string, unknown>>, QueryFailure>
+  }
+>()("@troupe/server/query/QueryService") {
   static readonly layerNoDeps = Layer.effect(
     QueryService,
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const structures = yield* StructureService
       const records = yield* RecordQuery
       const pool = yield* QueryPool
@@ -184,15 +179,14 @@ export class QueryService extends Context.Service<QueryService, {
         structures.resolve(workspace, from).pipe(
           Effect.catch((notFound) =>
             Effect.flatMap(structures.all(workspace), (all) => {
-              const found = all.find((s) => s.name === from) ??
-                all.find((s) => s.name.toLowerCase() === from.toLowerCase())
+              const found = all.find((s) => s.name === from) ?? all.find((s) => s.name.toLowerCase() === from.toLowerCase())
               return found ? Effect.succeed(found) : Effect.fail(notFound)
             })
           )
         )
 
       const projectionsOf = (select: ReadonlyArray<Ast.SelectItem>, ctx: CompileContext) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const open = { ...ctx, properties: unsealed(ctx.properties) }
           const projections: Array<Projection> = []
           for (const item of select) {
@@ -213,15 +207,15 @@ export class QueryService extends Context.Service<QueryService, {
         include: Ast.Include,
         rows: ReadonlyArray<{ data: Record<string, unknown> }>
       ) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           if (include.from === undefined) return
           const ref = referenceFields(structure).find((r) => r.field === include.field)
           if (ref === undefined || include.field.includes(".")) {
             return yield* invalid("query", `INCLUDE ... FROM needs a top-level reference field; '${include.field}' is not one`)
           }
-          const target = yield* structures.getBySlug(workspace, ref.target).pipe(
-            Effect.mapError(() => invalid("query", `The target of '${include.field}' no longer exists`))
-          )
+          const target = yield* structures
+            .getBySlug(workspace, ref.target)
+            .pipe(Effect.mapError(() => invalid("query", `The target of '${include.field}' no longer exists`)))
           if (include.from !== target.recordSlug && include.from !== target.name && include.from !== target.id) {
             return yield* invalid(
               "query",
@@ -248,8 +242,8 @@ export class QueryService extends Context.Service<QueryService, {
             bag[include.field] = Array.isArray(v)
               ? v.filter((e: { id: string }) => keep.has(e.id))
               : v !== null && keep.has((v as { id: string }).id)
-              ? v
-              : null
+                ? v
+                : null
           }
         })
 
@@ -266,7 +260,7 @@ export class QueryService extends Context.Service<QueryService, {
         page: { limit: number; offset: number; includeDeleted: boolean },
         param: string
       ) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const compiled = yield* fromResult(param, compileAggregate(sql, spec, ctx))
           const condition = yield* fromResult(param, compileWhere(sql, where, ctx))
           const rows = yield* pool.run(
@@ -277,13 +271,8 @@ export class QueryService extends Context.Service<QueryService, {
           return rows.map((row) => compiled.decode(row))
         })
 
-      const query = (
-        workspace: string,
-        text: string,
-        parameters: Readonly<Record<string, unknown>>,
-        options: QueryOptions = {}
-      ) =>
-        Effect.gen(function*() {
+      const query = (workspace: string, text: string, parameters: Readonly<Record<string, unknown>>, options: QueryOptions = {}) =>
+        Effect.gen(function* () {
           const parsed = yield* fromResult("query", parseQueryLanguage(text, parameters))
           const structure = yield* resolveFrom(workspace, parsed.from)
           const ctx = contextFor(structure, workspace)
@@ -295,33 +284,46 @@ export class QueryService extends Context.Service<QueryService, {
           if (Ast.isAggregate(parsed)) {
             if (parsed.include.length > 0) return yield* invalid("query", "INCLUDE cannot be combined with GROUP BY or aggregates")
             const groupBy = parsed.groupBy ?? []
-            const orderBy = parsed.orderBy.length > 0
-              ? parsed.orderBy
-              : groupBy.map((field): Ast.SortKey => ({ field, direction: "asc" }))
-            return yield* runAggregate(structure.id, ctx, where, { groupBy, select: parsed.select ?? [], orderBy }, {
-              limit,
-              offset,
-              includeDeleted
-            }, "query")
+            const orderBy = parsed.orderBy.length > 0 ? parsed.orderBy : groupBy.map((field): Ast.SortKey => ({ field, direction: "asc" }))
+            return yield* runAggregate(
+              structure.id,
+              ctx,
+              where,
+              { groupBy, select: parsed.select ?? [], orderBy },
+              {
+                limit,
+                offset,
+                includeDeleted
+              },
+              "query"
+            )
           }
 
           const statement = yield* fromResult(
             "query",
-            pageStatement(sql, {
-              structureId: structure.id,
-              where,
-              sort: parsed.orderBy.length > 0 ? parsed.orderBy : defaultSort,
-              limit,
-              offset,
-              includeDeleted
-            }, ctx)
+            pageStatement(
+              sql,
+              {
+                structureId: structure.id,
+                where,
+                sort: parsed.orderBy.length > 0 ? parsed.orderBy : defaultSort,
+                limit,
+                offset,
+                includeDeleted
+              },
+              ctx
+            )
           )
           const projections = parsed.select ? yield* projectionsOf(parsed.select, ctx) : undefined
           const rows = (yield* timed(statement)).map(decodeRecordRow)
           const now = new Date(yield* Clock.currentTimeMillis)
           const items = rows.map((row) => ({ row, data: applyVirtual(structure, maskData(structure, row.data), now) }))
           if (parsed.include.length > 0 && items.length > 0) {
-            yield* records.expand(structure, items.map((i) => ({ id: i.row.id, data: i.data })), parsed.include.map((i) => i.field))
+            yield* records.expand(
+              structure,
+              items.map((i) => ({ id: i.row.id, data: i.data })),
+              parsed.include.map((i) => i.field)
+            )
             for (const include of parsed.include) yield* filterIncluded(workspace, structure, include, items)
           }
           return items.map((i) => toRecordB(i.row, projections ? project(i.data, projections) : i.data))
@@ -334,7 +336,7 @@ export class QueryService extends Context.Service<QueryService, {
       }
 
       const aggregate = (workspace: string, slug: string, body: AggregateRequest) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const structure = yield* structures.resolve(workspace, slug)
           const request = parseAggregateRequest(body)
           if (Result.isFailure(request)) return yield* bodyError(request.failure)
@@ -347,11 +349,18 @@ export class QueryService extends Context.Service<QueryService, {
           }
           const limit = body.limit ?? MAX_LIMIT
           if (limit < 1 || limit > MAX_LIMIT) return yield* invalid("limit", `limit must be between 1 and ${MAX_LIMIT}`)
-          return yield* runAggregate(structure.id, contextFor(structure, workspace), where, {
-            groupBy,
-            select: aggregates,
-            orderBy: groupBy.map((field): Ast.SortKey => ({ field, direction: "asc" }))
-          }, { limit, offset: 0, includeDeleted: body.includeDeleted === true }, "filter")
+          return yield* runAggregate(
+            structure.id,
+            contextFor(structure, workspace),
+            where,
+            {
+              groupBy,
+              select: aggregates,
+              orderBy: groupBy.map((field): Ast.SortKey => ({ field, direction: "asc" }))
+            },
+            { limit, offset: 0, includeDeleted: body.includeDeleted === true },
+            "filter"
+          )
         })
 
       // spans only when exported: `query` is a fast route

@@ -25,7 +25,9 @@ export const column = <From extends Schema.Top, To>(from: From, to: Schema.Codec
 
 export const Timestamp = column(Schema.Unknown, Schema.String, iso)
 export const TimestampOrNull = column(Schema.Unknown, Schema.NullOr(Schema.String), isoOrNull)
-export const JsonObject = column(Schema.Unknown, Schema.Record(Schema.String, Schema.Unknown), (v) => json<Record<string, unknown>>(v ?? {}))
+export const JsonObject = column(Schema.Unknown, Schema.Record(Schema.String, Schema.Unknown), (v) =>
+  json<Record<string, unknown>>(v ?? {})
+)
 export const JsonValue = column(Schema.Unknown, Schema.Unknown, (v) => json(v))
 export const Count = column(Schema.Union([Schema.Number, Schema.BigInt, Schema.String]), Schema.Number, num)
 

@@ -43,21 +43,13 @@ const allowedLength = (shape: Shape): number => {
 }
 
 const textProblem = (s: string): string | undefined =>
-  s.includes("\u0000")
-    ? "must not contain NUL characters"
-    : s.isWellFormed()
-    ? undefined
-    : "must be valid Unicode (no lone surrogates)"
+  s.includes("\u0000") ? "must not contain NUL characters" : s.isWellFormed() ? undefined : "must be valid Unicode (no lone surrogates)"
 
 /**
  * Problems of a JSON value (paths start at `root`, e.g. `data`); empty when it may be stored. `props` are the
  * structure's properties, which can raise the string limit through `maxLength`.
  */
-export const inspectJson = (
-  value: unknown,
-  root: string,
-  props?: ReadonlyArray<PropertyDefinition>
-): Array<ErrorDetail> => {
+export const inspectJson = (value: unknown, root: string, props?: ReadonlyArray<PropertyDefinition>): Array<ErrorDetail> => {
   const problems: Array<ErrorDetail> = []
   const push = (field: string, message: string) => {
     if (problems.length < MAX_PROBLEMS) problems.push({ field, property: field, message })

@@ -21,24 +21,19 @@ const noKeys = (record: Readonly<Record<string, unknown>>) => {
 }
 
 /** The fast lanes of record reads. */
-export const fastReadRoutes: Effect.Effect<FastTable, never, RecordService | RecordQuery | StructureService> = Effect.gen(
-  function*() {
-    const records = yield* RecordService
-    const views = recordViews(records, yield* RecordQuery, yield* StructureService)
-    return {
-      "records.get": {
-        accepts: ({ params, searchParams }) => noKeys(searchParams) && isUuid(params.id),
-        run: ({ params }) =>
-          Effect.map(records.get(params.workspace, params.id), ({ row, structure }) => ({
-            status: 200,
-            body: toRecordB(row, applyVirtual(structure, maskData(structure, row.data), new Date()))
-          }))
-      },
-      "records.list": ({ params, query, searchParams, principal }) =>
-        Effect.map(
-          views.listB(params.workspace, query, Object.entries(searchParams), principal),
-          (body) => ({ status: 200, body })
-        )
-    }
+export const fastReadRoutes: Effect.Effect<FastTable, never, RecordService | RecordQuery | StructureService> = Effect.gen(function* () {
+  const records = yield* RecordService
+  const views = recordViews(records, yield* RecordQuery, yield* StructureService)
+  return {
+    "records.get": {
+      accepts: ({ params, searchParams }) => noKeys(searchParams) && isUuid(params.id),
+      run: ({ params }) =>
+        Effect.map(records.get(params.workspace, params.id), ({ row, structure }) => ({
+          status: 200,
+          body: toRecordB(row, applyVirtual(structure, maskData(structure, row.data), new Date()))
+        }))
+    },
+    "records.list": ({ params, query, searchParams, principal }) =>
+      Effect.map(views.listB(params.workspace, query, Object.entries(searchParams), principal), (body) => ({ status: 200, body }))
   }
-)
+})

@@ -11,7 +11,7 @@ import type { StructureService } from "../structures/StructureService.ts"
 import { claimsOf, referenceFields } from "../structures/Validator.ts"
 import { isLive } from "../query/Live.ts"
 import { isUuid, type RecordRow } from "../query/RecordRow.ts"
-import { type Writer } from "./model.ts"
+import type { Writer } from "./model.ts"
 import {
   type CreateInput,
   type PendingCreate,
@@ -64,8 +64,13 @@ interface PendingUpsert {
  * The batch's transaction, counted; when it fails with an error (nothing was written), `oneByOne` writes every
  * item on its own. A defect (the database gone mid-commit) reaches every caller as it is: retrying could write twice.
  */
-const batched = <B>(kind: WriteKind, size: number, oneByOne: Effect.Effect<B>) => <A, E>(batch: Effect.Effect<A, E>): Effect.Effect<A | B> =>
-  Effect.andThen(observeBatch(kind, size), Effect.catch(batch, () => Effect.andThen(observeRetry(kind), oneByOne)))
+const batched =
+  <B>(kind: WriteKind, size: number, oneByOne: Effect.Effect<B>) =>
+  <A, E>(batch: Effect.Effect<A, E>): Effect.Effect<A | B> =>
+    Effect.andThen(
+      observeBatch(kind, size),
+      Effect.catch(batch, () => Effect.andThen(observeRetry(kind), oneByOne))
+    )
 
 /** A batch of one, or one naming a record twice, is written item by item. */
 const alone = (items: ReadonlyArray<{ readonly id: string }>) => items.length === 1 || new Set(items.map((i) => i.id)).size < items.length
@@ -76,7 +81,7 @@ export const makeGroupWrites = (deps: {
   readonly writes: Writes
   readonly structures: StructureService["Service"]
 }) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { prep, repo, structures, writes } = deps
     const { transaction } = repo
     // Batches of one kind written at once. PostgreSQL: two, so one is being prepared while the other commits (one
@@ -90,7 +95,8 @@ export const makeGroupWrites = (deps: {
         maxBatch: WRITE_BATCH_MAX,
         concurrency: writeBatchesInFlight,
         run,
-        onShutdown: (): RecordError => serviceUnavailable({ message: "The node is shutting down; retry the write", code: "UNAVAILABLE" }) as RecordError
+        onShutdown: (): RecordError =>
+          serviceUnavailable({ message: "The node is shutting down; retry the write", code: "UNAVAILABLE" }) as RecordError
       })
 
     // ---------------------------------------------------------------- creates
@@ -98,7 +104,8 @@ export const makeGroupWrites = (deps: {
     const writeCreates = (items: ReadonlyArray<PendingCreate>) => {
       // the items are validated and encrypted already: alone, each is the single-record write
       const oneByOne = Effect.forEach(items, (item) =>
-        Effect.exit(Effect.map(transaction(writes.insertCreated([item], writes.claimOne)), (written): WriteResult => written[0]!)))
+        Effect.exit(Effect.map(transaction(writes.insertCreated([item], writes.claimOne)), (written): WriteResult => written[0]!))
+      )
       if (items.length === 1) return Effect.andThen(observeBatch("create", 1), oneByOne)
       return transaction(writes.insertCreated(items, writes.claimAll)).pipe(
         Effect.map((written) => written.map((w): Exit.Exit<WriteResult, RecordError> => Exit.succeed(w))),
@@ -112,7 +119,8 @@ export const makeGroupWrites = (deps: {
     const create = (structure: Structure, input: CreateInput, writer: Writer) =>
       (batchable(structure)
         ? Effect.flatMap(prep.prepareCreate(structure, input, writer), (p) =>
-          creates.submit({ structure, input, writer, record: prep.newRecord(structure, input, writer, p.data, p.expiresAt) }))
+            creates.submit({ structure, input, writer, record: prep.newRecord(structure, input, writer, p.data, p.expiresAt) })
+          )
         : transaction(writes.createInTx(structure, input, writer))
       ).pipe(writes.reported("create", undefined, input.data, writer, () => structure))
 
@@ -125,28 +133,34 @@ export const makeGroupWrites = (deps: {
     const writeUpdates = (items: ReadonlyArray<PendingUpdate>) => {
       const oneByOne = Effect.forEach(items, (item) => Effect.exit(writes.updateOne(item.workspace, item.id, item.input, item.writer)))
       if (alone(items)) return Effect.andThen(observeBatch("update", 1), oneByOne)
-      return transaction(Effect.gen(function*() {
-        const rows = yield* repo.lockMany(items.map((i) => i.id))
-        const now = yield* Clock.currentTimeMillis
-        const planned: Array<{ item: PendingUpdate; row: RecordRow; structure: Structure; plan: UpdatePlan }> = []
-        for (const item of items) {
-          const row = rows.get(item.id)
-          if (row === undefined || row.workspace !== item.workspace || !isLive(row, now)) return yield* recordNotFound(item.id)
-          const structure = yield* writes.liveStructure(item.workspace, row)
-          const plan = yield* prep.planUpdate(row, structure, item.input, item.writer)
-          planned.push({ item, row, structure, plan })
-        }
-        const written = yield* writes.applyUpdates(planned.map((p) => ({
-          row: p.row,
-          structure: p.structure,
-          plan: p.plan,
-          writer: p.item.writer,
-          action: p.item.input.replace ? "replace" : "update",
-          reason: p.item.input.reason
-        })))
-        return written.map((next, k): Exit.Exit<WriteResult, RecordError> =>
-          Exit.succeed({ row: next, structure: planned[k]!.structure, previousVersion: planned[k]!.row.version }))
-      })).pipe(batched("update", items.length, oneByOne))
+      return transaction(
+        Effect.gen(function* () {
+          const rows = yield* repo.lockMany(items.map((i) => i.id))
+          const now = yield* Clock.currentTimeMillis
+          const planned: Array<{ item: PendingUpdate; row: RecordRow; structure: Structure; plan: UpdatePlan }> = []
+          for (const item of items) {
+            const row = rows.get(item.id)
+            if (row === undefined || row.workspace !== item.workspace || !isLive(row, now)) return yield* recordNotFound(item.id)
+            const structure = yield* writes.liveStructure(item.workspace, row)
+            const plan = yield* prep.planUpdate(row, structure, item.input, item.writer)
+            planned.push({ item, row, structure, plan })
+          }
+          const written = yield* writes.applyUpdates(
+            planned.map((p) => ({
+              row: p.row,
+              structure: p.structure,
+              plan: p.plan,
+              writer: p.item.writer,
+              action: p.item.input.replace ? "replace" : "update",
+              reason: p.item.input.reason
+            }))
+          )
+          return written.map(
+            (next, k): Exit.Exit<WriteResult, RecordError> =>
+              Exit.succeed({ row: next, structure: planned[k]!.structure, previousVersion: planned[k]!.row.version })
+          )
+        })
+      ).pipe(batched("update", items.length, oneByOne))
     }
 
     const updates = yield* groupCommit(writeUpdates)
@@ -161,37 +175,51 @@ export const makeGroupWrites = (deps: {
 
     /** A structure no reference points at: deleting its records touches no other record. */
     const unreferenced = (workspace: string, structure: Structure) =>
-      Effect.map(structures.all(workspace), (all) =>
-        !all.some((other) => referenceFields(other).some((ref) => ref.target === structure.recordSlug)))
+      Effect.map(
+        structures.all(workspace),
+        (all) => !all.some((other) => referenceFields(other).some((ref) => ref.target === structure.recordSlug))
+      )
 
     /**
      * Deletes of different records, as writeUpdates does updates. Records of a structure that references point at
      * (onDelete work on other records) fail the batch, and so go one by one.
      */
     const writeDeletes = (items: ReadonlyArray<PendingDelete>) => {
-      const oneByOne = Effect.forEach(items, (item) => Effect.exit(writes.removeOne(item.workspace, item.id, item.permanent, item.writer, item.reason)))
+      const oneByOne = Effect.forEach(items, (item) =>
+        Effect.exit(writes.removeOne(item.workspace, item.id, item.permanent, item.writer, item.reason))
+      )
       if (alone(items)) return Effect.andThen(observeBatch("delete", 1), oneByOne)
-      return transaction(Effect.gen(function*() {
-        const rows = yield* repo.lockMany(items.map((i) => i.id))
-        const deletedAt = yield* timestamp
-        const now = yield* Clock.currentTimeMillis
-        const planned: Array<{ item: PendingDelete; row: RecordRow; structure: Structure }> = []
-        for (const item of items) {
-          const row = rows.get(item.id)
-          if (row === undefined || row.workspace !== item.workspace || (!item.permanent && !isLive(row, now))) return yield* recordNotFound(item.id)
-          const structure = yield* writes.liveStructure(item.workspace, row)
-          if (!(yield* unreferenced(item.workspace, structure))) return yield* conflict({ message: "referenced", code: "CONFLICT" })
-          planned.push({ item, row, structure })
-        }
-        const soft = planned.filter((p) => !p.item.permanent)
-        yield* repo.deleteRecords(planned.filter((p) => p.item.permanent).map((p) => p.row.id))
-        if (soft.length > 0) {
-          yield* repo.softDeleteRecords(soft.map((p) => ({ id: p.row.id, updatedBy: p.item.writer.userId })), deletedAt)
-          yield* repo.insertChangelog(soft.map((p) => changelogRow(p.row, "delete", {}, p.item.writer, p.item.reason ? { reason: p.item.reason } : {})))
-        }
-        yield* repo.appendEvents(planned.map((p) => eventOf("record.deleted", p.structure, p.row, p.row.data, {}, p.item.writer, deletedAt)))
-        return planned.map((p): Exit.Exit<Removed, RecordError> => Exit.succeed({ id: p.row.id, deletedAt, structure: p.structure }))
-      })).pipe(batched("delete", items.length, oneByOne))
+      return transaction(
+        Effect.gen(function* () {
+          const rows = yield* repo.lockMany(items.map((i) => i.id))
+          const deletedAt = yield* timestamp
+          const now = yield* Clock.currentTimeMillis
+          const planned: Array<{ item: PendingDelete; row: RecordRow; structure: Structure }> = []
+          for (const item of items) {
+            const row = rows.get(item.id)
+            if (row === undefined || row.workspace !== item.workspace || (!item.permanent && !isLive(row, now)))
+              return yield* recordNotFound(item.id)
+            const structure = yield* writes.liveStructure(item.workspace, row)
+            if (!(yield* unreferenced(item.workspace, structure))) return yield* conflict({ message: "referenced", code: "CONFLICT" })
+            planned.push({ item, row, structure })
+          }
+          const soft = planned.filter((p) => !p.item.permanent)
+          yield* repo.deleteRecords(planned.filter((p) => p.item.permanent).map((p) => p.row.id))
+          if (soft.length > 0) {
+            yield* repo.softDeleteRecords(
+              soft.map((p) => ({ id: p.row.id, updatedBy: p.item.writer.userId })),
+              deletedAt
+            )
+            yield* repo.insertChangelog(
+              soft.map((p) => changelogRow(p.row, "delete", {}, p.item.writer, p.item.reason ? { reason: p.item.reason } : {}))
+            )
+          }
+          yield* repo.appendEvents(
+            planned.map((p) => eventOf("record.deleted", p.structure, p.row, p.row.data, {}, p.item.writer, deletedAt))
+          )
+          return planned.map((p): Exit.Exit<Removed, RecordError> => Exit.succeed({ id: p.row.id, deletedAt, structure: p.structure }))
+        })
+      ).pipe(batched("delete", items.length, oneByOne))
     }
 
     const deletes = yield* groupCommit(writeDeletes)
@@ -210,7 +238,9 @@ export const makeGroupWrites = (deps: {
      * item, two items of one key), nothing was written and every item answers `undefined`, to be written through
      * its key's actor (RecordWriter), which gives each its exact outcome.
      */
-    const writeUpserts = (all: ReadonlyArray<PendingUpsert>): Effect.Effect<ReadonlyArray<Exit.Exit<UpsertResult | undefined, RecordError>>> => {
+    const writeUpserts = (
+      all: ReadonlyArray<PendingUpsert>
+    ): Effect.Effect<ReadonlyArray<Exit.Exit<UpsertResult | undefined, RecordError>>> => {
       // a key's second item waits for the first: it is answered `undefined` (its actor) once this batch committed
       const keys = new Set<string>()
       const first = all.map((item) => !keys.has(item.key) && keys.add(item.key) !== undefined)
@@ -222,34 +252,40 @@ export const makeGroupWrites = (deps: {
       }
       const items = all
       const deferAll = Effect.succeed(items.map((): Exit.Exit<UpsertResult | undefined, RecordError> => Exit.succeed(undefined)))
-      return transaction(Effect.gen(function*() {
-        const creates: Array<readonly [number, PendingCreate]> = []
-        const updates: Array<readonly [number, PlannedUpdate]> = []
-        for (let k = 0; k < items.length; k++) {
-          const { data, match, structure, writer } = items[k]!
-          yield* writable(structure)
-          const found = yield* writes.findMatch(structure, match)
-          if (found === undefined) {
-            const input = { data: { ...data, ...match } }
-            const p = yield* prep.prepareCreate(structure, input, writer)
-            creates.push([k, { structure, input, writer, record: prep.newRecord(structure, input, writer, p.data, p.expiresAt) }])
-          } else {
-            const plan = yield* prep.planUpdate(found.row, structure, { data: withoutMatch(data, match) }, writer)
-            updates.push([k, { row: found.row, structure, plan, writer, action: "update" }])
+      return transaction(
+        Effect.gen(function* () {
+          const creates: Array<readonly [number, PendingCreate]> = []
+          const updates: Array<readonly [number, PlannedUpdate]> = []
+          for (let k = 0; k < items.length; k++) {
+            const { data, match, structure, writer } = items[k]!
+            yield* writable(structure)
+            const found = yield* writes.findMatch(structure, match)
+            if (found === undefined) {
+              const input = { data: { ...data, ...match } }
+              const p = yield* prep.prepareCreate(structure, input, writer)
+              creates.push([k, { structure, input, writer, record: prep.newRecord(structure, input, writer, p.data, p.expiresAt) }])
+            } else {
+              const plan = yield* prep.planUpdate(found.row, structure, { data: withoutMatch(data, match) }, writer)
+              updates.push([k, { row: found.row, structure, plan, writer, action: "update" }])
+            }
           }
-        }
-        if (new Set(updates.map(([, u]) => u.row.id)).size < updates.length) return yield* conflict({ message: "one record, two keys", code: "CONFLICT" })
-        const results: Array<UpsertResult> = []
-        if (creates.length > 0) {
-          const written = yield* writes.insertCreated(creates.map(([, c]) => c), writes.claimAll)
-          written.forEach((w, j) => (results[creates[j]![0]] = upsertCreated(w.structure, w.row)))
-        }
-        if (updates.length > 0) {
-          const next = yield* writes.applyUpdates(updates.map(([, u]) => u))
-          next.forEach((row, j) => (results[updates[j]![0]] = upsertUpdated(updates[j]![1].structure, row)))
-        }
-        return results.map((r): Exit.Exit<UpsertResult | undefined, RecordError> => Exit.succeed(r))
-      })).pipe(batched("upsert", items.length, deferAll))
+          if (new Set(updates.map(([, u]) => u.row.id)).size < updates.length)
+            return yield* conflict({ message: "one record, two keys", code: "CONFLICT" })
+          const results: Array<UpsertResult> = []
+          if (creates.length > 0) {
+            const written = yield* writes.insertCreated(
+              creates.map(([, c]) => c),
+              writes.claimAll
+            )
+            written.forEach((w, j) => (results[creates[j]![0]] = upsertCreated(w.structure, w.row)))
+          }
+          if (updates.length > 0) {
+            const next = yield* writes.applyUpdates(updates.map(([, u]) => u))
+            next.forEach((row, j) => (results[updates[j]![0]] = upsertUpdated(updates[j]![1].structure, row)))
+          }
+          return results.map((r): Exit.Exit<UpsertResult | undefined, RecordError> => Exit.succeed(r))
+        })
+      ).pipe(batched("upsert", items.length, deferAll))
     }
 
     const upserts = yield* groupCommit(writeUpserts)
@@ -259,7 +295,8 @@ export const makeGroupWrites = (deps: {
       Effect.flatMap(checkMatch(structure, match), () =>
         claimsOf(structure, match).length === 0
           ? Effect.succeed(undefined)
-          : upserts.submit({ structure, match, data, writer, key: `${structure.id}/${canonicalJson(match)}` }))
+          : upserts.submit({ structure, match, data, writer, key: `${structure.id}/${canonicalJson(match)}` })
+      )
 
     return { create, update, remove, upsertGrouped }
   })

@@ -7,14 +7,25 @@
 //   record.bulk.* event of what was written follows in a transaction of its own. When every item failed, the
 //   request fails with one error naming each item (the items' common status, else 400).
 // makeBulkRequests runs a whole request of either kind; RecordWriter exposes it, as it owns the actors.
-import { badRequest, conflict, type ErrorDetail, forbidden, type Forbidden, locked, notFound, payloadTooLarge, type PayloadTooLarge, unprocessable } from "@troupe/api/Errors"
+import {
+  badRequest,
+  conflict,
+  type ErrorDetail,
+  forbidden,
+  type Forbidden,
+  locked,
+  notFound,
+  payloadTooLarge,
+  type PayloadTooLarge,
+  unprocessable
+} from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Clock, Effect, Result } from "effect"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import type { StructureService } from "../structures/StructureService.ts"
 import { isLive } from "../query/Live.ts"
 import { isUuid, type RecordRow } from "../query/RecordRow.ts"
-import { type Writer } from "./model.ts"
+import type { Writer } from "./model.ts"
 import {
   type BulkEventType,
   type BulkItemFailure,
@@ -28,7 +39,7 @@ import {
 } from "./RecordInputs.ts"
 import { batchable, type Preparation } from "./RecordPrepare.ts"
 import type { RecordRepo } from "./RecordRepo.ts"
-import { ClaimTaken, timestamp, type Writes } from "./RecordWrites.ts"
+import { type ClaimTaken, timestamp, type Writes } from "./RecordWrites.ts"
 
 /** Groups written rows by structure, for one bulk event per structure. */
 const byStructure = (written: ReadonlyArray<{ row: RecordRow; structure: Structure }>) => {
@@ -42,8 +53,10 @@ const byStructure = (written: ReadonlyArray<{ row: RecordRow; structure: Structu
 }
 
 /** Tags an item's failure with its index (SQL failures pass through to the transaction's own mapping). */
-const at = (index: number) => <A, E>(effect: Effect.Effect<A, E, never>): Effect.Effect<A, BulkItemFailure | SqlError> =>
-  Effect.catch(effect, (e: any) => Effect.fail(isSqlError(e) ? e : { index, error: e as RecordError }))
+const at =
+  (index: number) =>
+  <A, E>(effect: Effect.Effect<A, E, never>): Effect.Effect<A, BulkItemFailure | SqlError> =>
+    Effect.catch(effect, (e: any) => Effect.fail(isSqlError(e) ? e : { index, error: e as RecordError }))
 
 /** The atomic bulk writes of RecordService, and the record.bulk.* event of a non-atomic batch. */
 export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; readonly prep: Preparation; readonly writes: Writes }) => {
@@ -51,21 +64,29 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
   const { transaction } = repo
 
   const bulkEventInTx = (structure: Structure, type: BulkEventType, ids: ReadonlyArray<string>, writer: Writer) =>
-    ids.length === 0 ? Effect.void : Effect.flatMap(timestamp, (now) =>
-      repo.appendEvent({
-        workspace: structure.workspaceSlug,
-        type,
-        structureId: structure.id,
-        recordSlug: structure.recordSlug,
-        recordId: null,
-        payload: {
-          event: type,
-          timestamp: now,
-          workspace: structure.workspaceSlug,
-          structure: structure.recordSlug,
-          data: { structure: structure.recordSlug, count: ids.length, recordIds: ids, metadata: { userId: writer.userId, source: writer.source } }
-        }
-      }))
+    ids.length === 0
+      ? Effect.void
+      : Effect.flatMap(timestamp, (now) =>
+          repo.appendEvent({
+            workspace: structure.workspaceSlug,
+            type,
+            structureId: structure.id,
+            recordSlug: structure.recordSlug,
+            recordId: null,
+            payload: {
+              event: type,
+              timestamp: now,
+              workspace: structure.workspaceSlug,
+              structure: structure.recordSlug,
+              data: {
+                structure: structure.recordSlug,
+                count: ids.length,
+                recordIds: ids,
+                metadata: { userId: writer.userId, source: writer.source }
+              }
+            }
+          })
+        )
 
   const publishBulk = (structure: Structure, type: BulkEventType, ids: ReadonlyArray<string>, writer: Writer) =>
     ids.length === 0 ? Effect.void : repo.sql.withTransaction(bulkEventInTx(structure, type, ids, writer)).pipe(Effect.orDie)
@@ -75,64 +96,98 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
 
   /** Item by item, in one transaction: the first item that fails names itself. */
   const createEach = (structure: Structure, items: ReadonlyArray<CreateInput>, writer: Writer) =>
-    transaction(Effect.gen(function*() {
-      const written: Array<WriteResult> = []
-      for (let i = 0; i < items.length; i++) written.push(yield* at(i)(writes.createInTx(structure, items[i]!, writer)))
-      yield* bulkEventInTx(structure, "record.bulk.created", written.map((w) => w.row.id), writer)
-      return written
-    }))
+    transaction(
+      Effect.gen(function* () {
+        const written: Array<WriteResult> = []
+        for (let i = 0; i < items.length; i++) written.push(yield* at(i)(writes.createInTx(structure, items[i]!, writer)))
+        yield* bulkEventInTx(
+          structure,
+          "record.bulk.created",
+          written.map((w) => w.row.id),
+          writer
+        )
+        return written
+      })
+    )
 
   /** A bulk of plain creates is one batch: each statement once for every item (claims taken: item by item). */
   const createAll = (structure: Structure, items: ReadonlyArray<CreateInput>, writer: Writer) =>
-    !batchable(structure) ? createEach(structure, items, writer) : Effect.gen(function*() {
-      const pending: Array<PendingCreate> = []
-      for (let i = 0; i < items.length; i++) {
-        const input = items[i]!
-        const p = yield* Effect.mapError(prep.prepareCreate(structure, input, writer), (error): BulkItemFailure => ({ index: i, error }))
-        pending.push({ structure, input, writer, record: prep.newRecord(structure, input, writer, p.data, p.expiresAt) })
-      }
-      return yield* transaction(Effect.gen(function*() {
-        const written = yield* writes.insertCreated(pending, writes.claimAll)
-        yield* bulkEventInTx(structure, "record.bulk.created", written.map((w) => w.row.id), writer)
-        return written
-      })).pipe(Effect.catchTag("ClaimTaken", (_: ClaimTaken) => createEach(structure, items, writer)))
-    })
+    !batchable(structure)
+      ? createEach(structure, items, writer)
+      : Effect.gen(function* () {
+          const pending: Array<PendingCreate> = []
+          for (let i = 0; i < items.length; i++) {
+            const input = items[i]!
+            const p = yield* Effect.mapError(
+              prep.prepareCreate(structure, input, writer),
+              (error): BulkItemFailure => ({ index: i, error })
+            )
+            pending.push({ structure, input, writer, record: prep.newRecord(structure, input, writer, p.data, p.expiresAt) })
+          }
+          return yield* transaction(
+            Effect.gen(function* () {
+              const written = yield* writes.insertCreated(pending, writes.claimAll)
+              yield* bulkEventInTx(
+                structure,
+                "record.bulk.created",
+                written.map((w) => w.row.id),
+                writer
+              )
+              return written
+            })
+          ).pipe(Effect.catchTag("ClaimTaken", (_: ClaimTaken) => createEach(structure, items, writer)))
+        })
 
   const updateAll = (workspace: string, items: ReadonlyArray<{ id: string; input: UpdateInput }>, writer: Writer, structureId?: string) =>
-    transaction(Effect.gen(function*() {
-      yield* lockAll(workspace, items.map((u) => u.id))
-      const written: Array<WriteResult> = []
-      for (let i = 0; i < items.length; i++) {
-        const { id, input } = items[i]!
-        written.push(yield* at(i)(Effect.gen(function*() {
-          const row = yield* writes.lockLive(workspace, id)
-          if (structureId !== undefined && row.structureId !== structureId) return yield* recordNotFound(id)
-          const structure = yield* writes.liveStructure(workspace, row)
-          return yield* writes.updateInTx(row, structure, input, writer, input.replace ? "replace" : "update")
-        })))
-      }
-      for (const g of byStructure(written)) yield* bulkEventInTx(g.structure, "record.bulk.updated", g.ids, writer)
-      return written
-    }))
+    transaction(
+      Effect.gen(function* () {
+        yield* lockAll(
+          workspace,
+          items.map((u) => u.id)
+        )
+        const written: Array<WriteResult> = []
+        for (let i = 0; i < items.length; i++) {
+          const { id, input } = items[i]!
+          written.push(
+            yield* at(i)(
+              Effect.gen(function* () {
+                const row = yield* writes.lockLive(workspace, id)
+                if (structureId !== undefined && row.structureId !== structureId) return yield* recordNotFound(id)
+                const structure = yield* writes.liveStructure(workspace, row)
+                return yield* writes.updateInTx(row, structure, input, writer, input.replace ? "replace" : "update")
+              })
+            )
+          )
+        }
+        for (const g of byStructure(written)) yield* bulkEventInTx(g.structure, "record.bulk.updated", g.ids, writer)
+        return written
+      })
+    )
 
   const removeAll = (workspace: string, ids: ReadonlyArray<string>, permanent: boolean, writer: Writer, structureId?: string) =>
-    transaction(Effect.gen(function*() {
-      yield* lockAll(workspace, ids)
-      const removed: Array<{ row: RecordRow; structure: Structure; deletedAt: string }> = []
-      for (let i = 0; i < ids.length; i++) {
-        const id = ids[i]!
-        removed.push(yield* at(i)(Effect.gen(function*() {
-          const row = yield* writes.lock(workspace, id)
-          if (row === undefined || (!permanent && !isLive(row, yield* Clock.currentTimeMillis))) return yield* recordNotFound(id)
-          if (structureId !== undefined && row.structureId !== structureId) return yield* recordNotFound(id)
-          const structure = yield* writes.liveStructure(workspace, row)
-          const deletedAt = yield* writes.deleteInTx(structure, row, permanent, writer)
-          return { row, structure, deletedAt }
-        })))
-      }
-      for (const g of byStructure(removed)) yield* bulkEventInTx(g.structure, "record.bulk.deleted", g.ids, writer)
-      return removed.map((r) => ({ id: r.row.id, deletedAt: r.deletedAt, structureId: r.structure.id }))
-    }))
+    transaction(
+      Effect.gen(function* () {
+        yield* lockAll(workspace, ids)
+        const removed: Array<{ row: RecordRow; structure: Structure; deletedAt: string }> = []
+        for (let i = 0; i < ids.length; i++) {
+          const id = ids[i]!
+          removed.push(
+            yield* at(i)(
+              Effect.gen(function* () {
+                const row = yield* writes.lock(workspace, id)
+                if (row === undefined || (!permanent && !isLive(row, yield* Clock.currentTimeMillis))) return yield* recordNotFound(id)
+                if (structureId !== undefined && row.structureId !== structureId) return yield* recordNotFound(id)
+                const structure = yield* writes.liveStructure(workspace, row)
+                const deletedAt = yield* writes.deleteInTx(structure, row, permanent, writer)
+                return { row, structure, deletedAt }
+              })
+            )
+          )
+        }
+        for (const g of byStructure(removed)) yield* bulkEventInTx(g.structure, "record.bulk.deleted", g.ids, writer)
+        return removed.map((r) => ({ id: r.row.id, deletedAt: r.deletedAt, structureId: r.structure.id }))
+      })
+    )
 
   return { createAll, updateAll, removeAll, publishBulk }
 }
@@ -182,15 +237,17 @@ const itemDetails = (list: string, index: number, e: { message: string; details?
 }
 
 /** The failure of an atomic batch: the failing item's status and code, nothing written. */
-const atomicFailure = (list: string) => (failure: BulkItemFailure | RecordError): RecordError => {
-  if (!("index" in failure)) return failure
-  const e = failure.error
-  return (errorOf[e.statusCode] ?? badRequest)({
-    message: `${list}[${failure.index}]: ${e.message} (atomic batch: nothing was written)`,
-    code: e.code,
-    details: itemDetails(list, failure.index, e)
-  })
-}
+const atomicFailure =
+  (list: string) =>
+  (failure: BulkItemFailure | RecordError): RecordError => {
+    if (!("index" in failure)) return failure
+    const e = failure.error
+    return (errorOf[e.statusCode] ?? badRequest)({
+      message: `${list}[${failure.index}]: ${e.message} (atomic batch: nothing was written)`,
+      code: e.code,
+      details: itemDetails(list, failure.index, e)
+    })
+  }
 
 /** A non-atomic batch in which every item failed: one contract error naming each item. */
 const allFailed = (list: string, errors: ReadonlyArray<BulkFailure>): RecordError => {
@@ -208,8 +265,14 @@ const bulkSize = (n: number, list: string) =>
   n > MAX_BULK_ITEMS
     ? Effect.fail(payloadTooLarge({ message: `At most ${MAX_BULK_ITEMS} items per bulk request, got ${n}`, code: "PAYLOAD_TOO_LARGE" }))
     : n === 0
-    ? Effect.fail(badRequest({ message: `${list} must not be empty`, code: "VALIDATION_ERROR", details: [{ field: list, property: list, message: `${list} must not be empty` }] }))
-    : Effect.void
+      ? Effect.fail(
+          badRequest({
+            message: `${list} must not be empty`,
+            code: "VALIDATION_ERROR",
+            details: [{ field: list, property: list, message: `${list} must not be empty` }]
+          })
+        )
+      : Effect.void
 
 /** skipValidation is for writers who may change structures (they could relax the rules anyway). */
 const maySkip = (writer: Writer, requested: boolean | undefined) =>
@@ -219,28 +282,56 @@ const maySkip = (writer: Writer, requested: boolean | undefined) =>
 
 /** Runs each item, in order; the successes and the failures. */
 const eachItem = <I, A>(items: ReadonlyArray<I>, run: (item: I) => Effect.Effect<A, RecordError>, idOf: (item: I) => string | undefined) =>
-  Effect.map(Effect.forEach(items, (item) => Effect.result(run(item))), (outcomes) => {
-    const done: Array<A> = []
-    const failures: Array<BulkFailure> = []
-    outcomes.forEach((outcome, index) => {
-      if (Result.isSuccess(outcome)) done.push(outcome.success)
-      else failures.push({ index, id: idOf(items[index]!), error: outcome.failure })
-    })
-    return { done, failures }
-  })
+  Effect.map(
+    Effect.forEach(items, (item) => Effect.result(run(item))),
+    (outcomes) => {
+      const done: Array<A> = []
+      const failures: Array<BulkFailure> = []
+      outcomes.forEach((outcome, index) => {
+        if (Result.isSuccess(outcome)) done.push(outcome.success)
+        else failures.push({ index, id: idOf(items[index]!), error: outcome.failure })
+      })
+      return { done, failures }
+    }
+  )
 
 export const makeBulkRequests = (deps: {
   readonly records: {
     readonly create: (structure: Structure, input: CreateInput, writer: Writer) => Effect.Effect<WriteResult, RecordError>
     readonly get: (workspace: string, id: string) => Effect.Effect<{ row: RecordRow }, RecordError>
-    readonly createAll: (structure: Structure, items: ReadonlyArray<CreateInput>, writer: Writer) => Effect.Effect<ReadonlyArray<WriteResult>, BulkItemFailure | RecordError>
-    readonly updateAll: (workspace: string, items: ReadonlyArray<{ id: string; input: UpdateInput }>, writer: Writer, structureId?: string) => Effect.Effect<ReadonlyArray<WriteResult>, BulkItemFailure | RecordError>
-    readonly removeAll: (workspace: string, ids: ReadonlyArray<string>, permanent: boolean, writer: Writer, structureId?: string) => Effect.Effect<ReadonlyArray<{ id: string; deletedAt: string; structureId: string }>, BulkItemFailure | RecordError>
+    readonly createAll: (
+      structure: Structure,
+      items: ReadonlyArray<CreateInput>,
+      writer: Writer
+    ) => Effect.Effect<ReadonlyArray<WriteResult>, BulkItemFailure | RecordError>
+    readonly updateAll: (
+      workspace: string,
+      items: ReadonlyArray<{ id: string; input: UpdateInput }>,
+      writer: Writer,
+      structureId?: string
+    ) => Effect.Effect<ReadonlyArray<WriteResult>, BulkItemFailure | RecordError>
+    readonly removeAll: (
+      workspace: string,
+      ids: ReadonlyArray<string>,
+      permanent: boolean,
+      writer: Writer,
+      structureId?: string
+    ) => Effect.Effect<ReadonlyArray<{ id: string; deletedAt: string; structureId: string }>, BulkItemFailure | RecordError>
     readonly publishBulk: (structure: Structure, type: BulkEventType, ids: ReadonlyArray<string>, writer: Writer) => Effect.Effect<void>
   }
   /** one update and one delete, through the record's actor */
-  readonly update: (workspace: string, id: string, input: UpdateInput, writer: Writer) => Effect.Effect<{ readonly row: RecordRow }, RecordError>
-  readonly remove: (workspace: string, id: string, permanent: boolean, writer: Writer) => Effect.Effect<{ id: string; deletedAt: string; structureId: string }, RecordError>
+  readonly update: (
+    workspace: string,
+    id: string,
+    input: UpdateInput,
+    writer: Writer
+  ) => Effect.Effect<{ readonly row: RecordRow }, RecordError>
+  readonly remove: (
+    workspace: string,
+    id: string,
+    permanent: boolean,
+    writer: Writer
+  ) => Effect.Effect<{ id: string; deletedAt: string; structureId: string }, RecordError>
   readonly structures: StructureService["Service"]
 }) => {
   const { records, structures } = deps
@@ -249,18 +340,30 @@ export const makeBulkRequests = (deps: {
   const ofStructure = (workspace: string, id: string, structure: Structure | undefined) =>
     structure === undefined
       ? Effect.void
-      : Effect.flatMap(records.get(workspace, id), ({ row }) => (row.structureId === structure.id ? Effect.void : Effect.fail(recordNotFound(id))))
+      : Effect.flatMap(records.get(workspace, id), ({ row }) =>
+          row.structureId === structure.id ? Effect.void : Effect.fail(recordNotFound(id))
+        )
 
-  const bulkCreate = (structure: Structure, items: ReadonlyArray<CreateInput>, writer: Writer, options: BulkOptions): Effect.Effect<BulkOutcome<WriteResult>, BulkError> =>
-    Effect.gen(function*() {
+  const bulkCreate = (
+    structure: Structure,
+    items: ReadonlyArray<CreateInput>,
+    writer: Writer,
+    options: BulkOptions
+  ): Effect.Effect<BulkOutcome<WriteResult>, BulkError> =>
+    Effect.gen(function* () {
       yield* bulkSize(items.length, options.list)
       yield* maySkip(writer, options.skipValidation)
       const bulkWriter: Writer = { ...writer, source: "bulk" }
       if (options.atomic) {
-        return { done: yield* records.createAll(structure, items, bulkWriter).pipe(Effect.mapError(atomicFailure(options.list))), failures: [] }
+        return {
+          done: yield* records.createAll(structure, items, bulkWriter).pipe(Effect.mapError(atomicFailure(options.list))),
+          failures: []
+        }
       }
       // the items go in together, so they share group commits; each keeps its own outcome, in item order
-      const outcomes = yield* Effect.forEach(items, (input) => Effect.result(records.create(structure, input, bulkWriter)), { concurrency: 64 })
+      const outcomes = yield* Effect.forEach(items, (input) => Effect.result(records.create(structure, input, bulkWriter)), {
+        concurrency: 64
+      })
       const done: Array<WriteResult> = []
       const failures: Array<BulkFailure> = []
       outcomes.forEach((outcome, index) => {
@@ -268,7 +371,12 @@ export const makeBulkRequests = (deps: {
         else failures.push({ index, error: outcome.failure })
       })
       if (done.length === 0) return yield* allFailed(options.list, failures)
-      yield* records.publishBulk(structure, "record.bulk.created", done.map((w) => w.row.id), writer)
+      yield* records.publishBulk(
+        structure,
+        "record.bulk.created",
+        done.map((w) => w.row.id),
+        writer
+      )
       return { done, failures }
     })
 
@@ -279,16 +387,22 @@ export const makeBulkRequests = (deps: {
     writer: Writer,
     options: BulkOptions & { readonly structure?: Structure | undefined }
   ): Effect.Effect<BulkOutcome<{ readonly row: RecordRow }>, BulkError> =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       if (options.structure === undefined || items.length > 0) yield* bulkSize(items.length, options.list)
       yield* maySkip(writer, options.skipValidation)
       const bulkWriter: Writer = { ...writer, source: "bulk" }
       if (items.length === 0) return { done: [], failures: [] }
       if (options.atomic) {
-        const written = yield* records.updateAll(workspace, items, bulkWriter, options.structure?.id).pipe(Effect.mapError(atomicFailure(options.list)))
+        const written = yield* records
+          .updateAll(workspace, items, bulkWriter, options.structure?.id)
+          .pipe(Effect.mapError(atomicFailure(options.list)))
         return { done: written, failures: [] }
       }
-      const outcome = yield* eachItem(items, (u) => Effect.andThen(ofStructure(workspace, u.id, options.structure), deps.update(workspace, u.id, u.input, bulkWriter)), (u) => u.id)
+      const outcome = yield* eachItem(
+        items,
+        (u) => Effect.andThen(ofStructure(workspace, u.id, options.structure), deps.update(workspace, u.id, u.input, bulkWriter)),
+        (u) => u.id
+      )
       if (outcome.done.length === 0) return yield* allFailed(options.list, outcome.failures)
       const groups = new Map<string, Array<string>>()
       for (const { row } of outcome.done) groups.set(row.structureId, [...(groups.get(row.structureId) ?? []), row.id])
@@ -306,14 +420,23 @@ export const makeBulkRequests = (deps: {
     writer: Writer,
     options: BulkOptions & { readonly structure?: Structure | undefined }
   ): Effect.Effect<BulkOutcome<{ readonly id: string; readonly deletedAt: string; readonly structureId: string }>, BulkError> =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       if (options.structure === undefined || ids.length > 0) yield* bulkSize(ids.length, options.list)
       if (ids.length === 0) return { done: [], failures: [] }
       const bulkWriter: Writer = { ...writer, source: "bulk" }
       if (options.atomic) {
-        return { done: yield* records.removeAll(workspace, ids, permanent, bulkWriter, options.structure?.id).pipe(Effect.mapError(atomicFailure(options.list))), failures: [] }
+        return {
+          done: yield* records
+            .removeAll(workspace, ids, permanent, bulkWriter, options.structure?.id)
+            .pipe(Effect.mapError(atomicFailure(options.list))),
+          failures: []
+        }
       }
-      const outcome = yield* eachItem(ids, (id) => Effect.andThen(ofStructure(workspace, id, options.structure), deps.remove(workspace, id, permanent, bulkWriter)), (id) => id)
+      const outcome = yield* eachItem(
+        ids,
+        (id) => Effect.andThen(ofStructure(workspace, id, options.structure), deps.remove(workspace, id, permanent, bulkWriter)),
+        (id) => id
+      )
       if (outcome.done.length === 0) return yield* allFailed(options.list, outcome.failures)
       const groups = new Map<string, Array<string>>()
       for (const r of outcome.done) groups.set(r.structureId, [...(groups.get(r.structureId) ?? []), r.id])

@@ -30,8 +30,15 @@ class WriteFailure extends Schema.TaggedError<WriteFailure>()("WriteFailure", {
 const toFailure = (e: RecordError) => new WriteFailure({ statusCode: e.statusCode, message: e.message, code: e.code, details: e.details })
 const fromFailure = (e: WriteFailure): RecordError => {
   const init = { message: e.message, code: e.code, details: e.details }
-  return e.statusCode === 404 ? notFound(init) : e.statusCode === 409 ? conflict(init) : e.statusCode === 423 ? locked(init)
-    : e.statusCode === 422 ? unprocessable(init) : badRequest(init)
+  return e.statusCode === 404
+    ? notFound(init)
+    : e.statusCode === 409
+      ? conflict(init)
+      : e.statusCode === 423
+        ? locked(init)
+        : e.statusCode === 422
+          ? unprocessable(init)
+          : badRequest(init)
 }
 /** A handler's errors in wire form. */
 const onWire = <A, R>(effect: Effect.Effect<A, RecordError, R>) => Effect.mapError(effect, toFailure)
@@ -85,35 +92,42 @@ const written = (r: WriteResult) => ({
   ...(r.restoredFrom !== undefined ? { restoredFrom: r.restoredFrom } : {})
 })
 
-export const RecordEntityLayer = RecordEntity.toLayer(Effect.gen(function*() {
-  const records = yield* RecordService
-  return RecordEntity.of({
-    Update: ({ address, payload }) => {
-      const { workspace, id } = split(address.entityId)
-      return onWire(Effect.map(records.update(workspace, id, payload.input as unknown as UpdateInput, payload.writer), written))
-    },
-    Delete: ({ address, payload }) => {
-      const { workspace, id } = split(address.entityId)
-      return onWire(Effect.map(records.remove(workspace, id, payload.permanent, payload.writer, payload.reason), (r) => ({
-        id: r.id,
-        deletedAt: r.deletedAt,
-        structureId: r.structure.id
-      })))
-    },
-    Restore: ({ address, payload }) => {
-      const { workspace, id } = split(address.entityId)
-      return onWire(Effect.map(records.restore(workspace, id, payload.version, payload.reason, payload.writer), written))
-    },
-    Revert: ({ address, payload }) => {
-      const { workspace, id } = split(address.entityId)
-      return onWire(Effect.map(records.revert(workspace, id, payload.reason, payload.writer), written))
-    },
-    Increment: ({ address, payload }) => {
-      const { workspace, id } = split(address.entityId)
-      return onWire(Effect.map(records.update(workspace, id, { data: {}, increments: { [payload.field]: payload.by } }, payload.writer), written))
-    }
-  })
-}), { maxIdleTime: "10 seconds" })
+export const RecordEntityLayer = RecordEntity.toLayer(
+  Effect.gen(function* () {
+    const records = yield* RecordService
+    return RecordEntity.of({
+      Update: ({ address, payload }) => {
+        const { workspace, id } = split(address.entityId)
+        return onWire(Effect.map(records.update(workspace, id, payload.input as unknown as UpdateInput, payload.writer), written))
+      },
+      Delete: ({ address, payload }) => {
+        const { workspace, id } = split(address.entityId)
+        return onWire(
+          Effect.map(records.remove(workspace, id, payload.permanent, payload.writer, payload.reason), (r) => ({
+            id: r.id,
+            deletedAt: r.deletedAt,
+            structureId: r.structure.id
+          }))
+        )
+      },
+      Restore: ({ address, payload }) => {
+        const { workspace, id } = split(address.entityId)
+        return onWire(Effect.map(records.restore(workspace, id, payload.version, payload.reason, payload.writer), written))
+      },
+      Revert: ({ address, payload }) => {
+        const { workspace, id } = split(address.entityId)
+        return onWire(Effect.map(records.revert(workspace, id, payload.reason, payload.writer), written))
+      },
+      Increment: ({ address, payload }) => {
+        const { workspace, id } = split(address.entityId)
+        return onWire(
+          Effect.map(records.update(workspace, id, { data: {}, increments: { [payload.field]: payload.by } }, payload.writer), written)
+        )
+      }
+    })
+  }),
+  { maxIdleTime: "10 seconds" }
+)
 
 /** The most upserts one transaction carries. */
 const MAX_UPSERT_BATCH = 128
@@ -125,59 +139,72 @@ type UpsertRequest = Envelope.Request<Rpc.ExtractTag<RpcGroup.Rpcs<typeof Record
  * one (RecordService.upsertMany); a request with an Idempotency-Key, or any batch that fails, runs on its own so
  * every caller gets exactly its own outcome.
  */
-export const RecordKeyEntityLayer = RecordKeyEntity.toLayerQueue(Effect.gen(function*() {
-  const records = yield* RecordService
-  const structures = yield* StructureService
-  return (queue, replier) => {
-    const structureOf = (request: UpsertRequest) =>
-      structures.resolve(split(request.address.entityId).workspace, request.payload.structureId)
+export const RecordKeyEntityLayer = RecordKeyEntity.toLayerQueue(
+  Effect.gen(function* () {
+    const records = yield* RecordService
+    const structures = yield* StructureService
+    return (queue, replier) => {
+      const structureOf = (request: UpsertRequest) =>
+        structures.resolve(split(request.address.entityId).workspace, request.payload.structureId)
 
-    const single = (request: UpsertRequest) => {
-      const p = request.payload
-      return Effect.flatMap(structureOf(request), (structure) =>
-        records.upsert(structure, p.match, p.data, p.writer, p.idempotencyKey)).pipe(
-        Effect.map((r) => ({ status: r.status, body: r.body as Schema.Json, replayed: r.replayed })),
-        onWire,
-        Effect.exit,
-        Effect.flatMap((exit) => replier.complete(request, exit))
-      )
-    }
-
-    const batch = (requests: ReadonlyArray<UpsertRequest>) =>
-      Effect.flatMap(structureOf(requests[0]!), (structure) =>
-        records.upsertMany(structure, requests[0]!.payload.match, requests.map((r) => ({ data: r.payload.data, writer: r.payload.writer })))).pipe(
-        Effect.matchCauseEffect({
-          onSuccess: (results) =>
-            Effect.forEach(requests, (request, i) =>
-              replier.succeed(request, { status: results[i]!.status, body: results[i]!.body as Schema.Json, replayed: false }), { discard: true }),
-          onFailure: () => Effect.forEach(requests, single, { discard: true })
-        })
-      )
-
-    const run = (requests: ReadonlyArray<UpsertRequest>) => {
-      const steps: Array<Effect.Effect<void>> = []
-      let pending: Array<UpsertRequest> = []
-      const flush = () => {
-        if (pending.length === 1) steps.push(single(pending[0]!))
-        else if (pending.length > 1) steps.push(batch(pending))
-        pending = []
+      const single = (request: UpsertRequest) => {
+        const p = request.payload
+        return Effect.flatMap(structureOf(request), (structure) =>
+          records.upsert(structure, p.match, p.data, p.writer, p.idempotencyKey)
+        ).pipe(
+          Effect.map((r) => ({ status: r.status, body: r.body as Schema.Json, replayed: r.replayed })),
+          onWire,
+          Effect.exit,
+          Effect.flatMap((exit) => replier.complete(request, exit))
+        )
       }
-      for (const request of requests) {
-        if (request.payload.idempotencyKey !== undefined) {
-          flush()
-          steps.push(single(request))
-        } else {
-          pending.push(request)
-          if (pending.length === MAX_UPSERT_BATCH) flush()
+
+      const batch = (requests: ReadonlyArray<UpsertRequest>) =>
+        Effect.flatMap(structureOf(requests[0]!), (structure) =>
+          records.upsertMany(
+            structure,
+            requests[0]!.payload.match,
+            requests.map((r) => ({ data: r.payload.data, writer: r.payload.writer }))
+          )
+        ).pipe(
+          Effect.matchCauseEffect({
+            onSuccess: (results) =>
+              Effect.forEach(
+                requests,
+                (request, i) =>
+                  replier.succeed(request, { status: results[i]!.status, body: results[i]!.body as Schema.Json, replayed: false }),
+                { discard: true }
+              ),
+            onFailure: () => Effect.forEach(requests, single, { discard: true })
+          })
+        )
+
+      const run = (requests: ReadonlyArray<UpsertRequest>) => {
+        const steps: Array<Effect.Effect<void>> = []
+        let pending: Array<UpsertRequest> = []
+        const flush = () => {
+          if (pending.length === 1) steps.push(single(pending[0]!))
+          else if (pending.length > 1) steps.push(batch(pending))
+          pending = []
         }
+        for (const request of requests) {
+          if (request.payload.idempotencyKey !== undefined) {
+            flush()
+            steps.push(single(request))
+          } else {
+            pending.push(request)
+            if (pending.length === MAX_UPSERT_BATCH) flush()
+          }
+        }
+        flush()
+        return Effect.forEach(steps, (step) => step, { discard: true })
       }
-      flush()
-      return Effect.forEach(steps, (step) => step, { discard: true })
-    }
 
-    return Effect.forever(Effect.flatMap(Queue.takeAll(queue), (envelopes) => run(envelopes as ReadonlyArray<UpsertRequest>)))
-  }
-}), { maxIdleTime: "10 seconds" })
+      return Effect.forever(Effect.flatMap(Queue.takeAll(queue), (envelopes) => run(envelopes as ReadonlyArray<UpsertRequest>)))
+    }
+  }),
+  { maxIdleTime: "10 seconds" }
+)
 
 export interface Written {
   readonly row: RecordRow
@@ -200,75 +227,156 @@ type Removal = { readonly id: string; readonly deletedAt: string; readonly struc
  * The write front: single-record writes and upserts routed to their actors, wherever they live, and whole bulk
  * requests (RecordBulk: atomic ones through RecordService, the items of the others each through its actor).
  */
-export class RecordWriter extends Context.Service<RecordWriter, {
-  readonly update: (workspace: string, id: string, input: UpdateInput, writer: Writer) => Effect.Effect<Written, RecordError>
-  readonly remove: (workspace: string, id: string, permanent: boolean, writer: Writer, reason?: string) => Effect.Effect<{ id: string; deletedAt: string; structureId: string }, RecordError>
-  readonly restore: (workspace: string, id: string, version: number | undefined, reason: string | undefined, writer: Writer) => Effect.Effect<Written, RecordError>
-  readonly revert: (workspace: string, id: string, reason: string | undefined, writer: Writer) => Effect.Effect<Written, RecordError>
-  readonly increment: (workspace: string, id: string, field: string, by: number, writer: Writer) => Effect.Effect<Written, RecordError>
-  readonly upsert: (workspace: string, structureId: string, match: Record<string, unknown>, data: Record<string, unknown>, writer: Writer, idempotencyKey?: string) => Effect.Effect<{ status: number; body: unknown; replayed: boolean }, RecordError>
-  readonly bulkCreate: (structure: Structure, items: ReadonlyArray<CreateInput>, writer: Writer, options: BulkOptions) => Effect.Effect<BulkOutcome<{ readonly row: RecordRow }>, BulkError>
-  /** `options.structure`: generation A batches may only touch records of the structure in the path. */
-  readonly bulkUpdate: (workspace: string, items: ReadonlyArray<{ readonly id: string; readonly input: UpdateInput }>, writer: Writer, options: BulkOptions & { readonly structure?: Structure | undefined }) => Effect.Effect<BulkOutcome<{ readonly row: RecordRow }>, BulkError>
-  readonly bulkRemove: (workspace: string, ids: ReadonlyArray<string>, permanent: boolean, writer: Writer, options: BulkOptions & { readonly structure?: Structure | undefined }) => Effect.Effect<BulkOutcome<Removal>, BulkError>
-}>()("@troupe/server/records/RecordWriter") {
-  static readonly layer = Layer.effect(RecordWriter, Effect.gen(function*() {
-    const record = yield* RecordEntity.client
-    const key = yield* RecordKeyEntity.client
-    const records = yield* RecordService
-    const structures = yield* StructureService
-    // Sharding failures surface as defects: a node at its entity cap is a 503 with Retry-After, a node gone
-    // mid-call a 500; both are for the caller to retry.
-    const orDie = <A, E>(e: Effect.Effect<A, E | { readonly _tag: string }>) =>
-      Effect.catch(e, (err: any) =>
-        err?._tag === "WriteFailure"
-          ? Effect.fail(fromFailure(err))
-          : err?._tag === "MailboxFull"
-          ? Effect.die(Object.assign(serviceUnavailable({ message: "This node is at capacity; retry shortly", code: "UNAVAILABLE" }), { retryAfter: 1 }))
-          : err?._tag !== undefined && !("statusCode" in err)
-          ? Effect.die(err)
-          : Effect.fail(err)) as Effect.Effect<A, E>
-    // an id that is no record id never reaches an actor
-    const known = <A>(id: string, send: () => Effect.Effect<A, RecordError>): Effect.Effect<A, RecordError> =>
-      isUuid(id) ? send() : Effect.fail(recordNotFound(id))
-    const update = (workspace: string, id: string, input: UpdateInput, writer: Writer): Effect.Effect<Written, RecordError> =>
-      known(id, () => orDie(record(`${workspace}/${id.toLowerCase()}`).Update({ input: defined(input) as unknown as Schema.Json, writer })).pipe(Effect.map(fromWire)) as any)
-    const remove = (workspace: string, id: string, permanent: boolean, writer: Writer, reason?: string): Effect.Effect<Removal, RecordError> =>
-      known(id, () => orDie(record(`${workspace}/${id.toLowerCase()}`).Delete({ permanent, ...(reason !== undefined ? { reason } : {}), writer })) as any)
-    const bulk = makeBulkRequests({ records, update, remove, structures })
-    return RecordWriter.of({
-      update,
-      remove,
-      restore: (workspace, id, version, reason, writer) =>
-        known(id, () => orDie(record(`${workspace}/${id.toLowerCase()}`).Restore({
-          ...(version !== undefined ? { version } : {}),
-          ...(reason !== undefined ? { reason } : {}),
-          writer
-        })).pipe(Effect.map(fromWire)) as any),
-      revert: (workspace, id, reason, writer) =>
-        known(id, () => orDie(record(`${workspace}/${id.toLowerCase()}`).Revert({ ...(reason !== undefined ? { reason } : {}), writer })).pipe(Effect.map(fromWire)) as any),
-      increment: (workspace, id, field, by, writer) =>
-        known(id, () => orDie(record(`${workspace}/${id.toLowerCase()}`).Increment({ field, by, writer })).pipe(Effect.map(fromWire)) as any),
-      upsert: (workspace, structureId, match, data, writer, idempotencyKey) => {
-        const hash = Crypto.createHash("sha256").update(canonicalJson(match)).digest("hex")
-        const throughActor = () => orDie(key(`${workspace}/${structureId}/${hash}`).Upsert({
-          structureId,
-          match: match as Record<string, Schema.Json>,
-          data: data as Record<string, Schema.Json>,
-          writer,
-          ...(idempotencyKey !== undefined ? { idempotencyKey } : {})
-        })) as unknown as Effect.Effect<{ status: number; body: unknown; replayed: boolean }, RecordError>
-        // a match on a unique property shares the node's group commit with other keys' upserts (no actor to wake
-        // per key); a replayable one (Idempotency-Key), or one whose batch failed, goes through the key's actor
-        if (idempotencyKey !== undefined) return throughActor()
-        return Effect.flatMap(structures.resolve(workspace, structureId), (structure) =>
-          records.upsertGrouped(structure, match, data, writer)).pipe(
-          Effect.flatMap((done) => (done === undefined ? throughActor() : Effect.succeed({ ...done, replayed: false })))
+export class RecordWriter extends Context.Service<
+  RecordWriter,
+  {
+    readonly update: (workspace: string, id: string, input: UpdateInput, writer: Writer) => Effect.Effect<Written, RecordError>
+    readonly remove: (
+      workspace: string,
+      id: string,
+      permanent: boolean,
+      writer: Writer,
+      reason?: string
+    ) => Effect.Effect<{ id: string; deletedAt: string; structureId: string }, RecordError>
+    readonly restore: (
+      workspace: string,
+      id: string,
+      version: number | undefined,
+      reason: string | undefined,
+      writer: Writer
+    ) => Effect.Effect<Written, RecordError>
+    readonly revert: (workspace: string, id: string, reason: string | undefined, writer: Writer) => Effect.Effect<Written, RecordError>
+    readonly increment: (workspace: string, id: string, field: string, by: number, writer: Writer) => Effect.Effect<Written, RecordError>
+    readonly upsert: (
+      workspace: string,
+      structureId: string,
+      match: Record<string, unknown>,
+      data: Record<string, unknown>,
+      writer: Writer,
+      idempotencyKey?: string
+    ) => Effect.Effect<{ status: number; body: unknown; replayed: boolean }, RecordError>
+    readonly bulkCreate: (
+      structure: Structure,
+      items: ReadonlyArray<CreateInput>,
+      writer: Writer,
+      options: BulkOptions
+    ) => Effect.Effect<BulkOutcome<{ readonly row: RecordRow }>, BulkError>
+    /** `options.structure`: generation A batches may only touch records of the structure in the path. */
+    readonly bulkUpdate: (
+      workspace: string,
+      items: ReadonlyArray<{ readonly id: string; readonly input: UpdateInput }>,
+      writer: Writer,
+      options: BulkOptions & { readonly structure?: Structure | undefined }
+    ) => Effect.Effect<BulkOutcome<{ readonly row: RecordRow }>, BulkError>
+    readonly bulkRemove: (
+      workspace: string,
+      ids: ReadonlyArray<string>,
+      permanent: boolean,
+      writer: Writer,
+      options: BulkOptions & { readonly structure?: Structure | undefined }
+    ) => Effect.Effect<BulkOutcome<Removal>, BulkError>
+  }
+>()("@troupe/server/records/RecordWriter") {
+  static readonly layer = Layer.effect(
+    RecordWriter,
+    Effect.gen(function* () {
+      const record = yield* RecordEntity.client
+      const key = yield* RecordKeyEntity.client
+      const records = yield* RecordService
+      const structures = yield* StructureService
+      // Sharding failures surface as defects: a node at its entity cap is a 503 with Retry-After, a node gone
+      // mid-call a 500; both are for the caller to retry.
+      const orDie = <A, E>(e: Effect.Effect<A, E | { readonly _tag: string }>) =>
+        Effect.catch(e, (err: any) =>
+          err?._tag === "WriteFailure"
+            ? Effect.fail(fromFailure(err))
+            : err?._tag === "MailboxFull"
+              ? Effect.die(
+                  Object.assign(serviceUnavailable({ message: "This node is at capacity; retry shortly", code: "UNAVAILABLE" }), {
+                    retryAfter: 1
+                  })
+                )
+              : err?._tag !== undefined && !("statusCode" in err)
+                ? Effect.die(err)
+                : Effect.fail(err)
+        ) as Effect.Effect<A, E>
+      // an id that is no record id never reaches an actor
+      const known = <A>(id: string, send: () => Effect.Effect<A, RecordError>): Effect.Effect<A, RecordError> =>
+        isUuid(id) ? send() : Effect.fail(recordNotFound(id))
+      const update = (workspace: string, id: string, input: UpdateInput, writer: Writer): Effect.Effect<Written, RecordError> =>
+        known(
+          id,
+          () =>
+            orDie(record(`${workspace}/${id.toLowerCase()}`).Update({ input: defined(input) as unknown as Schema.Json, writer })).pipe(
+              Effect.map(fromWire)
+            ) as any
         )
-      },
-      bulkCreate: Effect.fn("RecordWriter.bulkCreate")(bulk.bulkCreate),
-      bulkUpdate: Effect.fn("RecordWriter.bulkUpdate")(bulk.bulkUpdate),
-      bulkRemove: Effect.fn("RecordWriter.bulkRemove")(bulk.bulkRemove)
+      const remove = (
+        workspace: string,
+        id: string,
+        permanent: boolean,
+        writer: Writer,
+        reason?: string
+      ): Effect.Effect<Removal, RecordError> =>
+        known(
+          id,
+          () =>
+            orDie(
+              record(`${workspace}/${id.toLowerCase()}`).Delete({ permanent, ...(reason !== undefined ? { reason } : {}), writer })
+            ) as any
+        )
+      const bulk = makeBulkRequests({ records, update, remove, structures })
+      return RecordWriter.of({
+        update,
+        remove,
+        restore: (workspace, id, version, reason, writer) =>
+          known(
+            id,
+            () =>
+              orDie(
+                record(`${workspace}/${id.toLowerCase()}`).Restore({
+                  ...(version !== undefined ? { version } : {}),
+                  ...(reason !== undefined ? { reason } : {}),
+                  writer
+                })
+              ).pipe(Effect.map(fromWire)) as any
+          ),
+        revert: (workspace, id, reason, writer) =>
+          known(
+            id,
+            () =>
+              orDie(record(`${workspace}/${id.toLowerCase()}`).Revert({ ...(reason !== undefined ? { reason } : {}), writer })).pipe(
+                Effect.map(fromWire)
+              ) as any
+          ),
+        increment: (workspace, id, field, by, writer) =>
+          known(
+            id,
+            () => orDie(record(`${workspace}/${id.toLowerCase()}`).Increment({ field, by, writer })).pipe(Effect.map(fromWire)) as any
+          ),
+        upsert: (workspace, structureId, match, data, writer, idempotencyKey) => {
+          const hash = Crypto.createHash("sha256").update(canonicalJson(match)).digest("hex")
+          const throughActor = () =>
+            orDie(
+              key(`${workspace}/${structureId}/${hash}`).Upsert({
+                structureId,
+                match: match as Record<string, Schema.Json>,
+                data: data as Record<string, Schema.Json>,
+                writer,
+                ...(idempotencyKey !== undefined ? { idempotencyKey } : {})
+              })
+            ) as unknown as Effect.Effect<{ status: number; body: unknown; replayed: boolean }, RecordError>
+          // a match on a unique property shares the node's group commit with other keys' upserts (no actor to wake
+          // per key); a replayable one (Idempotency-Key), or one whose batch failed, goes through the key's actor
+          if (idempotencyKey !== undefined) return throughActor()
+          return Effect.flatMap(structures.resolve(workspace, structureId), (structure) =>
+            records.upsertGrouped(structure, match, data, writer)
+          ).pipe(Effect.flatMap((done) => (done === undefined ? throughActor() : Effect.succeed({ ...done, replayed: false }))))
+        },
+        bulkCreate: Effect.fn("RecordWriter.bulkCreate")(bulk.bulkCreate),
+        bulkUpdate: Effect.fn("RecordWriter.bulkUpdate")(bulk.bulkUpdate),
+        bulkRemove: Effect.fn("RecordWriter.bulkRemove")(bulk.bulkRemove)
+      })
     })
-  }))
+  )
 }

@@ -34,14 +34,18 @@ const setDeep = (data: Record<string, unknown>, path: ReadonlyArray<string>, val
   const [head, ...rest] = path
   if (head === undefined) return data
   if (rest.length === 0) return { ...data, [head]: value }
-  return { ...data, [head]: setDeep(isObject(data[head]) ? data[head] as Record<string, unknown> : {}, rest, value) }
+  return { ...data, [head]: setDeep(isObject(data[head]) ? (data[head] as Record<string, unknown>) : {}, rest, value) }
 }
 
 /**
  * expiresAt wins over ttlSeconds; neither -> the structure's default TTL (on create). An explicit expiresAt must be
  * in the future and within MAX_TTL_SECONDS; ttlSeconds must be a positive number up to MAX_TTL_SECONDS.
  */
-const expiryOf = (input: { ttlSeconds?: number | undefined; expiresAt?: string | undefined }, fallbackSeconds: number | null | undefined, now: number) => {
+const expiryOf = (
+  input: { ttlSeconds?: number | undefined; expiresAt?: string | undefined },
+  fallbackSeconds: number | null | undefined,
+  now: number
+) => {
   if (input.expiresAt !== undefined) {
     const t = parseDateTime(input.expiresAt)
     if (t === undefined) return { error: validationFailed([detail("expiresAt", "expiresAt must be an ISO 8601 date-time")]) }
@@ -80,17 +84,19 @@ export const checkMatch = (structure: Structure, match: Record<string, unknown>)
 
 export const writable = (structure: Structure) =>
   structure.status === "inactive"
-    ? Effect.fail(conflict({ message: `Structure "${structure.recordSlug}" is inactive and accepts no new records`, code: "STRUCTURE_INACTIVE" }))
+    ? Effect.fail(
+        conflict({ message: `Structure "${structure.recordSlug}" is inactive and accepts no new records`, code: "STRUCTURE_INACTIVE" })
+      )
     : structure.metadata?.recordWritesLocked
-    ? Effect.fail(locked({ message: "Record writes are locked while a migration runs", code: "RECORD_WRITES_LOCKED" }))
-    : Effect.void
+      ? Effect.fail(locked({ message: "Record writes are locked while a migration runs", code: "RECORD_WRITES_LOCKED" }))
+      : Effect.void
 
 /** Creates whose only SQL is their insert (no references to check, no counters to draw) can share a commit. */
 export const batchable = (structure: Structure) => referenceFields(structure).length === 0 && autoIncrementFields(structure).length === 0
 
 /** Metadata is free-form, but stored JSON all the same. */
 const checkMetadata = (metadata: unknown) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     if (metadata === undefined) return
     if (!isObject(metadata)) return yield* validationFailed([detail("metadata", "must be an object")])
     const problems = inspectJson(metadata, "metadata")
@@ -99,20 +105,26 @@ const checkMetadata = (metadata: unknown) =>
 
 /** The patch plus each increment applied to the stored value (nested paths copy their parent objects). */
 const incremented = (stored: Record<string, unknown>, patch: Record<string, unknown>, increments: Readonly<Record<string, number>>) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     let out: Record<string, unknown> = { ...patch }
     for (const [field, by] of Object.entries(increments)) {
       const path = field.split(".")
       if (!Number.isFinite(by)) return yield* validationFailed([detail(field, "the amount must be a finite number")])
       const current = getAt(stored, path)
       if (current !== undefined && current !== null && typeof current !== "number") {
-        return yield* validationFailed([detail(field, `${field} holds a ${Array.isArray(current) ? "array" : typeof current}, not a number`)])
+        return yield* validationFailed([
+          detail(field, `${field} holds a ${Array.isArray(current) ? "array" : typeof current}, not a number`)
+        ])
       }
       const next = ((current as number | null | undefined) ?? 0) + by
       const [head, ...rest] = path
       if (rest.length === 0) out[head!] = next
       else {
-        const base = isObject(out[head!]) ? out[head!] as Record<string, unknown> : isObject(stored[head!]) ? stored[head!] as Record<string, unknown> : {}
+        const base = isObject(out[head!])
+          ? (out[head!] as Record<string, unknown>)
+          : isObject(stored[head!])
+            ? (stored[head!] as Record<string, unknown>)
+            : {}
         out = { ...out, [head!]: setDeep(base, rest, next) }
       }
     }
@@ -139,7 +151,7 @@ export const makePreparation = (deps: {
 
   /** Decrypts secret fields of stored data (an undecryptable value reads as null). */
   const reveal = (structure: Structure, data: Record<string, unknown>) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       let out = data
       for (const path of secretPaths(structure)) {
         const v = getAt(out, path)
@@ -156,7 +168,7 @@ export const makePreparation = (deps: {
    * is put back as the stored ciphertext, so an unchanged secret is no change (and is not re-encrypted).
    */
   const withPlainSecrets = (structure: Structure, input: Record<string, unknown>, previous: Record<string, unknown> | undefined) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       if (previous === undefined || secretPaths(structure).length === 0) {
         return { input, previous, restore: (out: Record<string, unknown>) => out }
       }
@@ -178,8 +190,14 @@ export const makePreparation = (deps: {
     })
 
   /** Client data -> the data to store (new secrets still plaintext), or a 400 naming every problem. */
-  const validate = (structure: Structure, data: unknown, mode: "create" | "update" | "replace", stored: Record<string, unknown> | undefined, skip: boolean) =>
-    Effect.gen(function*() {
+  const validate = (
+    structure: Structure,
+    data: unknown,
+    mode: "create" | "update" | "replace",
+    stored: Record<string, unknown> | undefined,
+    skip: boolean
+  ) =>
+    Effect.gen(function* () {
       if (!isObject(data)) return yield* validationFailed([detail("data", "must be an object")])
       const problems = inspectJson(data, "data", structure.properties)
       if (problems.length > 0) return yield* validationFailed(problems)
@@ -203,7 +221,7 @@ export const makePreparation = (deps: {
 
   /** Referenced records must exist (live) in the target structure. */
   const checkReferences = (structure: Structure, data: Record<string, unknown>, previous: Record<string, unknown> | undefined) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       for (const ref of referenceFields(structure)) {
         const value = data[ref.field]
         if (value === undefined || value === null) continue
@@ -212,9 +230,9 @@ export const makePreparation = (deps: {
         if (ids.some((x) => typeof x !== "string")) {
           return yield* validationFailed([detail(`data.${ref.field}`, "references are record ids (strings)")])
         }
-        const target = yield* structures.getBySlug(structure.workspaceSlug, ref.target).pipe(
-          Effect.mapError(() => validationFailed([detail(`data.${ref.field}`, `target structure "${ref.target}" does not exist`)]))
-        )
+        const target = yield* structures
+          .getBySlug(structure.workspaceSlug, ref.target)
+          .pipe(Effect.mapError(() => validationFailed([detail(`data.${ref.field}`, `target structure "${ref.target}" does not exist`)])))
         const wanted = [...new Set(ids as Array<string>)]
         if (ref.targetField === "id" && wanted.some((x) => !isUuid(x))) {
           return yield* validationFailed([detail(`data.${ref.field}`, "referenced record does not exist")])
@@ -222,14 +240,21 @@ export const makePreparation = (deps: {
         const have = yield* repo.existingKeys(target.id, ref.targetField, wanted).pipe(Effect.orDie)
         const missing = wanted.filter((x) => !have.has(x))
         if (missing.length > 0) {
-          return yield* validationFailed([detail(`data.${ref.field}`, `referenced record ${missing.join(", ")} does not exist in "${ref.target}"`)])
+          return yield* validationFailed([
+            detail(`data.${ref.field}`, `referenced record ${missing.join(", ")} does not exist in "${ref.target}"`)
+          ])
         }
       }
     })
 
   /** The unique values `data` holds claimed, those `previous` held and `data` no longer does given up. */
-  const claimUnique = (structure: Structure, recordId: string, data: Record<string, unknown>, previous: Record<string, unknown> | undefined) =>
-    Effect.gen(function*() {
+  const claimUnique = (
+    structure: Structure,
+    recordId: string,
+    data: Record<string, unknown>,
+    previous: Record<string, unknown> | undefined
+  ) =>
+    Effect.gen(function* () {
       const before = new Map(previous ? claimsOf(structure, previous) : [])
       const after = claimsOf(structure, data)
       for (const [field, value] of before) {
@@ -242,19 +267,21 @@ export const makePreparation = (deps: {
         const taken = (yield* repo.claim(claim)) || ((yield* repo.freeStaleClaim(structure.id, field, value)) && (yield* repo.claim(claim)))
         if (!taken) {
           const name = field.startsWith("ref:") ? field.slice(4) : field
-          return yield* Effect.fail(conflict({
-            message: field.startsWith("ref:")
-              ? `Another record already references this target through one-to-one "${name}"`
-              : `A record with this ${name} already exists`,
-            code: "DUPLICATE_KEY",
-            details: [detail(`data.${name}`, "must be unique")]
-          }))
+          return yield* Effect.fail(
+            conflict({
+              message: field.startsWith("ref:")
+                ? `Another record already references this target through one-to-one "${name}"`
+                : `A record with this ${name} already exists`,
+              code: "DUPLICATE_KEY",
+              details: [detail(`data.${name}`, "must be unique")]
+            })
+          )
         }
       }
     })
 
   const assignAutoIncrements = (structure: Structure, data: Record<string, unknown>) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const fields = autoIncrementFields(structure)
       if (fields.length === 0) return data
       const out = { ...data }
@@ -267,7 +294,7 @@ export const makePreparation = (deps: {
 
   /** The checks of a create that need no SQL: writable, expiry, validation, metadata. */
   const prepareCreate = (structure: Structure, input: CreateInput, writer: Writer) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       yield* writable(structure)
       const expiry = expiryOf(input, structure.defaultTtlSeconds, yield* Clock.currentTimeMillis)
       if (expiry.error) return yield* expiry.error
@@ -277,7 +304,13 @@ export const makePreparation = (deps: {
     })
 
   /** The row of a create: a new id, secrets encrypted. */
-  const newRecord = (structure: Structure, input: CreateInput, writer: Writer, data: Record<string, unknown>, expiresAt: string | null): NewRecord => ({
+  const newRecord = (
+    structure: Structure,
+    input: CreateInput,
+    writer: Writer,
+    data: Record<string, unknown>,
+    expiresAt: string | null
+  ): NewRecord => ({
     id: Crypto.randomUUID(),
     workspace: structure.workspaceSlug,
     structure_id: structure.id,
@@ -291,14 +324,21 @@ export const makePreparation = (deps: {
    * What an update makes of `row`: every check (version, validation, metadata, references, unique claims, expiry)
    * and the new data, metadata, expiry and version. SQL only for references and unique values that change.
    */
-  const planUpdate = (row: RecordRow, structure: Structure, input: UpdateInput, writer: Writer): Effect.Effect<UpdatePlan, RecordError | SqlError> =>
-    Effect.gen(function*() {
+  const planUpdate = (
+    row: RecordRow,
+    structure: Structure,
+    input: UpdateInput,
+    writer: Writer
+  ): Effect.Effect<UpdatePlan, RecordError | SqlError> =>
+    Effect.gen(function* () {
       if (input.expectedVersion !== undefined && input.expectedVersion !== row.version) {
-        return yield* Effect.fail(conflict({
-          message: `Version conflict: expected ${input.expectedVersion}, the record is at version ${row.version}`,
-          code: "VERSION_CONFLICT",
-          details: [detail("version", `current version is ${row.version}`)]
-        }))
+        return yield* Effect.fail(
+          conflict({
+            message: `Version conflict: expected ${input.expectedVersion}, the record is at version ${row.version}`,
+            code: "VERSION_CONFLICT",
+            details: [detail("version", `current version is ${row.version}`)]
+          })
+        )
       }
       const skip = input.skipValidation === true && writer.canSkipValidation
       const patch = input.increments === undefined ? input.data : yield* incremented(row.data, input.data, input.increments)

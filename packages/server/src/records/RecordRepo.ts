@@ -34,21 +34,24 @@ export interface Claim {
 
 type Sql<A> = Effect.Effect<A, SqlError>
 
-const make = Effect.gen(function*() {
+const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
 
   /** Unique violations no check foresaw are 409s, collisions with a concurrent write too; other SQL failures are defects. */
   const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, SqlError> | ReturnType<typeof conflict>, R> =>
-    sql.withTransaction(effect).pipe(
-      Effect.catch((e: any) =>
-        isSqlError(e)
-          ? e.reason._tag === "UniqueViolation"
-            ? Effect.fail(conflict({ message: "A unique constraint was violated", code: "DUPLICATE_KEY" }))
-            : e.reason._tag === "DeadlockError" || e.reason._tag === "SerializationError" || e.reason._tag === "LockTimeoutError"
-            ? Effect.fail(conflict({ message: "The write collided with a concurrent write; retry it", code: "CONFLICT" }))
-            : Effect.die(e)
-          : Effect.fail(e))
-    ) as any
+    sql
+      .withTransaction(effect)
+      .pipe(
+        Effect.catch((e: any) =>
+          isSqlError(e)
+            ? e.reason._tag === "UniqueViolation"
+              ? Effect.fail(conflict({ message: "A unique constraint was violated", code: "DUPLICATE_KEY" }))
+              : e.reason._tag === "DeadlockError" || e.reason._tag === "SerializationError" || e.reason._tag === "LockTimeoutError"
+                ? Effect.fail(conflict({ message: "The write collided with a concurrent write; retry it", code: "CONFLICT" }))
+                : Effect.die(e)
+            : Effect.fail(e)
+        )
+      ) as any
 
   const first = (rows: ReadonlyArray<unknown>) => (rows[0] === undefined ? undefined : decodeRecordRow(rows[0]))
   const byId = (rows: ReadonlyArray<any>) => new Map(rows.map((r) => [String(r.id), decodeRecordRow(r)]))
@@ -69,7 +72,9 @@ const make = Effect.gen(function*() {
   const lockIds = (workspace: string, ids: ReadonlyArray<string>): Sql<void> =>
     ids.length === 0
       ? Effect.void
-      : Effect.asVoid(sql`SELECT id FROM records WHERE workspace = ${workspace} AND id IN ${sql.in([...ids].sort())} ORDER BY id FOR UPDATE`)
+      : Effect.asVoid(
+          sql`SELECT id FROM records WHERE workspace = ${workspace} AND id IN ${sql.in([...ids].sort())} ORDER BY id FOR UPDATE`
+        )
 
   /**
    * New record rows in one statement, returned in the order given. Rows of one statement share now(): a microsecond
@@ -82,11 +87,13 @@ const make = Effect.gen(function*() {
       FROM jsonb_to_recordset(${JSON.stringify(rows.map((r, i) => ({ ...r, i })))}::jsonb) AS v(i int, id uuid,
         workspace text, structure_id uuid, data jsonb, metadata jsonb, created_by text, expires_at timestamptz)
       ORDER BY i
-      RETURNING *`.pipe(Effect.map((returned) => {
-      // RETURNING promises no order: put the rows back in the order given
-      const rowsById = byId(returned)
-      return rows.map((r) => rowsById.get(r.id)!)
-    }))
+      RETURNING *`.pipe(
+      Effect.map((returned) => {
+        // RETURNING promises no order: put the rows back in the order given
+        const rowsById = byId(returned)
+        return rows.map((r) => rowsById.get(r.id)!)
+      })
+    )
 
   const updateRecord = (u: RecordUpdate): Sql<RecordRow> =>
     Effect.map(
@@ -101,9 +108,16 @@ const make = Effect.gen(function*() {
     Effect.map(
       sql`UPDATE records r SET data = v.data, metadata = v.metadata, version = v.version,
           updated_by = v.updated_by, updated_at = now(), expires_at = v.expires_at
-        FROM jsonb_to_recordset(${JSON.stringify(updates.map((u) => ({
-          id: u.id, data: u.data, metadata: u.metadata, version: u.version, updated_by: u.updatedBy, expires_at: u.expiresAt
-        })))}::jsonb) AS v(id uuid, data jsonb, metadata jsonb, version int, updated_by text, expires_at timestamptz)
+        FROM jsonb_to_recordset(${JSON.stringify(
+          updates.map((u) => ({
+            id: u.id,
+            data: u.data,
+            metadata: u.metadata,
+            version: u.version,
+            updated_by: u.updatedBy,
+            expires_at: u.expiresAt
+          }))
+        )}::jsonb) AS v(id uuid, data jsonb, metadata jsonb, version int, updated_by text, expires_at timestamptz)
         WHERE r.id = v.id RETURNING r.*`,
       byId
     )
@@ -128,18 +142,20 @@ const make = Effect.gen(function*() {
 
   /** Soft deletes at `deletedAt`, each by its writer, and the unique values the records held given up. */
   const softDeleteRecords = (items: ReadonlyArray<{ readonly id: string; readonly updatedBy: string }>, deletedAt: string): Sql<void> =>
-    items.length === 0 ? Effect.void : Effect.gen(function*() {
-      if (items.length === 1) {
-        yield* sql`UPDATE records SET deleted_at = ${deletedAt}, updated_by = ${items[0]!.updatedBy}, updated_at = now() WHERE id = ${items[0]!.id}`
-        yield* sql`DELETE FROM record_unique_values WHERE record_id = ${items[0]!.id}`
-        return
-      }
-      yield* sql`UPDATE records r SET deleted_at = ${deletedAt}, updated_by = v.updated_by, updated_at = now()
+    items.length === 0
+      ? Effect.void
+      : Effect.gen(function* () {
+          if (items.length === 1) {
+            yield* sql`UPDATE records SET deleted_at = ${deletedAt}, updated_by = ${items[0]!.updatedBy}, updated_at = now() WHERE id = ${items[0]!.id}`
+            yield* sql`DELETE FROM record_unique_values WHERE record_id = ${items[0]!.id}`
+            return
+          }
+          yield* sql`UPDATE records r SET deleted_at = ${deletedAt}, updated_by = v.updated_by, updated_at = now()
         FROM jsonb_to_recordset(${JSON.stringify(items.map((i) => ({ id: i.id, updated_by: i.updatedBy })))}::jsonb)
           AS v(id uuid, updated_by text)
         WHERE r.id = v.id`
-      yield* sql`DELETE FROM record_unique_values WHERE record_id IN ${sql.in(items.map((i) => i.id))}`
-    })
+          yield* sql`DELETE FROM record_unique_values WHERE record_id IN ${sql.in(items.map((i) => i.id))}`
+        })
 
   /** Live records of a structure holding `single` or `many` (jsonb containment), other than `except`, locked. */
   const lockReferencing = (structureId: string, except: string, single: string, many: string): Sql<Array<RecordRow>> =>
@@ -163,7 +179,11 @@ const make = Effect.gen(function*() {
    * The live record a match finds, locked, with the transaction's now(). A match on a unique property goes through
    * its claim (one index lookup, whatever the table's statistics say); any other match through the containment index.
    */
-  const lockMatch = (structureId: string, claim: readonly [string, string] | undefined, contains: string): Sql<{ row: RecordRow; now: string } | undefined> =>
+  const lockMatch = (
+    structureId: string,
+    claim: readonly [string, string] | undefined,
+    contains: string
+  ): Sql<{ row: RecordRow; now: string } | undefined> =>
     Effect.map(
       claim !== undefined
         ? sql`SELECT r.*, now() AS tx_now FROM record_unique_values u JOIN records r ON r.id = u.record_id
@@ -180,46 +200,60 @@ const make = Effect.gen(function*() {
 
   /** Version rows in one statement. */
   const insertVersions = (rows: ReadonlyArray<VersionRow>): Sql<void> =>
-    Effect.asVoid(rows.length === 1
-      ? sql`INSERT INTO record_versions (record_id, version, data, changes, restored_from, created_by)
+    Effect.asVoid(
+      rows.length === 1
+        ? sql`INSERT INTO record_versions (record_id, version, data, changes, restored_from, created_by)
         VALUES (${rows[0]!.record_id}, ${rows[0]!.version}, ${JSON.stringify(rows[0]!.data)}::jsonb,
           ${JSON.stringify(rows[0]!.changes)}::jsonb, ${rows[0]!.restored_from}, ${rows[0]!.created_by})`
-      : sql`INSERT INTO record_versions (record_id, version, data, changes, restored_from, created_by)
+        : sql`INSERT INTO record_versions (record_id, version, data, changes, restored_from, created_by)
         SELECT record_id, version, data, changes, restored_from, created_by
         FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS v(record_id uuid, version int, data jsonb,
-          changes jsonb, restored_from int, created_by text)`)
+          changes jsonb, restored_from int, created_by text)`
+    )
 
   /** An update that keeps its version rewrites that version's data. */
   const rewriteVersion = (recordId: string, version: number, data: Record<string, unknown>): Sql<void> =>
-    Effect.asVoid(sql`UPDATE record_versions SET data = ${JSON.stringify(data)}::jsonb WHERE record_id = ${recordId} AND version = ${version}`)
+    Effect.asVoid(
+      sql`UPDATE record_versions SET data = ${JSON.stringify(data)}::jsonb WHERE record_id = ${recordId} AND version = ${version}`
+    )
 
   const findVersion = (recordId: string, version: number): Sql<StoredVersion | undefined> =>
     Effect.map(sql`SELECT * FROM record_versions WHERE record_id = ${recordId} AND version = ${version}`, (rows) =>
-      rows[0] === undefined ? undefined : decodeVersionRow(rows[0]))
+      rows[0] === undefined ? undefined : decodeVersionRow(rows[0])
+    )
 
   /** The newest version before `version`. */
   const previousVersion = (recordId: string, version: number): Sql<StoredVersion | undefined> =>
-    Effect.map(sql`SELECT * FROM record_versions WHERE record_id = ${recordId} AND version < ${version} ORDER BY version DESC LIMIT 1`, (rows) =>
-      rows[0] === undefined ? undefined : decodeVersionRow(rows[0]))
+    Effect.map(
+      sql`SELECT * FROM record_versions WHERE record_id = ${recordId} AND version < ${version} ORDER BY version DESC LIMIT 1`,
+      (rows) => (rows[0] === undefined ? undefined : decodeVersionRow(rows[0]))
+    )
 
   const versions = (recordId: string): Sql<Array<StoredVersion>> =>
-    Effect.map(sql`SELECT * FROM record_versions WHERE record_id = ${recordId} ORDER BY version DESC`, (rows) => rows.map((r) => decodeVersionRow(r)))
+    Effect.map(sql`SELECT * FROM record_versions WHERE record_id = ${recordId} ORDER BY version DESC`, (rows) =>
+      rows.map((r) => decodeVersionRow(r))
+    )
 
   /** Changelog rows in one statement. */
   const insertChangelog = (rows: ReadonlyArray<ChangelogRow>): Sql<void> =>
-    Effect.asVoid(rows.length === 1
-      ? sql`INSERT INTO record_changelog (id, record_id, workspace, action, user_id, user_name, changes, metadata)
+    Effect.asVoid(
+      rows.length === 1
+        ? sql`INSERT INTO record_changelog (id, record_id, workspace, action, user_id, user_name, changes, metadata)
         VALUES (${rows[0]!.id}, ${rows[0]!.record_id}, ${rows[0]!.workspace}, ${rows[0]!.action}, ${rows[0]!.user_id},
           ${rows[0]!.user_name}, ${JSON.stringify(rows[0]!.changes)}::jsonb, ${JSON.stringify(rows[0]!.metadata)}::jsonb)`
-      // a transaction's entries share now(): a microsecond apart (after any single entry of the same transaction),
-      // they keep their order in the changelog
-      : sql`INSERT INTO record_changelog (id, record_id, workspace, action, user_id, user_name, changes, metadata, created_at)
+        : // a transaction's entries share now(): a microsecond apart (after any single entry of the same transaction),
+          // they keep their order in the changelog
+          sql`INSERT INTO record_changelog (id, record_id, workspace, action, user_id, user_name, changes, metadata, created_at)
         SELECT id, record_id, workspace, action, user_id, user_name, changes, metadata, now() + i * interval '1 microsecond'
         FROM jsonb_to_recordset(${JSON.stringify(rows.map((r, i) => ({ ...r, i: i + 1 })))}::jsonb) AS v(i int, id uuid,
-          record_id uuid, workspace text, action text, user_id text, user_name text, changes jsonb, metadata jsonb)`)
+          record_id uuid, workspace text, action text, user_id text, user_name text, changes jsonb, metadata jsonb)`
+    )
 
   /** Changelog entries of a record, newest first; `from`/`to` are ISO timestamps. */
-  const changelog = (recordId: string, options: { readonly limit: number; readonly from?: string | undefined; readonly to?: string | undefined }): Sql<Array<StoredChangelogEntry>> => {
+  const changelog = (
+    recordId: string,
+    options: { readonly limit: number; readonly from?: string | undefined; readonly to?: string | undefined }
+  ): Sql<Array<StoredChangelogEntry>> => {
     const conditions = [sql`record_id = ${recordId}`]
     if (options.from !== undefined) conditions.push(sql`created_at >= ${options.from}`)
     if (options.to !== undefined) conditions.push(sql`created_at <= ${options.to}`)
@@ -232,32 +266,46 @@ const make = Effect.gen(function*() {
   // ---------------------------------------------------------------- unique claims and counters
 
   const releaseClaim = (structureId: string, field: string, recordId: string): Sql<void> =>
-    Effect.asVoid(sql`DELETE FROM record_unique_values WHERE structure_id = ${structureId} AND field = ${field} AND record_id = ${recordId}`)
+    Effect.asVoid(
+      sql`DELETE FROM record_unique_values WHERE structure_id = ${structureId} AND field = ${field} AND record_id = ${recordId}`
+    )
 
   /** Takes a unique value; false when someone holds it. */
   const claim = (c: Claim): Sql<boolean> =>
-    Effect.map(sql`INSERT INTO record_unique_values (structure_id, field, value, record_id)
-      VALUES (${c.structure_id}, ${c.field}, ${c.value}, ${c.record_id}) ON CONFLICT DO NOTHING RETURNING record_id`, (rows) => rows.length > 0)
+    Effect.map(
+      sql`INSERT INTO record_unique_values (structure_id, field, value, record_id)
+      VALUES (${c.structure_id}, ${c.field}, ${c.value}, ${c.record_id}) ON CONFLICT DO NOTHING RETURNING record_id`,
+      (rows) => rows.length > 0
+    )
 
   /** Frees a unique value held by a record that is no longer live; true when one was freed. */
   const freeStaleClaim = (structureId: string, field: string, value: string): Sql<boolean> =>
-    Effect.map(sql`DELETE FROM record_unique_values u USING records r
+    Effect.map(
+      sql`DELETE FROM record_unique_values u USING records r
       WHERE u.structure_id = ${structureId} AND u.field = ${field} AND u.value = ${value} AND r.id = u.record_id
-        AND NOT (${liveRecord(sql, "r")}) RETURNING u.record_id`, (rows) => rows.length > 0)
+        AND NOT (${liveRecord(sql, "r")}) RETURNING u.record_id`,
+      (rows) => rows.length > 0
+    )
 
   /** Every claim in one statement; the number taken (fewer than asked: a value was held or asked for twice). */
   const claimAll = (claims: ReadonlyArray<Claim>): Sql<number> =>
-    Effect.map(sql`INSERT INTO record_unique_values (structure_id, field, value, record_id)
+    Effect.map(
+      sql`INSERT INTO record_unique_values (structure_id, field, value, record_id)
       SELECT structure_id, field, value, record_id FROM jsonb_to_recordset(${JSON.stringify(claims)}::jsonb)
         AS v(structure_id uuid, field text, value text, record_id uuid)
-      ON CONFLICT DO NOTHING RETURNING record_id`, (rows) => rows.length)
+      ON CONFLICT DO NOTHING RETURNING record_id`,
+      (rows) => rows.length
+    )
 
   /** The next value of an auto-increment field (the counter starts at `startAt`). */
   const nextCounter = (structureId: string, field: string, startAt: number, incrementBy: number): Sql<number> =>
-    Effect.map(sql`INSERT INTO auto_increments (structure_id, field, next_value)
+    Effect.map(
+      sql`INSERT INTO auto_increments (structure_id, field, next_value)
       VALUES (${structureId}, ${field}, ${startAt + incrementBy})
       ON CONFLICT (structure_id, field) DO UPDATE SET next_value = auto_increments.next_value + ${incrementBy}
-      RETURNING next_value - ${incrementBy} AS value`, (rows) => Number(rows[0]!.value))
+      RETURNING next_value - ${incrementBy} AS value`,
+      (rows) => Number(rows[0]!.value)
+    )
 
   // ---------------------------------------------------------------- idempotency keys
 
@@ -266,15 +314,21 @@ const make = Effect.gen(function*() {
    * stored outcome then being `storedOutcome`'s.
    */
   const claimIdempotencyKey = (workspace: string, key: string, requestHash: string): Sql<boolean> =>
-    Effect.map(sql`INSERT INTO idempotency_keys (workspace, key, request_hash, status, body)
+    Effect.map(
+      sql`INSERT INTO idempotency_keys (workspace, key, request_hash, status, body)
       VALUES (${workspace}, ${key}, ${requestHash}, 0, 'null'::jsonb)
       ON CONFLICT (workspace, key) DO UPDATE SET request_hash = EXCLUDED.request_hash, status = 0, body = 'null'::jsonb, created_at = now()
         WHERE idempotency_keys.created_at <= now() - interval '24 hours'
-      RETURNING key`, (rows) => rows.length > 0)
+      RETURNING key`,
+      (rows) => rows.length > 0
+    )
 
   const storedOutcome = (workspace: string, key: string): Sql<{ requestHash: string; status: number; body: unknown } | undefined> =>
     Effect.map(sql`SELECT * FROM idempotency_keys WHERE workspace = ${workspace} AND key = ${key}`, (rows) =>
-      rows[0] === undefined ? undefined : { requestHash: String(rows[0].request_hash), status: num(rows[0].status), body: json(rows[0].body) })
+      rows[0] === undefined
+        ? undefined
+        : { requestHash: String(rows[0].request_hash), status: num(rows[0].status), body: json(rows[0].body) }
+    )
 
   const storeOutcome = (workspace: string, key: string, status: number, body: unknown): Sql<void> =>
     Effect.asVoid(sql`UPDATE idempotency_keys SET status = ${status}, body = ${JSON.stringify(body)}::jsonb
@@ -314,7 +368,7 @@ const make = Effect.gen(function*() {
     storedOutcome,
     storeOutcome,
     appendEvent: (event: OutboxEvent): Sql<void> => appendEvent(sql, event),
-    appendEvents: (events: ReadonlyArray<OutboxEvent>): Sql<void> => events.length === 0 ? Effect.void : appendEvents(sql, events)
+    appendEvents: (events: ReadonlyArray<OutboxEvent>): Sql<void> => (events.length === 0 ? Effect.void : appendEvents(sql, events))
   }
 })
 

@@ -3,7 +3,7 @@
 import type { Structure } from "@troupe/api/structures/Structure"
 import * as Crypto from "node:crypto"
 import type { OutboxEvent } from "../events/Outbox.ts"
-import { type RecordRow } from "../query/RecordRow.ts"
+import type { RecordRow } from "../query/RecordRow.ts"
 import { type Changes, changelogChanges, type Writer } from "./model.ts"
 import { maskData } from "../structures/SecretPaths.ts"
 

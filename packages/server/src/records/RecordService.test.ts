@@ -14,18 +14,27 @@ const Services = RecordServices()
 
 let counter = 0
 const structure = Effect.flatMap(Effect.service(StructureService), (s) =>
-  s.create(TEST_WORKSPACE, {
-    name: `Item ${counter}`,
-    recordSlug: `item-${counter++}`,
-    properties: [{ name: "key", type: "string" }, { name: "n", type: "number" }, { name: "pin", type: "string", isSecret: true }]
-  }, owner)).pipe(Effect.orDie)
+  s.create(
+    TEST_WORKSPACE,
+    {
+      name: `Item ${counter}`,
+      recordSlug: `item-${counter++}`,
+      properties: [
+        { name: "key", type: "string" },
+        { name: "n", type: "number" },
+        { name: "pin", type: "string", isSecret: true }
+      ]
+    },
+    owner
+  )
+).pipe(Effect.orDie)
 
 const rowsOf = (sql: SqlClient.SqlClient, table: string, id: string) =>
   sql`SELECT * FROM ${sql(table)} WHERE record_id = ${id}`.pipe(Effect.orDie)
 
 layer(Services)("RecordService.upsertMany", (it) => {
   it.effect("creates with the first item, updates with the rest: one version, changelog entry and event each, in order", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const records = yield* RecordService
       const sql = yield* SqlClient.SqlClient
       const s: Structure = yield* structure
@@ -35,7 +44,10 @@ layer(Services)("RecordService.upsertMany", (it) => {
       const bodies = results.map((r) => (r.body as any).data)
       expect(bodies.map((b) => b.version)).toStrictEqual([1, 2, 3, 4, 5])
       expect(bodies.map((b) => b.data.n)).toStrictEqual([0, 1, 2, 3, 4])
-      expect(bodies.every((b) => b.data.pin !== undefined && !String(b.data.pin).startsWith("p")), "secrets masked").toBe(true)
+      expect(
+        bodies.every((b) => b.data.pin !== undefined && !String(b.data.pin).startsWith("p")),
+        "secrets masked"
+      ).toBe(true)
       const id = bodies[0].id
       expect(bodies.every((b) => b.id === id)).toBe(true)
       const { row } = yield* records.get(TEST_WORKSPACE, id)
@@ -56,24 +68,28 @@ layer(Services)("RecordService.upsertMany", (it) => {
         expect(p.data.previous.data.n).toBe(k)
         expect(p.data.record.data.pin).not.toBe(`p${k + 1}`)
       })
-    }))
+    })
+  )
 
   it.effect("one bad item fails the whole batch and writes nothing", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const records = yield* RecordService
       const s: Structure = yield* structure
       const first = yield* records.upsertMany(s, { key: "b" }, [{ data: { n: 1 }, writer }])
       const id = (first[0]!.body as any).data.id
-      const failure = yield* Effect.flip(records.upsertMany(s, { key: "b" }, [
-        { data: { n: 2 }, writer },
-        { data: { n: "two" }, writer },
-        { data: { n: 3 }, writer }
-      ]))
+      const failure = yield* Effect.flip(
+        records.upsertMany(s, { key: "b" }, [
+          { data: { n: 2 }, writer },
+          { data: { n: "two" }, writer },
+          { data: { n: 3 }, writer }
+        ])
+      )
       expect(failure.statusCode).toBe(400)
       const { row } = yield* records.get(TEST_WORKSPACE, id)
       expect(row.version).toBe(1)
       expect(row.data.n).toBe(1)
       const log = yield* records.changelog(TEST_WORKSPACE, id, {})
       expect(log.entries.length).toBe(1)
-    }))
+    })
+  )
 })

@@ -39,9 +39,23 @@ export const bracketFilters = (params: Iterable<readonly [string, string]>, stru
 }
 
 /** The query of `GET /records` (RecordsApi ListQuery): every parameter optional, single-valued. */
-export type ListQueryB = { readonly [K in
-  | "structureId" | "filter" | "sort" | "limit" | "offset" | "cursor" | "includeCount" | "expand" | "includeDeleted"
-  | "all" | "reveal" | "search" | "searchFields" | "fields"]?: string | undefined }
+export type ListQueryB = {
+  readonly [K in
+    | "structureId"
+    | "filter"
+    | "sort"
+    | "limit"
+    | "offset"
+    | "cursor"
+    | "includeCount"
+    | "expand"
+    | "includeDeleted"
+    | "all"
+    | "reveal"
+    | "search"
+    | "searchFields"
+    | "fields"]?: string | undefined
+}
 
 /** The query parameters any list route reads (each reads its own subset). */
 export type ListQuery = ListQueryB & { readonly [K in "query" | "page" | "pageSize" | "populate"]?: string | undefined }
@@ -61,11 +75,7 @@ const routes = {
   A: { whereParam: "query", sort: "createdAt", filters: ["query", "filter"] }
 } as const
 
-export const recordViews = (
-  records: RecordService["Service"],
-  query: RecordQuery["Service"],
-  structures: StructureService["Service"]
-) => {
+export const recordViews = (records: RecordService["Service"], query: RecordQuery["Service"], structures: StructureService["Service"]) => {
   /** A live structure by id or slug; anything that is neither is simply not found. */
   const resolve = (workspace: string, idOrSlug: string) =>
     isUuid(idOrSlug) || (idOrSlug.length <= 200 && slugPattern.test(idOrSlug))
@@ -82,24 +92,30 @@ export const recordViews = (
 
   /** A page of records as shown, with references expanded when asked. */
   const listRows = (spec: ListSpec, principal: Principal, reveal: boolean, expand: ReadonlyArray<string>) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const result = yield* query.list(spec)
       const one = spec.structure
       const now = new Date(yield* Clock.currentTimeMillis)
       // the common page (one structure, secrets masked) is shaped without an effect per row
-      const items = one !== undefined && !(reveal && can(principal, "secrets:reveal"))
-        ? result.rows.map((row) => ({ structure: one, row, data: applyVirtual(one, maskData(one, row.data), now) }))
-        : yield* Effect.forEach(result.rows, (row) =>
-          Effect.gen(function*() {
-            const structure = spec.structure ?? (yield* structures.get(spec.workspace, row.structureId))
-            return { structure, row, data: yield* shown(structure, row.data, principal, reveal) }
-          }))
+      const items =
+        one !== undefined && !(reveal && can(principal, "secrets:reveal"))
+          ? result.rows.map((row) => ({ structure: one, row, data: applyVirtual(one, maskData(one, row.data), now) }))
+          : yield* Effect.forEach(result.rows, (row) =>
+              Effect.gen(function* () {
+                const structure = spec.structure ?? (yield* structures.get(spec.workspace, row.structureId))
+                return { structure, row, data: yield* shown(structure, row.data, principal, reveal) }
+              })
+            )
       if (expand.length > 0) {
         if (spec.structure === undefined) {
           const message = "expand needs a structureId"
           return yield* badRequest({ message, code: "VALIDATION_ERROR", details: [{ field: "expand", property: "expand", message }] })
         }
-        yield* query.expand(spec.structure, items.map((i) => ({ id: i.row.id, data: i.data })), expand)
+        yield* query.expand(
+          spec.structure,
+          items.map((i) => ({ id: i.row.id, data: i.data })),
+          expand
+        )
       }
       return { result, items }
     })
@@ -110,7 +126,7 @@ export const recordViews = (
 
   /** Page size and offset as each route names and bounds them (checked in this order). */
   const paging = (route: ListRoute, q: ListQuery) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       switch (route) {
         case "B": {
           const limit = yield* intParam("limit", q.limit, 20, 1, 100)
@@ -135,8 +151,15 @@ export const recordViews = (
    * (`fields`), reference expansion (`expand`, `populate` in generation A). `slug` names the structure of the
    * `bySlug` and `A` routes; `params` are every query parameter as given (the bracket filters among them).
    */
-  const listPage = (route: ListRoute, workspace: string, slug: string | undefined, q: ListQuery, params: Iterable<readonly [string, string]>, principal: Principal) =>
-    Effect.gen(function*() {
+  const listPage = (
+    route: ListRoute,
+    workspace: string,
+    slug: string | undefined,
+    q: ListQuery,
+    params: Iterable<readonly [string, string]>,
+    principal: Principal
+  ) =>
+    Effect.gen(function* () {
       const shape = routes[route]
       const idOrSlug = route === "B" ? q.structureId : slug
       const structure = idOrSlug ? yield* resolve(workspace, idOrSlug) : undefined
@@ -149,19 +172,24 @@ export const recordViews = (
       if (q.search) conditions.push(Ast.search(q.search, csvParam(q.searchFields).map(Ast.fieldRef)))
       const sort = yield* fromResult("sort", parseSort(q.sort ?? shape.sort))
       const cursor = route === "B" ? q.cursor : undefined
-      const { result, items } = yield* listRows({
-        workspace,
-        structure,
-        where: Ast.and(conditions),
-        whereParam: shape.whereParam,
-        sort,
-        limit,
-        offset,
-        ...(route === "B" ? { cursor } : {}),
-        includeCount: route === "B" ? flag(q.includeCount) : true,
-        // generation A knows `all` only
-        includeDeleted: route === "A" ? flag(q.all) : flag(q.includeDeleted) || flag(q.all)
-      }, principal, flag(q.reveal), route === "A" ? [] : csvParam(q.expand))
+      const { result, items } = yield* listRows(
+        {
+          workspace,
+          structure,
+          where: Ast.and(conditions),
+          whereParam: shape.whereParam,
+          sort,
+          limit,
+          offset,
+          ...(route === "B" ? { cursor } : {}),
+          includeCount: route === "B" ? flag(q.includeCount) : true,
+          // generation A knows `all` only
+          includeDeleted: route === "A" ? flag(q.all) : flag(q.includeDeleted) || flag(q.all)
+        },
+        principal,
+        flag(q.reveal),
+        route === "A" ? [] : csvParam(q.expand)
+      )
       if (route === "A") {
         const flat = items.map((i) => toRecordA(i.row, i.data))
         const populate = csvParam(q.populate)
@@ -173,15 +201,15 @@ export const recordViews = (
       return route === "bySlug"
         ? { data: records, meta: { total: result.total ?? 0, page, pageSize: limit } }
         : {
-          results: records,
-          pagination: {
-            limit,
-            offset: cursor ? 0 : offset,
-            ...(result.total !== undefined ? { total: result.total } : {}),
-            hasMore: result.hasMore,
-            nextCursor: result.nextCursor
+            results: records,
+            pagination: {
+              limit,
+              offset: cursor ? 0 : offset,
+              ...(result.total !== undefined ? { total: result.total } : {}),
+              hasMore: result.hasMore,
+              nextCursor: result.nextCursor
+            }
           }
-        }
     })
 
   /** The body of `GET /records` (generation B). */
@@ -189,9 +217,18 @@ export const recordViews = (
     listPage("B", workspace, undefined, q, params, principal)
 
   /** One record as shown, in either generation. */
-  const shownRecord = (generation: "A" | "B", structure: Structure, row: RecordRow, principal: Principal, reveal: boolean, extra: Record<string, unknown> = {}) =>
-    Effect.map(shown(structure, row.data, principal, reveal), (data): Record<string, unknown> =>
-      generation === "A" ? toRecordA(row, data) : toRecordB(row, data, extra))
+  const shownRecord = (
+    generation: "A" | "B",
+    structure: Structure,
+    row: RecordRow,
+    principal: Principal,
+    reveal: boolean,
+    extra: Record<string, unknown> = {}
+  ) =>
+    Effect.map(
+      shown(structure, row.data, principal, reveal),
+      (data): Record<string, unknown> => (generation === "A" ? toRecordA(row, data) : toRecordB(row, data, extra))
+    )
 
   return { resolve, shown, shownRecord, listRows, project, listPage, listB }
 }

@@ -65,12 +65,13 @@ export const makeWrites = (deps: {
   /** The structure of a record being written; a soft-deleted structure hides its records. */
   const liveStructure = (workspace: string, row: RecordRow) =>
     Effect.flatMap(structures.get(workspace, row.structureId).pipe(Effect.mapError(() => recordNotFound(row.id))), (s) =>
-      s.isDeleted ? Effect.fail(recordNotFound(row.id)) : Effect.succeed(s))
+      s.isDeleted ? Effect.fail(recordNotFound(row.id)) : Effect.succeed(s)
+    )
 
   const lock = (workspace: string, id: string) => (isUuid(id) ? repo.lock(workspace, id) : Effect.succeed(undefined))
 
   const lockLive = (workspace: string, id: string) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const row = yield* lock(workspace, id)
       return row !== undefined && isLive(row, yield* Clock.currentTimeMillis) ? row : yield* recordNotFound(id)
     })
@@ -79,19 +80,21 @@ export const makeWrites = (deps: {
    * After a failed single-record write rolled back: tells the failure hook (record_*_failed triggers). `structure`
    * is what the write had resolved by then; without one (an unknown record) there is nothing to tell.
    */
-  const reported = <A>(
-    kind: "create" | "update" | "delete",
-    recordId: string | undefined,
-    input: unknown,
-    writer: Writer,
-    structureOf: () => Structure | undefined
-  ) => (effect: Effect.Effect<A, RecordError>) =>
-    Effect.tapError(effect, (error) => {
-      const structure = structureOf()
-      return structure === undefined
-        ? Effect.void
-        : onFailure({ kind, structure, recordId, error, input, writer }).pipe(Effect.catchCause(() => Effect.void))
-    })
+  const reported =
+    <A>(
+      kind: "create" | "update" | "delete",
+      recordId: string | undefined,
+      input: unknown,
+      writer: Writer,
+      structureOf: () => Structure | undefined
+    ) =>
+    (effect: Effect.Effect<A, RecordError>) =>
+      Effect.tapError(effect, (error) => {
+        const structure = structureOf()
+        return structure === undefined
+          ? Effect.void
+          : onFailure({ kind, structure, recordId, error, input, writer }).pipe(Effect.catchCause(() => Effect.void))
+      })
 
   // ---------------------------------------------------------------- create
 
@@ -99,15 +102,22 @@ export const makeWrites = (deps: {
    * Inserts new records with their unique claims, versions, changelog entries and events: one statement per table
    * for the whole batch. `claim` takes their unique values: claimOne for one record, claimAll for a batch.
    */
-  const insertCreated = <E>(items: ReadonlyArray<PendingCreate>, claim: (items: ReadonlyArray<PendingCreate>) => Effect.Effect<void, E | SqlError>) =>
-    Effect.gen(function*() {
+  const insertCreated = <E>(
+    items: ReadonlyArray<PendingCreate>,
+    claim: (items: ReadonlyArray<PendingCreate>) => Effect.Effect<void, E | SqlError>
+  ) =>
+    Effect.gen(function* () {
       const rows = yield* repo.insertRecords(items.map((i) => i.record))
       yield* claim(items)
       const changes = items.map((item) => diff(item.structure, {}, item.record.data))
       const at = yield* timestamp
       yield* repo.insertVersions(rows.map((row, k) => versionRow(row, changes[k]!, items[k]!.writer)))
-      yield* repo.insertChangelog(rows.map((row, k) => changelogRow(row, "create", changes[k]!, items[k]!.writer, reasonOf(items[k]!.input.reason))))
-      yield* repo.appendEvents(rows.map((row, k) => eventOf("record.created", items[k]!.structure, row, null, changes[k]!, items[k]!.writer, at)))
+      yield* repo.insertChangelog(
+        rows.map((row, k) => changelogRow(row, "create", changes[k]!, items[k]!.writer, reasonOf(items[k]!.input.reason)))
+      )
+      yield* repo.appendEvents(
+        rows.map((row, k) => eventOf("record.created", items[k]!.structure, row, null, changes[k]!, items[k]!.writer, at))
+      )
       return rows.map((row, k): WriteResult => ({ row, structure: items[k]!.structure }))
     })
 
@@ -119,26 +129,35 @@ export const makeWrites = (deps: {
    * written one by one, where claimUnique frees the values of expired holders and names the field).
    */
   const claimAll = (items: ReadonlyArray<PendingCreate>) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const claims = items.flatMap((item) =>
-        claimsOf(item.structure, item.record.data).map(([field, value]) => ({ structure_id: item.structure.id, field, value, record_id: item.record.id })))
+        claimsOf(item.structure, item.record.data).map(([field, value]) => ({
+          structure_id: item.structure.id,
+          field,
+          value,
+          record_id: item.record.id
+        }))
+      )
       if (claims.length === 0) return
       if ((yield* repo.claimAll(claims)) < claims.length) return yield* Effect.fail(new ClaimTaken())
     })
 
   const createInTx = (structure: Structure, input: CreateInput, writer: Writer) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const prepared = yield* prep.prepareCreate(structure, input, writer)
       yield* prep.checkReferences(structure, prepared.data, undefined)
       const data = yield* prep.assignAutoIncrements(structure, prepared.data)
-      const [written] = yield* insertCreated([{ structure, input, writer, record: prep.newRecord(structure, input, writer, data, prepared.expiresAt) }], claimOne)
+      const [written] = yield* insertCreated(
+        [{ structure, input, writer, record: prep.newRecord(structure, input, writer, data, prepared.expiresAt) }],
+        claimOne
+      )
       return written!
     })
 
   // ---------------------------------------------------------------- update
 
   const updateInTx = (row: RecordRow, structure: Structure, input: UpdateInput, writer: Writer, action = "update") =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const plan = yield* prep.planUpdate(row, structure, input, writer)
       const next = yield* repo.updateRecord({
         id: row.id,
@@ -158,29 +177,35 @@ export const makeWrites = (deps: {
   /** One update in its own transaction, its failure told to the failure hook. */
   const updateOne = (workspace: string, id: string, input: UpdateInput, writer: Writer) => {
     let structure: Structure | undefined
-    return transaction(Effect.gen(function*() {
-      const row = yield* lockLive(workspace, id)
-      structure = yield* liveStructure(workspace, row)
-      return yield* updateInTx(row, structure, input, writer, input.replace ? "replace" : "update")
-    })).pipe(reported("update", id, input.data, writer, () => structure))
+    return transaction(
+      Effect.gen(function* () {
+        const row = yield* lockLive(workspace, id)
+        structure = yield* liveStructure(workspace, row)
+        return yield* updateInTx(row, structure, input, writer, input.replace ? "replace" : "update")
+      })
+    ).pipe(reported("update", id, input.data, writer, () => structure))
   }
 
   /** Planned updates of different records written together: one statement per table; the new rows, in order. */
   const applyUpdates = (planned: ReadonlyArray<PlannedUpdate>) =>
-    Effect.gen(function*() {
-      const byId = yield* repo.updateRecords(planned.map(({ plan, row, writer }) => ({
-        id: row.id,
-        data: plan.data,
-        metadata: plan.metadata,
-        version: plan.version,
-        updatedBy: writer.userId,
-        expiresAt: plan.expiresAt
-      })))
+    Effect.gen(function* () {
+      const byId = yield* repo.updateRecords(
+        planned.map(({ plan, row, writer }) => ({
+          id: row.id,
+          data: plan.data,
+          metadata: plan.metadata,
+          version: plan.version,
+          updatedBy: writer.userId,
+          expiresAt: plan.expiresAt
+        }))
+      )
       const next = planned.map((p) => byId.get(p.row.id)!)
       const at = yield* timestamp
       yield* repo.insertVersions(planned.map((p, k) => versionRow(next[k]!, p.plan.changes, p.writer)))
       yield* repo.insertChangelog(planned.map((p, k) => changelogRow(next[k]!, p.action, p.plan.changes, p.writer, reasonOf(p.reason))))
-      yield* repo.appendEvents(planned.map((p, k) => eventOf("record.updated", p.structure, next[k]!, p.row.data, p.plan.changes, p.writer, at)))
+      yield* repo.appendEvents(
+        planned.map((p, k) => eventOf("record.updated", p.structure, next[k]!, p.row.data, p.plan.changes, p.writer, at))
+      )
       return next
     })
 
@@ -191,8 +216,14 @@ export const makeWrites = (deps: {
    * referencing records (transitively), set_null clears the reference (one new version per referencing record,
    * whatever number of its fields pointed here; many-to-many arrays lose the id).
    */
-  const applyOnDelete = (structure: Structure, row: RecordRow, permanent: boolean, writer: Writer, depth: number): Effect.Effect<void, RecordError | SqlError> =>
-    Effect.gen(function*() {
+  const applyOnDelete = (
+    structure: Structure,
+    row: RecordRow,
+    permanent: boolean,
+    writer: Writer,
+    depth: number
+  ): Effect.Effect<void, RecordError | SqlError> =>
+    Effect.gen(function* () {
       if (depth > 32) return yield* conflict({ message: "Cascade too deep", code: "CONFLICT" })
       const all = yield* structures.all(structure.workspaceSlug)
       for (const other of all) {
@@ -203,7 +234,12 @@ export const makeWrites = (deps: {
         for (const ref of refs) {
           const key = ref.targetField === "id" ? row.id : row.data[ref.targetField]
           if (key === undefined || key === null) continue
-          const referencing = yield* repo.lockReferencing(other.id, row.id, JSON.stringify({ [ref.field]: key }), JSON.stringify({ [ref.field]: [key] }))
+          const referencing = yield* repo.lockReferencing(
+            other.id,
+            row.id,
+            JSON.stringify({ [ref.field]: key }),
+            JSON.stringify({ [ref.field]: [key] })
+          )
           if (referencing.length === 0) continue
           if (ref.onDelete === "restrict") {
             return yield* conflict({
@@ -227,13 +263,25 @@ export const makeWrites = (deps: {
           }
         }
         for (const { row: r, data } of cleared.values()) {
-          yield* updateInTx(r, other, { data, replace: true, skipValidation: true }, { ...writer, source: "set_null", canSkipValidation: true })
+          yield* updateInTx(
+            r,
+            other,
+            { data, replace: true, skipValidation: true },
+            { ...writer, source: "set_null", canSkipValidation: true }
+          )
         }
       }
     })
 
-  const deleteInTx = (structure: Structure, row: RecordRow, permanent: boolean, writer: Writer, depth = 0, reason?: string): Effect.Effect<string, RecordError | SqlError> =>
-    Effect.gen(function*() {
+  const deleteInTx = (
+    structure: Structure,
+    row: RecordRow,
+    permanent: boolean,
+    writer: Writer,
+    depth = 0,
+    reason?: string
+  ): Effect.Effect<string, RecordError | SqlError> =>
+    Effect.gen(function* () {
       yield* applyOnDelete(structure, row, permanent, writer, depth)
       const deletedAt = yield* timestamp
       if (permanent) {
@@ -249,19 +297,30 @@ export const makeWrites = (deps: {
   /** A delete in its own transaction, its failure told to the failure hook. */
   const removeOne = (workspace: string, id: string, permanent: boolean, writer: Writer, reason?: string) => {
     let found: Structure | undefined
-    return transaction(Effect.gen(function*() {
-      const row = yield* lock(workspace, id)
-      if (row === undefined || (!permanent && !isLive(row, yield* Clock.currentTimeMillis))) return yield* recordNotFound(id)
-      const structure = found = yield* liveStructure(workspace, row)
-      const deletedAt = yield* deleteInTx(structure, row, permanent, writer, 0, reason)
-      return { id: row.id, deletedAt, structure } satisfies Removed
-    })).pipe(reported("delete", id, { permanent }, writer, () => found))
+    return transaction(
+      Effect.gen(function* () {
+        const row = yield* lock(workspace, id)
+        if (row === undefined || (!permanent && !isLive(row, yield* Clock.currentTimeMillis))) return yield* recordNotFound(id)
+        const structure = (found = yield* liveStructure(workspace, row))
+        const deletedAt = yield* deleteInTx(structure, row, permanent, writer, 0, reason)
+        return { id: row.id, deletedAt, structure } satisfies Removed
+      })
+    ).pipe(reported("delete", id, { permanent }, writer, () => found))
   }
 
   // ---------------------------------------------------------------- restore / revert
 
-  const rewind = (row: RecordRow, structure: Structure, data: Record<string, unknown>, restoredFrom: number, event: string, action: string, reason: string | undefined, writer: Writer) =>
-    Effect.gen(function*() {
+  const rewind = (
+    row: RecordRow,
+    structure: Structure,
+    data: Record<string, unknown>,
+    restoredFrom: number,
+    event: string,
+    action: string,
+    reason: string | undefined,
+    writer: Writer
+  ) =>
+    Effect.gen(function* () {
       // a soft-deleted record gave its unique values up: it claims them (and checks its references) afresh
       const before = row.deletedAt === null ? row.data : undefined
       yield* prep.checkReferences(structure, data, before)
@@ -275,34 +334,38 @@ export const makeWrites = (deps: {
     })
 
   const restore = (workspace: string, id: string, version: number | undefined, reason: string | undefined, writer: Writer) =>
-    transaction(Effect.gen(function*() {
-      const row = yield* lock(workspace, id)
-      if (row === undefined || isExpired(row, yield* Clock.currentTimeMillis)) return yield* recordNotFound(id)
-      const structure = yield* liveStructure(workspace, row)
-      if (version === undefined) {
-        // restore of a soft-deleted record: it comes back as it was
-        if (row.deletedAt === null) {
-          return yield* validationFailed([detail("version", "version is required to restore a live record")], "Nothing to restore")
+    transaction(
+      Effect.gen(function* () {
+        const row = yield* lock(workspace, id)
+        if (row === undefined || isExpired(row, yield* Clock.currentTimeMillis)) return yield* recordNotFound(id)
+        const structure = yield* liveStructure(workspace, row)
+        if (version === undefined) {
+          // restore of a soft-deleted record: it comes back as it was
+          if (row.deletedAt === null) {
+            return yield* validationFailed([detail("version", "version is required to restore a live record")], "Nothing to restore")
+          }
+          return yield* rewind(row, structure, row.data, row.version, "record.restored", "restore", reason, writer)
         }
-        return yield* rewind(row, structure, row.data, row.version, "record.restored", "restore", reason, writer)
-      }
-      if (row.deletedAt !== null) return yield* recordNotFound(id)
-      if (!validVersion(version)) return yield* validationFailed([detail("version", "version must be a positive integer")])
-      const stored = yield* repo.findVersion(row.id, version)
-      if (stored === undefined) return yield* versionNotFound(id, version)
-      return yield* rewind(row, structure, stored.data, version, "record.restored", "restore", reason, writer)
-    }))
+        if (row.deletedAt !== null) return yield* recordNotFound(id)
+        if (!validVersion(version)) return yield* validationFailed([detail("version", "version must be a positive integer")])
+        const stored = yield* repo.findVersion(row.id, version)
+        if (stored === undefined) return yield* versionNotFound(id, version)
+        return yield* rewind(row, structure, stored.data, version, "record.restored", "restore", reason, writer)
+      })
+    )
 
   const revert = (workspace: string, id: string, reason: string | undefined, writer: Writer) =>
-    transaction(Effect.gen(function*() {
-      const row = yield* lockLive(workspace, id)
-      const structure = yield* liveStructure(workspace, row)
-      const previous = yield* repo.previousVersion(row.id, row.version)
-      if (previous === undefined) {
-        return yield* unprocessable({ message: "The record has no previous version to revert to", code: "NO_PREVIOUS_VERSION" })
-      }
-      return yield* rewind(row, structure, previous.data, previous.version, "record.reverted", "revert", reason, writer)
-    }))
+    transaction(
+      Effect.gen(function* () {
+        const row = yield* lockLive(workspace, id)
+        const structure = yield* liveStructure(workspace, row)
+        const previous = yield* repo.previousVersion(row.id, row.version)
+        if (previous === undefined) {
+          return yield* unprocessable({ message: "The record has no previous version to revert to", code: "NO_PREVIOUS_VERSION" })
+        }
+        return yield* rewind(row, structure, previous.data, previous.version, "record.reverted", "revert", reason, writer)
+      })
+    )
 
   // ---------------------------------------------------------------- upsert of one key
 
@@ -316,31 +379,49 @@ export const makeWrites = (deps: {
    * transaction as the write (a concurrent request with the same key waits on that claim), so a key maps to
    * exactly one committed outcome, replayed for 24 hours; failures store nothing and may be retried.
    */
-  const upsert = (structure: Structure, match: Record<string, unknown>, data: Record<string, unknown>, writer: Writer, idempotencyKey?: string) =>
-    Effect.gen(function*() {
+  const upsert = (
+    structure: Structure,
+    match: Record<string, unknown>,
+    data: Record<string, unknown>,
+    writer: Writer,
+    idempotencyKey?: string
+  ) =>
+    Effect.gen(function* () {
       yield* checkMatch(structure, match)
       const workspace = structure.workspaceSlug
-      const requestHash = Crypto.createHash("sha256").update(canonicalJson({ s: structure.id, match, data })).digest("hex")
-      const once = transaction(Effect.gen(function*() {
-        if (idempotencyKey !== undefined && !(yield* repo.claimIdempotencyKey(workspace, idempotencyKey, requestHash))) {
-          const stored = yield* repo.storedOutcome(workspace, idempotencyKey)
-          if (stored === undefined || stored.requestHash !== requestHash) {
-            return yield* unprocessable({ message: "This Idempotency-Key was used with a different request", code: "IDEMPOTENCY_KEY_REUSED" })
+      const requestHash = Crypto.createHash("sha256")
+        .update(canonicalJson({ s: structure.id, match, data }))
+        .digest("hex")
+      const once = transaction(
+        Effect.gen(function* () {
+          if (idempotencyKey !== undefined && !(yield* repo.claimIdempotencyKey(workspace, idempotencyKey, requestHash))) {
+            const stored = yield* repo.storedOutcome(workspace, idempotencyKey)
+            if (stored === undefined || stored.requestHash !== requestHash) {
+              return yield* unprocessable({
+                message: "This Idempotency-Key was used with a different request",
+                code: "IDEMPOTENCY_KEY_REUSED"
+              })
+            }
+            return { status: stored.status, body: stored.body, replayed: true }
           }
-          return { status: stored.status, body: stored.body, replayed: true }
-        }
-        yield* writable(structure)
-        const found = yield* findMatch(structure, match)
-        const result = found !== undefined
-          ? upsertUpdated(structure, (yield* updateInTx(found.row, structure, { data: withoutMatch(data, match) }, writer)).row)
-          : upsertCreated(structure, (yield* createInTx(structure, { data: { ...data, ...match } }, writer)).row)
-        if (idempotencyKey !== undefined) yield* repo.storeOutcome(workspace, idempotencyKey, result.status, result.body)
-        return { ...result, replayed: false }
-      }))
+          yield* writable(structure)
+          const found = yield* findMatch(structure, match)
+          const result =
+            found !== undefined
+              ? upsertUpdated(structure, (yield* updateInTx(found.row, structure, { data: withoutMatch(data, match) }, writer)).row)
+              : upsertCreated(structure, (yield* createInTx(structure, { data: { ...data, ...match } }, writer)).row)
+          if (idempotencyKey !== undefined) yield* repo.storeOutcome(workspace, idempotencyKey, result.status, result.body)
+          return { ...result, replayed: false }
+        })
+      )
       // a writer outside this key's actor (the group commit of upserts) may have created the match between the
       // lookup and the claim: the retry finds it and updates it, as an upsert should (nothing of the first try
       // was written)
-      return yield* Effect.catchIf(once, (e) => e.code === "DUPLICATE_KEY", () => once)
+      return yield* Effect.catchIf(
+        once,
+        (e) => e.code === "DUPLICATE_KEY",
+        () => once
+      )
     })
 
   /**
@@ -351,50 +432,52 @@ export const makeWrites = (deps: {
    * actor then runs the items one by one, so each gets its own outcome.
    */
   const upsertMany = (structure: Structure, match: Record<string, unknown>, items: ReadonlyArray<UpsertItem>) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       yield* checkMatch(structure, match)
-      return yield* transaction(Effect.gen(function*() {
-        yield* writable(structure)
-        const results: Array<UpsertResult> = []
-        let found = yield* findMatch(structure, match)
-        let rest = items
-        if (found === undefined) {
-          const { row } = yield* createInTx(structure, { data: { ...items[0]!.data, ...match } }, items[0]!.writer)
-          results.push(upsertCreated(structure, row))
-          found = { row, now: row.updatedAt }
-          rest = items.slice(1)
-        }
-        const first = found.row
-        let current = first
-        const at = yield* timestamp
-        const versions: Array<ReturnType<typeof versionRow>> = []
-        const changelog: Array<ReturnType<typeof changelogRow>> = []
-        const events: Array<ReturnType<typeof eventOf>> = []
-        for (const item of rest) {
-          const plan = yield* prep.planUpdate(current, structure, { data: withoutMatch(item.data, match) }, item.writer)
-          const next: RecordRow = {
-            ...current,
-            data: plan.data,
-            metadata: plan.metadata,
-            expiresAt: plan.expiresAt,
-            version: plan.version,
-            updatedBy: item.writer.userId,
-            updatedAt: found.now
+      return yield* transaction(
+        Effect.gen(function* () {
+          yield* writable(structure)
+          const results: Array<UpsertResult> = []
+          let found = yield* findMatch(structure, match)
+          let rest = items
+          if (found === undefined) {
+            const { row } = yield* createInTx(structure, { data: { ...items[0]!.data, ...match } }, items[0]!.writer)
+            results.push(upsertCreated(structure, row))
+            found = { row, now: row.updatedAt }
+            rest = items.slice(1)
           }
-          versions.push(versionRow(next, plan.changes, item.writer))
-          changelog.push(changelogRow(next, "update", plan.changes, item.writer))
-          events.push(eventOf("record.updated", structure, next, current.data, plan.changes, item.writer, at))
-          results.push(upsertUpdated(structure, next))
-          current = next
-        }
-        if (current !== first) {
-          yield* repo.writeRecordState(current)
-          yield* repo.insertVersions(versions)
-          yield* repo.insertChangelog(changelog)
-          yield* repo.appendEvents(events)
-        }
-        return results
-      }))
+          const first = found.row
+          let current = first
+          const at = yield* timestamp
+          const versions: Array<ReturnType<typeof versionRow>> = []
+          const changelog: Array<ReturnType<typeof changelogRow>> = []
+          const events: Array<ReturnType<typeof eventOf>> = []
+          for (const item of rest) {
+            const plan = yield* prep.planUpdate(current, structure, { data: withoutMatch(item.data, match) }, item.writer)
+            const next: RecordRow = {
+              ...current,
+              data: plan.data,
+              metadata: plan.metadata,
+              expiresAt: plan.expiresAt,
+              version: plan.version,
+              updatedBy: item.writer.userId,
+              updatedAt: found.now
+            }
+            versions.push(versionRow(next, plan.changes, item.writer))
+            changelog.push(changelogRow(next, "update", plan.changes, item.writer))
+            events.push(eventOf("record.updated", structure, next, current.data, plan.changes, item.writer, at))
+            results.push(upsertUpdated(structure, next))
+            current = next
+          }
+          if (current !== first) {
+            yield* repo.writeRecordState(current)
+            yield* repo.insertVersions(versions)
+            yield* repo.insertChangelog(changelog)
+            yield* repo.appendEvents(events)
+          }
+          return results
+        })
+      )
     })
 
   return {

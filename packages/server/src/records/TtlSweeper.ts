@@ -3,7 +3,7 @@
 // is one transaction: rows are taken with SKIP LOCKED (a write holding one is not waited on and the row is swept
 // next time), deleted (versions, changelog and unique values go by cascade), and a `record.expired` event per record
 // is appended to the outbox, so the event exists exactly when the removal committed.
-import { Clock, Effect, Layer, Option, Schedule } from "effect"
+import { Clock, Effect, type Layer, Option, Schedule } from "effect"
 import { type Sharding, Singleton } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
@@ -26,40 +26,44 @@ type Sweep = Effect.Effect<number, SqlError, SqlClient.SqlClient | StructureServ
 
 /** Removes up to `batchSize` expired records in one transaction; answers how many it removed. */
 export const sweepBatch = (batchSize: number): Sweep =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const structures = yield* StructureService
-    return yield* sql.withTransaction(Effect.gen(function*() {
-      const rows = yield* sql`DELETE FROM records WHERE id IN (
+    return yield* sql.withTransaction(
+      Effect.gen(function* () {
+        const rows = yield* sql`DELETE FROM records WHERE id IN (
           SELECT id FROM records WHERE expires_at <= now() ORDER BY expires_at LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
         ) RETURNING id, workspace, structure_id, data`
-      if (rows.length === 0) return 0
-      const timestamp = new Date(yield* Clock.currentTimeMillis).toISOString()
-      const events = yield* Effect.forEach(rows, (row: any) =>
-        Effect.map(Effect.option(structures.get(row.workspace, row.structure_id)), (found) =>
-          recordEvent({
-            type: "record.expired",
-            workspace: row.workspace,
-            structure: { id: row.structure_id, slug: Option.isSome(found) ? found.value.recordSlug : row.structure_id },
-            // without its structure the secret fields are unknown, so nothing of the data is shown
-            record: {
-              id: row.id,
-              structureId: row.structure_id,
-              data: Option.isSome(found) ? maskData(found.value, json(row.data)) : {}
-            },
-            previous: null,
-            changes: {},
-            metadata: { userId: "system", source: "ttl" },
-            timestamp
-          })))
-      yield* appendEvents(sql, events)
-      return rows.length
-    }))
+        if (rows.length === 0) return 0
+        const timestamp = new Date(yield* Clock.currentTimeMillis).toISOString()
+        const events = yield* Effect.forEach(rows, (row: any) =>
+          Effect.map(Effect.option(structures.get(row.workspace, row.structure_id)), (found) =>
+            recordEvent({
+              type: "record.expired",
+              workspace: row.workspace,
+              structure: { id: row.structure_id, slug: Option.isSome(found) ? found.value.recordSlug : row.structure_id },
+              // without its structure the secret fields are unknown, so nothing of the data is shown
+              record: {
+                id: row.id,
+                structureId: row.structure_id,
+                data: Option.isSome(found) ? maskData(found.value, json(row.data)) : {}
+              },
+              previous: null,
+              changes: {},
+              metadata: { userId: "system", source: "ttl" },
+              timestamp
+            })
+          )
+        )
+        yield* appendEvents(sql, events)
+        return rows.length
+      })
+    )
   })
 
 /** Sweeps batch after batch until a batch comes back short; answers the total removed. */
 export const sweepExpired = (batchSize: number): Sweep =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     let total = 0
     while (true) {
       const n = yield* sweepBatch(batchSize)
@@ -78,16 +82,15 @@ export const runTtlSweeper = (opts: TtlSweeperOptions) =>
   )
 
 /** The sweeper as a cluster singleton; options from TROUPE_TTL_SWEEP_SECONDS / TROUPE_TTL_SWEEP_BATCH unless given. */
-export const TtlSweeperLayer = (given?: Partial<TtlSweeperOptions>): Layer.Layer<
-  never,
-  never,
-  Sharding.Sharding | SqlClient.SqlClient | StructureService | AppConfig
-> =>
+export const TtlSweeperLayer = (
+  given?: Partial<TtlSweeperOptions>
+): Layer.Layer<never, never, Sharding.Sharding | SqlClient.SqlClient | StructureService | AppConfig> =>
   Singleton.make(
     "troupe-ttl-sweeper",
     Effect.flatMap(options, (fromEnv) =>
       runTtlSweeper({
         intervalSeconds: given?.intervalSeconds ?? fromEnv.intervalSeconds,
         batchSize: Math.max(1, Math.floor(given?.batchSize ?? fromEnv.batchSize))
-      }))
+      })
+    )
   )

@@ -22,7 +22,17 @@ const fallbackSeries = seriesCache((attributes) =>
 )
 
 /** Counts a batch of `size` writes of `kind` as it is written. */
-export const observeBatch = (kind: WriteKind, size: number) => Metric.update(batchSeries(kind, () => ({ kind })), size)
+export const observeBatch = (kind: WriteKind, size: number) =>
+  Metric.update(
+    batchSeries(kind, () => ({ kind })),
+    size
+  )
 
 /** Counts a batch written again one by one. */
-export const observeRetry = (kind: WriteKind) => Effect.asVoid(Metric.update(fallbackSeries(kind, () => ({ kind })), 1))
+export const observeRetry = (kind: WriteKind) =>
+  Effect.asVoid(
+    Metric.update(
+      fallbackSeries(kind, () => ({ kind })),
+      1
+    )
+  )

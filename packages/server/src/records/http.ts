@@ -14,7 +14,7 @@ import * as Ast from "../query/Ast.ts"
 import { parseExpressionA } from "../query/ExpressionParser.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { isUuid, type RecordRow, toRecordB } from "../query/RecordRow.ts"
-import { type Writer } from "./model.ts"
+import type { Writer } from "./model.ts"
 import type { BulkFailure, BulkOutcome } from "./RecordBulk.ts"
 import { RecordWriter } from "./RecordEntity.ts"
 import { MAX_BULK_ITEMS } from "./RecordInputs.ts"
@@ -44,8 +44,10 @@ const numberParam = (name: string, raw: string | undefined) => {
 const queryPairs = Effect.map(Effect.serviceOption(HttpServerRequest.ParsedSearchParams), (parsed) =>
   parsed._tag === "None"
     ? []
-    : Object.entries(parsed.value).flatMap(([k, v]): Array<readonly [string, string]> =>
-      Array.isArray(v) ? v.map((x) => [k, x] as const) : [[k, v as string] as const]))
+    : Object.entries(parsed.value).flatMap(
+        ([k, v]): Array<readonly [string, string]> => (Array.isArray(v) ? v.map((x) => [k, x] as const) : [[k, v as string] as const])
+      )
+)
 
 /** A failed item of a non-atomic batch, as the answer lists it. */
 const bulkError = ({ error: e, id, index }: BulkFailure) => ({
@@ -56,356 +58,497 @@ const bulkError = ({ error: e, id, index }: BulkFailure) => ({
   ...(e.details.length > 0 ? { details: e.details } : {})
 })
 
-export const RecordsHandlers = HttpApiBuilder.group(Api, "records", Effect.fn(function*(handlers) {
-  const records = yield* RecordService
-  const writerService = yield* RecordWriter
-  const query = yield* RecordQuery
-  const structures = yield* StructureService
-  const { listPage, resolve, shown, shownRecord } = recordViews(records, query, structures)
+export const RecordsHandlers = HttpApiBuilder.group(
+  Api,
+  "records",
+  Effect.fn(function* (handlers) {
+    const records = yield* RecordService
+    const writerService = yield* RecordWriter
+    const query = yield* RecordQuery
+    const structures = yield* StructureService
+    const { listPage, resolve, shown, shownRecord } = recordViews(records, query, structures)
 
-  const context = Effect.gen(function*() {
-    const principal = yield* Effect.service(CurrentPrincipal)
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const forwarded = request.headers["x-forwarded-for"]?.split(",")[0]?.trim()
-    const address = forwarded || (request.remoteAddress._tag === "Some" ? request.remoteAddress.value : undefined)
-    const writer: Writer = {
-      workspace: principal.workspace,
-      userId: principal.id,
-      userName: principal.name,
-      source: principal.kind === "service" ? "service-account" : "api",
-      ...(address ? { clientAddress: address.slice(0, 100) } : {}),
-      ...(request.headers["user-agent"] ? { userAgent: request.headers["user-agent"].slice(0, 200) } : {}),
-      canSkipValidation: can(principal, "write:structures")
-    }
-    return { principal, request, writer }
-  })
-
-  const withContext = <A, E, R>(f: (c: Effect.Success<typeof context>) => Effect.Effect<A, E, R>) => Effect.flatMap(context, f)
-
-  /** skipValidation is for callers who may change structures (they could relax the rules anyway). */
-  const mayskip = (principal: Principal, requested: boolean | undefined) =>
-    requested === true && !can(principal, "write:structures")
-      ? Effect.fail(forbidden({ message: "skipValidation needs the write:structures permission", code: "PERMISSION_DENIED" }))
-      : Effect.void
-
-  const recordB = (structure: Structure, row: RecordRow, principal: Principal, reveal: boolean, extra: Record<string, unknown> = {}) =>
-    shownRecord("B", structure, row, principal, reveal, extra)
-
-  const recordA = (structure: Structure, row: RecordRow, principal: Principal, reveal: boolean) =>
-    shownRecord("A", structure, row, principal, reveal)
-
-  /** `If-Match: <version>` (quotes and W/ tolerated; `*` matches any version) or the body's expectedVersion. */
-  const ifMatch = (request: HttpServerRequest.HttpServerRequest, body: number | undefined) => {
-    const header = request.headers["if-match"]?.trim()
-    if (header === undefined || header === "*") return Effect.succeed(body)
-    const text = header.replace(/^W\//, "").replace(/"/g, "")
-    const v = Number(text)
-    return /^\d+$/.test(text) && Number.isSafeInteger(v)
-      ? Effect.succeed(v)
-      : Effect.fail(badParam("If-Match", "If-Match must be a record version number"))
-  }
-
-  /** Generation A data: the flat body without the system fields a client may echo back. */
-  const flatData = (structure: Structure, body: Record<string, unknown>) => {
-    const declared = new Set(structure.properties.map((p) => p.name))
-    const out: Record<string, unknown> = {}
-    for (const [k, v] of Object.entries(body)) if (declared.has(k) || !SYSTEM_FIELDS.includes(k)) out[k] = v
-    return out
-  }
-
-  /** The structure a generation A route names, and the record must belong to it. */
-  const ofStructure = (workspace: string, slug: string, id: string) =>
-    Effect.gen(function*() {
-      const structure = yield* resolve(workspace, slug)
-      const { row } = yield* records.get(workspace, id)
-      if (row.structureId !== structure.id) return yield* recordNotFound(id)
-      return { structure, row }
-    })
-
-  const getOne = (workspace: string, id: string, q: Record<string, string | undefined>) =>
-    withContext(({ principal }) =>
-      Effect.gen(function*() {
-        const version = yield* numberParam("version", q.version)
-        const { row, structure } = version !== undefined
-          ? yield* records.getVersion(workspace, id, version)
-          : yield* records.get(workspace, id, { includeDeleted: flag(q.includeDeleted) || flag(q.all) })
-        const data = yield* shown(structure, row.data, principal, flag(q.reveal))
-        const expand = csvParam(q.expand)
-        if (expand.length > 0) yield* query.expand(structure, [{ id: row.id, data }], expand)
-        const extra: Record<string, unknown> = {}
-        if (flag(q.includeHistory)) extra.history = (yield* records.history(workspace, id)).versions
-        if (flag(q.includeChangelog)) extra.changelog = (yield* records.changelog(workspace, id, {})).entries
-        return toRecordB(row, data, extra)
-      }))
-
-  /** A list route's page (RecordViews.listPage) with the request's parameters, bracket filters included. */
-  const list = (route: ListRoute, workspace: string, slug: string | undefined, q: ListQuery) =>
-    withContext(({ principal }) =>
-      Effect.flatMap(queryPairs, (pairs) => listPage(route, workspace, slug, q, pairs, principal)))
-
-  // ------------------------------------------------------------------ bulk
-
-  /** The answer of a bulk request: 201 (create) / 200 when every item succeeded, 207 when some failed. */
-  const bulkAnswer = <A>(outcome: BulkOutcome<A>, okStatus: number, count: string, list: string, shownItems: ReadonlyArray<unknown>) =>
-    respond(outcome.failures.length === 0 ? okStatus : 207, {
-      success: outcome.failures.length === 0,
-      [count]: outcome.done.length,
-      failed: outcome.failures.length,
-      [list]: shownItems,
-      errors: outcome.failures.map(bulkError)
-    })
-
-  const bulkCreate = (
-    structure: Structure,
-    items: ReadonlyArray<{ readonly data: Record<string, unknown>; readonly metadata?: Record<string, unknown> | undefined }>,
-    options: { skipValidation: boolean; atomic: boolean; returnRecords: boolean; gen: "A" | "B" }
-  ) =>
-    withContext(({ principal, writer }) =>
-      Effect.gen(function*() {
-        const inputs = items.map((item) => ({ data: item.data, metadata: item.metadata, skipValidation: options.skipValidation }))
-        const outcome = yield* writerService.bulkCreate(structure, inputs, writer, { atomic: options.atomic, list: "records", skipValidation: options.skipValidation })
-        const created = options.returnRecords
-          ? yield* Effect.forEach(outcome.done, (w) => shownRecord(options.gen, structure, w.row, principal, false))
-          : []
-        return bulkAnswer(outcome, 201, "created", "records", created)
-      }))
-
-  /** `structure`: a generation A batch, of the records of the structure in the path (rendered flat). */
-  const bulkUpdate = (
-    workspace: string,
-    items: ReadonlyArray<{ readonly id: string; readonly data: Record<string, unknown>; readonly expectedVersion?: number | undefined }>,
-    options: { skipValidation?: boolean | undefined; createVersions?: boolean | undefined; atomic?: boolean | undefined },
-    list: string,
-    structure?: Structure
-  ) =>
-    withContext(({ principal, writer }) =>
-      Effect.gen(function*() {
-        const outcome = yield* writerService.bulkUpdate(workspace, items.map((u) => ({
-          id: u.id,
-          input: { data: u.data, expectedVersion: u.expectedVersion, skipValidation: options.skipValidation, createVersion: options.createVersions }
-        })), writer, { atomic: options.atomic === true, list, skipValidation: options.skipValidation, structure })
-        const shownAll = yield* Effect.forEach(outcome.done, (w) =>
-          Effect.flatMap(structures.get(workspace, w.row.structureId), (s) => shownRecord(structure !== undefined ? "A" : "B", s, w.row, principal, false)))
-        return bulkAnswer(outcome, 200, "updated", "results", shownAll)
-      }))
-
-  const bulkDelete = (workspace: string, ids: ReadonlyArray<string>, permanent: boolean, atomic: boolean, list: string, structure?: Structure) =>
-    withContext(({ writer }) =>
-      Effect.map(writerService.bulkRemove(workspace, ids, permanent, writer, { atomic, list, structure }), (outcome) =>
-        bulkAnswer(outcome, 200, "deleted", "results", outcome.done.map((r) => ({ id: r.id, deletedAt: r.deletedAt })))))
-
-  /** Ids of the live records of a structure matching a generation A `query`: `*` is every record, an empty query is refused. */
-  const matching = (structure: Structure, expression: string) =>
-    Effect.gen(function*() {
-      const text = expression.trim()
-      if (text === "") return yield* badParam("query", "query is required (\"*\" matches every record)")
-      const where = text === "*" ? Ast.all : yield* fromResult("query", parseExpressionA(text))
-      const result = yield* query.list({
-        workspace: structure.workspaceSlug,
-        structure,
-        where,
-        whereParam: "query",
-        sort: [],
-        limit: MAX_BULK_ITEMS,
-        offset: 0,
-        includeCount: false,
-        includeDeleted: false
-      })
-      if (result.hasMore) {
-        return yield* payloadTooLarge({ message: `The query matches more than ${MAX_BULK_ITEMS} records; narrow it`, code: "PAYLOAD_TOO_LARGE" })
+    const context = Effect.gen(function* () {
+      const principal = yield* Effect.service(CurrentPrincipal)
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const forwarded = request.headers["x-forwarded-for"]?.split(",")[0]?.trim()
+      const address = forwarded || (request.remoteAddress._tag === "Some" ? request.remoteAddress.value : undefined)
+      const writer: Writer = {
+        workspace: principal.workspace,
+        userId: principal.id,
+        userName: principal.name,
+        source: principal.kind === "service" ? "service-account" : "api",
+        ...(address ? { clientAddress: address.slice(0, 100) } : {}),
+        ...(request.headers["user-agent"] ? { userAgent: request.headers["user-agent"].slice(0, 200) } : {}),
+        canSkipValidation: can(principal, "write:structures")
       }
-      return result.rows.map((r) => r.id)
+      return { principal, request, writer }
     })
 
-  return handlers
-    .handle("create", ({ params, query: q, payload }) =>
-      withContext(({ principal, writer }) =>
-        Effect.gen(function*() {
-          const structure = yield* resolve(params.workspace, payload.structureId)
-          const { row } = yield* records.create(structure, {
-            data: payload.data,
-            metadata: payload.metadata,
-            ttlSeconds: yield* numberParam("ttlSeconds", q.ttlSeconds),
-            expiresAt: q.expiresAt
-          }, writer)
-          return respond(201, yield* recordB(structure, row, principal, flag(q.reveal)))
-        })))
-    .handle("bulkCreate", ({ params, payload }) =>
-      Effect.flatMap(resolve(params.workspace, payload.structureId), (structure) =>
-        bulkCreate(structure, payload.records, {
-          skipValidation: payload.options?.skipValidation === true,
-          atomic: payload.options?.atomic === true,
-          returnRecords: payload.options?.returnRecords !== false,
-          gen: "B"
-        })))
-    .handle("bulkUpdate", ({ params, payload }) => bulkUpdate(params.workspace, payload.updates, payload.options ?? {}, "updates"))
-    .handle("bulkDelete", ({ params, payload }) =>
-      bulkDelete(params.workspace, payload.ids, payload.permanent === true, payload.atomic === true, "ids"))
-    .handle("list", ({ params, query: q }) => Effect.map(list("B", params.workspace, undefined, q), (body) => respond(200, body)))
-    .handle("upsert", ({ params, payload }) =>
-      withContext(({ request, writer }) =>
-        Effect.gen(function*() {
-          const structure = yield* resolve(params.workspace, params.slug)
-          const key = request.headers["idempotency-key"]
-          if (key !== undefined && (key.length === 0 || key.length > 255)) {
-            return yield* badParam("Idempotency-Key", "Idempotency-Key must be 1 to 255 characters")
-          }
-          const result = yield* writerService.upsert(params.workspace, structure.id, payload.match, payload.data, writer, key)
-          return respond(result.status, result.body, result.replayed ? { "idempotent-replayed": "true" } : {})
-        })))
-    .handle("listBySlug", ({ params, query: q }) => Effect.map(list("bySlug", params.workspace, params.slug, q), (body) => respond(200, body)))
-    .handle("get", ({ params, query: q }) =>
-      Effect.gen(function*() {
-        const body: unknown = isUuid(params.id)
-          ? yield* getOne(params.workspace, params.id, q)
-          : yield* list("bySlug", params.workspace, params.id, q)
-        return respond(200, body)
-      }))
-    .handle("update", ({ params, query: q, payload }) =>
-      withContext(({ principal, request, writer }) =>
-        Effect.gen(function*() {
-          yield* mayskip(principal, payload.options?.skipValidation)
-          const written = yield* writerService.update(params.workspace, params.id, {
-            data: payload.data,
-            metadata: payload.metadata,
-            expectedVersion: yield* ifMatch(request, payload.expectedVersion),
-            createVersion: payload.options?.createVersion,
-            skipValidation: payload.options?.skipValidation,
-            ttlSeconds: yield* numberParam("ttlSeconds", q.ttlSeconds),
-            expiresAt: q.expiresAt,
-            clearTtl: flag(q.clearTtl),
-            reason: payload.reason
-          }, writer)
-          const structure = yield* structures.get(params.workspace, written.row.structureId)
-          return respond(200, yield* recordB(structure, written.row, principal, flag(q.reveal), { previousVersion: written.previousVersion }))
-        })))
-    .handle("replace", ({ params, query: q, payload }) =>
-      withContext(({ principal, request, writer }) =>
-        Effect.gen(function*() {
-          const written = yield* writerService.update(params.workspace, params.id, {
-            data: payload.data,
-            metadata: payload.metadata,
-            expectedVersion: yield* ifMatch(request, payload.expectedVersion),
-            replace: true,
-            reason: payload.reason
-          }, writer)
-          const structure = yield* structures.get(params.workspace, written.row.structureId)
-          return respond(200, yield* recordB(structure, written.row, principal, flag(q.reveal), { previousVersion: written.previousVersion }))
-        })))
-    .handle("delete", ({ params, query: q }) =>
-      withContext(({ writer }) =>
-        Effect.map(writerService.remove(params.workspace, params.id, flag(q.permanent), writer, q.reason), (r) =>
-          respond(200, { success: true, id: r.id, deletedAt: r.deletedAt }))))
-    .handle("history", ({ params }) =>
-      withContext(() => Effect.map(records.history(params.workspace, params.id), ({ versions }) => respond(200, { versions }))))
-    .handle("changelog", ({ params, query: q }) =>
-      withContext(() =>
-        Effect.gen(function*() {
-          const limit = yield* intParam("limit", q.limit, 100, 1, 1000)
-          const { entries } = yield* records.changelog(params.workspace, params.id, {
-            limit,
-            ...(q.startDate ? { startDate: q.startDate } : {}),
-            ...(q.endDate ? { endDate: q.endDate } : {})
-          })
-          return respond(200, { entries })
-        })))
-    .handle("restore", ({ params, payload }) =>
-      withContext(({ principal, writer }) =>
-        Effect.gen(function*() {
-          const written = yield* writerService.restore(params.workspace, params.id, payload.version, payload.reason, writer)
-          const structure = yield* structures.get(params.workspace, written.row.structureId)
-          const data = yield* shown(structure, written.row.data, principal, false)
-          return respond(200, { id: written.row.id, version: written.row.version, restoredFrom: written.restoredFrom ?? null, data })
-        })))
-    .handle("revert", ({ params, payload }) =>
-      withContext(({ principal, writer }) =>
-        Effect.gen(function*() {
-          const written = yield* writerService.revert(params.workspace, params.id, payload.reason, writer)
-          const structure = yield* structures.get(params.workspace, written.row.structureId)
-          return respond(200, yield* recordB(structure, written.row, principal, false, { previousVersion: written.previousVersion, restoredFrom: written.restoredFrom }))
-        })))
-    // ---------------------------------------------------------------- generation A
-    .handle("createA", ({ params, query: q, payload }) =>
-      withContext(({ principal, writer }) =>
-        Effect.gen(function*() {
-          const structure = yield* resolve(params.workspace, params.slug)
-          const { row } = yield* records.create(structure, {
-            data: flatData(structure, payload),
-            ttlSeconds: yield* numberParam("ttlSeconds", q.ttlSeconds),
-            expiresAt: q.expiresAt
-          }, writer)
-          return respond(201, yield* recordA(structure, row, principal, false))
-        })))
-    .handle("bulkCreateA", ({ params, payload }) =>
-      Effect.flatMap(resolve(params.workspace, params.slug), (structure) =>
-        bulkCreate(structure, payload.records.map((data) => ({ data: flatData(structure, data) })), {
-          skipValidation: false,
-          atomic: payload.atomic === true,
-          returnRecords: true,
-          gen: "A"
-        })))
-    .handle("bulkUpdateA", ({ params, payload }) =>
-      withContext(() =>
-        Effect.gen(function*() {
-          const structure = yield* resolve(params.workspace, params.slug)
-          const ids = yield* matching(structure, payload.query)
-          const data = flatData(structure, payload.updates)
-          return yield* bulkUpdate(params.workspace, ids.map((id) => ({ id, data })), { atomic: payload.atomic }, "records", structure)
-        })))
-    .handle("bulkDeleteA", ({ params, payload }) =>
-      withContext(() =>
-        Effect.gen(function*() {
-          const structure = yield* resolve(params.workspace, params.slug)
-          const ids = yield* matching(structure, payload.query)
-          return yield* bulkDelete(params.workspace, ids, payload.permanent === true, payload.atomic === true, "records", structure)
-        })))
-    .handle("listA", ({ params, query: q }) => Effect.map(list("A", params.workspace, params.slug, q), (body) => respond(200, body)))
-    .handle("getA", ({ params, query: q }) =>
+    const withContext = <A, E, R>(f: (c: Effect.Success<typeof context>) => Effect.Effect<A, E, R>) => Effect.flatMap(context, f)
+
+    /** skipValidation is for callers who may change structures (they could relax the rules anyway). */
+    const mayskip = (principal: Principal, requested: boolean | undefined) =>
+      requested === true && !can(principal, "write:structures")
+        ? Effect.fail(forbidden({ message: "skipValidation needs the write:structures permission", code: "PERMISSION_DENIED" }))
+        : Effect.void
+
+    const recordB = (structure: Structure, row: RecordRow, principal: Principal, reveal: boolean, extra: Record<string, unknown> = {}) =>
+      shownRecord("B", structure, row, principal, reveal, extra)
+
+    const recordA = (structure: Structure, row: RecordRow, principal: Principal, reveal: boolean) =>
+      shownRecord("A", structure, row, principal, reveal)
+
+    /** `If-Match: <version>` (quotes and W/ tolerated; `*` matches any version) or the body's expectedVersion. */
+    const ifMatch = (request: HttpServerRequest.HttpServerRequest, body: number | undefined) => {
+      const header = request.headers["if-match"]?.trim()
+      if (header === undefined || header === "*") return Effect.succeed(body)
+      const text = header.replace(/^W\//, "").replace(/"/g, "")
+      const v = Number(text)
+      return /^\d+$/.test(text) && Number.isSafeInteger(v)
+        ? Effect.succeed(v)
+        : Effect.fail(badParam("If-Match", "If-Match must be a record version number"))
+    }
+
+    /** Generation A data: the flat body without the system fields a client may echo back. */
+    const flatData = (structure: Structure, body: Record<string, unknown>) => {
+      const declared = new Set(structure.properties.map((p) => p.name))
+      const out: Record<string, unknown> = {}
+      for (const [k, v] of Object.entries(body)) if (declared.has(k) || !SYSTEM_FIELDS.includes(k)) out[k] = v
+      return out
+    }
+
+    /** The structure a generation A route names, and the record must belong to it. */
+    const ofStructure = (workspace: string, slug: string, id: string) =>
+      Effect.gen(function* () {
+        const structure = yield* resolve(workspace, slug)
+        const { row } = yield* records.get(workspace, id)
+        if (row.structureId !== structure.id) return yield* recordNotFound(id)
+        return { structure, row }
+      })
+
+    const getOne = (workspace: string, id: string, q: Record<string, string | undefined>) =>
       withContext(({ principal }) =>
-        Effect.gen(function*() {
-          const { structure, row } = yield* ofStructure(params.workspace, params.slug, params.id)
-          const flat = yield* recordA(structure, row, principal, flag(q.reveal))
-          const populate = csvParam(q.populate)
-          if (populate.length > 0) yield* query.populate(structure, [flat], populate)
-          return respond(200, flat)
-        })))
-    .handle("updateA", ({ params, payload }) =>
-      withContext(({ principal, request, writer }) =>
-        Effect.gen(function*() {
-          const { structure } = yield* ofStructure(params.workspace, params.slug, params.id)
-          const written = yield* writerService.update(params.workspace, params.id, {
-            data: flatData(structure, payload),
-            expectedVersion: yield* ifMatch(request, undefined)
-          }, writer)
-          return respond(200, yield* recordA(structure, written.row, principal, false))
-        })))
-    .handle("replaceA", ({ params, payload }) =>
-      withContext(({ principal, request, writer }) =>
-        Effect.gen(function*() {
-          const { structure } = yield* ofStructure(params.workspace, params.slug, params.id)
-          const written = yield* writerService.update(params.workspace, params.id, {
-            data: flatData(structure, payload),
-            replace: true,
-            expectedVersion: yield* ifMatch(request, undefined)
-          }, writer)
-          return respond(200, yield* recordA(structure, written.row, principal, false))
-        })))
-    .handle("deleteA", ({ params, query: q }) =>
-      withContext(({ writer }) =>
-        Effect.gen(function*() {
-          yield* ofStructure(params.workspace, params.slug, params.id)
-          const r = yield* writerService.remove(params.workspace, params.id, flag(q.permanent), writer, q.reason)
-          return respond(200, { success: true, id: r.id, deletedAt: r.deletedAt })
-        })))
-    .handle("historyA", ({ params }) =>
-      withContext(() =>
-        Effect.gen(function*() {
-          yield* ofStructure(params.workspace, params.slug, params.id)
-          const { versions } = yield* records.history(params.workspace, params.id)
-          return respond(200, {
-            history: versions.map((v: any) => ({ version: v.version, changes: v.changes, changedBy: v.updatedBy, changedAt: v.updatedAt }))
+        Effect.gen(function* () {
+          const version = yield* numberParam("version", q.version)
+          const { row, structure } =
+            version !== undefined
+              ? yield* records.getVersion(workspace, id, version)
+              : yield* records.get(workspace, id, { includeDeleted: flag(q.includeDeleted) || flag(q.all) })
+          const data = yield* shown(structure, row.data, principal, flag(q.reveal))
+          const expand = csvParam(q.expand)
+          if (expand.length > 0) yield* query.expand(structure, [{ id: row.id, data }], expand)
+          const extra: Record<string, unknown> = {}
+          if (flag(q.includeHistory)) extra.history = (yield* records.history(workspace, id)).versions
+          if (flag(q.includeChangelog)) extra.changelog = (yield* records.changelog(workspace, id, {})).entries
+          return toRecordB(row, data, extra)
+        })
+      )
+
+    /** A list route's page (RecordViews.listPage) with the request's parameters, bracket filters included. */
+    const list = (route: ListRoute, workspace: string, slug: string | undefined, q: ListQuery) =>
+      withContext(({ principal }) => Effect.flatMap(queryPairs, (pairs) => listPage(route, workspace, slug, q, pairs, principal)))
+
+    // ------------------------------------------------------------------ bulk
+
+    /** The answer of a bulk request: 201 (create) / 200 when every item succeeded, 207 when some failed. */
+    const bulkAnswer = <A>(outcome: BulkOutcome<A>, okStatus: number, count: string, list: string, shownItems: ReadonlyArray<unknown>) =>
+      respond(outcome.failures.length === 0 ? okStatus : 207, {
+        success: outcome.failures.length === 0,
+        [count]: outcome.done.length,
+        failed: outcome.failures.length,
+        [list]: shownItems,
+        errors: outcome.failures.map(bulkError)
+      })
+
+    const bulkCreate = (
+      structure: Structure,
+      items: ReadonlyArray<{ readonly data: Record<string, unknown>; readonly metadata?: Record<string, unknown> | undefined }>,
+      options: { skipValidation: boolean; atomic: boolean; returnRecords: boolean; gen: "A" | "B" }
+    ) =>
+      withContext(({ principal, writer }) =>
+        Effect.gen(function* () {
+          const inputs = items.map((item) => ({ data: item.data, metadata: item.metadata, skipValidation: options.skipValidation }))
+          const outcome = yield* writerService.bulkCreate(structure, inputs, writer, {
+            atomic: options.atomic,
+            list: "records",
+            skipValidation: options.skipValidation
           })
-        })))
-}))
+          const created = options.returnRecords
+            ? yield* Effect.forEach(outcome.done, (w) => shownRecord(options.gen, structure, w.row, principal, false))
+            : []
+          return bulkAnswer(outcome, 201, "created", "records", created)
+        })
+      )
+
+    /** `structure`: a generation A batch, of the records of the structure in the path (rendered flat). */
+    const bulkUpdate = (
+      workspace: string,
+      items: ReadonlyArray<{ readonly id: string; readonly data: Record<string, unknown>; readonly expectedVersion?: number | undefined }>,
+      options: { skipValidation?: boolean | undefined; createVersions?: boolean | undefined; atomic?: boolean | undefined },
+      list: string,
+      structure?: Structure
+    ) =>
+      withContext(({ principal, writer }) =>
+        Effect.gen(function* () {
+          const outcome = yield* writerService.bulkUpdate(
+            workspace,
+            items.map((u) => ({
+              id: u.id,
+              input: {
+                data: u.data,
+                expectedVersion: u.expectedVersion,
+                skipValidation: options.skipValidation,
+                createVersion: options.createVersions
+              }
+            })),
+            writer,
+            { atomic: options.atomic === true, list, skipValidation: options.skipValidation, structure }
+          )
+          const shownAll = yield* Effect.forEach(outcome.done, (w) =>
+            Effect.flatMap(structures.get(workspace, w.row.structureId), (s) =>
+              shownRecord(structure !== undefined ? "A" : "B", s, w.row, principal, false)
+            )
+          )
+          return bulkAnswer(outcome, 200, "updated", "results", shownAll)
+        })
+      )
+
+    const bulkDelete = (
+      workspace: string,
+      ids: ReadonlyArray<string>,
+      permanent: boolean,
+      atomic: boolean,
+      list: string,
+      structure?: Structure
+    ) =>
+      withContext(({ writer }) =>
+        Effect.map(writerService.bulkRemove(workspace, ids, permanent, writer, { atomic, list, structure }), (outcome) =>
+          bulkAnswer(
+            outcome,
+            200,
+            "deleted",
+            "results",
+            outcome.done.map((r) => ({ id: r.id, deletedAt: r.deletedAt }))
+          )
+        )
+      )
+
+    /** Ids of the live records of a structure matching a generation A `query`: `*` is every record, an empty query is refused. */
+    const matching = (structure: Structure, expression: string) =>
+      Effect.gen(function* () {
+        const text = expression.trim()
+        if (text === "") return yield* badParam("query", 'query is required ("*" matches every record)')
+        const where = text === "*" ? Ast.all : yield* fromResult("query", parseExpressionA(text))
+        const result = yield* query.list({
+          workspace: structure.workspaceSlug,
+          structure,
+          where,
+          whereParam: "query",
+          sort: [],
+          limit: MAX_BULK_ITEMS,
+          offset: 0,
+          includeCount: false,
+          includeDeleted: false
+        })
+        if (result.hasMore) {
+          return yield* payloadTooLarge({
+            message: `The query matches more than ${MAX_BULK_ITEMS} records; narrow it`,
+            code: "PAYLOAD_TOO_LARGE"
+          })
+        }
+        return result.rows.map((r) => r.id)
+      })
+
+    return (
+      handlers
+        .handle("create", ({ params, query: q, payload }) =>
+          withContext(({ principal, writer }) =>
+            Effect.gen(function* () {
+              const structure = yield* resolve(params.workspace, payload.structureId)
+              const { row } = yield* records.create(
+                structure,
+                {
+                  data: payload.data,
+                  metadata: payload.metadata,
+                  ttlSeconds: yield* numberParam("ttlSeconds", q.ttlSeconds),
+                  expiresAt: q.expiresAt
+                },
+                writer
+              )
+              return respond(201, yield* recordB(structure, row, principal, flag(q.reveal)))
+            })
+          )
+        )
+        .handle("bulkCreate", ({ params, payload }) =>
+          Effect.flatMap(resolve(params.workspace, payload.structureId), (structure) =>
+            bulkCreate(structure, payload.records, {
+              skipValidation: payload.options?.skipValidation === true,
+              atomic: payload.options?.atomic === true,
+              returnRecords: payload.options?.returnRecords !== false,
+              gen: "B"
+            })
+          )
+        )
+        .handle("bulkUpdate", ({ params, payload }) => bulkUpdate(params.workspace, payload.updates, payload.options ?? {}, "updates"))
+        .handle("bulkDelete", ({ params, payload }) =>
+          bulkDelete(params.workspace, payload.ids, payload.permanent === true, payload.atomic === true, "ids")
+        )
+        .handle("list", ({ params, query: q }) => Effect.map(list("B", params.workspace, undefined, q), (body) => respond(200, body)))
+        .handle("upsert", ({ params, payload }) =>
+          withContext(({ request, writer }) =>
+            Effect.gen(function* () {
+              const structure = yield* resolve(params.workspace, params.slug)
+              const key = request.headers["idempotency-key"]
+              if (key !== undefined && (key.length === 0 || key.length > 255)) {
+                return yield* badParam("Idempotency-Key", "Idempotency-Key must be 1 to 255 characters")
+              }
+              const result = yield* writerService.upsert(params.workspace, structure.id, payload.match, payload.data, writer, key)
+              return respond(result.status, result.body, result.replayed ? { "idempotent-replayed": "true" } : {})
+            })
+          )
+        )
+        .handle("listBySlug", ({ params, query: q }) =>
+          Effect.map(list("bySlug", params.workspace, params.slug, q), (body) => respond(200, body))
+        )
+        .handle("get", ({ params, query: q }) =>
+          Effect.gen(function* () {
+            const body: unknown = isUuid(params.id)
+              ? yield* getOne(params.workspace, params.id, q)
+              : yield* list("bySlug", params.workspace, params.id, q)
+            return respond(200, body)
+          })
+        )
+        .handle("update", ({ params, query: q, payload }) =>
+          withContext(({ principal, request, writer }) =>
+            Effect.gen(function* () {
+              yield* mayskip(principal, payload.options?.skipValidation)
+              const written = yield* writerService.update(
+                params.workspace,
+                params.id,
+                {
+                  data: payload.data,
+                  metadata: payload.metadata,
+                  expectedVersion: yield* ifMatch(request, payload.expectedVersion),
+                  createVersion: payload.options?.createVersion,
+                  skipValidation: payload.options?.skipValidation,
+                  ttlSeconds: yield* numberParam("ttlSeconds", q.ttlSeconds),
+                  expiresAt: q.expiresAt,
+                  clearTtl: flag(q.clearTtl),
+                  reason: payload.reason
+                },
+                writer
+              )
+              const structure = yield* structures.get(params.workspace, written.row.structureId)
+              return respond(
+                200,
+                yield* recordB(structure, written.row, principal, flag(q.reveal), { previousVersion: written.previousVersion })
+              )
+            })
+          )
+        )
+        .handle("replace", ({ params, query: q, payload }) =>
+          withContext(({ principal, request, writer }) =>
+            Effect.gen(function* () {
+              const written = yield* writerService.update(
+                params.workspace,
+                params.id,
+                {
+                  data: payload.data,
+                  metadata: payload.metadata,
+                  expectedVersion: yield* ifMatch(request, payload.expectedVersion),
+                  replace: true,
+                  reason: payload.reason
+                },
+                writer
+              )
+              const structure = yield* structures.get(params.workspace, written.row.structureId)
+              return respond(
+                200,
+                yield* recordB(structure, written.row, principal, flag(q.reveal), { previousVersion: written.previousVersion })
+              )
+            })
+          )
+        )
+        .handle("delete", ({ params, query: q }) =>
+          withContext(({ writer }) =>
+            Effect.map(writerService.remove(params.workspace, params.id, flag(q.permanent), writer, q.reason), (r) =>
+              respond(200, { success: true, id: r.id, deletedAt: r.deletedAt })
+            )
+          )
+        )
+        .handle("history", ({ params }) =>
+          withContext(() => Effect.map(records.history(params.workspace, params.id), ({ versions }) => respond(200, { versions })))
+        )
+        .handle("changelog", ({ params, query: q }) =>
+          withContext(() =>
+            Effect.gen(function* () {
+              const limit = yield* intParam("limit", q.limit, 100, 1, 1000)
+              const { entries } = yield* records.changelog(params.workspace, params.id, {
+                limit,
+                ...(q.startDate ? { startDate: q.startDate } : {}),
+                ...(q.endDate ? { endDate: q.endDate } : {})
+              })
+              return respond(200, { entries })
+            })
+          )
+        )
+        .handle("restore", ({ params, payload }) =>
+          withContext(({ principal, writer }) =>
+            Effect.gen(function* () {
+              const written = yield* writerService.restore(params.workspace, params.id, payload.version, payload.reason, writer)
+              const structure = yield* structures.get(params.workspace, written.row.structureId)
+              const data = yield* shown(structure, written.row.data, principal, false)
+              return respond(200, { id: written.row.id, version: written.row.version, restoredFrom: written.restoredFrom ?? null, data })
+            })
+          )
+        )
+        .handle("revert", ({ params, payload }) =>
+          withContext(({ principal, writer }) =>
+            Effect.gen(function* () {
+              const written = yield* writerService.revert(params.workspace, params.id, payload.reason, writer)
+              const structure = yield* structures.get(params.workspace, written.row.structureId)
+              return respond(
+                200,
+                yield* recordB(structure, written.row, principal, false, {
+                  previousVersion: written.previousVersion,
+                  restoredFrom: written.restoredFrom
+                })
+              )
+            })
+          )
+        )
+        // ---------------------------------------------------------------- generation A
+        .handle("createA", ({ params, query: q, payload }) =>
+          withContext(({ principal, writer }) =>
+            Effect.gen(function* () {
+              const structure = yield* resolve(params.workspace, params.slug)
+              const { row } = yield* records.create(
+                structure,
+                {
+                  data: flatData(structure, payload),
+                  ttlSeconds: yield* numberParam("ttlSeconds", q.ttlSeconds),
+                  expiresAt: q.expiresAt
+                },
+                writer
+              )
+              return respond(201, yield* recordA(structure, row, principal, false))
+            })
+          )
+        )
+        .handle("bulkCreateA", ({ params, payload }) =>
+          Effect.flatMap(resolve(params.workspace, params.slug), (structure) =>
+            bulkCreate(
+              structure,
+              payload.records.map((data) => ({ data: flatData(structure, data) })),
+              {
+                skipValidation: false,
+                atomic: payload.atomic === true,
+                returnRecords: true,
+                gen: "A"
+              }
+            )
+          )
+        )
+        .handle("bulkUpdateA", ({ params, payload }) =>
+          withContext(() =>
+            Effect.gen(function* () {
+              const structure = yield* resolve(params.workspace, params.slug)
+              const ids = yield* matching(structure, payload.query)
+              const data = flatData(structure, payload.updates)
+              return yield* bulkUpdate(
+                params.workspace,
+                ids.map((id) => ({ id, data })),
+                { atomic: payload.atomic },
+                "records",
+                structure
+              )
+            })
+          )
+        )
+        .handle("bulkDeleteA", ({ params, payload }) =>
+          withContext(() =>
+            Effect.gen(function* () {
+              const structure = yield* resolve(params.workspace, params.slug)
+              const ids = yield* matching(structure, payload.query)
+              return yield* bulkDelete(params.workspace, ids, payload.permanent === true, payload.atomic === true, "records", structure)
+            })
+          )
+        )
+        .handle("listA", ({ params, query: q }) => Effect.map(list("A", params.workspace, params.slug, q), (body) => respond(200, body)))
+        .handle("getA", ({ params, query: q }) =>
+          withContext(({ principal }) =>
+            Effect.gen(function* () {
+              const { structure, row } = yield* ofStructure(params.workspace, params.slug, params.id)
+              const flat = yield* recordA(structure, row, principal, flag(q.reveal))
+              const populate = csvParam(q.populate)
+              if (populate.length > 0) yield* query.populate(structure, [flat], populate)
+              return respond(200, flat)
+            })
+          )
+        )
+        .handle("updateA", ({ params, payload }) =>
+          withContext(({ principal, request, writer }) =>
+            Effect.gen(function* () {
+              const { structure } = yield* ofStructure(params.workspace, params.slug, params.id)
+              const written = yield* writerService.update(
+                params.workspace,
+                params.id,
+                {
+                  data: flatData(structure, payload),
+                  expectedVersion: yield* ifMatch(request, undefined)
+                },
+                writer
+              )
+              return respond(200, yield* recordA(structure, written.row, principal, false))
+            })
+          )
+        )
+        .handle("replaceA", ({ params, payload }) =>
+          withContext(({ principal, request, writer }) =>
+            Effect.gen(function* () {
+              const { structure } = yield* ofStructure(params.workspace, params.slug, params.id)
+              const written = yield* writerService.update(
+                params.workspace,
+                params.id,
+                {
+                  data: flatData(structure, payload),
+                  replace: true,
+                  expectedVersion: yield* ifMatch(request, undefined)
+                },
+                writer
+              )
+              return respond(200, yield* recordA(structure, written.row, principal, false))
+            })
+          )
+        )
+        .handle("deleteA", ({ params, query: q }) =>
+          withContext(({ writer }) =>
+            Effect.gen(function* () {
+              yield* ofStructure(params.workspace, params.slug, params.id)
+              const r = yield* writerService.remove(params.workspace, params.id, flag(q.permanent), writer, q.reason)
+              return respond(200, { success: true, id: r.id, deletedAt: r.deletedAt })
+            })
+          )
+        )
+        .handle("historyA", ({ params }) =>
+          withContext(() =>
+            Effect.gen(function* () {
+              yield* ofStructure(params.workspace, params.slug, params.id)
+              const { versions } = yield* records.history(params.workspace, params.id)
+              return respond(200, {
+                history: versions.map((v: any) => ({
+                  version: v.version,
+                  changes: v.changes,
+                  changedBy: v.updatedBy,
+                  changedAt: v.updatedAt
+                }))
+              })
+            })
+          )
+        )
+    )
+  })
+)
 
 export type { RecordError }

@@ -52,11 +52,7 @@ export type Writer = typeof Writer.Type
 export type Changes = Record<string, { old: unknown; new: unknown }>
 
 /** Top-level fields whose values differ; secrets (at any depth) masked. */
-export const diff = (
-  structure: Structure | undefined,
-  before: Record<string, unknown>,
-  after: Record<string, unknown>
-): Changes => {
+export const diff = (structure: Structure | undefined, before: Record<string, unknown>, after: Record<string, unknown>): Changes => {
   const changes: Changes = {}
   const masked = structure !== undefined && secretPaths(structure).length > 0
   const shownBefore = masked ? maskData(structure, before) : before

@@ -105,8 +105,8 @@ describe("parseExpression / evaluate", () => {
   })
 
   it("bounds length and nesting instead of overflowing the stack", () => {
-    expect(failure("1+".repeat(MAX_EXPRESSION_LENGTH) + "1").message).toContain("longer than")
-    expect(failure("(".repeat(500) + "1" + ")".repeat(500)).message).toContain("nested too deeply")
-    expect(failure("-".repeat(500) + "1").message).toContain("nested too deeply")
+    expect(failure(`${"1+".repeat(MAX_EXPRESSION_LENGTH)}1`).message).toContain("longer than")
+    expect(failure(`${"(".repeat(500)}1${")".repeat(500)}`).message).toContain("nested too deeply")
+    expect(failure(`${"-".repeat(500)}1`).message).toContain("nested too deeply")
   })
 })

@@ -93,7 +93,7 @@ const tokenize = (src: string): Array<Token> => {
       i += m[0].length
       continue
     }
-    if (c === "'" || c === "\"") {
+    if (c === "'" || c === '"') {
       const start = i
       let out = ""
       i++
@@ -213,9 +213,7 @@ const parseTokens = (tokens: ReadonlyArray<Token>): Expr => {
           const [min, max] = functions[t.v]
           if (args.length < min || args.length > max) {
             throw new ParseFailure(
-              min === max
-                ? `${t.v}() takes ${min} argument${min === 1 ? "" : "s"}`
-                : `${t.v}() takes ${min} to ${max} arguments`,
+              min === max ? `${t.v}() takes ${min} argument${min === 1 ? "" : "s"}` : `${t.v}() takes ${min} to ${max} arguments`,
               t.pos
             )
           }
@@ -267,7 +265,8 @@ export const parseExpression = (src: string): Result.Result<Expr, ExpressionErro
   // A stack overflow on pathological input is still a parse failure, not a crash.
   return tryParse(
     () => parseTokens(tokenize(src)),
-    (e): ExpressionError => e instanceof ParseFailure ? { message: e.message, position: e.position } : { message: "expression is too complex", position: 0 }
+    (e): ExpressionError =>
+      e instanceof ParseFailure ? { message: e.message, position: e.position } : { message: "expression is too complex", position: 0 }
   )
 }
 
@@ -359,6 +358,7 @@ export const evaluate = (ast: Expr, record: Readonly<Record<string, unknown>>, n
       }
       case "conditional":
         return truthy(ev(e.test)) ? ev(e.then) : ev(e.otherwise)
+      // biome-ignore lint/suspicious/noFallthroughSwitchClause: every operator of the inner switch returns
       case "binary": {
         if (e.op === "&&") {
           const l = ev(e.left)

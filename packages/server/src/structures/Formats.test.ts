@@ -40,7 +40,15 @@ describe("formats", () => {
     expect(parseDateTime("2024-05-01")).toBe(Date.parse("2024-05-01T00:00:00Z"))
     expect(parseDateTime("2024-05-01T10:00")).toBe(Date.parse("2024-05-01T10:00:00Z")) // no offset = UTC
     expect(parseDateTime("2024-05-01 10:00:00-0130")).toBe(Date.parse("2024-05-01T11:30:00Z"))
-    for (const s of ["2023-02-29", "2024-05-01T24:00", "2024-05-01T10:00:60Z", "2024-5-01", "2024-05-01T10:00:00+2", "2024-05-01Tx", "nope"]) {
+    for (const s of [
+      "2023-02-29",
+      "2024-05-01T24:00",
+      "2024-05-01T10:00:60Z",
+      "2024-5-01",
+      "2024-05-01T10:00:00+2",
+      "2024-05-01Tx",
+      "nope"
+    ]) {
       expect(parseDateTime(s), s).toBeUndefined()
     }
   })

@@ -59,20 +59,15 @@ export const secretSteps = (before: Structure, after: Structure): ReadonlyArray<
 const PAGE = 500
 
 /** Applies `steps` to every record, version and changelog entry of `structureId`, in the caller's transaction. */
-export const migrateSecrets = (
-  sql: SqlClient.SqlClient,
-  secrets: SecretsShape,
-  structureId: string,
-  steps: ReadonlyArray<SecretStep>
-) =>
-  Effect.gen(function*() {
+export const migrateSecrets = (sql: SqlClient.SqlClient, secrets: SecretsShape, structureId: string, steps: ReadonlyArray<SecretStep>) =>
+  Effect.gen(function* () {
     if (steps.length === 0) return
     const context = (path: Path) => `${structureId}:${path.join(".")}`
     const sealed = steps.filter((s) => s.op === "seal").map((s) => s.at)
 
     /** The data with every step applied; undefined when nothing changed. */
     const transform = (data: Record<string, unknown>) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         let out = data
         for (const step of steps) {
           const v = getAt(out, step.at)

@@ -17,8 +17,7 @@ export const secretPaths = (structure: Structure): ReadonlyArray<ReadonlyArray<s
 const secretCache = new WeakMap<Structure, ReadonlyArray<ReadonlyArray<string>>>()
 
 /** Dotted names of the secret paths (the encryption context of each). */
-export const secretFields = (structure: Structure): ReadonlyArray<string> =>
-  secretPaths(structure).map((p) => p.join("."))
+export const secretFields = (structure: Structure): ReadonlyArray<string> => secretPaths(structure).map((p) => p.join("."))
 
 /** Stored data with secret values masked. */
 export const maskData = (structure: Structure, data: Record<string, unknown>): Record<string, unknown> => {

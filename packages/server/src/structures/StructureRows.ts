@@ -5,7 +5,16 @@ import { iso, json, num } from "../lib/rows.ts"
 
 /** Columns stored outside the definition document. */
 export const rowColumns = [
-  "id", "workspaceSlug", "recordSlug", "name", "isDeleted", "version", "createdAt", "updatedAt", "createdBy", "lastUpdatedBy"
+  "id",
+  "workspaceSlug",
+  "recordSlug",
+  "name",
+  "isDeleted",
+  "version",
+  "createdAt",
+  "updatedAt",
+  "createdBy",
+  "lastUpdatedBy"
 ] as const
 
 export const defaultMetadata: StructureMetadata = {
@@ -41,6 +50,13 @@ export const definitionOf = (s: Record<string, unknown>): Record<string, unknown
 /** JSON with object keys sorted, to compare definitions whatever order their keys were written in. */
 export const canonical = (v: unknown): string =>
   JSON.stringify(v, (_, x) =>
-    isObj(x) ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, x[k]])) : x)
+    isObj(x)
+      ? Object.fromEntries(
+          Object.keys(x)
+            .sort()
+            .map((k) => [k, x[k]])
+        )
+      : x
+  )
 
 export const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)

@@ -43,14 +43,7 @@ import { json, num } from "../lib/rows.ts"
 import { schemaDetails } from "../platform/HttpEdge.ts"
 import { Notifier } from "../platform/Notifier.ts"
 import { Secrets } from "../platform/Secrets.ts"
-import {
-  checkStructure,
-  type DefinitionProblem,
-  MAX_DEFINITION_DEPTH,
-  mergeStructureUpdate,
-  normalizeStructure,
-  slugify
-} from "./rules.ts"
+import { checkStructure, type DefinitionProblem, MAX_DEFINITION_DEPTH, mergeStructureUpdate, normalizeStructure, slugify } from "./rules.ts"
 import { migrateSecrets, secretSteps } from "./SecretMigration.ts"
 import { canonical, defaultMetadata, definitionOf, isObj, toStructure } from "./StructureRows.ts"
 import { pruneVersions, type StructureVersionEntry, versionReads } from "./StructureVersions.ts"
@@ -67,8 +60,7 @@ export interface ListQuery {
   readonly "filter[isDeleted]"?: string | undefined
 }
 
-const notFoundError = (what: string) =>
-  notFound({ message: `Structure ${what} not found`, code: "STRUCTURE_NOT_FOUND" })
+const notFoundError = (what: string) => notFound({ message: `Structure ${what} not found`, code: "STRUCTURE_NOT_FOUND" })
 
 const toDetails = (problems: ReadonlyArray<DefinitionProblem>): Array<ErrorDetail> =>
   problems.map((d) => ({ field: d.field, property: d.field, message: d.message }))
@@ -83,8 +75,7 @@ const slugConflict = (slug: string) =>
     details: [{ field: "recordSlug", property: "recordSlug", message: "already in use" }]
   })
 
-const writesLocked = () =>
-  locked({ message: "Structure writes are locked while a migration runs", code: "STRUCTURE_WRITES_LOCKED" })
+const writesLocked = () => locked({ message: "Structure writes are locked while a migration runs", code: "STRUCTURE_WRITES_LOCKED" })
 
 const uuidRe = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const isUuid = (s: string) => uuidRe.test(s)
@@ -145,545 +136,557 @@ const RECORD_COLUMNS = new Set(["id", "createdAt", "updatedAt", "version"])
 
 type ServiceError = BadRequest | Conflict | NotFound | Locked
 
-export class StructureService extends Context.Service<StructureService, {
-  readonly list: (workspace: string, query: ListQuery) => Effect.Effect<StructureList, BadRequest>
-  /** A live structure by id; soft-deleted ones are not found. */
-  readonly get: (workspace: string, id: string) => Effect.Effect<Structure, NotFound>
-  /** A structure by id, soft-deleted ones included (the structure routes show them with `isDeleted: true`). */
-  readonly getAny: (workspace: string, id: string) => Effect.Effect<Structure, NotFound>
-  /** A live structure by recordSlug. */
-  readonly getBySlug: (workspace: string, slug: string) => Effect.Effect<Structure, NotFound>
-  /** A live (not deleted) structure by id or slug: what record routes use. */
-  readonly resolve: (workspace: string, idOrSlug: string) => Effect.Effect<Structure, NotFound>
-  /** Creates from a create body; the body is checked in full here, whatever decoded it before. */
-  readonly create: (workspace: string, input: unknown, by: Principal) => Effect.Effect<Structure, BadRequest | Conflict>
-  readonly update: (
-    workspace: string,
-    id: string,
-    patch: StructureUpdate,
-    by: Principal
-  ) => Effect.Effect<Structure, ServiceError>
-  readonly remove: (
-    workspace: string,
-    id: string,
-    hard: boolean,
-    by: Principal
-  ) => Effect.Effect<Structure, NotFound | Conflict | Locked>
-  readonly deleteProperties: (
-    workspace: string,
-    id: string,
-    ids: ReadonlyArray<string>,
-    by: Principal
-  ) => Effect.Effect<Structure, ServiceError>
-  /** Every problem of a would-be create body; never fails. */
-  readonly validate: (workspace: string, body: unknown) => Effect.Effect<StructureValidation>
-  readonly versions: (workspace: string, id: string) => Effect.Effect<ReadonlyArray<StructureVersionEntry>, NotFound>
-  readonly version: (workspace: string, id: string, version: number) => Effect.Effect<StructureVersionEntry, NotFound>
-  readonly pinVersion: (
-    workspace: string,
-    id: string,
-    version: number,
-    pinned: boolean
-  ) => Effect.Effect<StructureVersionEntry, NotFound>
-  /** Sets the read-only migration metadata (platform admins, migration tooling). */
-  readonly setMetadata: (
-    workspace: string,
-    id: string,
-    patch: StructureMetadataUpdate,
-    by: Principal
-  ) => Effect.Effect<Structure, NotFound>
-  /** Every live structure of a workspace (rules need the whole graph for references). */
-  readonly all: (workspace: string) => Effect.Effect<ReadonlyArray<Structure>>
-}>()("@troupe/server/structures/StructureService") {
-  static readonly layer = Layer.effect(StructureService, Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const notifier = yield* Notifier
-    const secrets = yield* Secrets
-    const byId = new Map<string, Structure>()
-    const bySlug = new Map<string, string>()
-
-    const forget = (id: string) => {
-      const s = byId.get(id)
-      if (s !== undefined) bySlug.delete(`${s.workspaceSlug}/${s.recordSlug}`)
-      byId.delete(id)
-      clearValidatorCache(id)
-    }
-    yield* notifier.subscribe("structures").pipe(
-      Stream.runForEach((id) => Effect.sync(() => forget(id))),
-      Effect.forkScoped
-    )
-    const changed = (id: string) => Effect.andThen(Effect.sync(() => forget(id)), notifier.publish("structures", id))
-
-    const remember = (s: Structure) => {
-      if (!s.isDeleted) {
-        byId.set(s.id, s)
-        bySlug.set(`${s.workspaceSlug}/${s.recordSlug}`, s.id)
-      }
-      return s
-    }
-
-    const fetchById = (workspace: string, id: string) =>
-      sql`SELECT * FROM structures WHERE workspace = ${workspace} AND id = ${id}`.pipe(
-        Effect.orDie,
-        Effect.map((rows) => (rows[0] ? toStructure(rows[0]) : undefined))
-      )
-
-    const getAny = (workspace: string, id: string): Effect.Effect<Structure, NotFound> =>
-      Effect.suspend(() => {
-        const cached = byId.get(id)
-        if (cached !== undefined && cached.workspaceSlug === workspace) return Effect.succeed(cached)
-        if (!isUuid(id)) return Effect.fail(notFoundError(id))
-        return Effect.flatMap(fetchById(workspace, id), (s) =>
-          s === undefined ? Effect.fail(notFoundError(id)) : Effect.succeed(remember(s)))
-      })
-
-    const get = (workspace: string, id: string): Effect.Effect<Structure, NotFound> =>
-      Effect.flatMap(getAny(workspace, id), (s) => (s.isDeleted ? Effect.fail(notFoundError(id)) : Effect.succeed(s)))
-
-    const getBySlug = (workspace: string, slug: string): Effect.Effect<Structure, NotFound> =>
-      Effect.suspend(() => {
-        const id = bySlug.get(`${workspace}/${slug}`)
-        const cached = id === undefined ? undefined : byId.get(id)
-        if (cached !== undefined) return Effect.succeed(cached)
-        return sql`SELECT * FROM structures
-            WHERE workspace = ${workspace} AND record_slug = ${slug} AND NOT is_deleted`.pipe(
-          Effect.orDie,
-          Effect.flatMap((rows) =>
-            rows[0] ? Effect.succeed(remember(toStructure(rows[0]))) : Effect.fail(notFoundError(slug)))
-        )
-      })
-
-    const resolve = (workspace: string, idOrSlug: string) =>
-      isUuid(idOrSlug) ? get(workspace, idOrSlug) : getBySlug(workspace, idOrSlug)
-
-    const all = (workspace: string) =>
-      sql`SELECT * FROM structures WHERE workspace = ${workspace} AND NOT is_deleted`.pipe(
-        Effect.orDie,
-        Effect.map((rows) => rows.map(toStructure))
-      )
-
-    /** Rules against the workspace's structure graph; `selfId` (on update) is left out of the graph. */
-    const problemsOf = (workspace: string, candidate: unknown, selfId?: string) =>
-      Effect.map(all(workspace), (structures) => {
-        const graph = new Map<string, Structure>()
-        for (const s of structures) if (s.id !== selfId) graph.set(s.recordSlug, s)
-        const problems = checkStructure(candidate, { findStructureBySlug: (slug) => graph.get(slug) })
-        problems.push(...idProblems(isObj(candidate) ? candidate.properties : undefined))
-        return { problems, others: structures.filter((s) => s.id !== selfId) }
-      })
-
-    /**
-     * What other live structures would lose if `before` became `after` (undefined: deleted): references to its
-     * slug, or to fields it no longer has.
-     */
-    const brokenReferences = (others: ReadonlyArray<Structure>, before: Structure, after: Structure | undefined) => {
-      const inbound = others.flatMap((o) => referencesTo(o, before.recordSlug))
-      if (inbound.length === 0) return []
-      if (after === undefined || after.recordSlug !== before.recordSlug) {
-        return inbound.map((r): ErrorDetail => ({
-          field: after === undefined ? "id" : "recordSlug",
-          property: after === undefined ? "id" : "recordSlug",
-          message: `referenced by ${r.from.recordSlug}.${r.at}`
-        }))
-      }
-      const names = new Set(after.properties.map((p) => p.name))
-      return inbound.flatMap((r) =>
-        [r.targetField, r.displayField].flatMap((f): Array<ErrorDetail> =>
-          f === undefined || RECORD_COLUMNS.has(f) || names.has(f)
-            ? []
-            : [{
-              field: "properties",
-              property: "properties",
-              message: `'${f}' is used by ${r.from.recordSlug}.${r.at}`
-            }]
-        )
-      )
-    }
-
-    const referencedConflict = (details: ReadonlyArray<ErrorDetail>) =>
-      conflict({ message: "Other structures reference this structure or its fields", code: "CONFLICT", details })
-
-    const saveVersion = (s: Structure, by: string) =>
-      s.enableVersioning
-        ? Effect.gen(function*() {
-          yield* sql`INSERT INTO structure_versions (structure_id, version, definition, created_by)
-            VALUES (${s.id}, ${s.version}, ${JSON.stringify(s)}::jsonb, ${by})
-            ON CONFLICT (structure_id, version) DO NOTHING`
-          if (s.retentionPolicy) yield* pruneVersions(sql, s.id, s.retentionPolicy)
-        })
-        : Effect.void
-
-    /** Unique violations on the slug index become 409; any other database failure is a defect. */
-    const slugUnique = (slug: () => string) =>
-      <A, E, R>(effect: Effect.Effect<A, E | SqlError, R>): Effect.Effect<A, Exclude<E, SqlError> | Conflict, R> =>
-        Effect.catchIf(
-          effect,
-          isSqlError,
-          (e) => (e.reason._tag === "UniqueViolation" ? Effect.fail(slugConflict(slug())) : Effect.die(e))
-        ) as Effect.Effect<A, Exclude<E, SqlError> | Conflict, R>
-
-    const decodeInput = (body: unknown): { input: StructureInput } | { problems: Array<DefinitionProblem> } => {
-      const decoded = Schema.decodeUnknownExit(StructureInput)(body, { errors: "all" })
-      if (decoded._tag === "Success") return { input: decoded.value }
-      const error = decoded.cause.reasons.find((r) => r._tag === "Fail") as { error?: unknown } | undefined
-      return {
-        problems: error !== undefined && Schema.isSchemaError(error.error)
-          ? schemaDetails(error.error).map((d) => ({ field: d.field, message: d.message }))
-          : [{ field: "body", message: "is not a structure definition" }]
-      }
-    }
-
-    const create = Effect.fn("StructureService.create")(function*(workspace: string, body: unknown, by: Principal) {
-      const { problems } = yield* problemsOf(workspace, body)
-      if (problems.length > 0) return yield* invalid(problems)
-      const decoded = decodeInput(body)
-      if ("problems" in decoded) return yield* invalid(decoded.problems)
-      const normalized = normalizeStructure(decoded.input)
-      const now = DateTime.formatIso(yield* DateTime.now)
-      const structure = {
-        ...normalized,
-        id: Crypto.randomUUID(),
-        workspaceSlug: workspace,
-        metadata: defaultMetadata,
-        createdBy: by.id,
-        lastUpdatedBy: by.id,
-        createdAt: now,
-        updatedAt: now,
-        isDeleted: false,
-        version: 1
-      } as unknown as Structure
-      const row = yield* sql.withTransaction(Effect.gen(function*() {
-        const definition = JSON.stringify(definitionOf(structure))
-        const rows = yield* sql`INSERT INTO structures
-            (id, workspace, record_slug, name, definition, version, created_by, updated_by, created_at, updated_at)
-          VALUES (${structure.id}, ${workspace}, ${structure.recordSlug}, ${structure.name}, ${definition}::jsonb,
-            1, ${by.id}, ${by.id}, ${now}, ${now})
-          RETURNING *`
-        yield* saveVersion(toStructure(rows[0]), by.id)
-        return rows[0]
-      })).pipe(slugUnique(() => structure.recordSlug))
-      yield* changed(structure.id)
-      return remember(toStructure(row))
-    })
-
-    /** The live row, locked for the rest of the transaction. */
-    const lockLive = (workspace: string, id: string) =>
-      Effect.gen(function*() {
-        if (!isUuid(id)) return yield* notFoundError(id)
-        const rows = yield* sql`SELECT * FROM structures WHERE workspace = ${workspace} AND id = ${id} FOR UPDATE`.pipe(
-          Effect.orDie
-        )
-        const s = rows[0] ? toStructure(rows[0]) : undefined
-        if (s === undefined || s.isDeleted) return yield* notFoundError(id)
-        return s
-      })
-
-    /** Moves record data when properties are renamed or removed (top level only; see the header). */
-    const migrateRecords = (
-      structureId: string,
-      renames: ReadonlyArray<readonly [string, string]>,
-      removed: ReadonlyArray<string>
-    ) =>
-      Effect.gen(function*() {
-        for (const [from, to] of renames) {
-          yield* sql`UPDATE records SET data = (data - ${from}) || jsonb_build_object(${to}::text, data -> ${from})
-            WHERE structure_id = ${structureId} AND data ? ${from}`
-          yield* sql`UPDATE record_unique_values SET field = CASE WHEN field = ${from} THEN ${to} ELSE ${"ref:" + to} END
-            WHERE structure_id = ${structureId} AND field IN (${from}, ${"ref:" + from})`
-          yield* sql`UPDATE auto_increments SET field = ${to} WHERE structure_id = ${structureId} AND field = ${from}`
-        }
-        for (const name of removed) {
-          yield* sql`UPDATE records SET data = data - ${name} WHERE structure_id = ${structureId} AND data ? ${name}`
-          yield* sql`DELETE FROM record_unique_values WHERE structure_id = ${structureId} AND field = ${name}`
-          yield* sql`DELETE FROM auto_increments WHERE structure_id = ${structureId} AND field = ${name}`
-        }
-      }).pipe(Effect.orDie)
-
-    /**
-     * Keeps `record_unique_values` in step with the definition (after migrateRecords moved renamed claims): a
-     * property that stops claiming gives its claims up, and one that starts (isUnique set, a reference made
-     * one-to-one) claims the values of every live record now, or the update fails with 409 when records already
-     * share a value.
-     */
-    const reclaim = (before: Structure, after: Structure) =>
-      Effect.gen(function*() {
-        const keyOf = (s: Structure) =>
-          new Map(s.properties.flatMap((p) => {
-            const key = claimKeyOf(p)
-            return key !== undefined ? [[p.id ?? p.name, key.startsWith("ref:") ? "ref" : "value"] as const] : []
-          }))
-        const was = keyOf(before)
-        const kept: Array<string> = []
-        const added: Array<{ key: string; name: string; index: number }> = []
-        after.properties.forEach((p, index) => {
-          const key = claimKeyOf(p)
-          if (key === undefined) return
-          const kind = key.startsWith("ref:") ? "ref" : "value"
-          if (was.get(p.id ?? p.name) === kind) kept.push(key)
-          else added.push({ key, name: p.name, index })
-        })
-        yield* kept.length === 0
-          ? sql`DELETE FROM record_unique_values WHERE structure_id = ${after.id}`
-          : sql`DELETE FROM record_unique_values WHERE structure_id = ${after.id} AND NOT (field IN ${sql.in(kept)})`
-        const claims: Array<{ field: string; value: string; record_id: string }> = []
-        for (const { key, name, index } of added) {
-          // only the field's values, not whole records: the structure may be large
-          const live = yield* sql`SELECT id, jsonb_build_object(${name}::text, data -> ${name}::text) AS v FROM records
-            WHERE structure_id = ${after.id} AND deleted_at IS NULL AND (expires_at IS NULL OR expires_at > now())
-              AND data ? ${name}::text`
-          const holder = new Map<string, string>()
-          for (const row of live) {
-            for (const [k, value] of claimsOf(after, json<Record<string, unknown>>(row.v))) {
-              if (k !== key) continue
-              if (holder.has(value)) {
-                return yield* conflict({
-                  message: `Records already share a value of "${name}", so it cannot become unique`,
-                  code: "DUPLICATE_KEY",
-                  details: [{ field: `properties[${index}]`, property: `properties[${index}]`, message: `records ${holder.get(value)} and ${row.id} share a value` }]
-                })
-              }
-              holder.set(value, row.id as string)
-              claims.push({ field: key, value, record_id: row.id as string })
-            }
-          }
-        }
-        for (let at = 0; at < claims.length; at += 5000) {
-          yield* sql`INSERT INTO record_unique_values (structure_id, field, value, record_id)
-            SELECT ${after.id}::uuid, field, value, record_id FROM jsonb_to_recordset(${JSON.stringify(claims.slice(at, at + 5000))}::jsonb)
-              AS v(field text, value text, record_id uuid)`
-        }
-      })
-
-    /**
-     * Checks `candidate` (a full create-shaped body) as the next definition of `existing` and stores it as a new
-     * version, inside the caller's transaction.
-     */
-    const store = (
-      existing: Structure,
-      candidate: StructureInput,
-      by: Principal,
-      removed: ReadonlyArray<string> = []
-    ) =>
-      Effect.gen(function*() {
-        const { problems, others } = yield* problemsOf(existing.workspaceSlug, candidate, existing.id)
-        if (problems.length > 0) return yield* invalid(problems)
-        const normalized = normalizeStructure(candidate)
-        const merged: Record<string, unknown> = { ...existing, ...normalized }
-        // Optional fields cleared by the update are absent from `normalized`: drop them from the stored document.
-        for (const key of ["description", "retentionPolicy", "defaultSearchField", "defaultTtlSeconds"] as const) {
-          if (!(key in normalized)) delete merged[key]
-        }
-        const next = merged as unknown as Structure
-        if (canonical(definitionOf(next)) === canonical(definitionOf(existing)) && next.name === existing.name &&
-          next.recordSlug === existing.recordSlug) {
-          return existing // nothing changed: no new version
-        }
-        const broken = brokenReferences(others, existing, next)
-        if (broken.length > 0) return yield* referencedConflict(broken)
-        const renames = existing.properties.flatMap((p) => {
-          const now = next.properties.find((q) => q.id === p.id)
-          return now !== undefined && now.name !== p.name ? [[p.name, now.name] as const] : []
-        })
-        const rows = yield* sql`UPDATE structures SET record_slug = ${next.recordSlug}, name = ${next.name},
-            definition = ${JSON.stringify(definitionOf(next))}::jsonb, version = version + 1,
-            updated_by = ${by.id}, updated_at = now()
-          WHERE id = ${existing.id} RETURNING *`
-        const stored = toStructure(rows[0])
-        if (renames.length > 0 || removed.length > 0) yield* migrateRecords(existing.id, renames, removed)
-        yield* reclaim(existing, stored)
-        yield* migrateSecrets(sql, secrets, existing.id, secretSteps(existing, stored))
-        yield* saveVersion(stored, by.id)
-        return stored
-      })
-
-    const transact = <A>(id: string, slug: () => string, effect: Effect.Effect<A, ServiceError | SqlError>) =>
-      sql.withTransaction(effect).pipe(
-        slugUnique(slug),
-        Effect.tap(() => changed(id))
-      ) as Effect.Effect<A, ServiceError>
-
-    const update = Effect.fn("StructureService.update")(function*(
-      workspace: string,
-      id: string,
-      patch: StructureUpdate,
-      by: Principal
-    ) {
-      let slug = patch.recordSlug ?? ""
-      return yield* transact(id, () => slug, Effect.gen(function*() {
-        const existing = yield* lockLive(workspace, id)
-        if (existing.metadata.structureWritesLocked) return yield* writesLocked()
-        // The older isStrict, sent alone, still switches the mode (true: strict, false: auto-evolving).
-        const withMode: StructureUpdate = patch.isStrict !== undefined && patch.schemaDiscoveryMode === undefined
-          ? { ...patch, schemaDiscoveryMode: patch.isStrict ? "strict" : "auto-evolving" }
-          : patch
-        const candidate = mergeStructureUpdate(existing, withMode)
-        slug = candidate.recordSlug ?? existing.recordSlug
-        return yield* store(existing, candidate, by)
-      }))
-    })
-
-    const deleteProperties = Effect.fn("StructureService.deleteProperties")(function*(
+export class StructureService extends Context.Service<
+  StructureService,
+  {
+    readonly list: (workspace: string, query: ListQuery) => Effect.Effect<StructureList, BadRequest>
+    /** A live structure by id; soft-deleted ones are not found. */
+    readonly get: (workspace: string, id: string) => Effect.Effect<Structure, NotFound>
+    /** A structure by id, soft-deleted ones included (the structure routes show them with `isDeleted: true`). */
+    readonly getAny: (workspace: string, id: string) => Effect.Effect<Structure, NotFound>
+    /** A live structure by recordSlug. */
+    readonly getBySlug: (workspace: string, slug: string) => Effect.Effect<Structure, NotFound>
+    /** A live (not deleted) structure by id or slug: what record routes use. */
+    readonly resolve: (workspace: string, idOrSlug: string) => Effect.Effect<Structure, NotFound>
+    /** Creates from a create body; the body is checked in full here, whatever decoded it before. */
+    readonly create: (workspace: string, input: unknown, by: Principal) => Effect.Effect<Structure, BadRequest | Conflict>
+    readonly update: (workspace: string, id: string, patch: StructureUpdate, by: Principal) => Effect.Effect<Structure, ServiceError>
+    readonly remove: (workspace: string, id: string, hard: boolean, by: Principal) => Effect.Effect<Structure, NotFound | Conflict | Locked>
+    readonly deleteProperties: (
       workspace: string,
       id: string,
       ids: ReadonlyArray<string>,
       by: Principal
-    ) {
-      if (ids.length === 0) return yield* invalid([{ field: "ids", message: "must list at least one property id" }])
-      return yield* transact(id, () => "", Effect.gen(function*() {
-        const existing = yield* lockLive(workspace, id)
-        if (existing.metadata.structureWritesLocked) return yield* writesLocked()
-        const missing = ids.flatMap((pid, i) =>
-          existing.properties.some((p) => p.id === pid) ? [] : [{ field: `ids[${i}]`, message: `no property with id "${pid}"` }]
-        )
-        if (missing.length > 0) return yield* invalid(missing)
-        const removed = existing.properties.filter((p) => ids.includes(p.id ?? ""))
-        const kept = existing.properties.filter((p) => !ids.includes(p.id ?? ""))
-        const candidate = { ...mergeStructureUpdate(existing, {}), properties: kept }
-        return yield* store(existing, candidate, by, removed.map((p) => p.name))
-      }))
-    })
-
-    const remove = Effect.fn("StructureService.remove")(function*(
-      workspace: string,
-      id: string,
-      hard: boolean,
-      by: Principal
-    ) {
-      const existing = yield* getAny(workspace, id)
-      if (!existing.isDeleted) {
-        if (existing.metadata.structureWritesLocked) return yield* writesLocked()
-        const others = (yield* all(workspace)).filter((s) => s.id !== existing.id)
-        const broken = brokenReferences(others, existing, undefined)
-        if (broken.length > 0) return yield* referencedConflict(broken)
-      } else if (!hard) {
-        return yield* notFoundError(id)
-      }
-      if (hard) {
-        // records, their versions, changelog and unique values, and the structure's versions go by FK cascade
-        yield* sql`DELETE FROM structures WHERE id = ${existing.id}`.pipe(Effect.orDie)
-        yield* changed(existing.id)
-        return { ...existing, isDeleted: true }
-      }
-      const rows = yield* sql`UPDATE structures SET is_deleted = true, updated_by = ${by.id}, updated_at = now()
-        WHERE id = ${existing.id} RETURNING *`.pipe(Effect.orDie)
-      yield* changed(existing.id)
-      return toStructure(rows[0])
-    })
-
-    const setMetadata = Effect.fn("StructureService.setMetadata")(function*(
+    ) => Effect.Effect<Structure, ServiceError>
+    /** Every problem of a would-be create body; never fails. */
+    readonly validate: (workspace: string, body: unknown) => Effect.Effect<StructureValidation>
+    readonly versions: (workspace: string, id: string) => Effect.Effect<ReadonlyArray<StructureVersionEntry>, NotFound>
+    readonly version: (workspace: string, id: string, version: number) => Effect.Effect<StructureVersionEntry, NotFound>
+    readonly pinVersion: (workspace: string, id: string, version: number, pinned: boolean) => Effect.Effect<StructureVersionEntry, NotFound>
+    /** Sets the read-only migration metadata (platform admins, migration tooling). */
+    readonly setMetadata: (
       workspace: string,
       id: string,
       patch: StructureMetadataUpdate,
       by: Principal
-    ) {
-      const existing = yield* get(workspace, id)
-      const metadata: Record<string, unknown> = { ...existing.metadata }
-      for (const [key, value] of Object.entries(patch)) {
-        if (value === null) delete metadata[key]
-        else if (value !== undefined) metadata[key] = value
+    ) => Effect.Effect<Structure, NotFound>
+    /** Every live structure of a workspace (rules need the whole graph for references). */
+    readonly all: (workspace: string) => Effect.Effect<ReadonlyArray<Structure>>
+  }
+>()("@troupe/server/structures/StructureService") {
+  static readonly layer = Layer.effect(
+    StructureService,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const notifier = yield* Notifier
+      const secrets = yield* Secrets
+      const byId = new Map<string, Structure>()
+      const bySlug = new Map<string, string>()
+
+      const forget = (id: string) => {
+        const s = byId.get(id)
+        if (s !== undefined) bySlug.delete(`${s.workspaceSlug}/${s.recordSlug}`)
+        byId.delete(id)
+        clearValidatorCache(id)
       }
-      // Metadata is not part of the definition: no new version, so compiled validators stay valid.
-      const rows = yield* sql`UPDATE structures
+      yield* notifier.subscribe("structures").pipe(
+        Stream.runForEach((id) => Effect.sync(() => forget(id))),
+        Effect.forkScoped
+      )
+      const changed = (id: string) =>
+        Effect.andThen(
+          Effect.sync(() => forget(id)),
+          notifier.publish("structures", id)
+        )
+
+      const remember = (s: Structure) => {
+        if (!s.isDeleted) {
+          byId.set(s.id, s)
+          bySlug.set(`${s.workspaceSlug}/${s.recordSlug}`, s.id)
+        }
+        return s
+      }
+
+      const fetchById = (workspace: string, id: string) =>
+        sql`SELECT * FROM structures WHERE workspace = ${workspace} AND id = ${id}`.pipe(
+          Effect.orDie,
+          Effect.map((rows) => (rows[0] ? toStructure(rows[0]) : undefined))
+        )
+
+      const getAny = (workspace: string, id: string): Effect.Effect<Structure, NotFound> =>
+        Effect.suspend(() => {
+          const cached = byId.get(id)
+          if (cached !== undefined && cached.workspaceSlug === workspace) return Effect.succeed(cached)
+          if (!isUuid(id)) return Effect.fail(notFoundError(id))
+          return Effect.flatMap(fetchById(workspace, id), (s) =>
+            s === undefined ? Effect.fail(notFoundError(id)) : Effect.succeed(remember(s))
+          )
+        })
+
+      const get = (workspace: string, id: string): Effect.Effect<Structure, NotFound> =>
+        Effect.flatMap(getAny(workspace, id), (s) => (s.isDeleted ? Effect.fail(notFoundError(id)) : Effect.succeed(s)))
+
+      const getBySlug = (workspace: string, slug: string): Effect.Effect<Structure, NotFound> =>
+        Effect.suspend(() => {
+          const id = bySlug.get(`${workspace}/${slug}`)
+          const cached = id === undefined ? undefined : byId.get(id)
+          if (cached !== undefined) return Effect.succeed(cached)
+          return sql`SELECT * FROM structures
+            WHERE workspace = ${workspace} AND record_slug = ${slug} AND NOT is_deleted`.pipe(
+            Effect.orDie,
+            Effect.flatMap((rows) => (rows[0] ? Effect.succeed(remember(toStructure(rows[0]))) : Effect.fail(notFoundError(slug))))
+          )
+        })
+
+      const resolve = (workspace: string, idOrSlug: string) =>
+        isUuid(idOrSlug) ? get(workspace, idOrSlug) : getBySlug(workspace, idOrSlug)
+
+      const all = (workspace: string) =>
+        sql`SELECT * FROM structures WHERE workspace = ${workspace} AND NOT is_deleted`.pipe(
+          Effect.orDie,
+          Effect.map((rows) => rows.map(toStructure))
+        )
+
+      /** Rules against the workspace's structure graph; `selfId` (on update) is left out of the graph. */
+      const problemsOf = (workspace: string, candidate: unknown, selfId?: string) =>
+        Effect.map(all(workspace), (structures) => {
+          const graph = new Map<string, Structure>()
+          for (const s of structures) if (s.id !== selfId) graph.set(s.recordSlug, s)
+          const problems = checkStructure(candidate, { findStructureBySlug: (slug) => graph.get(slug) })
+          problems.push(...idProblems(isObj(candidate) ? candidate.properties : undefined))
+          return { problems, others: structures.filter((s) => s.id !== selfId) }
+        })
+
+      /**
+       * What other live structures would lose if `before` became `after` (undefined: deleted): references to its
+       * slug, or to fields it no longer has.
+       */
+      const brokenReferences = (others: ReadonlyArray<Structure>, before: Structure, after: Structure | undefined) => {
+        const inbound = others.flatMap((o) => referencesTo(o, before.recordSlug))
+        if (inbound.length === 0) return []
+        if (after === undefined || after.recordSlug !== before.recordSlug) {
+          return inbound.map(
+            (r): ErrorDetail => ({
+              field: after === undefined ? "id" : "recordSlug",
+              property: after === undefined ? "id" : "recordSlug",
+              message: `referenced by ${r.from.recordSlug}.${r.at}`
+            })
+          )
+        }
+        const names = new Set(after.properties.map((p) => p.name))
+        return inbound.flatMap((r) =>
+          [r.targetField, r.displayField].flatMap(
+            (f): Array<ErrorDetail> =>
+              f === undefined || RECORD_COLUMNS.has(f) || names.has(f)
+                ? []
+                : [
+                    {
+                      field: "properties",
+                      property: "properties",
+                      message: `'${f}' is used by ${r.from.recordSlug}.${r.at}`
+                    }
+                  ]
+          )
+        )
+      }
+
+      const referencedConflict = (details: ReadonlyArray<ErrorDetail>) =>
+        conflict({ message: "Other structures reference this structure or its fields", code: "CONFLICT", details })
+
+      const saveVersion = (s: Structure, by: string) =>
+        s.enableVersioning
+          ? Effect.gen(function* () {
+              yield* sql`INSERT INTO structure_versions (structure_id, version, definition, created_by)
+            VALUES (${s.id}, ${s.version}, ${JSON.stringify(s)}::jsonb, ${by})
+            ON CONFLICT (structure_id, version) DO NOTHING`
+              if (s.retentionPolicy) yield* pruneVersions(sql, s.id, s.retentionPolicy)
+            })
+          : Effect.void
+
+      /** Unique violations on the slug index become 409; any other database failure is a defect. */
+      const slugUnique =
+        (slug: () => string) =>
+        <A, E, R>(effect: Effect.Effect<A, E | SqlError, R>): Effect.Effect<A, Exclude<E, SqlError> | Conflict, R> =>
+          Effect.catchIf(effect, isSqlError, (e) =>
+            e.reason._tag === "UniqueViolation" ? Effect.fail(slugConflict(slug())) : Effect.die(e)
+          ) as Effect.Effect<A, Exclude<E, SqlError> | Conflict, R>
+
+      const decodeInput = (body: unknown): { input: StructureInput } | { problems: Array<DefinitionProblem> } => {
+        const decoded = Schema.decodeUnknownExit(StructureInput)(body, { errors: "all" })
+        if (decoded._tag === "Success") return { input: decoded.value }
+        const error = decoded.cause.reasons.find((r) => r._tag === "Fail") as { error?: unknown } | undefined
+        return {
+          problems:
+            error !== undefined && Schema.isSchemaError(error.error)
+              ? schemaDetails(error.error).map((d) => ({ field: d.field, message: d.message }))
+              : [{ field: "body", message: "is not a structure definition" }]
+        }
+      }
+
+      const create = Effect.fn("StructureService.create")(function* (workspace: string, body: unknown, by: Principal) {
+        const { problems } = yield* problemsOf(workspace, body)
+        if (problems.length > 0) return yield* invalid(problems)
+        const decoded = decodeInput(body)
+        if ("problems" in decoded) return yield* invalid(decoded.problems)
+        const normalized = normalizeStructure(decoded.input)
+        const now = DateTime.formatIso(yield* DateTime.now)
+        const structure = {
+          ...normalized,
+          id: Crypto.randomUUID(),
+          workspaceSlug: workspace,
+          metadata: defaultMetadata,
+          createdBy: by.id,
+          lastUpdatedBy: by.id,
+          createdAt: now,
+          updatedAt: now,
+          isDeleted: false,
+          version: 1
+        } as unknown as Structure
+        const row = yield* sql
+          .withTransaction(
+            Effect.gen(function* () {
+              const definition = JSON.stringify(definitionOf(structure))
+              const rows = yield* sql`INSERT INTO structures
+            (id, workspace, record_slug, name, definition, version, created_by, updated_by, created_at, updated_at)
+          VALUES (${structure.id}, ${workspace}, ${structure.recordSlug}, ${structure.name}, ${definition}::jsonb,
+            1, ${by.id}, ${by.id}, ${now}, ${now})
+          RETURNING *`
+              yield* saveVersion(toStructure(rows[0]), by.id)
+              return rows[0]
+            })
+          )
+          .pipe(slugUnique(() => structure.recordSlug))
+        yield* changed(structure.id)
+        return remember(toStructure(row))
+      })
+
+      /** The live row, locked for the rest of the transaction. */
+      const lockLive = (workspace: string, id: string) =>
+        Effect.gen(function* () {
+          if (!isUuid(id)) return yield* notFoundError(id)
+          const rows = yield* sql`SELECT * FROM structures WHERE workspace = ${workspace} AND id = ${id} FOR UPDATE`.pipe(Effect.orDie)
+          const s = rows[0] ? toStructure(rows[0]) : undefined
+          if (s === undefined || s.isDeleted) return yield* notFoundError(id)
+          return s
+        })
+
+      /** Moves record data when properties are renamed or removed (top level only; see the header). */
+      const migrateRecords = (structureId: string, renames: ReadonlyArray<readonly [string, string]>, removed: ReadonlyArray<string>) =>
+        Effect.gen(function* () {
+          for (const [from, to] of renames) {
+            yield* sql`UPDATE records SET data = (data - ${from}) || jsonb_build_object(${to}::text, data -> ${from})
+            WHERE structure_id = ${structureId} AND data ? ${from}`
+            yield* sql`UPDATE record_unique_values SET field = CASE WHEN field = ${from} THEN ${to} ELSE ${`ref:${to}`} END
+            WHERE structure_id = ${structureId} AND field IN (${from}, ${`ref:${from}`})`
+            yield* sql`UPDATE auto_increments SET field = ${to} WHERE structure_id = ${structureId} AND field = ${from}`
+          }
+          for (const name of removed) {
+            yield* sql`UPDATE records SET data = data - ${name} WHERE structure_id = ${structureId} AND data ? ${name}`
+            yield* sql`DELETE FROM record_unique_values WHERE structure_id = ${structureId} AND field = ${name}`
+            yield* sql`DELETE FROM auto_increments WHERE structure_id = ${structureId} AND field = ${name}`
+          }
+        }).pipe(Effect.orDie)
+
+      /**
+       * Keeps `record_unique_values` in step with the definition (after migrateRecords moved renamed claims): a
+       * property that stops claiming gives its claims up, and one that starts (isUnique set, a reference made
+       * one-to-one) claims the values of every live record now, or the update fails with 409 when records already
+       * share a value.
+       */
+      const reclaim = (before: Structure, after: Structure) =>
+        Effect.gen(function* () {
+          const keyOf = (s: Structure) =>
+            new Map(
+              s.properties.flatMap((p) => {
+                const key = claimKeyOf(p)
+                return key !== undefined ? [[p.id ?? p.name, key.startsWith("ref:") ? "ref" : "value"] as const] : []
+              })
+            )
+          const was = keyOf(before)
+          const kept: Array<string> = []
+          const added: Array<{ key: string; name: string; index: number }> = []
+          after.properties.forEach((p, index) => {
+            const key = claimKeyOf(p)
+            if (key === undefined) return
+            const kind = key.startsWith("ref:") ? "ref" : "value"
+            if (was.get(p.id ?? p.name) === kind) kept.push(key)
+            else added.push({ key, name: p.name, index })
+          })
+          yield* kept.length === 0
+            ? sql`DELETE FROM record_unique_values WHERE structure_id = ${after.id}`
+            : sql`DELETE FROM record_unique_values WHERE structure_id = ${after.id} AND NOT (field IN ${sql.in(kept)})`
+          const claims: Array<{ field: string; value: string; record_id: string }> = []
+          for (const { key, name, index } of added) {
+            // only the field's values, not whole records: the structure may be large
+            const live = yield* sql`SELECT id, jsonb_build_object(${name}::text, data -> ${name}::text) AS v FROM records
+            WHERE structure_id = ${after.id} AND deleted_at IS NULL AND (expires_at IS NULL OR expires_at > now())
+              AND data ? ${name}::text`
+            const holder = new Map<string, string>()
+            for (const row of live) {
+              for (const [k, value] of claimsOf(after, json<Record<string, unknown>>(row.v))) {
+                if (k !== key) continue
+                if (holder.has(value)) {
+                  return yield* conflict({
+                    message: `Records already share a value of "${name}", so it cannot become unique`,
+                    code: "DUPLICATE_KEY",
+                    details: [
+                      {
+                        field: `properties[${index}]`,
+                        property: `properties[${index}]`,
+                        message: `records ${holder.get(value)} and ${row.id} share a value`
+                      }
+                    ]
+                  })
+                }
+                holder.set(value, row.id as string)
+                claims.push({ field: key, value, record_id: row.id as string })
+              }
+            }
+          }
+          for (let at = 0; at < claims.length; at += 5000) {
+            yield* sql`INSERT INTO record_unique_values (structure_id, field, value, record_id)
+            SELECT ${after.id}::uuid, field, value, record_id FROM jsonb_to_recordset(${JSON.stringify(claims.slice(at, at + 5000))}::jsonb)
+              AS v(field text, value text, record_id uuid)`
+          }
+        })
+
+      /**
+       * Checks `candidate` (a full create-shaped body) as the next definition of `existing` and stores it as a new
+       * version, inside the caller's transaction.
+       */
+      const store = (existing: Structure, candidate: StructureInput, by: Principal, removed: ReadonlyArray<string> = []) =>
+        Effect.gen(function* () {
+          const { problems, others } = yield* problemsOf(existing.workspaceSlug, candidate, existing.id)
+          if (problems.length > 0) return yield* invalid(problems)
+          const normalized = normalizeStructure(candidate)
+          const merged: Record<string, unknown> = { ...existing, ...normalized }
+          // Optional fields cleared by the update are absent from `normalized`: drop them from the stored document.
+          for (const key of ["description", "retentionPolicy", "defaultSearchField", "defaultTtlSeconds"] as const) {
+            if (!(key in normalized)) delete merged[key]
+          }
+          const next = merged as unknown as Structure
+          if (
+            canonical(definitionOf(next)) === canonical(definitionOf(existing)) &&
+            next.name === existing.name &&
+            next.recordSlug === existing.recordSlug
+          ) {
+            return existing // nothing changed: no new version
+          }
+          const broken = brokenReferences(others, existing, next)
+          if (broken.length > 0) return yield* referencedConflict(broken)
+          const renames = existing.properties.flatMap((p) => {
+            const now = next.properties.find((q) => q.id === p.id)
+            return now !== undefined && now.name !== p.name ? [[p.name, now.name] as const] : []
+          })
+          const rows = yield* sql`UPDATE structures SET record_slug = ${next.recordSlug}, name = ${next.name},
+            definition = ${JSON.stringify(definitionOf(next))}::jsonb, version = version + 1,
+            updated_by = ${by.id}, updated_at = now()
+          WHERE id = ${existing.id} RETURNING *`
+          const stored = toStructure(rows[0])
+          if (renames.length > 0 || removed.length > 0) yield* migrateRecords(existing.id, renames, removed)
+          yield* reclaim(existing, stored)
+          yield* migrateSecrets(sql, secrets, existing.id, secretSteps(existing, stored))
+          yield* saveVersion(stored, by.id)
+          return stored
+        })
+
+      const transact = <A>(id: string, slug: () => string, effect: Effect.Effect<A, ServiceError | SqlError>) =>
+        sql.withTransaction(effect).pipe(
+          slugUnique(slug),
+          Effect.tap(() => changed(id))
+        ) as Effect.Effect<A, ServiceError>
+
+      const update = Effect.fn("StructureService.update")(function* (workspace: string, id: string, patch: StructureUpdate, by: Principal) {
+        let slug = patch.recordSlug ?? ""
+        return yield* transact(
+          id,
+          () => slug,
+          Effect.gen(function* () {
+            const existing = yield* lockLive(workspace, id)
+            if (existing.metadata.structureWritesLocked) return yield* writesLocked()
+            // The older isStrict, sent alone, still switches the mode (true: strict, false: auto-evolving).
+            const withMode: StructureUpdate =
+              patch.isStrict !== undefined && patch.schemaDiscoveryMode === undefined
+                ? { ...patch, schemaDiscoveryMode: patch.isStrict ? "strict" : "auto-evolving" }
+                : patch
+            const candidate = mergeStructureUpdate(existing, withMode)
+            slug = candidate.recordSlug ?? existing.recordSlug
+            return yield* store(existing, candidate, by)
+          })
+        )
+      })
+
+      const deleteProperties = Effect.fn("StructureService.deleteProperties")(function* (
+        workspace: string,
+        id: string,
+        ids: ReadonlyArray<string>,
+        by: Principal
+      ) {
+        if (ids.length === 0) return yield* invalid([{ field: "ids", message: "must list at least one property id" }])
+        return yield* transact(
+          id,
+          () => "",
+          Effect.gen(function* () {
+            const existing = yield* lockLive(workspace, id)
+            if (existing.metadata.structureWritesLocked) return yield* writesLocked()
+            const missing = ids.flatMap((pid, i) =>
+              existing.properties.some((p) => p.id === pid) ? [] : [{ field: `ids[${i}]`, message: `no property with id "${pid}"` }]
+            )
+            if (missing.length > 0) return yield* invalid(missing)
+            const removed = existing.properties.filter((p) => ids.includes(p.id ?? ""))
+            const kept = existing.properties.filter((p) => !ids.includes(p.id ?? ""))
+            const candidate = { ...mergeStructureUpdate(existing, {}), properties: kept }
+            return yield* store(
+              existing,
+              candidate,
+              by,
+              removed.map((p) => p.name)
+            )
+          })
+        )
+      })
+
+      const remove = Effect.fn("StructureService.remove")(function* (workspace: string, id: string, hard: boolean, by: Principal) {
+        const existing = yield* getAny(workspace, id)
+        if (!existing.isDeleted) {
+          if (existing.metadata.structureWritesLocked) return yield* writesLocked()
+          const others = (yield* all(workspace)).filter((s) => s.id !== existing.id)
+          const broken = brokenReferences(others, existing, undefined)
+          if (broken.length > 0) return yield* referencedConflict(broken)
+        } else if (!hard) {
+          return yield* notFoundError(id)
+        }
+        if (hard) {
+          // records, their versions, changelog and unique values, and the structure's versions go by FK cascade
+          yield* sql`DELETE FROM structures WHERE id = ${existing.id}`.pipe(Effect.orDie)
+          yield* changed(existing.id)
+          return { ...existing, isDeleted: true }
+        }
+        const rows = yield* sql`UPDATE structures SET is_deleted = true, updated_by = ${by.id}, updated_at = now()
+        WHERE id = ${existing.id} RETURNING *`.pipe(Effect.orDie)
+        yield* changed(existing.id)
+        return toStructure(rows[0])
+      })
+
+      const setMetadata = Effect.fn("StructureService.setMetadata")(function* (
+        workspace: string,
+        id: string,
+        patch: StructureMetadataUpdate,
+        by: Principal
+      ) {
+        const existing = yield* get(workspace, id)
+        const metadata: Record<string, unknown> = { ...existing.metadata }
+        for (const [key, value] of Object.entries(patch)) {
+          if (value === null) delete metadata[key]
+          else if (value !== undefined) metadata[key] = value
+        }
+        // Metadata is not part of the definition: no new version, so compiled validators stay valid.
+        const rows = yield* sql`UPDATE structures
           SET definition = jsonb_set(definition, '{metadata}', ${JSON.stringify(metadata)}::jsonb),
           updated_by = ${by.id}, updated_at = now()
         WHERE id = ${existing.id} RETURNING *`.pipe(Effect.orDie)
-      yield* changed(existing.id)
-      return toStructure(rows[0])
-    })
-
-    const sortable: Record<string, string> = {
-      name: "name",
-      recordSlug: "record_slug",
-      createdAt: "created_at",
-      updatedAt: "updated_at",
-      version: "version",
-      status: "(definition->>'status')"
-    }
-
-    const list = Effect.fn("StructureService.list")(function*(workspace: string, q: ListQuery) {
-      const bad = (field: string, message: string) =>
-        badRequest({
-          message: `${field} ${message}`,
-          code: "VALIDATION_ERROR",
-          details: [{ field, property: field, message }]
-        })
-      const page = q.page ?? 1
-      if (!Number.isSafeInteger(page) || page < 1 || page > MAX_LIST_PAGE) {
-        return yield* bad("page", `must be a whole number from 1 to ${MAX_LIST_PAGE}`)
-      }
-      const limit = q.limit ?? MAX_LIST_LIMIT
-      if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
-        return yield* bad("limit", `must be a whole number from 1 to ${MAX_LIST_LIMIT}`)
-      }
-      const searchField = q.searchField ?? "name"
-      const sortField = q["sort[field]"] ?? "createdAt"
-      const sortColumn = sortable[sortField]
-      if (sortColumn === undefined) {
-        return yield* bad("sort[field]", `must be one of ${Object.keys(sortable).join(", ")}`)
-      }
-      const desc = (q["sort[direction]"] ?? "asc").toLowerCase() === "desc"
-      const deleted = q["filter[isDeleted]"] === "true" || q["filter[isDeleted]"] === "1"
-      const conditions = [sql`workspace = ${workspace}`, sql`is_deleted = ${deleted}`]
-      if (q["filter[status]"] !== undefined) conditions.push(sql`definition->>'status' = ${q["filter[status]"]}`)
-      if (q.search !== undefined && q.search.length > 0) {
-        const column = searchField === "description"
-          ? sql`coalesce(definition->>'description', '')`
-          : searchField === "id"
-          ? sql`id::text`
-          : searchField === "recordSlug"
-          ? sql`record_slug`
-          : searchField === "name"
-          ? sql`name`
-          : undefined
-        if (column === undefined) return yield* bad("searchField", "must be one of name, recordSlug, description, id")
-        conditions.push(sql`${column} ILIKE ${"%" + q.search.replace(/[\\%_]/g, (c) => "\\" + c) + "%"}`)
-      }
-      const where = sql.and(conditions)
-      const order = sql.literal(`${sortColumn} ${desc ? "DESC" : "ASC"}, id ASC`)
-      const [rows, count] = yield* Effect.all([
-        sql`SELECT * FROM structures WHERE ${where} ORDER BY ${order} LIMIT ${limit} OFFSET ${(page - 1) * limit}`,
-        sql`SELECT count(*)::int AS n FROM structures WHERE ${where}`
-      ], { concurrency: 1 }).pipe(Effect.orDie)
-      return { data: rows.map(toStructure), meta: { total: num(count[0]!.n), page, pageSize: limit } }
-    })
-
-    const validate = (workspace: string, body: unknown): Effect.Effect<StructureValidation> =>
-      Effect.gen(function*() {
-        const { problems, others } = yield* problemsOf(workspace, body)
-        if (problems.length === 0) {
-          const decoded = decodeInput(body)
-          if ("problems" in decoded) problems.push(...decoded.problems)
-          else {
-            const slug = decoded.input.recordSlug ?? slugify(decoded.input.name)
-            if (others.some((s) => s.recordSlug === slug)) {
-              problems.push({
-                field: "recordSlug",
-                message: `'${slug}' is already used by another structure of this workspace`
-              })
-            }
-          }
-        }
-        return { valid: problems.length === 0, errors: problems }
+        yield* changed(existing.id)
+        return toStructure(rows[0])
       })
 
-    const { versions, version, pinVersion } = versionReads(sql, getAny, get)
+      const sortable: Record<string, string> = {
+        name: "name",
+        recordSlug: "record_slug",
+        createdAt: "created_at",
+        updatedAt: "updated_at",
+        version: "version",
+        status: "(definition->>'status')"
+      }
 
-    return StructureService.of({
-      list,
-      get,
-      getAny,
-      getBySlug,
-      resolve,
-      create,
-      update,
-      remove,
-      deleteProperties,
-      validate,
-      versions,
-      version,
-      pinVersion,
-      setMetadata,
-      all
+      const list = Effect.fn("StructureService.list")(function* (workspace: string, q: ListQuery) {
+        const bad = (field: string, message: string) =>
+          badRequest({
+            message: `${field} ${message}`,
+            code: "VALIDATION_ERROR",
+            details: [{ field, property: field, message }]
+          })
+        const page = q.page ?? 1
+        if (!Number.isSafeInteger(page) || page < 1 || page > MAX_LIST_PAGE) {
+          return yield* bad("page", `must be a whole number from 1 to ${MAX_LIST_PAGE}`)
+        }
+        const limit = q.limit ?? MAX_LIST_LIMIT
+        if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
+          return yield* bad("limit", `must be a whole number from 1 to ${MAX_LIST_LIMIT}`)
+        }
+        const searchField = q.searchField ?? "name"
+        const sortField = q["sort[field]"] ?? "createdAt"
+        const sortColumn = sortable[sortField]
+        if (sortColumn === undefined) {
+          return yield* bad("sort[field]", `must be one of ${Object.keys(sortable).join(", ")}`)
+        }
+        const desc = (q["sort[direction]"] ?? "asc").toLowerCase() === "desc"
+        const deleted = q["filter[isDeleted]"] === "true" || q["filter[isDeleted]"] === "1"
+        const conditions = [sql`workspace = ${workspace}`, sql`is_deleted = ${deleted}`]
+        if (q["filter[status]"] !== undefined) conditions.push(sql`definition->>'status' = ${q["filter[status]"]}`)
+        if (q.search !== undefined && q.search.length > 0) {
+          const column =
+            searchField === "description"
+              ? sql`coalesce(definition->>'description', '')`
+              : searchField === "id"
+                ? sql`id::text`
+                : searchField === "recordSlug"
+                  ? sql`record_slug`
+                  : searchField === "name"
+                    ? sql`name`
+                    : undefined
+          if (column === undefined) return yield* bad("searchField", "must be one of name, recordSlug, description, id")
+          conditions.push(sql`${column} ILIKE ${`%${q.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`}`)
+        }
+        const where = sql.and(conditions)
+        const order = sql.literal(`${sortColumn} ${desc ? "DESC" : "ASC"}, id ASC`)
+        const [rows, count] = yield* Effect.all(
+          [
+            sql`SELECT * FROM structures WHERE ${where} ORDER BY ${order} LIMIT ${limit} OFFSET ${(page - 1) * limit}`,
+            sql`SELECT count(*)::int AS n FROM structures WHERE ${where}`
+          ],
+          { concurrency: 1 }
+        ).pipe(Effect.orDie)
+        return { data: rows.map(toStructure), meta: { total: num(count[0]!.n), page, pageSize: limit } }
+      })
+
+      const validate = (workspace: string, body: unknown): Effect.Effect<StructureValidation> =>
+        Effect.gen(function* () {
+          const { problems, others } = yield* problemsOf(workspace, body)
+          if (problems.length === 0) {
+            const decoded = decodeInput(body)
+            if ("problems" in decoded) problems.push(...decoded.problems)
+            else {
+              const slug = decoded.input.recordSlug ?? slugify(decoded.input.name)
+              if (others.some((s) => s.recordSlug === slug)) {
+                problems.push({
+                  field: "recordSlug",
+                  message: `'${slug}' is already used by another structure of this workspace`
+                })
+              }
+            }
+          }
+          return { valid: problems.length === 0, errors: problems }
+        })
+
+      const { versions, version, pinVersion } = versionReads(sql, getAny, get)
+
+      return StructureService.of({
+        list,
+        get,
+        getAny,
+        getBySlug,
+        resolve,
+        create,
+        update,
+        remove,
+        deleteProperties,
+        validate,
+        versions,
+        version,
+        pinVersion,
+        setMetadata,
+        all
+      })
     })
-  }))
+  )
 }

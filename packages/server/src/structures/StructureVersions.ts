@@ -38,7 +38,7 @@ export const effectiveRetention = (policy: Structure["retentionPolicy"]): Effect
  * `pinnedVersionsRetained`, pinned ones. Answers how many were removed.
  */
 export const pruneVersions = (sql: SqlClient.SqlClient, structureId: string, policy: Structure["retentionPolicy"]) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const p = effectiveRetention(policy)
     const keepPinned = p.pinnedVersionsRetained
     let removed = 0
@@ -82,14 +82,16 @@ export const versionReads = (
       sql`SELECT * FROM structure_versions WHERE structure_id = ${s.id} ORDER BY version DESC`.pipe(
         Effect.orDie,
         Effect.map((rows) => rows.map(toVersion))
-      ))
+      )
+    )
 
   const version = (workspace: string, id: string, n: number) =>
     Effect.flatMap(getAny(workspace, id), (s) =>
       sql`SELECT * FROM structure_versions WHERE structure_id = ${s.id} AND version = ${n}`.pipe(
         Effect.orDie,
         Effect.flatMap((rows) => (rows[0] ? Effect.succeed(toVersion(rows[0])) : Effect.fail(versionNotFound(n))))
-      ))
+      )
+    )
 
   const pinVersion = (workspace: string, id: string, n: number, pinned: boolean) =>
     Effect.flatMap(get(workspace, id), (s) =>
@@ -97,7 +99,8 @@ export const versionReads = (
         WHERE structure_id = ${s.id} AND version = ${n} RETURNING *`.pipe(
         Effect.orDie,
         Effect.flatMap((rows) => (rows[0] ? Effect.succeed(toVersion(rows[0])) : Effect.fail(versionNotFound(n))))
-      ))
+      )
+    )
 
   return { versions, version, pinVersion }
 }

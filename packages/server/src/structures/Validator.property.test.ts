@@ -35,11 +35,7 @@ const stringSpec: fc.Arbitrary<Spec> = fc.oneof(
     return {
       def: { type: "string", minLength: min, maxLength: max },
       value: fc.string({ unit: char, minLength: min, maxLength: max }),
-      breakers: [
-        () => whole("x".repeat(max + 1)),
-        () => (min > 0 ? whole("😀".repeat(min - 1)) : undefined),
-        () => whole(42)
-      ]
+      breakers: [() => whole("x".repeat(max + 1)), () => (min > 0 ? whole("😀".repeat(min - 1)) : undefined), () => whole(42)]
     }
   }),
   // Formats.
@@ -57,59 +53,60 @@ const stringSpec: fc.Arbitrary<Spec> = fc.oneof(
     return { def: { type: "string", format }, value, breakers: [() => whole(bad), () => whole(true)] }
   }),
   // Patterns, native and RE2 ones.
-  fc.constantFrom("^[a-z]{3,8}$", "^[A-Z]{2}-\\d{3}$", "^(red|green|blue)$", "^[a-z]+(-[a-z]+)*$").map((pattern): Spec => ({
-    def: { type: "string", pattern },
-    value: fc.stringMatching(new RegExp(pattern)),
-    breakers: [() => whole("!!"), () => whole(["a"])]
-  })),
+  fc.constantFrom("^[a-z]{3,8}$", "^[A-Z]{2}-\\d{3}$", "^(red|green|blue)$", "^[a-z]+(-[a-z]+)*$").map(
+    (pattern): Spec => ({
+      def: { type: "string", pattern },
+      value: fc.stringMatching(new RegExp(pattern)),
+      breakers: [() => whole("!!"), () => whole(["a"])]
+    })
+  ),
   // Enums and not.
-  fc.uniqueArray(fc.stringMatching(/^[a-z]{1,6}$/), { minLength: 1, maxLength: 5 }).map((values): Spec => ({
-    def: { type: "string", enum: values, not: [`${values.join("")}x`] },
-    value: fc.constantFrom(...values),
-    breakers: [() => whole(`${values.join("")}y`), () => whole(`${values.join("")}x`)]
-  }))
+  fc.uniqueArray(fc.stringMatching(/^[a-z]{1,6}$/), { minLength: 1, maxLength: 5 }).map(
+    (values): Spec => ({
+      def: { type: "string", enum: values, not: [`${values.join("")}x`] },
+      value: fc.constantFrom(...values),
+      breakers: [() => whole(`${values.join("")}y`), () => whole(`${values.join("")}x`)]
+    })
+  )
 )
 
 const numberSpec: fc.Arbitrary<Spec> = fc.oneof(
   // Integer range with exclusive flags.
-  fc.tuple(fc.integer({ min: -1000, max: 1000 }), fc.integer({ min: 4, max: 1000 }), fc.boolean(), fc.boolean()).map(
-    ([min, span, exMin, exMax]): Spec => {
+  fc
+    .tuple(fc.integer({ min: -1000, max: 1000 }), fc.integer({ min: 4, max: 1000 }), fc.boolean(), fc.boolean())
+    .map(([min, span, exMin, exMax]): Spec => {
       const max = min + span
       return {
         def: { type: "number", integer: true, minimum: min, maximum: max, exclusiveMinimum: exMin, exclusiveMaximum: exMax },
         value: fc.integer({ min: exMin ? min + 1 : min, max: exMax ? max - 1 : max }),
-        breakers: [
-          () => whole(exMin ? min : min - 1),
-          () => whole(exMax ? max : max + 1),
-          () => whole(min + 2.5),
-          () => whole("1")
-        ]
+        breakers: [() => whole(exMin ? min : min - 1), () => whole(exMax ? max : max + 1), () => whole(min + 2.5), () => whole("1")]
       }
-    }
-  ),
+    }),
   // Float range.
-  fc.tuple(fc.double({ min: -1e6, max: 1e6, noNaN: true }), fc.double({ min: 1, max: 1e6, noNaN: true })).map(
-    ([min, span]): Spec => {
-      const max = min + span
-      return {
-        def: { type: "number", minimum: min, maximum: max },
-        value: fc.double({ min, max, noNaN: true }),
-        breakers: [() => whole(min - 1), () => whole(max + 1), () => whole("NaN")]
-      }
+  fc.tuple(fc.double({ min: -1e6, max: 1e6, noNaN: true }), fc.double({ min: 1, max: 1e6, noNaN: true })).map(([min, span]): Spec => {
+    const max = min + span
+    return {
+      def: { type: "number", minimum: min, maximum: max },
+      value: fc.double({ min, max, noNaN: true }),
+      breakers: [() => whole(min - 1), () => whole(max + 1), () => whole("NaN")]
     }
-  ),
+  }),
   // multipleOf.
-  fc.constantFrom(2, 5, 0.5, 0.1, 0.25).map((m): Spec => ({
-    def: { type: "number", multipleOf: m },
-    value: fc.integer({ min: -10_000, max: 10_000 }).map((k) => k * m),
-    breakers: [() => whole(m * 3 + m / 2)]
-  })),
+  fc.constantFrom(2, 5, 0.5, 0.1, 0.25).map(
+    (m): Spec => ({
+      def: { type: "number", multipleOf: m },
+      value: fc.integer({ min: -10_000, max: 10_000 }).map((k) => k * m),
+      breakers: [() => whole(m * 3 + m / 2)]
+    })
+  ),
   // Enum.
-  fc.uniqueArray(fc.integer({ min: -50, max: 50 }), { minLength: 1, maxLength: 5 }).map((values): Spec => ({
-    def: { type: "number", enum: values },
-    value: fc.constantFrom(...values),
-    breakers: [() => whole(Math.max(...values) + 1)]
-  }))
+  fc.uniqueArray(fc.integer({ min: -50, max: 50 }), { minLength: 1, maxLength: 5 }).map(
+    (values): Spec => ({
+      def: { type: "number", enum: values },
+      value: fc.constantFrom(...values),
+      breakers: [() => whole(Math.max(...values) + 1)]
+    })
+  )
 )
 
 const booleanSpec: fc.Arbitrary<Spec> = fc.constant({
@@ -146,22 +143,24 @@ const datetimeSpec: fc.Arbitrary<Spec> = fc
     }
   })
 
-const referenceSpec: fc.Arbitrary<Spec> = fc.constantFrom("many-to-one", "many-to-many").map((relationship): Spec =>
-  relationship === "many-to-many"
-    ? {
-      def: { type: "reference", target: "targets", relationship, onDelete: "cascade" },
-      value: fc.uniqueArray(fc.uuid(), { maxLength: 4 }),
-      breakers: [() => whole("id"), () => whole([1])]
-    }
-    : {
-      def: { type: "reference", target: "targets", relationship, onDelete: "restrict" },
-      value: fc.uuid(),
-      breakers: [() => whole(7), () => whole("")]
-    }
+const referenceSpec: fc.Arbitrary<Spec> = fc.constantFrom("many-to-one", "many-to-many").map(
+  (relationship): Spec =>
+    relationship === "many-to-many"
+      ? {
+          def: { type: "reference", target: "targets", relationship, onDelete: "cascade" },
+          value: fc.uniqueArray(fc.uuid(), { maxLength: 4 }),
+          breakers: [() => whole("id"), () => whole([1])]
+        }
+      : {
+          def: { type: "reference", target: "targets", relationship, onDelete: "restrict" },
+          value: fc.uuid(),
+          breakers: [() => whole(7), () => whole("")]
+        }
 )
 
-const scalarArraySpec: fc.Arbitrary<Spec> = fc.tuple(fc.nat(2), fc.integer({ min: 3, max: 6 }), fc.boolean()).map(
-  ([min, max, unique]): Spec => {
+const scalarArraySpec: fc.Arbitrary<Spec> = fc
+  .tuple(fc.nat(2), fc.integer({ min: 3, max: 6 }), fc.boolean())
+  .map(([min, max, unique]): Spec => {
     const item = fc.string({ unit: char, maxLength: 5 })
     return {
       def: { type: "array", items: { type: "string", maxLength: 5 }, minItems: min, maxItems: max, uniqueItems: unique },
@@ -190,13 +189,9 @@ const scalarArraySpec: fc.Arbitrary<Spec> = fc.tuple(fc.nat(2), fc.integer({ min
         }
       ]
     }
-  }
-)
+  })
 
-const lineItem = fc.record(
-  { sku: fc.stringMatching(/^[A-Z0-9]{1,8}$/), qty: fc.nat(100) },
-  { requiredKeys: ["sku"] }
-)
+const lineItem = fc.record({ sku: fc.stringMatching(/^[A-Z0-9]{1,8}$/), qty: fc.nat(100) }, { requiredKeys: ["sku"] })
 
 const objectArraySpec: fc.Arbitrary<Spec> = fc.constant({
   def: {
@@ -253,29 +248,37 @@ interface Field {
   readonly nullable: boolean
 }
 
-const fieldsArb: fc.Arbitrary<Array<Field>> = fc.array(
-  fc.tuple(
-    fc.oneof(stringSpec, numberSpec, booleanSpec, datetimeSpec, referenceSpec, scalarArraySpec, objectArraySpec, objectSpec),
-    fc.boolean(),
-    fc.boolean()
-  ),
-  { minLength: 1, maxLength: 8 }
-).map((list) => list.map(([spec, required, nullable], i) => ({ name: `f${i}`, spec, required, nullable })))
+const fieldsArb: fc.Arbitrary<Array<Field>> = fc
+  .array(
+    fc.tuple(
+      fc.oneof(stringSpec, numberSpec, booleanSpec, datetimeSpec, referenceSpec, scalarArraySpec, objectArraySpec, objectSpec),
+      fc.boolean(),
+      fc.boolean()
+    ),
+    { minLength: 1, maxLength: 8 }
+  )
+  .map((list) => list.map(([spec, required, nullable], i) => ({ name: `f${i}`, spec, required, nullable })))
 
 const definitionOf = (fields: ReadonlyArray<Field>): Array<PropertyDefinition> =>
   fields.map((f) => ({ ...f.spec.def, name: f.name, required: f.required, nullable: f.nullable }) as PropertyDefinition)
 
 const recordArb = (fields: ReadonlyArray<Field>): fc.Arbitrary<Record<string, unknown>> =>
-  fc.tuple(...fields.map((f) => {
-    const value = f.nullable ? fc.oneof({ weight: 4, arbitrary: f.spec.value }, { weight: 1, arbitrary: fc.constant(null) }) : f.spec.value
-    return f.required ? value : fc.option(value, { nil: undefined })
-  })).map((values) => {
-    const out: Record<string, unknown> = {}
-    values.forEach((v, i) => {
-      if (v !== undefined) out[fields[i]!.name] = v
+  fc
+    .tuple(
+      ...fields.map((f) => {
+        const value = f.nullable
+          ? fc.oneof({ weight: 4, arbitrary: f.spec.value }, { weight: 1, arbitrary: fc.constant(null) })
+          : f.spec.value
+        return f.required ? value : fc.option(value, { nil: undefined })
+      })
+    )
+    .map((values) => {
+      const out: Record<string, unknown> = {}
+      values.forEach((v, i) => {
+        if (v !== undefined) out[fields[i]!.name] = v
+      })
+      return out
     })
-    return out
-  })
 
 const workspace = { findStructureBySlug: (slug: string) => (slug === "targets" ? { recordSlug: "targets", properties: [] } : undefined) }
 
@@ -320,9 +323,15 @@ describe("Validator (property-based)", () => {
         mutation.apply(mutated)
         const r = v.validate(mutated, { mode: "create" })
         if (r.ok) throw new Error(`mutation at ${mutation.path} passed: ${JSON.stringify(mutated)}`)
-        expect(r.errors.some((e) => e.field === mutation.path), `${mutation.path} not named in ${JSON.stringify(r.errors)}`).toBe(true)
+        expect(
+          r.errors.some((e) => e.field === mutation.path),
+          `${mutation.path} not named in ${JSON.stringify(r.errors)}`
+        ).toBe(true)
         for (const e of r.errors) {
-          expect(e.field === mutation.path || e.field.startsWith(`data.${field.name}`) || mutation.path === "data.undeclaredField", `unrelated problem ${JSON.stringify(e)} for mutation at ${mutation.path}`).toBe(true)
+          expect(
+            e.field === mutation.path || e.field.startsWith(`data.${field.name}`) || mutation.path === "data.undeclaredField",
+            `unrelated problem ${JSON.stringify(e)} for mutation at ${mutation.path}`
+          ).toBe(true)
         }
       }),
       { numRuns: 600 }

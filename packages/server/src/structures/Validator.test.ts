@@ -115,13 +115,18 @@ describe("Validator: strings", () => {
 
   it("formats email, url, uuid, date and datetime", () => {
     const v = make((["email", "url", "uuid", "date", "datetime"] as const).map((format) => ({ name: format, type: "string", format })))
-    ok(v.validate({
-      email: "a@b.co",
-      url: "https://example.com",
-      uuid: "3f2b8c1e-9a4d-4e2f-8b1a-2c3d4e5f6a7b",
-      date: "2024-02-29",
-      datetime: "2024-02-29T10:00:00Z"
-    }, create))
+    ok(
+      v.validate(
+        {
+          email: "a@b.co",
+          url: "https://example.com",
+          uuid: "3f2b8c1e-9a4d-4e2f-8b1a-2c3d4e5f6a7b",
+          date: "2024-02-29",
+          datetime: "2024-02-29T10:00:00Z"
+        },
+        create
+      )
+    )
     fails(v.validate({ email: "a@" }, create), "data.email", "email")
     fails(v.validate({ url: "not a url" }, create), "data.url", "URL")
     fails(v.validate({ uuid: "123" }, create), "data.uuid", "UUID")
@@ -191,7 +196,19 @@ describe("Validator: arrays and objects", () => {
     fails(strict.validate({ lines: [{ sku: "a", qty: 1.5 }] }, create), "data.lines[0].qty", "integer")
     fails(strict.validate({ lines: [{ sku: "a", extra: 1 }] }, create), "data.lines[0].extra", "not a declared field")
     fails(strict.validate({ lines: ["a"] }, create), "data.lines[0]", "must be an object")
-    fails(strict.validate({ lines: [{ sku: "a", qty: 1 }, { qty: 1, sku: "a" }] }, create), "data.lines[1]", "duplicates")
+    fails(
+      strict.validate(
+        {
+          lines: [
+            { sku: "a", qty: 1 },
+            { qty: 1, sku: "a" }
+          ]
+        },
+        create
+      ),
+      "data.lines[1]",
+      "duplicates"
+    )
     const loose = make([{ name: "lines", type: "array", items: { type: "object" }, itemSchema, isStrict: false }])
     ok(loose.validate({ lines: [{ sku: "a", extra: 1 }] }, create))
   })
@@ -242,7 +259,9 @@ describe("Validator: record modes", () => {
     expect(compileValidator({ properties: props, isStrict: true }).validate({ title: "a", extra: 1 }, create).ok).toBe(false)
     expect(compileValidator({ properties: props }).validate({ title: "a", extra: 1 }, create).ok).toBe(false)
     // The newer form decides when both are present.
-    expect(compileValidator({ properties: props, isStrict: false, schemaDiscoveryMode: "strict" }).validate({ title: "a", extra: 1 }, create).ok).toBe(false)
+    expect(
+      compileValidator({ properties: props, isStrict: false, schemaDiscoveryMode: "strict" }).validate({ title: "a", extra: 1 }, create).ok
+    ).toBe(false)
   })
 })
 
@@ -426,11 +445,13 @@ describe("Validator: references, auto-increment, unique, secret", () => {
   })
 
   it("lists references, unique fields and secret fields for the records layer", () => {
-    expect(referenceFields({ properties: props }).map((r) => [r.field, r.target, r.relationship, r.onDelete, r.targetField])).toStrictEqual([
-      ["author", "authors", "many-to-one", "restrict", "id"],
-      ["tags", "tags", "many-to-many", "cascade", "id"],
-      ["profile", "profiles", "one-to-one", "set_null", "id"]
-    ])
+    expect(referenceFields({ properties: props }).map((r) => [r.field, r.target, r.relationship, r.onDelete, r.targetField])).toStrictEqual(
+      [
+        ["author", "authors", "many-to-one", "restrict", "id"],
+        ["tags", "tags", "many-to-many", "cascade", "id"],
+        ["profile", "profiles", "one-to-one", "set_null", "id"]
+      ]
+    )
     expect(uniqueFields({ properties: props })).toStrictEqual(["profile", "email"])
     expect(secretFields({ properties: props })).toStrictEqual(["password", "creds.token"])
   })

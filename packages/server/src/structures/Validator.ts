@@ -81,8 +81,10 @@ export const MAX_DEPTH = 32
 export const MAX_ERRORS = 100
 
 /** The record mode of a structure (see the header comment for the rule). */
-export const recordMode = (s: { readonly schemaDiscoveryMode?: SchemaDiscoveryMode | undefined; readonly isStrict?: boolean | undefined }): SchemaDiscoveryMode =>
-  s.schemaDiscoveryMode ?? (s.isStrict === false ? "auto-evolving" : "strict")
+export const recordMode = (s: {
+  readonly schemaDiscoveryMode?: SchemaDiscoveryMode | undefined
+  readonly isStrict?: boolean | undefined
+}): SchemaDiscoveryMode => s.schemaDiscoveryMode ?? (s.isStrict === false ? "auto-evolving" : "strict")
 
 type Errors = Array<ValidationError>
 
@@ -106,8 +108,7 @@ interface Slot {
   readonly container: Container | undefined
 }
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v)
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
 const describe = (v: unknown): string => (v === null ? "null" : Array.isArray(v) ? "an array" : typeof v)
 
@@ -148,7 +149,7 @@ const stringCheck = (p: StringConstraints): Scalar => {
     if (format !== undefined && !format(v)) return formatMessage
     if (pattern !== undefined && !pattern.test(v)) return `must match the pattern ${p.pattern}`
     if (allowed !== undefined && !allowed.has(v)) return allowedMessage
-    if (denied !== undefined && denied.has(v)) return "is not an allowed value"
+    if (denied?.has(v)) return "is not an allowed value"
     return undefined
   }
 }
@@ -189,7 +190,7 @@ const numberCheck = (p: NumberConstraints): Scalar => {
     }
     if (multipleOf !== undefined && !isMultipleOf(v, multipleOf)) return `must be a multiple of ${fmt(multipleOf)}`
     if (allowed !== undefined && !allowed.has(v)) return allowedMessage
-    if (denied !== undefined && denied.has(v)) return "is not an allowed value"
+    if (denied?.has(v)) return "is not an allowed value"
     return undefined
   }
 }
@@ -217,9 +218,7 @@ const datetimeCheck = (p: DatetimeConstraints): Scalar => {
   const latest = p.latestDate === undefined ? undefined : parseDateTime(p.latestDate)
   const exE = p.exclusiveEarliest === true
   const exL = p.exclusiveLatest === true
-  const allowed = p.enum === undefined
-    ? undefined
-    : new Set(p.enum.map((e) => (typeof e === "string" ? parseDateTime(e) : undefined)))
+  const allowed = p.enum === undefined ? undefined : new Set(p.enum.map((e) => (typeof e === "string" ? parseDateTime(e) : undefined)))
   const allowedMessage = allowed === undefined ? "" : `must be one of ${listOf(p.enum!)}`
   return (v) => {
     if (typeof v !== "string") return `must be an ISO 8601 date-time string, got ${describe(v)}`
@@ -252,7 +251,10 @@ const referenceCheck = (p: ReferenceProperty): Scalar => {
 }
 
 const listOf = (values: ReadonlyArray<unknown>): string => {
-  const shown = values.slice(0, 20).map((v) => JSON.stringify(v)).join(", ")
+  const shown = values
+    .slice(0, 20)
+    .map((v) => JSON.stringify(v))
+    .join(", ")
   return values.length > 20 ? `${shown}, ...` : shown
 }
 
@@ -373,7 +375,8 @@ const compileShape = (
 
 const isComputed = (p: PropertyDefinition): boolean =>
   (p.type === "string" || p.type === "number" || p.type === "boolean" || p.type === "datetime") &&
-  p.expression !== undefined && p.expression !== ""
+  p.expression !== undefined &&
+  p.expression !== ""
 
 const isAutoIncrement = (p: PropertyDefinition): boolean => p.type === "number" && p.autoIncrement !== undefined
 
@@ -408,9 +411,7 @@ const objectContainer = (p: ObjectProperty, depth: number): Container => {
 const arrayContainer = (p: ArrayProperty, depth: number): Container => {
   const items = p.items
   const scalar = items === undefined ? undefined : itemScalar(items)
-  const itemShape = items?.type === "object"
-    ? compileShape(p.itemSchema ?? [], p.isStrict !== false, depth + 1)
-    : undefined
+  const itemShape = items?.type === "object" ? compileShape(p.itemSchema ?? [], p.isStrict !== false, depth + 1) : undefined
   const { minItems, maxItems } = p
   const unique = p.uniqueItems === true
   const allowed = p.enum
@@ -609,7 +610,7 @@ export const compileValidator = (structure: ValidatorStructure): Validator => {
         const v = input[k]
         if (v === null) {
           const slot = topSlots.get(k)
-          if (slot !== undefined && slot.required) {
+          if (slot?.required) {
             if (slot.nullable) data[k] = null
             else push(errors, `data.${k}`, "is required and cannot be unset")
           } else {
@@ -712,11 +713,8 @@ export const clearValidatorCache = (structureId?: string): void => {
 }
 
 /** Stored data plus the virtual computed fields, for reads. */
-export const applyVirtual = (
-  structure: ValidatorStructure,
-  data: Readonly<Record<string, unknown>>,
-  now: Date
-): Record<string, unknown> => validatorFor(structure).applyVirtual(data, now)
+export const applyVirtual = (structure: ValidatorStructure, data: Readonly<Record<string, unknown>>, now: Date): Record<string, unknown> =>
+  validatorFor(structure).applyVirtual(data, now)
 
 export interface AutoIncrementField {
   readonly field: string
@@ -749,23 +747,23 @@ export const referenceFields = (structure: ValidatorStructure): Array<ReferenceF
     if (p.type !== "reference") return []
     const target = p.target ?? p.referenceStructure
     if (target === undefined) return []
-    return [{
-      field: p.name,
-      target,
-      targetField: p.targetField ?? "id",
-      displayField: p.displayField,
-      relationship: p.relationship ?? "many-to-one",
-      onDelete: p.onDelete ?? "restrict",
-      required: p.required === true,
-      nullable: p.nullable === true
-    }]
+    return [
+      {
+        field: p.name,
+        target,
+        targetField: p.targetField ?? "id",
+        displayField: p.displayField,
+        relationship: p.relationship ?? "many-to-one",
+        onDelete: p.onDelete ?? "restrict",
+        required: p.required === true,
+        nullable: p.nullable === true
+      }
+    ]
   })
 
 /** Top-level fields with `isUnique` (one-to-one references included: two records may not point at one target). */
 export const uniqueFields = (structure: ValidatorStructure): Array<string> =>
-  structure.properties.flatMap((p) =>
-    p.isUnique === true || (p.type === "reference" && p.relationship === "one-to-one") ? [p.name] : []
-  )
+  structure.properties.flatMap((p) => (p.isUnique === true || (p.type === "reference" && p.relationship === "one-to-one") ? [p.name] : []))
 
 /**
  * The key under which a property claims its values in `record_unique_values`: its name for an isUnique property,
@@ -773,10 +771,12 @@ export const uniqueFields = (structure: ValidatorStructure): Array<string> =>
  */
 export const claimKeyOf = (p: PropertyDefinition): string | undefined =>
   p.type === "reference" && p.relationship === "one-to-one"
-    ? (p.target ?? p.referenceStructure) !== undefined ? `ref:${p.name}` : undefined
+    ? (p.target ?? p.referenceStructure) !== undefined
+      ? `ref:${p.name}`
+      : undefined
     : p.isUnique === true
-    ? p.name
-    : undefined
+      ? p.name
+      : undefined
 
 /** The claims a record's data makes: `[key, value]` (canonical JSON; a one-to-one reference's target id). */
 export const claimsOf = (structure: ValidatorStructure, data: Readonly<Record<string, unknown>>): Array<[string, string]> =>
@@ -795,8 +795,8 @@ export const secretFields = (structure: ValidatorStructure): Array<string> => {
       p.type === "string" && p.isSecret === true
         ? [prefix + p.name]
         : p.type === "object"
-        ? walk(p.properties ?? [], `${prefix}${p.name}.`)
-        : []
+          ? walk(p.properties ?? [], `${prefix}${p.name}.`)
+          : []
     )
   return walk(structure.properties, "")
 }

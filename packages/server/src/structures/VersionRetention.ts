@@ -3,7 +3,7 @@
 // apply the policy too (StructureService), so maxVersions holds at once; this catches maxAgeDays.
 // It wakes every TROUPE_STRUCTURE_RETENTION_TICK_SECONDS (default 300) and cleans the structures that are due;
 // when the singleton moves to another node, the first tick there cleans every structure once.
-import { Clock, Effect, Layer, Schedule } from "effect"
+import { Clock, Effect, type Layer, Schedule } from "effect"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { type Sharding, Singleton } from "effect/cluster"
 import { SqlClient } from "effect/sql"
@@ -14,7 +14,7 @@ const tickSeconds = Effect.map(Effect.service(AppConfig), (c) => c.structureRete
 
 /** One pass: prunes the versions of every structure whose cleanup interval has elapsed since `lastRun`. */
 export const retentionPass = (lastRun: Map<string, number>, now: number) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const rows = yield* sql`SELECT id, definition -> 'retentionPolicy' AS policy FROM structures
       WHERE jsonb_typeof(definition -> 'retentionPolicy') = 'object'`
@@ -34,7 +34,7 @@ export const retentionPass = (lastRun: Map<string, number>, now: number) =>
 
 /** The singleton's body: a pass per tick, forever; a failed pass is logged and the next tick tries again. */
 export const runVersionRetention = (seconds: number) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const lastRun = new Map<string, number>()
     yield* Effect.flatMap(Clock.currentTimeMillis, (now) => retentionPass(lastRun, now)).pipe(
       Effect.tap((n) => (n > 0 ? Effect.logDebug(`structure retention removed ${n} version(s)`) : Effect.void)),
@@ -44,11 +44,9 @@ export const runVersionRetention = (seconds: number) =>
   })
 
 /** The retention cleaner as a cluster singleton (tick from TROUPE_STRUCTURE_RETENTION_TICK_SECONDS unless given). */
-export const VersionRetentionLayer = (given?: { readonly tickSeconds?: number }): Layer.Layer<
-  never,
-  never,
-  Sharding.Sharding | SqlClient.SqlClient | AppConfig
-> =>
+export const VersionRetentionLayer = (given?: {
+  readonly tickSeconds?: number
+}): Layer.Layer<never, never, Sharding.Sharding | SqlClient.SqlClient | AppConfig> =>
   Singleton.make(
     "troupe-structure-version-retention",
     Effect.flatMap(tickSeconds, (fromEnv) => runVersionRetention(given?.tickSeconds ?? fromEnv))

@@ -20,7 +20,10 @@ const workspace = (...structures: Array<StructureLike>) => {
 
 const authors: StructureLike = {
   recordSlug: "authors",
-  properties: [{ name: "name", type: "string" }, { name: "email", type: "string" }]
+  properties: [
+    { name: "name", type: "string" },
+    { name: "email", type: "string" }
+  ]
 }
 const defaultCtx = workspace(authors)()
 
@@ -46,8 +49,14 @@ const num = (extra: Record<string, unknown> = {}) => ({ name: "n", type: "number
 const dt = (extra: Record<string, unknown> = {}) => ({ name: "d", type: "datetime", ...extra })
 const arr = (extra: Record<string, unknown> = {}) => ({ name: "a", type: "array", items: { type: "string" }, ...extra })
 const obj = (extra: Record<string, unknown> = {}) => ({ name: "o", type: "object", ...extra })
-const ref = (extra: Record<string, unknown> = {}) =>
-  ({ name: "author", type: "reference", target: "authors", relationship: "many-to-one", onDelete: "restrict", ...extra })
+const ref = (extra: Record<string, unknown> = {}) => ({
+  name: "author",
+  type: "reference",
+  target: "authors",
+  relationship: "many-to-one",
+  onDelete: "restrict",
+  ...extra
+})
 
 describe("checkStructure: the structure itself", () => {
   it("accepts a minimal structure with no properties", () => {
@@ -92,19 +101,23 @@ describe("checkStructure: the structure itself", () => {
       defaultTtlSeconds: -5,
       tags: ["ok", 3]
     }
-    expect([...fields(check([], bad))].sort()).toEqual([...[
-      "description",
-      "status",
-      "schemaDiscoveryMode",
-      "isStrict",
-      "enableVersioning",
-      "retentionPolicy.maxVersions",
-      "retentionPolicy.maxAgeDays",
-      "retentionPolicy.pinnedVersionsRetained",
-      "schemaDiscoveryConfig.batchSize",
-      "defaultTtlSeconds",
-      "tags[1]"
-    ]].sort())
+    expect([...fields(check([], bad))].sort()).toEqual(
+      [
+        ...[
+          "description",
+          "status",
+          "schemaDiscoveryMode",
+          "isStrict",
+          "enableVersioning",
+          "retentionPolicy.maxVersions",
+          "retentionPolicy.maxAgeDays",
+          "retentionPolicy.pinnedVersionsRetained",
+          "schemaDiscoveryConfig.batchSize",
+          "defaultTtlSeconds",
+          "tags[1]"
+        ]
+      ].sort()
+    )
   })
 
   it("allows 32 indexed properties and names each one past that", () => {
@@ -124,19 +137,18 @@ describe("checkStructure: the structure itself", () => {
   })
 
   it("returns every problem at once, each with its path", () => {
-    const problems = check([
-      str({ name: "title", minLength: 5, maxLength: 2 }),
-      num({ name: "price", minimum: 10, maximum: 1 }),
-      str({ name: "code", maxLength: 3, pattern: "(" }),
-      { name: "title", type: "boolean" }
-    ], { status: "nope" })
-    expect([...fields(problems)].sort()).toEqual([...[
-      "status",
-      "properties[0].minLength",
-      "properties[1].minimum",
-      "properties[2].pattern",
-      "properties[3].name"
-    ]].sort())
+    const problems = check(
+      [
+        str({ name: "title", minLength: 5, maxLength: 2 }),
+        num({ name: "price", minimum: 10, maximum: 1 }),
+        str({ name: "code", maxLength: 3, pattern: "(" }),
+        { name: "title", type: "boolean" }
+      ],
+      { status: "nope" }
+    )
+    expect([...fields(problems)].sort()).toEqual(
+      [...["status", "properties[0].minLength", "properties[1].minimum", "properties[2].pattern", "properties[3].name"]].sort()
+    )
   })
 })
 
@@ -394,7 +406,10 @@ describe("checkStructure: object", () => {
   it("nested properties are unique and checked recursively", () => {
     accepts(obj({ properties: [str({ name: "city" }), obj({ name: "geo", properties: [num({ name: "lat" })] })] }))
     rejects(obj({ properties: [str({ name: "city" }), str({ name: "city" })] }), "properties[1].name")
-    rejects(obj({ properties: [obj({ name: "geo", properties: [num({ name: "lat", minimum: 5, maximum: 1 })] })] }), "properties[0].properties[0].minimum")
+    rejects(
+      obj({ properties: [obj({ name: "geo", properties: [num({ name: "lat", minimum: 5, maximum: 1 })] })] }),
+      "properties[0].properties[0].minimum"
+    )
   })
 
   it("requiredProperties name existing properties", () => {
@@ -475,7 +490,13 @@ describe("checkStructure: reference", () => {
     const parent = ref({ name: "parent", target: "categories", displayField: "title", nullable: true, onDelete: "set_null" })
     const input = { name: "Categories", properties: [{ name: "title", type: "string" }, parent] }
     expect(checkStructure(input, defaultCtx)).toStrictEqual([])
-    const required = { ...input, properties: [{ name: "title", type: "string" }, { ...parent, required: true, nullable: false, onDelete: "cascade" }] }
+    const required = {
+      ...input,
+      properties: [
+        { name: "title", type: "string" },
+        { ...parent, required: true, nullable: false, onDelete: "cascade" }
+      ]
+    }
     expect(fields(checkStructure(required, defaultCtx))).toStrictEqual(["properties[1].required"])
   })
 })
@@ -533,7 +554,12 @@ describe("normalizeStructure", () => {
     expect(s.schemaDiscoveryMode).toBe("strict")
     expect(s.isStrict).toBe(false)
     expect(s.enableVersioning).toBe(false)
-    expect(s.schemaDiscoveryConfig).toStrictEqual({ batchSize: 10, maxKeysPerRecord: 100, maxNestingDepth: 3, maxStringLengthSampled: 1000 })
+    expect(s.schemaDiscoveryConfig).toStrictEqual({
+      batchSize: 10,
+      maxKeysPerRecord: 100,
+      maxNestingDepth: 3,
+      maxStringLengthSampled: 1000
+    })
     expect(s.tags).toStrictEqual([])
     expect(normalizeStructure({ ...input, schemaDiscoveryConfig: { batchSize: 3 } }).schemaDiscoveryConfig.batchSize).toStrictEqual(3)
   })

@@ -165,20 +165,13 @@ const referencesOf = (properties: unknown, at: string, depth = 0): Array<{ targe
 }
 
 /** A path of slugs from `from` back to `self`, following references through the workspace, or undefined. */
-const findCycle = (
-  from: string,
-  self: string,
-  selfTargets: ReadonlyArray<string>,
-  ctx: RuleContext
-): Array<string> | undefined => {
+const findCycle = (from: string, self: string, selfTargets: ReadonlyArray<string>, ctx: RuleContext): Array<string> | undefined => {
   const parent = new Map<string, string | null>([[from, null]])
   const queue = [from]
   // Workspaces are small; the bound only guards against a lookup that keeps inventing slugs.
   while (queue.length > 0 && parent.size < 100_000) {
     const slug = queue.shift()!
-    const targets = slug === self
-      ? selfTargets
-      : referencesOf(ctx.findStructureBySlug(slug)?.properties, "").map((r) => r.target)
+    const targets = slug === self ? selfTargets : referencesOf(ctx.findStructureBySlug(slug)?.properties, "").map((r) => r.target)
     for (const t of targets) {
       if (t === slug) continue // self-references are not chains
       if (t === self) {
@@ -764,9 +757,10 @@ export const normalizeProperty = (p: PropertyDefinition): PropertyDefinition => 
     case "string":
       return { ...base, type: "string", isSecret: p.isSecret ?? false, ...computedMode }
     case "number": {
-      const auto = p.autoIncrement === undefined
-        ? {}
-        : { autoIncrement: { startAt: p.autoIncrement.startAt ?? 1, incrementBy: p.autoIncrement.incrementBy ?? 1 } }
+      const auto =
+        p.autoIncrement === undefined
+          ? {}
+          : { autoIncrement: { startAt: p.autoIncrement.startAt ?? 1, incrementBy: p.autoIncrement.incrementBy ?? 1 } }
       return { ...base, type: "number", ...auto, ...computedMode }
     }
     case "boolean":
@@ -844,7 +838,7 @@ export const mergeStructureUpdate = (stored: StoredDefinition, patch: StructureU
       if (p.id !== undefined && p.id !== "new" && storedIds.has(p.id)) sent.set(p.id, p)
       else added.push(p)
     }
-    properties = [...stored.properties.map((p) => (p.id !== undefined ? sent.get(p.id) ?? p : p)), ...added]
+    properties = [...stored.properties.map((p) => (p.id !== undefined ? (sent.get(p.id) ?? p) : p)), ...added]
   }
   const pick = <K extends "description" | "retentionPolicy" | "defaultSearchField" | "defaultTtlSeconds">(key: K) => {
     const v = patch[key] !== undefined ? patch[key] : stored[key]

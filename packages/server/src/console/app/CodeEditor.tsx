@@ -31,7 +31,15 @@ export class CodeEditor extends Component<CodeEditorProps> {
       state: EditorState.create({
         doc: this.props.value,
         extensions: [
-          keymap.of([{ key: "Mod-Enter", run: () => (this.props.onRun?.(), true) }]),
+          keymap.of([
+            {
+              key: "Mod-Enter",
+              run: () => {
+                this.props.onRun?.()
+                return true
+              }
+            }
+          ]),
           basicSetup,
           javascript(),
           this.access.of(editable(this.props.readOnly === true)),

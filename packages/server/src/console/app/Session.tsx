@@ -90,11 +90,11 @@ export const SessionGate = ({ signedOut, children }: SessionGateProps) => {
       stored === undefined
         ? undefined
         : makeApiClient({
-          origin,
-          workspace: stored.workspace,
-          token: stored.token,
-          onUnauthorized: () => signOut("Your session ended (the token expired or was revoked). Sign in again.")
-        }),
+            origin,
+            workspace: stored.workspace,
+            token: stored.token,
+            onUnauthorized: () => signOut("Your session ended (the token expired or was revoked). Sign in again.")
+          }),
     [stored]
   )
 
@@ -114,7 +114,10 @@ export const SessionGate = ({ signedOut, children }: SessionGateProps) => {
   useEffect(() => {
     if (api === undefined || me !== undefined) return
     let live = true
-    api.get<Me>("/me").then((who) => live && setMe(who), () => live && signOut("Sign in again."))
+    api.get<Me>("/me").then(
+      (who) => live && setMe(who),
+      () => live && signOut("Sign in again.")
+    )
     return () => {
       live = false
     }

@@ -46,7 +46,10 @@ const screens: ReadonlyArray<Screen> = [
   { key: "activity", label: "Live activity", needs: ["read:records"], render: () => <ActivityScreen /> }
 ]
 
-const SignIn = ({ signIn, notice }: {
+const SignIn = ({
+  signIn,
+  notice
+}: {
   signIn: (username: string, password: string, workspace: string) => Promise<void>
   notice: string | undefined
 }) => {
@@ -82,7 +85,9 @@ const SignIn = ({ signIn, notice }: {
           <input name="workspace" value={workspace} onInput={(e) => setWorkspace(e.currentTarget.value)} required />
         </Field>
         <ErrorBox error={action.error} />
-        <Button type="submit" kind="primary" busy={action.busy}>Sign in</Button>
+        <Button type="submit" kind="primary" busy={action.busy}>
+          Sign in
+        </Button>
       </form>
     </main>
   )
@@ -118,25 +123,36 @@ const SwitchWorkspace = ({ onClose }: { onClose: () => void }) => {
           })
         }}
       >
-        {known.length > 0
-          ? (
-            <Field label="Workspace" hint="Every workspace (you are a platform administrator)">
-              <select value={target} onChange={(e) => setTarget(e.currentTarget.value)}>
-                {known.map((w) => <option key={w.slug} value={w.slug}>{w.slug}{w.name !== w.slug ? ` (${w.name})` : ""}</option>)}
-              </select>
-            </Field>
-          )
-          : (
-            <Field label="Workspace">
-              <input value={target} onInput={(e) => setTarget(e.currentTarget.value)} required />
-            </Field>
-          )}
+        {known.length > 0 ? (
+          <Field label="Workspace" hint="Every workspace (you are a platform administrator)">
+            <select value={target} onChange={(e) => setTarget(e.currentTarget.value)}>
+              {known.map((w) => (
+                <option key={w.slug} value={w.slug}>
+                  {w.slug}
+                  {w.name !== w.slug ? ` (${w.name})` : ""}
+                </option>
+              ))}
+            </select>
+          </Field>
+        ) : (
+          <Field label="Workspace">
+            <input value={target} onInput={(e) => setTarget(e.currentTarget.value)} required />
+          </Field>
+        )}
         {list.state.status === "error" && <ErrorBox error={list.state.error} />}
         <Field label={`Password of ${session.username}`} hint="A token is for one workspace: a new one is issued">
-          <input type="password" autocomplete="current-password" value={password} onInput={(e) => setPassword(e.currentTarget.value)} required />
+          <input
+            type="password"
+            autocomplete="current-password"
+            value={password}
+            onInput={(e) => setPassword(e.currentTarget.value)}
+            required
+          />
         </Field>
         <ErrorBox error={action.error} />
-        <Button type="submit" kind="primary" busy={action.busy}>Switch</Button>
+        <Button type="submit" kind="primary" busy={action.busy}>
+          Switch
+        </Button>
       </form>
     </Modal>
   )
@@ -151,7 +167,9 @@ const Frame = () => {
   return (
     <div class="frame">
       <header class="top">
-        <a class="brand" href="#/structures">Troupe</a>
+        <a class="brand" href="#/structures">
+          Troupe
+        </a>
         <button type="button" class="btn btn-plain workspace" onClick={() => setSwitching(true)} title="Switch workspace">
           Workspace <strong data-testid="workspace">{session.workspace}</strong> ▾
         </button>
@@ -161,7 +179,9 @@ const Frame = () => {
           {session.me.role !== null && <span class="badge">{session.me.role}</span>}
           {session.me.isPlatformAdmin && <span class="badge">platform admin</span>}
         </span>
-        <button type="button" class="btn btn-plain" onClick={() => session.signOut()}>Sign out</button>
+        <button type="button" class="btn btn-plain" onClick={() => session.signOut()}>
+          Sign out
+        </button>
       </header>
       <nav class="side" aria-label="Screens">
         {visible.map((s) => (
@@ -171,9 +191,11 @@ const Frame = () => {
         ))}
       </nav>
       <main class="content">
-        {current === undefined
-          ? <p class="state empty">Your role in this workspace grants no permission the console can use.</p>
-          : current.render(current.key === route[0] ? route.slice(1) : [])}
+        {current === undefined ? (
+          <p class="state empty">Your role in this workspace grants no permission the console can use.</p>
+        ) : (
+          current.render(current.key === route[0] ? route.slice(1) : [])
+        )}
       </main>
       {switching && <SwitchWorkspace onClose={() => setSwitching(false)} />}
     </div>

@@ -10,7 +10,13 @@ import { useCan } from "./Session.tsx"
 
 /** The hash path split into segments: `#/records/books/123` -> ["records", "books", "123"]. */
 export const useRoute = (): Array<string> => {
-  const read = () => window.location.hash.replace(/^#\/?/, "").split("?")[0]!.split("/").filter((s) => s.length > 0).map(decodeURIComponent)
+  const read = () =>
+    window.location.hash
+      .replace(/^#\/?/, "")
+      .split("?")[0]!
+      .split("/")
+      .filter((s) => s.length > 0)
+      .map(decodeURIComponent)
   const [route, setRoute] = useState(read)
   useEffect(() => {
     const onChange = () => setRoute(read())
@@ -110,14 +116,17 @@ export const ErrorBox = ({ error, title }: { error: unknown; title?: string }) =
 }
 
 /** Loading, error or empty state for `state`, else the children rendered with its data. */
-export const AsyncView = <T,>(
-  { state, isEmpty, empty, children }: {
-    state: AsyncState<T>
-    isEmpty?: (data: T) => boolean
-    empty?: ComponentChildren
-    children: (data: T) => ComponentChildren
-  }
-) => {
+export const AsyncView = <T,>({
+  state,
+  isEmpty,
+  empty,
+  children
+}: {
+  state: AsyncState<T>
+  isEmpty?: (data: T) => boolean
+  empty?: ComponentChildren
+  children: (data: T) => ComponentChildren
+}) => {
   if (state.status === "error") {
     return (
       <>
@@ -134,8 +143,7 @@ export const AsyncView = <T,>(
 // Write controls -----------------------------------------------------------------------------------------------
 
 /** Renders its children only for callers who hold `perm`. */
-export const Can = ({ perm, children }: { perm: string; children: ComponentChildren }) =>
-  useCan()(perm) ? <>{children}</> : null
+export const Can = ({ perm, children }: { perm: string; children: ComponentChildren }) => (useCan()(perm) ? <>{children}</> : null)
 
 type ButtonProps = Omit<ButtonHTMLAttributes<HTMLButtonElement>, "type" | "disabled"> & {
   /** the permission this control needs: without it the control is not rendered at all */
@@ -169,9 +177,17 @@ export const confirmed = (question: string) => window.confirm(question)
 
 // Layout -------------------------------------------------------------------------------------------------------
 
-export const Modal = (
-  { title, onClose, children, wide }: { title: string; onClose: () => void; children: ComponentChildren; wide?: boolean }
-) => {
+export const Modal = ({
+  title,
+  onClose,
+  children,
+  wide
+}: {
+  title: string
+  onClose: () => void
+  children: ComponentChildren
+  wide?: boolean
+}) => {
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => e.key === "Escape" && onClose()
     window.addEventListener("keydown", onKey)
@@ -182,7 +198,9 @@ export const Modal = (
       <div class={`modal${wide === true ? " wide" : ""}`} role="dialog" aria-modal="true" aria-label={title}>
         <div class="modal-head">
           <h2>{title}</h2>
-          <button type="button" class="btn btn-plain close" aria-label="Close" onClick={onClose}>×</button>
+          <button type="button" class="btn btn-plain close" aria-label="Close" onClick={onClose}>
+            ×
+          </button>
         </div>
         <div class="modal-body">{children}</div>
       </div>
@@ -190,7 +208,12 @@ export const Modal = (
   )
 }
 
-export const Field = ({ label, hint, children, error }: {
+export const Field = ({
+  label,
+  hint,
+  children,
+  error
+}: {
   label: string
   hint?: ComponentChildren
   children: ComponentChildren
@@ -204,9 +227,15 @@ export const Field = ({ label, hint, children, error }: {
   </label>
 )
 
-export const Tabs = <K extends string,>(
-  { tabs, active, onChange }: { tabs: ReadonlyArray<readonly [K, string]>; active: K; onChange: (k: K) => void }
-) => (
+export const Tabs = <K extends string>({
+  tabs,
+  active,
+  onChange
+}: {
+  tabs: ReadonlyArray<readonly [K, string]>
+  active: K
+  onChange: (k: K) => void
+}) => (
   <div class="tabs" role="tablist">
     {tabs.map(([key, label]) => (
       <button
@@ -252,17 +281,23 @@ export const when = (iso: string | null | undefined) => {
 }
 
 /** A textarea holding JSON: `onChange` gets the parsed value, or the parse error shown under it. */
-export const JsonInput = (
-  { value, onChange, rows = 6, label, readOnly, placeholder, name }: {
-    value: unknown
-    onChange: (value: unknown) => void
-    rows?: number
-    label: string
-    readOnly?: boolean
-    placeholder?: string
-    name?: string
-  }
-) => {
+export const JsonInput = ({
+  value,
+  onChange,
+  rows = 6,
+  label,
+  readOnly,
+  placeholder,
+  name
+}: {
+  value: unknown
+  onChange: (value: unknown) => void
+  rows?: number
+  label: string
+  readOnly?: boolean
+  placeholder?: string
+  name?: string
+}) => {
   const [text, setText] = useState(() => (value === undefined ? "" : pretty(value)))
   const [problem, setProblem] = useState<string | undefined>(undefined)
   const last = useRef(value)
@@ -307,16 +342,23 @@ export const JsonInput = (
 }
 
 /** A comma-separated list of names, kept as typed while it is edited. */
-export const ListInput = (
-  { value, onChange, readOnly, label }: {
-    value: ReadonlyArray<string> | undefined
-    onChange: (items: ReadonlyArray<string> | undefined) => void
-    readOnly?: boolean
-    label?: string
-  }
-) => {
+export const ListInput = ({
+  value,
+  onChange,
+  readOnly,
+  label
+}: {
+  value: ReadonlyArray<string> | undefined
+  onChange: (items: ReadonlyArray<string> | undefined) => void
+  readOnly?: boolean
+  label?: string
+}) => {
   const [text, setText] = useState(() => (value ?? []).join(", "))
-  const parse = (t: string) => t.split(",").map((s) => s.trim()).filter((s) => s.length > 0)
+  const parse = (t: string) =>
+    t
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s.length > 0)
   useEffect(() => {
     // a new value from outside: show it unless it is what the text already says
     if (JSON.stringify(parse(text)) !== JSON.stringify(value ?? [])) setText((value ?? []).join(", "))
@@ -335,26 +377,34 @@ export const ListInput = (
   )
 }
 
-export const Pager = (
-  { page, pageSize, total, hasMore, onPage }: {
-    page: number
-    pageSize: number
-    total?: number | undefined
-    hasMore?: boolean
-    onPage: (page: number) => void
-  }
-) => {
+export const Pager = ({
+  page,
+  pageSize,
+  total,
+  hasMore,
+  onPage
+}: {
+  page: number
+  pageSize: number
+  total?: number | undefined
+  hasMore?: boolean
+  onPage: (page: number) => void
+}) => {
   const pages = total === undefined ? undefined : Math.max(1, Math.ceil(total / pageSize))
   const more = pages === undefined ? hasMore === true : page < pages
   return (
     <div class="pager">
-      <button type="button" class="btn btn-plain" disabled={page <= 1} onClick={() => onPage(page - 1)}>‹ Previous</button>
+      <button type="button" class="btn btn-plain" disabled={page <= 1} onClick={() => onPage(page - 1)}>
+        ‹ Previous
+      </button>
       <span>
         Page {page}
         {pages !== undefined && ` of ${pages}`}
         {total !== undefined && ` · ${total} in all`}
       </span>
-      <button type="button" class="btn btn-plain" disabled={!more} onClick={() => onPage(page + 1)}>Next ›</button>
+      <button type="button" class="btn btn-plain" disabled={!more} onClick={() => onPage(page + 1)}>
+        Next ›
+      </button>
     </div>
   )
 }
@@ -384,7 +434,11 @@ export const Toasts = ({ children }: { children: ComponentChildren }) => {
     <ToastContext.Provider value={show}>
       {children}
       <div class="toasts" aria-live="polite">
-        {toasts.map((t) => <div key={t.id} class="toast">{t.text}</div>)}
+        {toasts.map((t) => (
+          <div key={t.id} class="toast">
+            {t.text}
+          </div>
+        ))}
       </div>
     </ToastContext.Provider>
   )
@@ -397,7 +451,12 @@ export const CopyButton = ({ text }: { text: string }) => {
     <button
       type="button"
       class="btn btn-plain"
-      onClick={() => navigator.clipboard.writeText(text).then(() => toast("Copied"), () => toast("Copy failed: select and copy it"))}
+      onClick={() =>
+        navigator.clipboard.writeText(text).then(
+          () => toast("Copied"),
+          () => toast("Copy failed: select and copy it")
+        )
+      }
     >
       Copy
     </button>

@@ -3,11 +3,15 @@ import { ApiError, errorOf, makeApiClient, queryString } from "./ApiClient.ts"
 
 describe("errorOf", () => {
   it("keeps the contract body's message, code and each detail", () => {
-    const error = errorOf(400, {
-      message: "Invalid request body",
-      code: "VALIDATION_ERROR",
-      details: [{ field: "data.price", property: "data.price", message: "must be a number" }]
-    }, "fallback")
+    const error = errorOf(
+      400,
+      {
+        message: "Invalid request body",
+        code: "VALIDATION_ERROR",
+        details: [{ field: "data.price", property: "data.price", message: "must be a number" }]
+      },
+      "fallback"
+    )
     expect(error.message).toBe("Invalid request body")
     expect(error.code).toBe("VALIDATION_ERROR")
     expect(error.details).toStrictEqual([{ field: "data.price", message: "must be a number" }])

@@ -22,18 +22,15 @@ export class ApiError extends Error {
 export const errorOf = (status: number, body: unknown, fallback: string): ApiError => {
   if (typeof body === "object" && body !== null) {
     const b = body as Record<string, unknown>
-    const message = typeof b.message === "string"
-      ? b.message
-      : typeof b.error_description === "string"
-      ? b.error_description
-      : fallback
+    const message = typeof b.message === "string" ? b.message : typeof b.error_description === "string" ? b.error_description : fallback
     const code = typeof b.code === "string" ? b.code : typeof b.error === "string" ? b.error : `HTTP_${status}`
     const details = Array.isArray(b.details)
-      ? b.details.flatMap((d): Array<ErrorDetail> =>
-        typeof d === "object" && d !== null && typeof (d as ErrorDetail).message === "string"
-          ? [{ field: String((d as ErrorDetail).field ?? ""), message: (d as ErrorDetail).message }]
-          : []
-      )
+      ? b.details.flatMap(
+          (d): Array<ErrorDetail> =>
+            typeof d === "object" && d !== null && typeof (d as ErrorDetail).message === "string"
+              ? [{ field: String((d as ErrorDetail).field ?? ""), message: (d as ErrorDetail).message }]
+              : []
+        )
       : []
     return new ApiError(message, status, code, details)
   }

@@ -13,14 +13,23 @@ describe("jsonDiff", () => {
   })
 
   it("matches properties by id, so an insertion is one addition, labelled by name", () => {
-    const before = { properties: [{ id: "1", name: "title", type: "string" }, { id: "2", name: "pages", type: "number" }] }
+    const before = {
+      properties: [
+        { id: "1", name: "title", type: "string" },
+        { id: "2", name: "pages", type: "number" }
+      ]
+    }
     const after = {
-      properties: [{ id: "3", name: "isbn", type: "string" }, { id: "1", name: "title", type: "string" }, {
-        id: "2",
-        name: "pages",
-        type: "number",
-        minimum: 1
-      }]
+      properties: [
+        { id: "3", name: "isbn", type: "string" },
+        { id: "1", name: "title", type: "string" },
+        {
+          id: "2",
+          name: "pages",
+          type: "number",
+          minimum: 1
+        }
+      ]
     }
     expect(jsonDiff(before, after)).toStrictEqual([
       { path: "properties[pages].minimum", kind: "added", after: 1 },

@@ -11,9 +11,9 @@ const properties = [
 
 describe("parseCsv", () => {
   it("reads quoted cells with commas, escaped quotes and line breaks, CRLF rows and a BOM", () => {
-    expect(parseCsv("\uFEFFa,b\r\n\"x, y\",\"say \"\"hi\"\"\"\r\n\"two\nlines\",3\n")).toStrictEqual([
+    expect(parseCsv('\uFEFFa,b\r\n"x, y","say ""hi"""\r\n"two\nlines",3\n')).toStrictEqual([
       ["a", "b"],
-      ["x, y", "say \"hi\""],
+      ["x, y", 'say "hi"'],
       ["two\nlines", "3"]
     ])
   })
@@ -27,7 +27,7 @@ describe("cellValue", () => {
     expect(cellValue("0", "boolean")).toBe(false)
     expect(cellValue("a; b", "array")).toStrictEqual(["a", "b"])
     expect(cellValue("[1,2]", "array")).toStrictEqual([1, 2])
-    expect(cellValue("{\"k\":1}", "object")).toStrictEqual({ k: 1 })
+    expect(cellValue('{"k":1}', "object")).toStrictEqual({ k: 1 })
     expect(cellValue("  ", "string")).toBe(undefined)
     expect(cellValue("007", "string")).toBe("007")
   })
@@ -52,17 +52,17 @@ describe("parseImport", () => {
   })
 
   it("reads JSON arrays, {records}, exported records and JSON lines", () => {
-    expect(parseImport("[{\"title\":\"A\"}]", "a.json", properties).records).toStrictEqual([{ title: "A" }])
-    expect(parseImport("{\"records\":[{\"title\":\"B\"}]}", "b.json", properties).records).toStrictEqual([{ title: "B" }])
-    expect(parseImport("[{\"id\":\"x\",\"data\":{\"title\":\"C\"}}]", "c.json", properties).records).toStrictEqual([{ title: "C" }])
-    const lines = parseImport("{\"title\":\"D\"}\nnot json\n{\"title\":\"E\"}\n", "d.jsonl", properties)
+    expect(parseImport('[{"title":"A"}]', "a.json", properties).records).toStrictEqual([{ title: "A" }])
+    expect(parseImport('{"records":[{"title":"B"}]}', "b.json", properties).records).toStrictEqual([{ title: "B" }])
+    expect(parseImport('[{"id":"x","data":{"title":"C"}}]', "c.json", properties).records).toStrictEqual([{ title: "C" }])
+    const lines = parseImport('{"title":"D"}\nnot json\n{"title":"E"}\n', "d.jsonl", properties)
     expect(lines.records).toStrictEqual([{ title: "D" }, { title: "E" }])
     expect(lines.problems).toStrictEqual(["line 2: not JSON"])
   })
 
   it("keeps a `data` field as data when the structure declares one", () => {
     const withData = [...properties, { name: "data", type: "object" }]
-    expect(parseImport("[{\"data\":{\"k\":1}}]", "x.json", withData).records).toStrictEqual([{ data: { k: 1 } }])
+    expect(parseImport('[{"data":{"k":1}}]', "x.json", withData).records).toStrictEqual([{ data: { k: 1 } }])
   })
 })
 

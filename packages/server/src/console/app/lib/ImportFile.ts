@@ -22,13 +22,13 @@ export const parseCsv = (text: string, separator = ","): Array<Array<string>> =>
   for (; i < text.length; i++) {
     const c = text[i]!
     if (quoted) {
-      if (c === "\"") {
-        if (text[i + 1] === "\"") {
-          cell += "\""
+      if (c === '"') {
+        if (text[i + 1] === '"') {
+          cell += '"'
           i++
         } else quoted = false
       } else cell += c
-    } else if (c === "\"" && cell === "") quoted = true
+    } else if (c === '"' && cell === "") quoted = true
     else if (c === separator) {
       row.push(cell)
       cell = ""
@@ -66,7 +66,12 @@ export const cellValue = (raw: string, type: string | undefined): unknown => {
       try {
         return JSON.parse(text)
       } catch {
-        return type === "array" ? text.split(";").map((s) => s.trim()).filter((s) => s.length > 0) : raw
+        return type === "array"
+          ? text
+              .split(";")
+              .map((s) => s.trim())
+              .filter((s) => s.length > 0)
+          : raw
       }
     default:
       return text === "null" && type !== "string" ? null : raw
@@ -74,9 +79,7 @@ export const cellValue = (raw: string, type: string | undefined): unknown => {
 }
 
 const fromCsv = (text: string, properties: ReadonlyArray<PropertyShape>): ParsedImport => {
-  const separator = (text.split(/\r?\n/, 1)[0] ?? "").includes(";") && !(text.split(/\r?\n/, 1)[0] ?? "").includes(",")
-    ? ";"
-    : ","
+  const separator = (text.split(/\r?\n/, 1)[0] ?? "").includes(";") && !(text.split(/\r?\n/, 1)[0] ?? "").includes(",") ? ";" : ","
   const [header, ...rows] = parseCsv(text, separator)
   if (header === undefined) return { records: [], problems: ["The file is empty"] }
   const types = new Map(properties.map((p) => [p.name, p.type]))
@@ -115,10 +118,10 @@ const fromJson = (text: string, properties: ReadonlyArray<PropertyShape>): Parse
     items = Array.isArray(parsed)
       ? parsed
       : isObject(parsed) && Array.isArray(parsed.records)
-      ? parsed.records
-      : isObject(parsed) && Array.isArray(parsed.results)
-      ? parsed.results
-      : [parsed]
+        ? parsed.records
+        : isObject(parsed) && Array.isArray(parsed.results)
+          ? parsed.results
+          : [parsed]
   } catch {
     // one JSON value per line (JSONL, as `troupe export` writes)
     items = []

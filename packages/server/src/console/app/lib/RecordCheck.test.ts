@@ -18,22 +18,41 @@ const properties: ReadonlyArray<PropertyRules> = [
 
 describe("checkRecord", () => {
   it("accepts a valid record (auto-increment and computed fields are the server's)", () => {
-    expect(checkRecord(properties, { title: "Lamp", price: 1.5, qty: null, color: "red", tags: ["a"], at: "2026-01-01T10:00:00Z", owner: "x", address: { city: "Paris" } }, true)).toStrictEqual([])
+    expect(
+      checkRecord(
+        properties,
+        {
+          title: "Lamp",
+          price: 1.5,
+          qty: null,
+          color: "red",
+          tags: ["a"],
+          at: "2026-01-01T10:00:00Z",
+          owner: "x",
+          address: { city: "Paris" }
+        },
+        true
+      )
+    ).toStrictEqual([])
   })
 
   it("names every problem by its field, as the server does", () => {
-    const problems = checkRecord(properties, {
-      email: "nope",
-      code: "abc",
-      price: -0.3,
-      qty: 1.5,
-      color: "green",
-      tags: ["long-one", "a", "a"],
-      at: "2019-01-01T00:00:00Z",
-      owner: 3,
-      address: {},
-      extra: 1
-    }, true)
+    const problems = checkRecord(
+      properties,
+      {
+        email: "nope",
+        code: "abc",
+        price: -0.3,
+        qty: 1.5,
+        color: "green",
+        tags: ["long-one", "a", "a"],
+        at: "2019-01-01T00:00:00Z",
+        owner: 3,
+        address: {},
+        extra: 1
+      },
+      true
+    )
     expect(problems.map((p) => p.field)).toStrictEqual([
       "data.title",
       "data.email",

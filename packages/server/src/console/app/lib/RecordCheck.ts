@@ -127,12 +127,7 @@ const checkValue = (rules: PropertyRules, value: unknown, field: string, out: Ar
   }
 }
 
-const checkFields = (
-  properties: ReadonlyArray<PropertyRules>,
-  data: Record<string, unknown>,
-  prefix: string,
-  out: Array<FieldProblem>
-) => {
+const checkFields = (properties: ReadonlyArray<PropertyRules>, data: Record<string, unknown>, prefix: string, out: Array<FieldProblem>) => {
   for (const rules of properties) {
     if (rules.expression !== undefined) continue // computed: the server fills it
     const field = `${prefix}.${rules.name}`

@@ -17,7 +17,9 @@ describe("previewSchedule", () => {
 
   it("follows a cron expression in its time zone across a daylight-saving change, as the scheduler does", () => {
     // New York moves its clocks forward on 2026-03-08: 02:30 does not exist that day and fires at 03:30 EDT
-    expect(iso(previewSchedule({ scheduleType: "cron", cronExpression: "30 2 * * *", timezone: "America/New_York" }, now, 3))).toStrictEqual(["2026-03-07T07:30:00.000Z", "2026-03-08T07:30:00.000Z", "2026-03-09T06:30:00.000Z"])
+    expect(
+      iso(previewSchedule({ scheduleType: "cron", cronExpression: "30 2 * * *", timezone: "America/New_York" }, now, 3))
+    ).toStrictEqual(["2026-03-07T07:30:00.000Z", "2026-03-08T07:30:00.000Z", "2026-03-09T06:30:00.000Z"])
   })
 
   it("answers one time for once, none once it is past", () => {

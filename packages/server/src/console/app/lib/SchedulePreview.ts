@@ -12,12 +12,7 @@ export type SchedulePreview =
  * at `now` (created or resumed now); `next` starts the list at a known next due time instead (a saved trigger's
  * nextRunAt).
  */
-export const previewSchedule = (
-  metadata: Readonly<Record<string, unknown>>,
-  now: Date,
-  count = 5,
-  next?: Date
-): SchedulePreview => {
+export const previewSchedule = (metadata: Readonly<Record<string, unknown>>, now: Date, count = 5, next?: Date): SchedulePreview => {
   const parsed = parseSchedule(metadata, now)
   if (!parsed.ok) return { ok: false, problems: parsed.problems }
   const times: Array<Date> = []

@@ -206,7 +206,12 @@ export interface Webhook {
   readonly name: string
   readonly url: string
   readonly events: ReadonlyArray<string>
-  readonly filters: { readonly structure?: string; readonly structureId?: string; readonly data?: Record<string, unknown>; readonly query?: string }
+  readonly filters: {
+    readonly structure?: string
+    readonly structureId?: string
+    readonly data?: Record<string, unknown>
+    readonly query?: string
+  }
   readonly enabled: boolean
   readonly status: "active" | "failed" | "disabled"
   readonly secret?: string
@@ -255,7 +260,12 @@ export interface Group {
   readonly id: string
   readonly name: string
   readonly description: string | null
-  readonly policies: ReadonlyArray<{ readonly id: string; readonly action: string; readonly resource: string; readonly effect: "allow" | "deny" }>
+  readonly policies: ReadonlyArray<{
+    readonly id: string
+    readonly action: string
+    readonly resource: string
+    readonly effect: "allow" | "deny"
+  }>
   readonly members: ReadonlyArray<{ readonly type: "user" | "service-account"; readonly id: string; readonly name: string }>
 }
 

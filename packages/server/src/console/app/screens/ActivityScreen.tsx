@@ -78,7 +78,7 @@ export const ActivityScreen = () => {
                   continue
                 }
                 if (parsed.event === "stream.closed") {
-                  const reason = (parsed as unknown as { reason?: string; message?: string })
+                  const reason = parsed as unknown as { reason?: string; message?: string }
                   setError(new ApiError(reason.message ?? "The server closed the stream", 0, String(reason.reason ?? "stream.closed")))
                   setConnection("closed")
                   stopped = true
@@ -110,9 +110,15 @@ export const ActivityScreen = () => {
   return (
     <section>
       <PageHead title="Live activity">
-        <span class={`badge badge-${connection}`} data-testid="connection">{connection}</span>
-        <button type="button" class="btn btn-plain" onClick={() => setPaused(!paused)}>{paused ? "Resume" : "Pause"}</button>
-        <button type="button" class="btn btn-plain" onClick={() => setReceived([])}>Clear</button>
+        <span class={`badge badge-${connection}`} data-testid="connection">
+          {connection}
+        </span>
+        <button type="button" class="btn btn-plain" onClick={() => setPaused(!paused)}>
+          {paused ? "Resume" : "Pause"}
+        </button>
+        <button type="button" class="btn btn-plain" onClick={() => setReceived([])}>
+          Clear
+        </button>
       </PageHead>
       <form
         class="toolbar"
@@ -123,39 +129,81 @@ export const ActivityScreen = () => {
           setApplied({ structure: structure.trim(), events: events.trim() })
         }}
       >
-        <input aria-label="Structures" placeholder="structures: books,authors" value={structure} onInput={(e) => setStructure(e.currentTarget.value)} />
-        <input aria-label="Events" placeholder="events: record.created,function.*" value={events} onInput={(e) => setEvents(e.currentTarget.value)} />
-        <button type="submit" class="btn btn-plain">Apply</button>
+        <input
+          aria-label="Structures"
+          placeholder="structures: books,authors"
+          value={structure}
+          onInput={(e) => setStructure(e.currentTarget.value)}
+        />
+        <input
+          aria-label="Events"
+          placeholder="events: record.created,function.*"
+          value={events}
+          onInput={(e) => setEvents(e.currentTarget.value)}
+        />
+        <button type="submit" class="btn btn-plain">
+          Apply
+        </button>
       </form>
       <ErrorBox error={error} />
-      {received.length === 0
-        ? <Empty>Waiting for events{applied.structure !== "" || applied.events !== "" ? " matching the filter" : ""}: changes made now appear here.</Empty>
-        : (
-          <table class="table" data-testid="activity">
-            <thead><tr><th>When</th><th>Event</th><th>Structure</th><th>Subject</th><th /></tr></thead>
-            <tbody>
-              {received.map((e, i) => {
-                const key = e.id ?? String(i)
-                const recordId = e.data?.record?.id
-                return (
-                  <Fragment key={key}>
+      {received.length === 0 ? (
+        <Empty>
+          Waiting for events{applied.structure !== "" || applied.events !== "" ? " matching the filter" : ""}: changes made now appear here.
+        </Empty>
+      ) : (
+        <table class="table" data-testid="activity">
+          <thead>
+            <tr>
+              <th>When</th>
+              <th>Event</th>
+              <th>Structure</th>
+              <th>Subject</th>
+              <th />
+            </tr>
+          </thead>
+          <tbody>
+            {received.map((e, i) => {
+              const key = e.id ?? String(i)
+              const recordId = e.data?.record?.id
+              return (
+                <Fragment key={key}>
+                  <tr>
+                    <td>{e.timestamp === undefined ? "" : new Date(e.timestamp).toLocaleTimeString()}</td>
+                    <td>
+                      <code>{e.event}</code>
+                    </td>
+                    <td>{e.structure ?? ""}</td>
+                    <td>
+                      {recordId !== undefined && e.structure !== undefined && (
+                        <a href={href("records", e.structure, recordId)}>
+                          <code>{recordId.slice(0, 8)}</code>
+                        </a>
+                      )}
+                      {e.data?.runId !== undefined && (
+                        <a href={href("runs", e.data.runId)}>
+                          run <code>{e.data.runId.slice(0, 8)}</code>
+                        </a>
+                      )}
+                    </td>
+                    <td>
+                      <button type="button" class="btn btn-plain" onClick={() => setOpen(open === key ? undefined : key)}>
+                        {open === key ? "Hide" : "JSON"}
+                      </button>
+                    </td>
+                  </tr>
+                  {open === key && (
                     <tr>
-                      <td>{e.timestamp === undefined ? "" : new Date(e.timestamp).toLocaleTimeString()}</td>
-                      <td><code>{e.event}</code></td>
-                      <td>{e.structure ?? ""}</td>
-                      <td>
-                        {recordId !== undefined && e.structure !== undefined && <a href={href("records", e.structure, recordId)}><code>{recordId.slice(0, 8)}</code></a>}
-                        {e.data?.runId !== undefined && <a href={href("runs", e.data.runId)}>run <code>{e.data.runId.slice(0, 8)}</code></a>}
+                      <td colSpan={5}>
+                        <Json value={e} />
                       </td>
-                      <td><button type="button" class="btn btn-plain" onClick={() => setOpen(open === key ? undefined : key)}>{open === key ? "Hide" : "JSON"}</button></td>
                     </tr>
-                    {open === key && <tr><td colSpan={5}><Json value={e} /></td></tr>}
-                  </Fragment>
-                )
-              })}
-            </tbody>
-          </table>
-        )}
+                  )}
+                </Fragment>
+              )
+            })}
+          </tbody>
+        </table>
+      )}
     </section>
   )
 }

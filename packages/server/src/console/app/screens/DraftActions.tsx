@@ -24,35 +24,78 @@ export const DraftActions = ({ resource, screen, perm, noun, body, draft, save }
   if (draft === undefined) {
     return (
       <>
-        <Button perm={perm} busy={save.busy} onClick={() => void save.run(async () => {
-          const d = await api.post<Draft>("/drafts", { resourceType: resource, data: body })
-          toast("Draft saved")
-          navigate(screen, "draft", d.id)
-        })}>Save as draft</Button>
-        <Button perm={perm} kind="primary" busy={save.busy} onClick={() => void save.run(async () => {
-          const created = await api.post<{ id: string; name: string }>(`/${resource}`, body)
-          toast(`${noun[0]!.toUpperCase()}${noun.slice(1)} ${created.name} created`)
-          navigate(screen, created.id)
-        })}>Create {noun}</Button>
+        <Button
+          perm={perm}
+          busy={save.busy}
+          onClick={() =>
+            void save.run(async () => {
+              const d = await api.post<Draft>("/drafts", { resourceType: resource, data: body })
+              toast("Draft saved")
+              navigate(screen, "draft", d.id)
+            })
+          }
+        >
+          Save as draft
+        </Button>
+        <Button
+          perm={perm}
+          kind="primary"
+          busy={save.busy}
+          onClick={() =>
+            void save.run(async () => {
+              const created = await api.post<{ id: string; name: string }>(`/${resource}`, body)
+              toast(`${noun[0]!.toUpperCase()}${noun.slice(1)} ${created.name} created`)
+              navigate(screen, created.id)
+            })
+          }
+        >
+          Create {noun}
+        </Button>
       </>
     )
   }
   return (
     <>
-      <Button perm={perm} busy={save.busy} onClick={() => void save.run(async () => {
-        await api.put(`/drafts/${draft.id}`, { data: body })
-        toast("Draft saved")
-      })}>Save draft</Button>
-      <Button perm={perm} kind="primary" busy={save.busy} onClick={() => void save.run(async () => {
-        await api.put(`/drafts/${draft.id}`, { data: body })
-        const published = await api.post<{ id: string; name: string }>(`/${resource}/${draft.id}/publish`)
-        toast(`Published as ${published.name}`)
-        navigate(screen, published.id)
-      })}>Publish</Button>
-      <Button perm={perm} kind="danger" onClick={() => confirmed("Delete this draft?") && void save.run(async () => {
-        await api.del(`/drafts/${draft.id}`)
-        navigate(screen)
-      })}>Delete draft</Button>
+      <Button
+        perm={perm}
+        busy={save.busy}
+        onClick={() =>
+          void save.run(async () => {
+            await api.put(`/drafts/${draft.id}`, { data: body })
+            toast("Draft saved")
+          })
+        }
+      >
+        Save draft
+      </Button>
+      <Button
+        perm={perm}
+        kind="primary"
+        busy={save.busy}
+        onClick={() =>
+          void save.run(async () => {
+            await api.put(`/drafts/${draft.id}`, { data: body })
+            const published = await api.post<{ id: string; name: string }>(`/${resource}/${draft.id}/publish`)
+            toast(`Published as ${published.name}`)
+            navigate(screen, published.id)
+          })
+        }
+      >
+        Publish
+      </Button>
+      <Button
+        perm={perm}
+        kind="danger"
+        onClick={() =>
+          confirmed("Delete this draft?") &&
+          void save.run(async () => {
+            await api.del(`/drafts/${draft.id}`)
+            navigate(screen)
+          })
+        }
+      >
+        Delete draft
+      </Button>
     </>
   )
 }

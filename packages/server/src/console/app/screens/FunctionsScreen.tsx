@@ -55,7 +55,10 @@ export const FunctionsScreen = ({ route }: { route: ReadonlyArray<string> }) => 
 
 const FunctionList = () => {
   const { api, can } = useSession()
-  const functions = useAsync(() => api.get<{ functions: ReadonlyArray<ComputeFunction> }>("/compute-functions", { limit: 500, sort: "name" }), [])
+  const functions = useAsync(
+    () => api.get<{ functions: ReadonlyArray<ComputeFunction> }>("/compute-functions", { limit: 500, sort: "name" }),
+    []
+  )
   const drafts = useAsync(
     () =>
       can("read:functions")
@@ -66,16 +69,27 @@ const FunctionList = () => {
   return (
     <section>
       <PageHead title="Functions">
-        <Button perm="write:functions" kind="primary" onClick={() => navigate("functions", "new")}>New function</Button>
+        <Button perm="write:functions" kind="primary" onClick={() => navigate("functions", "new")}>
+          New function
+        </Button>
       </PageHead>
       <AsyncView state={functions.state} isEmpty={(d) => d.functions.length === 0} empty="No functions yet.">
         {({ functions: list }) => (
           <table class="table">
-            <thead><tr><th>Name</th><th>Description</th><th>Version</th><th>Updated</th></tr></thead>
+            <thead>
+              <tr>
+                <th>Name</th>
+                <th>Description</th>
+                <th>Version</th>
+                <th>Updated</th>
+              </tr>
+            </thead>
             <tbody>
               {list.map((f) => (
                 <tr key={f.id}>
-                  <td><a href={href("functions", f.id)}>{f.name}</a></td>
+                  <td>
+                    <a href={href("functions", f.id)}>{f.name}</a>
+                  </td>
                   <td>{f.description ?? ""}</td>
                   <td>{f.version}</td>
                   <td>{when(f.updatedAt)}</td>
@@ -86,14 +100,25 @@ const FunctionList = () => {
         )}
       </AsyncView>
       <h2>Drafts</h2>
-      <AsyncView state={drafts.state} isEmpty={(d) => d.drafts.length === 0} empty="No drafts: “Save as draft” on a new function keeps it unpublished.">
+      <AsyncView
+        state={drafts.state}
+        isEmpty={(d) => d.drafts.length === 0}
+        empty="No drafts: “Save as draft” on a new function keeps it unpublished."
+      >
         {({ drafts: list }) => (
           <table class="table">
-            <thead><tr><th>Name</th><th>Updated</th></tr></thead>
+            <thead>
+              <tr>
+                <th>Name</th>
+                <th>Updated</th>
+              </tr>
+            </thead>
             <tbody>
               {list.map((d) => (
                 <tr key={d.id}>
-                  <td><a href={href("functions", "draft", d.id)}>{String(d.data.name ?? "(unnamed)")}</a></td>
+                  <td>
+                    <a href={href("functions", "draft", d.id)}>{String(d.data.name ?? "(unnamed)")}</a>
+                  </td>
                   <td>{when(d.updatedAt)}</td>
                 </tr>
               ))}
@@ -133,7 +158,11 @@ const FunctionEditor = ({ id, draftId }: { id?: string; draftId?: string }) => {
     const { fn, draft } = loaded.state.data
     if (fn !== undefined) setForm({ name: fn.name, description: fn.description ?? "", code: fn.code ?? "" })
     if (draft !== undefined) {
-      setForm({ name: String(draft.data.name ?? ""), description: String(draft.data.description ?? ""), code: String(draft.data.code ?? template) })
+      setForm({
+        name: String(draft.data.name ?? ""),
+        description: String(draft.data.description ?? ""),
+        code: String(draft.data.code ?? template)
+      })
     }
   }, [loaded.state])
 
@@ -154,48 +183,116 @@ const FunctionEditor = ({ id, draftId }: { id?: string; draftId?: string }) => {
 
   return (
     <section>
-      <PageHead title={fn !== undefined ? <>{fn.name} <small>v{fn.version}</small></> : draft !== undefined ? <>{form.name || "Draft"} <small>draft</small></> : "New function"}>
-        <a class="btn btn-plain" href={href("functions")}>All functions</a>
+      <PageHead
+        title={
+          fn !== undefined ? (
+            <>
+              {fn.name} <small>v{fn.version}</small>
+            </>
+          ) : draft !== undefined ? (
+            <>
+              {form.name || "Draft"} <small>draft</small>
+            </>
+          ) : (
+            "New function"
+          )
+        }
+      >
+        <a class="btn btn-plain" href={href("functions")}>
+          All functions
+        </a>
         {fn === undefined && (
-          <DraftActions resource="compute-functions" screen="functions" perm="write:functions" noun="function" body={body} draft={draft} save={save} />
+          <DraftActions
+            resource="compute-functions"
+            screen="functions"
+            perm="write:functions"
+            noun="function"
+            body={body}
+            draft={draft}
+            save={save}
+          />
         )}
         {fn !== undefined && (
           <>
-            <Button perm="write:functions" kind="primary" busy={save.busy} onClick={() => void save.run(async () => {
-              const updated = await api.put<ComputeFunction>(`/compute-functions/${fn.id}`, body)
-              toast(`Saved as version ${updated.version}`)
-              loaded.reload()
-            })}>Save</Button>
-            <Button perm="write:functions" kind="danger" onClick={() => confirmed(`Delete ${fn.name}? Its triggers stop firing; its runs stay.`) && void save.run(async () => {
-              await api.del(`/compute-functions/${fn.id}`)
-              toast("Function deleted")
-              navigate("functions")
-            })}>Delete</Button>
+            <Button
+              perm="write:functions"
+              kind="primary"
+              busy={save.busy}
+              onClick={() =>
+                void save.run(async () => {
+                  const updated = await api.put<ComputeFunction>(`/compute-functions/${fn.id}`, body)
+                  toast(`Saved as version ${updated.version}`)
+                  loaded.reload()
+                })
+              }
+            >
+              Save
+            </Button>
+            <Button
+              perm="write:functions"
+              kind="danger"
+              onClick={() =>
+                confirmed(`Delete ${fn.name}? Its triggers stop firing; its runs stay.`) &&
+                void save.run(async () => {
+                  await api.del(`/compute-functions/${fn.id}`)
+                  toast("Function deleted")
+                  navigate("functions")
+                })
+              }
+            >
+              Delete
+            </Button>
           </>
         )}
       </PageHead>
       <ErrorBox error={save.error} title="Not saved" />
       <div class="grid">
         <Field label="Name">
-          <input name="function-name" value={form.name} readOnly={readOnly} onInput={(e) => setForm({ ...form, name: e.currentTarget.value })} />
+          <input
+            name="function-name"
+            value={form.name}
+            readOnly={readOnly}
+            onInput={(e) => setForm({ ...form, name: e.currentTarget.value })}
+          />
         </Field>
         <Field label="Description">
           <input value={form.description} readOnly={readOnly} onInput={(e) => setForm({ ...form, description: e.currentTarget.value })} />
         </Field>
       </div>
-      {fn !== undefined && <Tabs tabs={[["code", "Code"], ["versions", "Versions"]]} active={tab} onChange={setTab} />}
+      {fn !== undefined && (
+        <Tabs
+          tabs={[
+            ["code", "Code"],
+            ["versions", "Versions"]
+          ]}
+          active={tab}
+          onChange={setTab}
+        />
+      )}
       {tab === "code" && (
         <div class="split">
           <div class="split-main">
-            <CodeEditor label="Function code" value={form.code} readOnly={readOnly} onChange={(code) => setForm((f) => ({ ...f, code }))} onRun={() => void testRun()} />
+            <CodeEditor
+              label="Function code"
+              value={form.code}
+              readOnly={readOnly}
+              onChange={(code) => setForm((f) => ({ ...f, code }))}
+              onRun={() => void testRun()}
+            />
           </div>
           <Can perm="execute:functions">
             <aside class="split-side">
               <h3>Run</h3>
               <JsonInput name="run-params" label="Params (executionParams)" rows={5} value={params} onChange={setParams} />
               <div class="toolbar">
-                <Button perm="execute:functions" kind="primary" busy={test.busy} onClick={() => void testRun()}>Test run</Button>
-                {fn !== undefined && <Button perm="execute:functions" busy={test.busy} onClick={() => void execute()}>Execute saved</Button>}
+                <Button perm="execute:functions" kind="primary" busy={test.busy} onClick={() => void testRun()}>
+                  Test run
+                </Button>
+                {fn !== undefined && (
+                  <Button perm="execute:functions" busy={test.busy} onClick={() => void execute()}>
+                    Execute saved
+                  </Button>
+                )}
               </div>
               <p class="muted">Test run: the editor's code, unsaved, on default-trigger. Execute: the saved version.</p>
               <ErrorBox error={test.error} title="Not started" />
@@ -204,17 +301,26 @@ const FunctionEditor = ({ id, draftId }: { id?: string; draftId?: string }) => {
           </Can>
         </div>
       )}
-      {tab === "versions" && fn !== undefined && <FunctionVersions fn={fn} current={form.code} onLoad={(code) => {
-        setForm((f) => ({ ...f, code }))
-        setTab("code")
-      }} />}
+      {tab === "versions" && fn !== undefined && (
+        <FunctionVersions
+          fn={fn}
+          current={form.code}
+          onLoad={(code) => {
+            setForm((f) => ({ ...f, code }))
+            setTab("code")
+          }}
+        />
+      )}
     </section>
   )
 }
 
 const FunctionVersions = ({ fn, current, onLoad }: { fn: ComputeFunction; current: string; onLoad: (code: string) => void }) => {
   const { api } = useSession()
-  const { state } = useAsync(() => api.get<{ versions: ReadonlyArray<FunctionVersion> }>(`/compute-functions/${fn.id}/versions`), [fn.id, fn.version])
+  const { state } = useAsync(
+    () => api.get<{ versions: ReadonlyArray<FunctionVersion> }>(`/compute-functions/${fn.id}/versions`),
+    [fn.id, fn.version]
+  )
   const [picked, setPicked] = useState<number | undefined>(undefined)
   return (
     <AsyncView state={state} isEmpty={(d) => d.versions.length === 0} empty="No versions.">
@@ -224,7 +330,14 @@ const FunctionVersions = ({ fn, current, onLoad }: { fn: ComputeFunction; curren
         return (
           <div class="versions">
             <table class="table">
-              <thead><tr><th>Version</th><th>Saved</th><th>Name</th><th /></tr></thead>
+              <thead>
+                <tr>
+                  <th>Version</th>
+                  <th>Saved</th>
+                  <th>Name</th>
+                  <th />
+                </tr>
+              </thead>
               <tbody>
                 {versions.map((v) => (
                   <tr key={v.version} class={v.version === version.version ? "selected" : ""}>
@@ -232,8 +345,12 @@ const FunctionVersions = ({ fn, current, onLoad }: { fn: ComputeFunction; curren
                     <td>{when(v.createdAt)}</td>
                     <td>{v.name}</td>
                     <td>
-                      <button type="button" class="btn btn-plain" onClick={() => setPicked(v.version)}>Compare</button>
-                      <Button perm="write:functions" onClick={() => onLoad(v.code)}>Load into editor</Button>
+                      <button type="button" class="btn btn-plain" onClick={() => setPicked(v.version)}>
+                        Compare
+                      </button>
+                      <Button perm="write:functions" onClick={() => onLoad(v.code)}>
+                        Load into editor
+                      </Button>
                     </td>
                   </tr>
                 ))}
@@ -242,7 +359,10 @@ const FunctionVersions = ({ fn, current, onLoad }: { fn: ComputeFunction; curren
             <h3>v{version.version} → editor</h3>
             <pre class="line-diff">
               {diff.map((l, i) => (
-                <div key={i} class={`line-${l.kind}`}>{l.kind === "added" ? "+ " : l.kind === "removed" ? "- " : "  "}{l.text}</div>
+                <div key={i} class={`line-${l.kind}`}>
+                  {l.kind === "added" ? "+ " : l.kind === "removed" ? "- " : "  "}
+                  {l.text}
+                </div>
               ))}
             </pre>
           </div>

@@ -14,7 +14,17 @@ const grants: Record<Role, string> = {
 }
 
 const actions = ["create", "retrieve", "list", "update", "delete", "manage", "validate", "execute"]
-const resources = ["records", "structures", "compute-functions", "function-triggers", "webhooks", "service-accounts", "storage", "secrets", "*"]
+const resources = [
+  "records",
+  "structures",
+  "compute-functions",
+  "function-triggers",
+  "webhooks",
+  "service-accounts",
+  "storage",
+  "secrets",
+  "*"
+]
 
 export const MembersScreen = () => {
   const { can } = useSession()
@@ -24,8 +34,20 @@ export const MembersScreen = () => {
       {can("workspace:members") ? <Members /> : <p class="muted">Only owners see and manage members.</p>}
       <h2>Roles</h2>
       <table class="table">
-        <thead><tr><th>Role</th><th>Grants</th></tr></thead>
-        <tbody>{roles.map((r) => <tr key={r}><td>{r}</td><td>{grants[r]}</td></tr>)}</tbody>
+        <thead>
+          <tr>
+            <th>Role</th>
+            <th>Grants</th>
+          </tr>
+        </thead>
+        <tbody>
+          {roles.map((r) => (
+            <tr key={r}>
+              <td>{r}</td>
+              <td>{grants[r]}</td>
+            </tr>
+          ))}
+        </tbody>
       </table>
       {can("read:service-accounts") && <Groups />}
     </section>
@@ -46,30 +68,57 @@ const Members = () => {
       <AsyncView state={state} isEmpty={(d) => d.data.length === 0} empty="No members.">
         {(list) => (
           <table class="table">
-            <thead><tr><th>User</th><th>Role</th><th>Since</th><th /></tr></thead>
+            <thead>
+              <tr>
+                <th>User</th>
+                <th>Role</th>
+                <th>Since</th>
+                <th />
+              </tr>
+            </thead>
             <tbody>
               {list.data.map((m) => (
                 <tr key={m.userId}>
-                  <td>{m.username}{m.userId === me.id && <span class="badge">you</span>}</td>
                   <td>
-                    <select aria-label={`Role of ${m.username}`} value={m.role} onChange={(e) => {
-                      const next = e.currentTarget.value
-                      void action.run(async () => {
-                        await api.put(`/members/${m.userId}/role`, { role: next })
-                        toast(`${m.username} is now ${next}`)
-                        reload()
-                      })
-                    }}>
-                      {roles.map((r) => <option key={r} value={r}>{r}</option>)}
+                    {m.username}
+                    {m.userId === me.id && <span class="badge">you</span>}
+                  </td>
+                  <td>
+                    <select
+                      aria-label={`Role of ${m.username}`}
+                      value={m.role}
+                      onChange={(e) => {
+                        const next = e.currentTarget.value
+                        void action.run(async () => {
+                          await api.put(`/members/${m.userId}/role`, { role: next })
+                          toast(`${m.username} is now ${next}`)
+                          reload()
+                        })
+                      }}
+                    >
+                      {roles.map((r) => (
+                        <option key={r} value={r}>
+                          {r}
+                        </option>
+                      ))}
                     </select>
                   </td>
                   <td>{when(m.createdAt)}</td>
                   <td>
-                    <Button perm="workspace:members" kind="danger" onClick={() => confirmed(`Remove ${m.username} from the workspace? Their tokens stop working now.`) && void action.run(async () => {
-                      await api.del(`/members/${m.userId}`)
-                      toast(`${m.username} removed`)
-                      reload()
-                    })}>Remove</Button>
+                    <Button
+                      perm="workspace:members"
+                      kind="danger"
+                      onClick={() =>
+                        confirmed(`Remove ${m.username} from the workspace? Their tokens stop working now.`) &&
+                        void action.run(async () => {
+                          await api.del(`/members/${m.userId}`)
+                          toast(`${m.username} removed`)
+                          reload()
+                        })
+                      }
+                    >
+                      Remove
+                    </Button>
                   </td>
                 </tr>
               ))}
@@ -77,20 +126,38 @@ const Members = () => {
           </table>
         )}
       </AsyncView>
-      <form class="toolbar" onSubmit={(e) => {
-        e.preventDefault()
-        void action.run(async () => {
-          await api.post("/members", { username, role, ...(password === "" ? {} : { password }) })
-          toast(`${username} added as ${role}`)
-          setUsername("")
-          setPassword("")
-          reload()
-        })
-      }}>
+      <form
+        class="toolbar"
+        onSubmit={(e) => {
+          e.preventDefault()
+          void action.run(async () => {
+            await api.post("/members", { username, role, ...(password === "" ? {} : { password }) })
+            toast(`${username} added as ${role}`)
+            setUsername("")
+            setPassword("")
+            reload()
+          })
+        }}
+      >
         <input aria-label="Username" placeholder="username" required value={username} onInput={(e) => setUsername(e.currentTarget.value)} />
-        <input aria-label="Password" type="password" placeholder="password (a new user)" autocomplete="new-password" value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
-        <select aria-label="Role" value={role} onChange={(e) => setRole(e.currentTarget.value as Role)}>{roles.map((r) => <option key={r} value={r}>{r}</option>)}</select>
-        <Button type="submit" perm="workspace:members" kind="primary" busy={action.busy}>Add member</Button>
+        <input
+          aria-label="Password"
+          type="password"
+          placeholder="password (a new user)"
+          autocomplete="new-password"
+          value={password}
+          onInput={(e) => setPassword(e.currentTarget.value)}
+        />
+        <select aria-label="Role" value={role} onChange={(e) => setRole(e.currentTarget.value as Role)}>
+          {roles.map((r) => (
+            <option key={r} value={r}>
+              {r}
+            </option>
+          ))}
+        </select>
+        <Button type="submit" perm="workspace:members" kind="primary" busy={action.busy}>
+          Add member
+        </Button>
       </form>
     </>
   )
@@ -100,7 +167,10 @@ const Groups = () => {
   const { api, can } = useSession()
   const toast = useToast()
   const { state, reload } = useAsync(() => api.get<Page<Group>>("/groups", { limit: 100 }), [])
-  const members = useAsync(() => (can("workspace:members") ? api.get<Page<Member>>("/members", { limit: 100 }) : Promise.resolve(undefined)), [])
+  const members = useAsync(
+    () => (can("workspace:members") ? api.get<Page<Member>>("/members", { limit: 100 }) : Promise.resolve(undefined)),
+    []
+  )
   const accounts = useAsync(() => api.get<Page<ServiceAccount>>("/service-accounts", { limit: 100 }), [])
   const [name, setName] = useState("")
   const action = useAction()
@@ -116,55 +186,96 @@ const Groups = () => {
                 <div class="page-head">
                   <h3>{g.name}</h3>
                   <div class="actions">
-                    <Button perm="workspace:members" kind="danger" onClick={() => confirmed(`Delete group ${g.name}?`) && void action.run(async () => {
-                      await api.del(`/groups/${g.id}`)
-                      reload()
-                    })}>Delete group</Button>
+                    <Button
+                      perm="workspace:members"
+                      kind="danger"
+                      onClick={() =>
+                        confirmed(`Delete group ${g.name}?`) &&
+                        void action.run(async () => {
+                          await api.del(`/groups/${g.id}`)
+                          reload()
+                        })
+                      }
+                    >
+                      Delete group
+                    </Button>
                   </div>
                 </div>
                 <h4>Policies</h4>
                 <ul class="picker">
                   {g.policies.map((p) => (
                     <li key={p.id}>
-                      <code>{p.effect} {p.action} {p.resource}</code>{" "}
-                      <Button perm="workspace:members" onClick={() => void action.run(async () => {
-                        await api.del(`/groups/${g.id}/policies/${p.id}`)
-                        reload()
-                      })}>Remove</Button>
+                      <code>
+                        {p.effect} {p.action} {p.resource}
+                      </code>{" "}
+                      <Button
+                        perm="workspace:members"
+                        onClick={() =>
+                          void action.run(async () => {
+                            await api.del(`/groups/${g.id}/policies/${p.id}`)
+                            reload()
+                          })
+                        }
+                      >
+                        Remove
+                      </Button>
                     </li>
                   ))}
                 </ul>
                 <Can perm="workspace:members">
-                  <PolicyForm onAdd={(policy) => action.run(async () => {
-                    await api.post(`/groups/${g.id}/policies`, policy)
-                    toast("Policy added")
-                    reload()
-                  })} />
+                  <PolicyForm
+                    onAdd={(policy) =>
+                      action.run(async () => {
+                        await api.post(`/groups/${g.id}/policies`, policy)
+                        toast("Policy added")
+                        reload()
+                      })
+                    }
+                  />
                 </Can>
                 <h4>Members</h4>
                 <ul class="picker">
                   {g.members.map((m) => (
                     <li key={`${m.type}${m.id}`}>
                       {m.name} <span class="badge">{m.type}</span>{" "}
-                      <Button perm="workspace:members" onClick={() => void action.run(async () => {
-                        await api.del(`/groups/${g.id}/members/${m.type === "user" ? "users" : "service-accounts"}/${m.id}`)
-                        reload()
-                      })}>Remove</Button>
+                      <Button
+                        perm="workspace:members"
+                        onClick={() =>
+                          void action.run(async () => {
+                            await api.del(`/groups/${g.id}/members/${m.type === "user" ? "users" : "service-accounts"}/${m.id}`)
+                            reload()
+                          })
+                        }
+                      >
+                        Remove
+                      </Button>
                     </li>
                   ))}
                 </ul>
                 <Can perm="workspace:members">
-                  <select aria-label={`Add to ${g.name}`} value="" onChange={(e) => {
-                    const [kind, id] = e.currentTarget.value.split(":")
-                    if (id === undefined) return
-                    void action.run(async () => {
-                      await api.post(`/groups/${g.id}/members`, kind === "user" ? { userId: id } : { serviceAccountId: Number(id) })
-                      reload()
-                    })
-                  }}>
+                  <select
+                    aria-label={`Add to ${g.name}`}
+                    value=""
+                    onChange={(e) => {
+                      const [kind, id] = e.currentTarget.value.split(":")
+                      if (id === undefined) return
+                      void action.run(async () => {
+                        await api.post(`/groups/${g.id}/members`, kind === "user" ? { userId: id } : { serviceAccountId: Number(id) })
+                        reload()
+                      })
+                    }}
+                  >
                     <option value="">add a member…</option>
-                    {(members.state.data?.data ?? []).map((m) => <option key={m.userId} value={`user:${m.userId}`}>{m.username}</option>)}
-                    {(accounts.state.data?.data ?? []).map((a) => <option key={a.id} value={`sa:${a.id}`}>{a.name} (service account)</option>)}
+                    {(members.state.data?.data ?? []).map((m) => (
+                      <option key={m.userId} value={`user:${m.userId}`}>
+                        {m.username}
+                      </option>
+                    ))}
+                    {(accounts.state.data?.data ?? []).map((a) => (
+                      <option key={a.id} value={`sa:${a.id}`}>
+                        {a.name} (service account)
+                      </option>
+                    ))}
                   </select>
                 </Can>
               </div>
@@ -173,16 +284,21 @@ const Groups = () => {
         )}
       </AsyncView>
       <Can perm="workspace:members">
-        <form class="toolbar" onSubmit={(e) => {
-          e.preventDefault()
-          void action.run(async () => {
-            await api.post("/groups", { name })
-            setName("")
-            reload()
-          })
-        }}>
+        <form
+          class="toolbar"
+          onSubmit={(e) => {
+            e.preventDefault()
+            void action.run(async () => {
+              await api.post("/groups", { name })
+              setName("")
+              reload()
+            })
+          }}
+        >
           <input aria-label="Group name" placeholder="group name" required value={name} onInput={(e) => setName(e.currentTarget.value)} />
-          <Button type="submit" perm="workspace:members">Create group</Button>
+          <Button type="submit" perm="workspace:members">
+            Create group
+          </Button>
         </form>
       </Can>
     </>
@@ -195,10 +311,23 @@ const PolicyForm = ({ onAdd }: { onAdd: (p: { action: string; resource: string; 
   const [effect, setEffect] = useState("allow")
   return (
     <div class="toolbar">
-      <select aria-label="Effect" value={effect} onChange={(e) => setEffect(e.currentTarget.value)}><option>allow</option><option>deny</option></select>
-      <select aria-label="Action" value={action} onChange={(e) => setAction(e.currentTarget.value)}>{actions.map((a) => <option key={a}>{a}</option>)}</select>
-      <select aria-label="Resource" value={resource} onChange={(e) => setResource(e.currentTarget.value)}>{resources.map((r) => <option key={r}>{r}</option>)}</select>
-      <button type="button" class="btn btn-plain" data-write="workspace:members" onClick={() => onAdd({ action, resource, effect })}>Add policy</button>
+      <select aria-label="Effect" value={effect} onChange={(e) => setEffect(e.currentTarget.value)}>
+        <option>allow</option>
+        <option>deny</option>
+      </select>
+      <select aria-label="Action" value={action} onChange={(e) => setAction(e.currentTarget.value)}>
+        {actions.map((a) => (
+          <option key={a}>{a}</option>
+        ))}
+      </select>
+      <select aria-label="Resource" value={resource} onChange={(e) => setResource(e.currentTarget.value)}>
+        {resources.map((r) => (
+          <option key={r}>{r}</option>
+        ))}
+      </select>
+      <button type="button" class="btn btn-plain" data-write="workspace:members" onClick={() => onAdd({ action, resource, effect })}>
+        Add policy
+      </button>
     </div>
   )
 }

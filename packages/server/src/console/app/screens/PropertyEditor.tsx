@@ -109,7 +109,12 @@ const setKey = (o: Record<string, unknown>, key: string, value: unknown): Record
   return next
 }
 
-const RuleInput = ({ rule, value, onChange, readOnly }: {
+const RuleInput = ({
+  rule,
+  value,
+  onChange,
+  readOnly
+}: {
   rule: Rule
   value: unknown
   onChange: (v: unknown) => void
@@ -119,7 +124,12 @@ const RuleInput = ({ rule, value, onChange, readOnly }: {
     case "bool":
       return (
         <label class="check">
-          <input type="checkbox" checked={value === true} disabled={readOnly} onChange={(e) => onChange(e.currentTarget.checked ? true : undefined)} />
+          <input
+            type="checkbox"
+            checked={value === true}
+            disabled={readOnly}
+            onChange={(e) => onChange(e.currentTarget.checked ? true : undefined)}
+          />
           {rule.label}
         </label>
       )
@@ -140,9 +150,17 @@ const RuleInput = ({ rule, value, onChange, readOnly }: {
     case "select":
       return (
         <Field label={rule.label} hint={rule.hint}>
-          <select value={typeof value === "string" ? value : ""} disabled={readOnly} onChange={(e) => onChange(e.currentTarget.value || undefined)}>
+          <select
+            value={typeof value === "string" ? value : ""}
+            disabled={readOnly}
+            onChange={(e) => onChange(e.currentTarget.value || undefined)}
+          >
             <option value="">(none)</option>
-            {rule.options!.map((o) => <option key={o} value={o}>{o}</option>)}
+            {rule.options!.map((o) => (
+              <option key={o} value={o}>
+                {o}
+              </option>
+            ))}
           </select>
         </Field>
       )
@@ -169,13 +187,22 @@ const RuleInput = ({ rule, value, onChange, readOnly }: {
     case "text":
       return (
         <Field label={rule.label} hint={rule.hint}>
-          <input value={typeof value === "string" ? value : ""} readOnly={readOnly} onInput={(e) => onChange(e.currentTarget.value || undefined)} />
+          <input
+            value={typeof value === "string" ? value : ""}
+            readOnly={readOnly}
+            onInput={(e) => onChange(e.currentTarget.value || undefined)}
+          />
         </Field>
       )
   }
 }
 
-const Rules = ({ rules, value, onChange, readOnly }: {
+const Rules = ({
+  rules,
+  value,
+  onChange,
+  readOnly
+}: {
   rules: ReadonlyArray<Rule>
   value: Record<string, unknown>
   onChange: (v: Record<string, unknown>) => void
@@ -203,7 +230,15 @@ export interface PropertyEditorProps {
   readonly path?: string
 }
 
-export const PropertyEditor = ({ properties, onChange, targets, readOnly, onDeleteStored, problems, path = "properties" }: PropertyEditorProps) => {
+export const PropertyEditor = ({
+  properties,
+  onChange,
+  targets,
+  readOnly,
+  onDeleteStored,
+  problems,
+  path = "properties"
+}: PropertyEditorProps) => {
   const [open, setOpen] = useState<ReadonlySet<number>>(new Set())
   const update = (i: number, p: Property) => onChange(properties.map((q, j) => (i === j ? p : q)))
   const toggle = (i: number) => setOpen((s) => (s.has(i) ? new Set([...s].filter((x) => x !== i)) : new Set([...s, i])))
@@ -215,7 +250,11 @@ export const PropertyEditor = ({ properties, onChange, targets, readOnly, onDele
         const itemsValue = (p.items ?? { type: "string" }) as Record<string, unknown>
         const mine = problems?.get(i) ?? []
         return (
-          <div key={p.id !== undefined && p.id !== "new" ? p.id : `i${i}`} class={`property${mine.length > 0 ? " invalid" : ""}`} data-property={p.name}>
+          <div
+            key={p.id !== undefined && p.id !== "new" ? p.id : `i${i}`}
+            class={`property${mine.length > 0 ? " invalid" : ""}`}
+            data-property={p.name}
+          >
             <div class="property-head">
               <input
                 aria-label={`${path}[${i}].name`}
@@ -231,7 +270,11 @@ export const PropertyEditor = ({ properties, onChange, targets, readOnly, onDele
                 disabled={readOnly}
                 onChange={(e) => update(i, retype(p, e.currentTarget.value as PropertyType))}
               >
-                {propertyTypes.map((t) => <option key={t} value={t}>{t}</option>)}
+                {propertyTypes.map((t) => (
+                  <option key={t} value={t}>
+                    {t}
+                  </option>
+                ))}
               </select>
               {p.type === "reference" && (
                 <select
@@ -241,7 +284,11 @@ export const PropertyEditor = ({ properties, onChange, targets, readOnly, onDele
                   onChange={(e) => update(i, { ...p, target: e.currentTarget.value })}
                 >
                   <option value="">target structure…</option>
-                  {targets.map((t) => <option key={t} value={t}>{t}</option>)}
+                  {targets.map((t) => (
+                    <option key={t} value={t}>
+                      {t}
+                    </option>
+                  ))}
                 </select>
               )}
               <label class="check">
@@ -258,11 +305,19 @@ export const PropertyEditor = ({ properties, onChange, targets, readOnly, onDele
               </button>
               {!readOnly && (
                 <>
-                  <button type="button" class="btn btn-plain" title="Move up" disabled={i === 0} onClick={() => {
-                    const next = [...properties]
-                    ;[next[i - 1], next[i]] = [next[i]!, next[i - 1]!]
-                    onChange(next)
-                  }}>↑</button>
+                  <button
+                    type="button"
+                    class="btn btn-plain"
+                    title="Move up"
+                    disabled={i === 0}
+                    onClick={() => {
+                      const next = [...properties]
+                      ;[next[i - 1], next[i]] = [next[i]!, next[i - 1]!]
+                      onChange(next)
+                    }}
+                  >
+                    ↑
+                  </button>
                   <button
                     type="button"
                     class="btn btn-danger"
@@ -274,7 +329,13 @@ export const PropertyEditor = ({ properties, onChange, targets, readOnly, onDele
                 </>
               )}
             </div>
-            {mine.length > 0 && <ul class="inline-errors">{mine.map((m, k) => <li key={k}>{m}</li>)}</ul>}
+            {mine.length > 0 && (
+              <ul class="inline-errors">
+                {mine.map((m, k) => (
+                  <li key={k}>{m}</li>
+                ))}
+              </ul>
+            )}
             {open.has(i) && (
               <div class="property-body">
                 <Rules rules={common} value={p} readOnly={readOnly} onChange={(v) => update(i, v as Property)} />
@@ -285,13 +346,21 @@ export const PropertyEditor = ({ properties, onChange, targets, readOnly, onDele
                         type="checkbox"
                         checked={p.autoIncrement !== undefined}
                         disabled={readOnly}
-                        onChange={(e) => update(i, setKey(p, "autoIncrement", e.currentTarget.checked ? { startAt: 1, incrementBy: 1 } : undefined) as Property)}
+                        onChange={(e) =>
+                          update(
+                            i,
+                            setKey(p, "autoIncrement", e.currentTarget.checked ? { startAt: 1, incrementBy: 1 } : undefined) as Property
+                          )
+                        }
                       />
                       Auto-increment
                     </label>
                     {p.autoIncrement !== undefined && (
                       <Rules
-                        rules={[{ key: "startAt", label: "Start at", kind: "number" }, { key: "incrementBy", label: "Increment by", kind: "number" }]}
+                        rules={[
+                          { key: "startAt", label: "Start at", kind: "number" },
+                          { key: "incrementBy", label: "Increment by", kind: "number" }
+                        ]}
                         value={p.autoIncrement as Record<string, unknown>}
                         readOnly={readOnly}
                         onChange={(v) => update(i, { ...p, autoIncrement: v })}
@@ -313,11 +382,18 @@ export const PropertyEditor = ({ properties, onChange, targets, readOnly, onDele
                           update(i, next as Property)
                         }}
                       >
-                        {["string", "number", "boolean", "datetime", "object"].map((t) => <option key={t} value={t}>{t}</option>)}
+                        {["string", "number", "boolean", "datetime", "object"].map((t) => (
+                          <option key={t} value={t}>
+                            {t}
+                          </option>
+                        ))}
                       </select>
                     </Field>
                     <Rules
-                      rules={[...(itemRules[String(itemsValue.type)] ?? []), { key: "enum", label: "Allowed item values (JSON array)", kind: "json" }]}
+                      rules={[
+                        ...(itemRules[String(itemsValue.type)] ?? []),
+                        { key: "enum", label: "Allowed item values (JSON array)", kind: "json" }
+                      ]}
                       value={itemsValue}
                       readOnly={readOnly}
                       onChange={(v) => update(i, { ...p, items: v })}

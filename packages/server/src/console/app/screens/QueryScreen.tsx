@@ -25,7 +25,9 @@ const ResultTable = ({ rows }: { rows: ReadonlyArray<Record<string, unknown>> })
         <thead>
           <tr>
             {records && <th>id</th>}
-            {columns.map((c) => <th key={c}>{c}</th>)}
+            {columns.map((c) => (
+              <th key={c}>{c}</th>
+            ))}
           </tr>
         </thead>
         <tbody>
@@ -33,10 +35,14 @@ const ResultTable = ({ rows }: { rows: ReadonlyArray<Record<string, unknown>> })
             <tr key={i}>
               {records && (
                 <td>
-                  <a href={href("records", String(r.structureId), String(r.id))}><code>{String(r.id).slice(0, 8)}</code></a>
+                  <a href={href("records", String(r.structureId), String(r.id))}>
+                    <code>{String(r.id).slice(0, 8)}</code>
+                  </a>
                 </td>
               )}
-              {columns.map((c) => <td key={c}>{cellText(records ? (r.data as Record<string, unknown>)[c] : r[c])}</td>)}
+              {columns.map((c) => (
+                <td key={c}>{cellText(records ? (r.data as Record<string, unknown>)[c] : r[c])}</td>
+              ))}
             </tr>
           ))}
         </tbody>
@@ -95,7 +101,13 @@ export const QueryScreen = () => {
             }}
           />
         </Field>
-        <JsonInput label="Parameters (JSON object, for :name)" rows={2} value={parameters} onChange={setParameters} placeholder='{"min": 100}' />
+        <JsonInput
+          label="Parameters (JSON object, for :name)"
+          rows={2}
+          value={parameters}
+          onChange={setParameters}
+          placeholder='{"min": 100}'
+        />
         <div class="toolbar">
           <label class="check">
             <input type="checkbox" checked={includeDeleted} onChange={(e) => setIncludeDeleted(e.currentTarget.checked)} />
@@ -105,7 +117,9 @@ export const QueryScreen = () => {
             <input type="checkbox" checked={asJson} onChange={(e) => setAsJson(e.currentTarget.checked)} />
             Show JSON
           </label>
-          <Button type="submit" kind="primary" busy={action.busy}>Run</Button>
+          <Button type="submit" kind="primary" busy={action.busy}>
+            Run
+          </Button>
         </div>
       </form>
       <ErrorBox error={action.error} title="The query failed" />
@@ -114,7 +128,13 @@ export const QueryScreen = () => {
           <p class="muted" data-testid="query-summary">
             {outcome.rows.length} row{outcome.rows.length === 1 ? "" : "s"} in {Math.round(outcome.ms)} ms
           </p>
-          {outcome.rows.length === 0 ? <Empty>No rows.</Empty> : asJson ? <Json value={outcome.rows} /> : <ResultTable rows={outcome.rows} />}
+          {outcome.rows.length === 0 ? (
+            <Empty>No rows.</Empty>
+          ) : asJson ? (
+            <Json value={outcome.rows} />
+          ) : (
+            <ResultTable rows={outcome.rows} />
+          )}
         </div>
       )}
     </section>

@@ -6,7 +6,12 @@ import { checkRecord, type PropertyRules } from "../lib/RecordCheck.ts"
 import type { Property, Structure } from "../lib/Types.ts"
 import { Field, JsonInput } from "../Ui.tsx"
 
-const NumberInput = ({ value, onChange, readOnly, label }: {
+const NumberInput = ({
+  value,
+  onChange,
+  readOnly,
+  label
+}: {
   value: unknown
   onChange: (v: unknown) => void
   readOnly: boolean
@@ -30,19 +35,26 @@ const NumberInput = ({ value, onChange, readOnly, label }: {
   )
 }
 
-const Input = ({ p, value, onChange, readOnly }: {
-  p: Property
-  value: unknown
-  onChange: (v: unknown) => void
-  readOnly: boolean
-}) => {
+const Input = ({ p, value, onChange, readOnly }: { p: Property; value: unknown; onChange: (v: unknown) => void; readOnly: boolean }) => {
   const label = p.name
   if (Array.isArray(p.enum) && p.enum.length > 0 && p.type !== "array") {
     const index = p.enum.findIndex((e) => JSON.stringify(e) === JSON.stringify(value))
     return (
-      <select name={label} aria-label={label} value={index < 0 ? "" : String(index)} disabled={readOnly} onChange={(e) => onChange(e.currentTarget.value === "" ? undefined : (p.enum as ReadonlyArray<unknown>)[Number(e.currentTarget.value)])}>
+      <select
+        name={label}
+        aria-label={label}
+        value={index < 0 ? "" : String(index)}
+        disabled={readOnly}
+        onChange={(e) =>
+          onChange(e.currentTarget.value === "" ? undefined : (p.enum as ReadonlyArray<unknown>)[Number(e.currentTarget.value)])
+        }
+      >
         <option value="">(unset)</option>
-        {(p.enum as ReadonlyArray<unknown>).map((v, i) => <option key={i} value={String(i)}>{typeof v === "string" ? v : JSON.stringify(v)}</option>)}
+        {(p.enum as ReadonlyArray<unknown>).map((v, i) => (
+          <option key={i} value={String(i)}>
+            {typeof v === "string" ? v : JSON.stringify(v)}
+          </option>
+        ))}
       </select>
     )
   }
@@ -51,7 +63,13 @@ const Input = ({ p, value, onChange, readOnly }: {
       return <NumberInput label={label} value={value} readOnly={readOnly} onChange={onChange} />
     case "boolean":
       return (
-        <select name={label} aria-label={label} value={value === true ? "true" : value === false ? "false" : ""} disabled={readOnly} onChange={(e) => onChange(e.currentTarget.value === "" ? undefined : e.currentTarget.value === "true")}>
+        <select
+          name={label}
+          aria-label={label}
+          value={value === true ? "true" : value === false ? "false" : ""}
+          disabled={readOnly}
+          onChange={(e) => onChange(e.currentTarget.value === "" ? undefined : e.currentTarget.value === "true")}
+        >
           <option value="">(unset)</option>
           <option value="true">true</option>
           <option value="false">false</option>
@@ -64,18 +82,45 @@ const Input = ({ p, value, onChange, readOnly }: {
       const text = typeof value === "string" ? value : value === undefined || value === null ? "" : JSON.stringify(value)
       const set = (t: string) => onChange(t === "" ? undefined : t)
       if (p.type === "string" && ["textarea", "markdown", "code", "html"].includes(String(p.renderAs))) {
-        return <textarea name={label} aria-label={label} rows={4} value={text} readOnly={readOnly} onInput={(e) => set(e.currentTarget.value)} />
+        return (
+          <textarea name={label} aria-label={label} rows={4} value={text} readOnly={readOnly} onInput={(e) => set(e.currentTarget.value)} />
+        )
       }
       const secret = p.type === "string" && (p.isSecret === true || p.renderAs === "secret")
-      const placeholder = p.type === "datetime" ? "2026-01-01T10:00:00Z" : p.type === "reference" ? `id of a ${String(p.target)} record` : ""
+      const placeholder =
+        p.type === "datetime" ? "2026-01-01T10:00:00Z" : p.type === "reference" ? `id of a ${String(p.target)} record` : ""
       return (
         <span class="input-row">
           {p.type === "string" && p.renderAs === "color" && (
-            <input type="color" aria-label={`${label} colour`} value={/^#[0-9a-f]{6}$/i.test(text) ? text : "#000000"} disabled={readOnly} onInput={(e) => set(e.currentTarget.value)} />
+            <input
+              type="color"
+              aria-label={`${label} colour`}
+              value={/^#[0-9a-f]{6}$/i.test(text) ? text : "#000000"}
+              disabled={readOnly}
+              onInput={(e) => set(e.currentTarget.value)}
+            />
           )}
-          {secret
-            ? <input name={label} aria-label={label} type="password" value={text} readOnly={readOnly} autocomplete="off" onInput={(e) => set(e.currentTarget.value)} />
-            : <input name={label} aria-label={label} value={text} placeholder={placeholder} readOnly={readOnly} autocomplete="off" onInput={(e) => set(e.currentTarget.value)} />}
+          {secret ? (
+            <input
+              name={label}
+              aria-label={label}
+              type="password"
+              value={text}
+              readOnly={readOnly}
+              autocomplete="off"
+              onInput={(e) => set(e.currentTarget.value)}
+            />
+          ) : (
+            <input
+              name={label}
+              aria-label={label}
+              value={text}
+              placeholder={placeholder}
+              readOnly={readOnly}
+              autocomplete="off"
+              onInput={(e) => set(e.currentTarget.value)}
+            />
+          )}
         </span>
       )
     }
@@ -99,7 +144,9 @@ export const RecordForm = ({ structure, data, onChange, readOnly, serverDetails 
     : checkRecord(structure.properties as unknown as ReadonlyArray<PropertyRules>, data, structure.schemaDiscoveryMode === "strict")
   const problemOf = (name: string) => {
     const field = `data.${name}`
-    const mine = [...problems, ...serverDetails].filter((d) => d.field === field || d.field.startsWith(`${field}.`) || d.field.startsWith(`${field}[`))
+    const mine = [...problems, ...serverDetails].filter(
+      (d) => d.field === field || d.field.startsWith(`${field}.`) || d.field.startsWith(`${field}[`)
+    )
     return mine.length === 0 ? undefined : mine.map((d) => (d.field === field ? d.message : `${d.field.slice(5)}: ${d.message}`)).join("; ")
   }
   const set = (name: string, value: unknown) => {
@@ -116,45 +163,52 @@ export const RecordForm = ({ structure, data, onChange, readOnly, serverDetails 
         <input type="checkbox" checked={asJson} onChange={(e) => setAsJson(e.currentTarget.checked)} />
         Edit as JSON
       </label>
-      {asJson
-        ? (
-          <JsonInput
-            label="data"
-            rows={16}
-            value={data}
-            readOnly={readOnly}
-            onChange={(v) => typeof v === "object" && v !== null && !Array.isArray(v) && onChange(v as Record<string, unknown>)}
-          />
-        )
-        : (
-          <div class="grid">
-            {structure.properties.map((p) =>
-              p.expression !== undefined
-                ? (
-                  <Field key={p.name} label={`${p.name} (computed)`} hint={String(p.expression)}>
-                    <input value={data[p.name] === undefined ? "" : JSON.stringify(data[p.name])} readOnly />
-                  </Field>
-                )
-                : (
-                  <Field
-                    key={p.name}
-                    label={`${p.name}${p.required === true ? " *" : ""}`}
-                    hint={`${p.type}${p.type === "reference" ? ` → ${String(p.target)}` : ""}${typeof p.description === "string" ? ` · ${p.description}` : ""}`}
-                    error={problemOf(p.name)}
-                  >
-                    <Input p={p} value={data[p.name]} readOnly={readOnly} onChange={(v) => set(p.name, v)} />
-                  </Field>
-                )
-            )}
-            {extra.length > 0 && (
-              <Field label="Undeclared fields" hint="kept as they are (auto-evolving or schemaless structure)" error={extra.map(problemOf).filter((x) => x !== undefined).join("; ") || undefined}>
-                <code>{extra.join(", ")}</code>
+      {asJson ? (
+        <JsonInput
+          label="data"
+          rows={16}
+          value={data}
+          readOnly={readOnly}
+          onChange={(v) => typeof v === "object" && v !== null && !Array.isArray(v) && onChange(v as Record<string, unknown>)}
+        />
+      ) : (
+        <div class="grid">
+          {structure.properties.map((p) =>
+            p.expression !== undefined ? (
+              <Field key={p.name} label={`${p.name} (computed)`} hint={String(p.expression)}>
+                <input value={data[p.name] === undefined ? "" : JSON.stringify(data[p.name])} readOnly />
               </Field>
-            )}
-          </div>
-        )}
+            ) : (
+              <Field
+                key={p.name}
+                label={`${p.name}${p.required === true ? " *" : ""}`}
+                hint={`${p.type}${p.type === "reference" ? ` → ${String(p.target)}` : ""}${typeof p.description === "string" ? ` · ${p.description}` : ""}`}
+                error={problemOf(p.name)}
+              >
+                <Input p={p} value={data[p.name]} readOnly={readOnly} onChange={(v) => set(p.name, v)} />
+              </Field>
+            )
+          )}
+          {extra.length > 0 && (
+            <Field
+              label="Undeclared fields"
+              hint="kept as they are (auto-evolving or schemaless structure)"
+              error={
+                extra
+                  .map(problemOf)
+                  .filter((x) => x !== undefined)
+                  .join("; ") || undefined
+              }
+            >
+              <code>{extra.join(", ")}</code>
+            </Field>
+          )}
+        </div>
+      )}
       {!readOnly && problems.length > 0 && (
-        <p class="hint-problems" data-testid="record-problems">{problems.length} problem{problems.length === 1 ? "" : "s"} against the schema</p>
+        <p class="hint-problems" data-testid="record-problems">
+          {problems.length} problem{problems.length === 1 ? "" : "s"} against the schema
+        </p>
       )}
     </div>
   )

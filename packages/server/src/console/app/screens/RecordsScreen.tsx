@@ -33,9 +33,20 @@ import { RecordForm, writableData } from "./RecordForm.tsx"
 export const RecordsScreen = ({ route }: { route: ReadonlyArray<string> }) => {
   const { api } = useSession()
   const [slug, id] = route
-  const structures = useAsync(() => api.get<StructureList>("/structures", { limit: 500, "sort[field]": "name", "sort[direction]": "asc" }), [])
+  const structures = useAsync(
+    () => api.get<StructureList>("/structures", { limit: 500, "sort[field]": "name", "sort[direction]": "asc" }),
+    []
+  )
   return (
-    <AsyncView state={structures.state} isEmpty={(d) => d.data.length === 0} empty={<>No structures yet: <a href={href("structures", "new")}>create one</a> first.</>}>
+    <AsyncView
+      state={structures.state}
+      isEmpty={(d) => d.data.length === 0}
+      empty={
+        <>
+          No structures yet: <a href={href("structures", "new")}>create one</a> first.
+        </>
+      }
+    >
       {(list) => {
         const structure = list.data.find((s) => s.recordSlug === slug || s.id === slug)
         if (slug === undefined || structure === undefined) {
@@ -45,7 +56,11 @@ export const RecordsScreen = ({ route }: { route: ReadonlyArray<string> }) => {
               {slug !== undefined && <ErrorBox error={new Error(`No structure ${slug}`)} />}
               <p>Pick a structure:</p>
               <ul class="picker">
-                {list.data.map((s) => <li key={s.id}><a href={href("records", s.recordSlug)}>{s.name}</a> <code>{s.recordSlug}</code></li>)}
+                {list.data.map((s) => (
+                  <li key={s.id}>
+                    <a href={href("records", s.recordSlug)}>{s.name}</a> <code>{s.recordSlug}</code>
+                  </li>
+                ))}
               </ul>
             </section>
           )
@@ -58,7 +73,7 @@ export const RecordsScreen = ({ route }: { route: ReadonlyArray<string> }) => {
   )
 }
 
-const bareField = (name: string) => (/^[A-Za-z_$][\w$-]*(\.[A-Za-z_$][\w$-]*)*$/.test(name) ? name : `"${name.replaceAll("\"", "")}"`)
+const bareField = (name: string) => (/^[A-Za-z_$][\w$-]*(\.[A-Za-z_$][\w$-]*)*$/.test(name) ? name : `"${name.replaceAll('"', "")}"`)
 
 interface Sort {
   readonly field: string
@@ -130,10 +145,22 @@ const RecordTable = ({ structure }: { structure: Structure }) => {
 
   return (
     <section>
-      <PageHead title={<>{structure.name} <small>records</small></>}>
-        <a class="btn btn-plain" href={href("structures", structure.id)}>Structure</a>
-        <Button perm="write:records" onClick={() => setImporting(true)}>Import…</Button>
-        <Button perm="write:records" kind="primary" onClick={() => navigate("records", structure.recordSlug, "new")}>New record</Button>
+      <PageHead
+        title={
+          <>
+            {structure.name} <small>records</small>
+          </>
+        }
+      >
+        <a class="btn btn-plain" href={href("structures", structure.id)}>
+          Structure
+        </a>
+        <Button perm="write:records" onClick={() => setImporting(true)}>
+          Import…
+        </Button>
+        <Button perm="write:records" kind="primary" onClick={() => navigate("records", structure.recordSlug, "new")}>
+          New record
+        </Button>
       </PageHead>
       <form
         class="toolbar"
@@ -155,19 +182,33 @@ const RecordTable = ({ structure }: { structure: Structure }) => {
           value={text}
           onInput={(e) => setText(e.currentTarget.value)}
         />
-        <button type="submit" class="btn btn-plain">Apply</button>
+        <button type="submit" class="btn btn-plain">
+          Apply
+        </button>
         <label class="check">
-          <input type="checkbox" checked={deleted} onChange={(e) => {
-            setDeleted(e.currentTarget.checked)
-            setPage(1)
-          }} />
+          <input
+            type="checkbox"
+            checked={deleted}
+            onChange={(e) => {
+              setDeleted(e.currentTarget.checked)
+              setPage(1)
+            }}
+          />
           Include deleted
         </label>
-        <select aria-label="Page size" value={String(pageSize)} onChange={(e) => {
-          setPageSize(Number(e.currentTarget.value))
-          setPage(1)
-        }}>
-          {[20, 50, 100].map((n) => <option key={n} value={n}>{n} a page</option>)}
+        <select
+          aria-label="Page size"
+          value={String(pageSize)}
+          onChange={(e) => {
+            setPageSize(Number(e.currentTarget.value))
+            setPage(1)
+          }}
+        >
+          {[20, 50, 100].map((n) => (
+            <option key={n} value={n}>
+              {n} a page
+            </option>
+          ))}
         </select>
       </form>
       <ErrorBox error={restore.error} />
@@ -192,7 +233,13 @@ const RecordTable = ({ structure }: { structure: Structure }) => {
                   {p.records.map((r) => (
                     <tr key={r.id} class={r.deletedAt ? "deleted" : ""}>
                       {columns.map((c, i) => (
-                        <td key={c}>{i === 0 ? <a href={href("records", structure.recordSlug, r.id)}>{cellText(r.data[c]) || "(empty)"}</a> : cellText(r.data[c])}</td>
+                        <td key={c}>
+                          {i === 0 ? (
+                            <a href={href("records", structure.recordSlug, r.id)}>{cellText(r.data[c]) || "(empty)"}</a>
+                          ) : (
+                            cellText(r.data[c])
+                          )}
+                        </td>
                       ))}
                       <td>{r.version}</td>
                       <td>{when(r.updatedAt)}</td>
@@ -206,7 +253,8 @@ const RecordTable = ({ structure }: { structure: Structure }) => {
                                 await api.post(`/records/${r.id}/restore`, {})
                                 toast("Record restored")
                                 reload()
-                              })}
+                              })
+                            }
                           >
                             Restore
                           </Button>
@@ -222,10 +270,15 @@ const RecordTable = ({ structure }: { structure: Structure }) => {
           </>
         )}
       </AsyncView>
-      {importing && <ImportDialog structure={structure} onClose={() => {
-        setImporting(false)
-        reload()
-      }} />}
+      {importing && (
+        <ImportDialog
+          structure={structure}
+          onClose={() => {
+            setImporting(false)
+            reload()
+          }}
+        />
+      )}
     </section>
   )
 }
@@ -239,17 +292,23 @@ const NewRecord = ({ structure }: { structure: Structure }) => {
   return (
     <section>
       <PageHead title={<>New {structure.name} record</>}>
-        <a class="btn btn-plain" href={href("records", structure.recordSlug)}>Cancel</a>
+        <a class="btn btn-plain" href={href("records", structure.recordSlug)}>
+          Cancel
+        </a>
         <Button
           perm="write:records"
           kind="primary"
           busy={save.busy}
           onClick={() =>
             void save.run(async () => {
-              const created = await api.post<DataRecord>("/records", { structureId: structure.recordSlug, data: writableData(structure, data) })
+              const created = await api.post<DataRecord>("/records", {
+                structureId: structure.recordSlug,
+                data: writableData(structure, data)
+              })
               toast("Record created")
               navigate("records", structure.recordSlug, created.id)
-            })}
+            })
+          }
         >
           Create record
         </Button>
@@ -282,8 +341,19 @@ const RecordDetail = ({ structure, id }: { structure: Structure; id: string }) =
         }
         return (
           <section>
-            <PageHead title={<>{structure.name} <small><code>{record.id}</code> · v{record.version}</small></>}>
-              <a class="btn btn-plain" href={href("records", structure.recordSlug)}>All records</a>
+            <PageHead
+              title={
+                <>
+                  {structure.name}{" "}
+                  <small>
+                    <code>{record.id}</code> · v{record.version}
+                  </small>
+                </>
+              }
+            >
+              <a class="btn btn-plain" href={href("records", structure.recordSlug)}>
+                All records
+              </a>
               {!deleted && (
                 <Button
                   perm="write:records"
@@ -297,7 +367,8 @@ const RecordDetail = ({ structure, id }: { structure: Structure; id: string }) =
                         expectedVersion: record.version
                       })
                       done(`Saved as version ${saved.version}`)
-                    })}
+                    })
+                  }
                 >
                   Save
                 </Button>
@@ -310,7 +381,8 @@ const RecordDetail = ({ structure, id }: { structure: Structure; id: string }) =
                     void action.run(async () => {
                       const r = await api.post<DataRecord>(`/records/${record.id}/revert`, {})
                       done(`Reverted: version ${r.version}`)
-                    })}
+                    })
+                  }
                 >
                   Revert
                 </Button>
@@ -323,7 +395,8 @@ const RecordDetail = ({ structure, id }: { structure: Structure; id: string }) =
                     void action.run(async () => {
                       await api.post(`/records/${record.id}/restore`, {})
                       done("Record restored")
-                    })}
+                    })
+                  }
                 >
                   Restore
                 </Button>
@@ -337,7 +410,8 @@ const RecordDetail = ({ structure, id }: { structure: Structure; id: string }) =
                     void action.run(async () => {
                       await api.del(`/records/${record.id}`)
                       done("Record deleted")
-                    })}
+                    })
+                  }
                 >
                   Delete
                 </Button>
@@ -351,14 +425,24 @@ const RecordDetail = ({ structure, id }: { structure: Structure; id: string }) =
                     await api.del(`/records/${record.id}`, { permanent: "true" })
                     toast("Record deleted permanently")
                     navigate("records", structure.recordSlug)
-                  })}
+                  })
+                }
               >
                 Delete permanently
               </Button>
             </PageHead>
             {deleted && <p class="notice">Deleted {when(record.deletedAt)}: hidden from reads and lists until restored.</p>}
             <ErrorBox error={action.error} title="Not done" />
-            <Tabs tabs={[["data", "Data"], ["history", "History"], ["changelog", "Changelog"], ["json", "JSON"]]} active={tab} onChange={setTab} />
+            <Tabs
+              tabs={[
+                ["data", "Data"],
+                ["history", "History"],
+                ["changelog", "Changelog"],
+                ["json", "JSON"]
+              ]}
+              active={tab}
+              onChange={setTab}
+            />
             {tab === "data" && (
               <>
                 <RecordForm
@@ -389,7 +473,10 @@ const History = ({ record, onRestored }: { record: DataRecord; onRestored: (vers
   const { api } = useSession()
   const restore = useAction()
   const [reason, setReason] = useState("")
-  const { state } = useAsync(() => api.get<{ versions: ReadonlyArray<RecordHistoryEntry> }>(`/records/${record.id}/history`), [record.id, record.version])
+  const { state } = useAsync(
+    () => api.get<{ versions: ReadonlyArray<RecordHistoryEntry> }>(`/records/${record.id}/history`),
+    [record.id, record.version]
+  )
   return (
     <AsyncView state={state} isEmpty={(h) => h.versions.length === 0} empty="No history.">
       {({ versions }) => (
@@ -401,19 +488,37 @@ const History = ({ record, onRestored }: { record: DataRecord; onRestored: (vers
             </Field>
           </Can>
           <table class="table">
-            <thead><tr><th>Version</th><th>When</th><th>By</th><th>Changes</th><th /></tr></thead>
+            <thead>
+              <tr>
+                <th>Version</th>
+                <th>When</th>
+                <th>By</th>
+                <th>Changes</th>
+                <th />
+              </tr>
+            </thead>
             <tbody>
               {versions.map((v, i) => {
                 const previous = versions[i + 1]
-                const changes = Object.keys(v.changes ?? {}).length > 0
-                  ? Object.entries(v.changes).map(([f, c]) => `${f}: ${cellText(c.old)} → ${cellText(c.new)}`)
-                  : jsonDiff(previous?.data, v.data).map((c) => `${c.path}: ${cellText(c.before)} → ${cellText(c.after)}`)
+                const changes =
+                  Object.keys(v.changes ?? {}).length > 0
+                    ? Object.entries(v.changes).map(([f, c]) => `${f}: ${cellText(c.old)} → ${cellText(c.new)}`)
+                    : jsonDiff(previous?.data, v.data).map((c) => `${c.path}: ${cellText(c.before)} → ${cellText(c.after)}`)
                 return (
                   <tr key={v.version}>
-                    <td>{v.version}{v.restoredFrom ? ` (from v${v.restoredFrom})` : ""}</td>
+                    <td>
+                      {v.version}
+                      {v.restoredFrom ? ` (from v${v.restoredFrom})` : ""}
+                    </td>
                     <td>{when(v.updatedAt)}</td>
                     <td>{v.updatedBy ?? ""}</td>
-                    <td><ul class="changes">{changes.slice(0, 8).map((c, k) => <li key={k}>{c}</li>)}</ul></td>
+                    <td>
+                      <ul class="changes">
+                        {changes.slice(0, 8).map((c, k) => (
+                          <li key={k}>{c}</li>
+                        ))}
+                      </ul>
+                    </td>
                     <td>
                       {v.version !== record.version && !record.deletedAt && (
                         <Button
@@ -421,9 +526,13 @@ const History = ({ record, onRestored }: { record: DataRecord; onRestored: (vers
                           busy={restore.busy}
                           onClick={() =>
                             void restore.run(async () => {
-                              await api.post(`/records/${record.id}/restore`, { version: v.version, ...(reason.trim() === "" ? {} : { reason }) })
+                              await api.post(`/records/${record.id}/restore`, {
+                                version: v.version,
+                                ...(reason.trim() === "" ? {} : { reason })
+                              })
                               onRestored(v.version)
-                            })}
+                            })
+                          }
                         >
                           Restore this version
                         </Button>
@@ -442,12 +551,23 @@ const History = ({ record, onRestored }: { record: DataRecord; onRestored: (vers
 
 const Changelog = ({ id, version }: { id: string; version: number }) => {
   const { api } = useSession()
-  const { state } = useAsync(() => api.get<{ entries: ReadonlyArray<ChangelogEntry> }>(`/records/${id}/changelog`, { limit: 200 }), [id, version])
+  const { state } = useAsync(
+    () => api.get<{ entries: ReadonlyArray<ChangelogEntry> }>(`/records/${id}/changelog`, { limit: 200 }),
+    [id, version]
+  )
   return (
     <AsyncView state={state} isEmpty={(c) => c.entries.length === 0} empty="No changelog entries.">
       {({ entries }) => (
         <table class="table">
-          <thead><tr><th>When</th><th>Action</th><th>Who</th><th>Changes</th><th>Reason</th></tr></thead>
+          <thead>
+            <tr>
+              <th>When</th>
+              <th>Action</th>
+              <th>Who</th>
+              <th>Changes</th>
+              <th>Reason</th>
+            </tr>
+          </thead>
           <tbody>
             {entries.map((e) => (
               <tr key={e.id}>
@@ -456,7 +576,11 @@ const Changelog = ({ id, version }: { id: string; version: number }) => {
                 <td>{e.userName ?? e.userId ?? ""}</td>
                 <td>
                   <ul class="changes">
-                    {Object.values(e.changes ?? {}).map((c) => <li key={c.field}><code>{c.field}</code>: {cellText(c.oldValue)} → {cellText(c.newValue)}</li>)}
+                    {Object.values(e.changes ?? {}).map((c) => (
+                      <li key={c.field}>
+                        <code>{c.field}</code>: {cellText(c.oldValue)} → {cellText(c.newValue)}
+                      </li>
+                    ))}
                   </ul>
                 </td>
                 <td>{typeof e.metadata?.reason === "string" ? e.metadata.reason : ""}</td>
@@ -506,8 +630,8 @@ const ImportDialog = ({ structure, onClose }: { structure: Structure; onClose: (
           records: part.map((data) => ({ data })),
           options: { returnRecords: false, atomic }
         })
-        const errors = (answer.errors ?? []).map((e) =>
-          `item ${row(e.index)}: ${e.message}${(e.details ?? []).map((d) => ` · ${d.field}: ${d.message}`).join("")}`
+        const errors = (answer.errors ?? []).map(
+          (e) => `item ${row(e.index)}: ${e.message}${(e.details ?? []).map((d) => ` · ${d.field}: ${d.message}`).join("")}`
         )
         state = {
           ...state,
@@ -522,12 +646,13 @@ const ImportDialog = ({ structure, onClose }: { structure: Structure; onClose: (
           break
         }
         // every item of the chunk failed (or, atomic, one did): nothing of it was written
-        const errors = e.details.length > 0
-          ? e.details.map((d) => {
-            const m = /^records\[(\d+)\]\.?(.*)$/.exec(d.field)
-            return m === null ? `${d.field}: ${d.message}` : `item ${row(Number(m[1]))}: ${m[2] ? `${m[2]}: ` : ""}${d.message}`
-          })
-          : [`items ${offset + 1}–${offset + part.length}: ${e.message}`]
+        const errors =
+          e.details.length > 0
+            ? e.details.map((d) => {
+                const m = /^records\[(\d+)\]\.?(.*)$/.exec(d.field)
+                return m === null ? `${d.field}: ${d.message}` : `item ${row(Number(m[1]))}: ${m[2] ? `${m[2]}: ` : ""}${d.message}`
+              })
+            : [`items ${offset + 1}–${offset + part.length}: ${e.message}`]
         state = { ...state, done: state.done + part.length, failed: state.failed + part.length, errors: [...state.errors, ...errors] }
       }
       setProgress(state)
@@ -540,8 +665,9 @@ const ImportDialog = ({ structure, onClose }: { structure: Structure; onClose: (
       {progress === undefined && (
         <>
           <p>
-            A JSON file (an array of objects, <code>{"{records: […]}"}</code> or one object per line) or a CSV file whose first row names the
-            fields. CSV cells are typed by the structure's properties. Records are sent {chunkSize} at a time to <code>POST /records/bulk</code>.
+            A JSON file (an array of objects, <code>{"{records: […]}"}</code> or one object per line) or a CSV file whose first row names
+            the fields. CSV cells are typed by the structure's properties. Records are sent {chunkSize} at a time to{" "}
+            <code>POST /records/bulk</code>.
           </p>
           <input
             type="file"
@@ -559,7 +685,13 @@ const ImportDialog = ({ structure, onClose }: { structure: Structure; onClose: (
                 <strong>{parsed.records.length}</strong> record{parsed.records.length === 1 ? "" : "s"} read from {parsed.name}
                 {parsed.problems.length > 0 && `, ${parsed.problems.length} unreadable`}
               </p>
-              {parsed.problems.length > 0 && <ul class="error-details">{parsed.problems.slice(0, 20).map((p, i) => <li key={i}>{p}</li>)}</ul>}
+              {parsed.problems.length > 0 && (
+                <ul class="error-details">
+                  {parsed.problems.slice(0, 20).map((p, i) => (
+                    <li key={i}>{p}</li>
+                  ))}
+                </ul>
+              )}
               {parsed.records[0] !== undefined && <Json value={parsed.records[0]} />}
               <label class="check">
                 <input type="checkbox" checked={atomic} onChange={(e) => setAtomic(e.currentTarget.checked)} />
@@ -582,13 +714,21 @@ const ImportDialog = ({ structure, onClose }: { structure: Structure; onClose: (
           {progress.stopped !== undefined && <ErrorBox error={new Error(progress.stopped)} />}
           {progress.errors.length > 0 && (
             <ul class="error-details">
-              {progress.errors.slice(0, 100).map((e, i) => <li key={i}>{e}</li>)}
+              {progress.errors.slice(0, 100).map((e, i) => (
+                <li key={i}>{e}</li>
+              ))}
               {progress.errors.length > 100 && <li>… and {progress.errors.length - 100} more</li>}
             </ul>
           )}
-          {progress.finished
-            ? <Button kind="primary" onClick={onClose}>Close</Button>
-            : <Button kind="danger" onClick={() => (cancel.requested = true)}>Stop</Button>}
+          {progress.finished ? (
+            <Button kind="primary" onClick={onClose}>
+              Close
+            </Button>
+          ) : (
+            <Button kind="danger" onClick={() => (cancel.requested = true)}>
+              Stop
+            </Button>
+          )}
         </div>
       )}
       {parsed !== undefined && parsed.records.length === 0 && progress === undefined && <Empty>Nothing to import.</Empty>}

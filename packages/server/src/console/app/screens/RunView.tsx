@@ -38,19 +38,19 @@ export const useFollowRun = () => {
 }
 
 export const Logs = ({ run }: { run: FunctionRun }) =>
-  run.logs.length === 0
-    ? <p class="muted">No logs.</p>
-    : (
-      <ol class="logs" data-testid="run-logs">
-        {run.logs.map((l, i) => (
-          <li key={i} class={`log-${l.level}`}>
-            <span class="log-at">{new Date(l.at).toLocaleTimeString()}</span>
-            <span class="log-level">{l.level}</span>
-            <span class="log-message">{l.message}</span>
-          </li>
-        ))}
-      </ol>
-    )
+  run.logs.length === 0 ? (
+    <p class="muted">No logs.</p>
+  ) : (
+    <ol class="logs" data-testid="run-logs">
+      {run.logs.map((l, i) => (
+        <li key={i} class={`log-${l.level}`}>
+          <span class="log-at">{new Date(l.at).toLocaleTimeString()}</span>
+          <span class="log-level">{l.level}</span>
+          <span class="log-message">{l.message}</span>
+        </li>
+      ))}
+    </ol>
+  )
 
 /** One run's outcome. */
 export const RunOutcome = ({ run }: { run: FunctionRun }) => (
@@ -80,14 +80,14 @@ export const FollowedRun = ({ follower }: { follower: ReturnType<typeof useFollo
   return (
     <div class="followed">
       <ErrorBox error={follower.error} />
-      {follower.run === undefined
-        ? <Loading label={`Job ${follower.jobId.slice(0, 8)} queued…`} />
-        : (
-          <>
-            {!finished(follower.run.status) && <Loading label={`${follower.run.status}…`} />}
-            <RunOutcome run={follower.run} />
-          </>
-        )}
+      {follower.run === undefined ? (
+        <Loading label={`Job ${follower.jobId.slice(0, 8)} queued…`} />
+      ) : (
+        <>
+          {!finished(follower.run.status) && <Loading label={`${follower.run.status}…`} />}
+          <RunOutcome run={follower.run} />
+        </>
+      )}
     </div>
   )
 }

@@ -31,16 +31,22 @@ const sources = ["manual", "trigger", "scheduled", "webhook", "rerun"]
 
 const useNames = () => {
   const { api, can } = useSession()
-  const functions = useAsync(() => api.get<{ functions: ReadonlyArray<ComputeFunction> }>("/compute-functions", { limit: 1000, sort: "name" }), [])
+  const functions = useAsync(
+    () => api.get<{ functions: ReadonlyArray<ComputeFunction> }>("/compute-functions", { limit: 1000, sort: "name" }),
+    []
+  )
   const triggers = useAsync(
-    () => (can("read:triggers") ? api.get<{ triggers: ReadonlyArray<Trigger> }>("/function-triggers", { limit: 1000 }) : Promise.resolve({ triggers: [] })),
+    () =>
+      can("read:triggers")
+        ? api.get<{ triggers: ReadonlyArray<Trigger> }>("/function-triggers", { limit: 1000 })
+        : Promise.resolve({ triggers: [] }),
     []
   )
   return {
     functions: functions.state.data?.functions ?? [],
     triggers: triggers.state.data?.triggers ?? [],
-    fn: (id: string | null) => (id === null ? "" : functions.state.data?.functions.find((f) => f.id === id)?.name ?? id.slice(0, 8)),
-    trigger: (id: string | null) => (id === null ? "" : triggers.state.data?.triggers.find((t) => t.id === id)?.name ?? id.slice(0, 8))
+    fn: (id: string | null) => (id === null ? "" : (functions.state.data?.functions.find((f) => f.id === id)?.name ?? id.slice(0, 8))),
+    trigger: (id: string | null) => (id === null ? "" : (triggers.state.data?.triggers.find((t) => t.id === id)?.name ?? id.slice(0, 8)))
   }
 }
 
@@ -73,36 +79,71 @@ const RunList = () => {
           <input type="checkbox" checked={live} onChange={(e) => setLive(e.currentTarget.checked)} />
           Refresh every 3 s
         </label>
-        <button type="button" class="btn btn-plain" onClick={reload}>Refresh</button>
+        <button type="button" class="btn btn-plain" onClick={reload}>
+          Refresh
+        </button>
       </PageHead>
       <div class="toolbar">
         <select aria-label="Function" value={filters.functionId} onChange={(e) => set("functionId", e.currentTarget.value)}>
           <option value="">every function</option>
-          {names.functions.map((f) => <option key={f.id} value={f.id}>{f.name}</option>)}
+          {names.functions.map((f) => (
+            <option key={f.id} value={f.id}>
+              {f.name}
+            </option>
+          ))}
         </select>
         <select aria-label="Trigger" value={filters.triggerId} onChange={(e) => set("triggerId", e.currentTarget.value)}>
           <option value="">every trigger</option>
-          {names.triggers.map((t) => <option key={t.id} value={t.id}>{t.name}</option>)}
+          {names.triggers.map((t) => (
+            <option key={t.id} value={t.id}>
+              {t.name}
+            </option>
+          ))}
         </select>
         <select aria-label="Status" value={filters.status} onChange={(e) => set("status", e.currentTarget.value)}>
           <option value="">every status</option>
-          {statuses.map((s) => <option key={s} value={s}>{s}</option>)}
+          {statuses.map((s) => (
+            <option key={s} value={s}>
+              {s}
+            </option>
+          ))}
         </select>
         <select aria-label="Source" value={filters.executionSource} onChange={(e) => set("executionSource", e.currentTarget.value)}>
           <option value="">every source</option>
-          {sources.map((s) => <option key={s} value={s}>{s}</option>)}
+          {sources.map((s) => (
+            <option key={s} value={s}>
+              {s}
+            </option>
+          ))}
         </select>
       </div>
       <AsyncView state={state} isEmpty={(d) => d.data.length === 0} empty="No runs match.">
         {(list) => (
           <>
             <table class="table" data-testid="runs">
-              <thead><tr><th>Run</th><th>Status</th><th>Function</th><th>Trigger</th><th>Source</th><th>Queued</th><th>Duration</th></tr></thead>
+              <thead>
+                <tr>
+                  <th>Run</th>
+                  <th>Status</th>
+                  <th>Function</th>
+                  <th>Trigger</th>
+                  <th>Source</th>
+                  <th>Queued</th>
+                  <th>Duration</th>
+                </tr>
+              </thead>
               <tbody>
                 {list.data.map((r) => (
                   <tr key={r.id}>
-                    <td><a href={href("runs", r.id)}><code>{r.id.slice(0, 8)}</code></a>{r.isRerun && <span class="badge">re-run</span>}</td>
-                    <td><StatusBadge status={r.status} /></td>
+                    <td>
+                      <a href={href("runs", r.id)}>
+                        <code>{r.id.slice(0, 8)}</code>
+                      </a>
+                      {r.isRerun && <span class="badge">re-run</span>}
+                    </td>
+                    <td>
+                      <StatusBadge status={r.status} />
+                    </td>
                     <td>{names.fn(r.functionId)}</td>
                     <td>{names.trigger(r.triggerId)}</td>
                     <td>{r.executionSource}</td>
@@ -147,23 +188,57 @@ const RunDetail = ({ id }: { id: string }) => {
     <AsyncView state={state}>
       {(run) => (
         <section>
-          <PageHead title={<>Run <code>{run.id.slice(0, 8)}</code></>}>
-            <a class="btn btn-plain" href={href("runs")}>All runs</a>
+          <PageHead
+            title={
+              <>
+                Run <code>{run.id.slice(0, 8)}</code>
+              </>
+            }
+          >
+            <a class="btn btn-plain" href={href("runs")}>
+              All runs
+            </a>
           </PageHead>
           <dl class="facts">
-            <dt>Function</dt><dd>{run.functionId === null ? (run.functionVersion === null ? "test code (no saved function)" : "(deleted)") : <a href={href("functions", run.functionId)}>{names.fn(run.functionId)}</a>}</dd>
-            <dt>Trigger</dt><dd>{run.triggerId === null ? "" : <a href={href("triggers", run.triggerId)}>{names.trigger(run.triggerId)}</a>}</dd>
-            <dt>Started</dt><dd>{when(run.startedAt)}</dd>
-            <dt>Finished</dt><dd>{when(run.finishedAt)}</dd>
-            {run.scheduledFor !== null && <><dt>Scheduled for</dt><dd>{when(run.scheduledFor)}</dd></>}
-            <dt>CPU</dt><dd>{run.cpuUsageSeconds === null ? "" : `${run.cpuUsageSeconds.toFixed(3)} s`}</dd>
-            <dt>Code</dt><dd><code>{run.functionCodeHash?.slice(0, 12) ?? ""}</code></dd>
+            <dt>Function</dt>
+            <dd>
+              {run.functionId === null ? (
+                run.functionVersion === null ? (
+                  "test code (no saved function)"
+                ) : (
+                  "(deleted)"
+                )
+              ) : (
+                <a href={href("functions", run.functionId)}>{names.fn(run.functionId)}</a>
+              )}
+            </dd>
+            <dt>Trigger</dt>
+            <dd>{run.triggerId === null ? "" : <a href={href("triggers", run.triggerId)}>{names.trigger(run.triggerId)}</a>}</dd>
+            <dt>Started</dt>
+            <dd>{when(run.startedAt)}</dd>
+            <dt>Finished</dt>
+            <dd>{when(run.finishedAt)}</dd>
+            {run.scheduledFor !== null && (
+              <>
+                <dt>Scheduled for</dt>
+                <dd>{when(run.scheduledFor)}</dd>
+              </>
+            )}
+            <dt>CPU</dt>
+            <dd>{run.cpuUsageSeconds === null ? "" : `${run.cpuUsageSeconds.toFixed(3)} s`}</dd>
+            <dt>Code</dt>
+            <dd>
+              <code>{run.functionCodeHash?.slice(0, 12) ?? ""}</code>
+            </dd>
           </dl>
           <RunOutcome run={run} />
           <h3>Lineage</h3>
           {run.isRerun && run.originalRunId !== null && (
             <p>
-              Re-run of <a href={href("runs", run.originalRunId)}><code>{run.originalRunId.slice(0, 8)}</code></a>
+              Re-run of{" "}
+              <a href={href("runs", run.originalRunId)}>
+                <code>{run.originalRunId.slice(0, 8)}</code>
+              </a>
               {run.rerunBy !== null && ` by ${run.rerunBy}`}
               {run.rerunReason !== null && `: “${run.rerunReason}”`}
             </p>
@@ -173,7 +248,10 @@ const RunDetail = ({ id }: { id: string }) => {
               <ul class="picker">
                 {h.reruns.map((r) => (
                   <li key={r.id}>
-                    <a href={href("runs", r.id)}><code>{r.id.slice(0, 8)}</code></a> <StatusBadge status={r.status} /> {when(r.queuedAt)}
+                    <a href={href("runs", r.id)}>
+                      <code>{r.id.slice(0, 8)}</code>
+                    </a>{" "}
+                    <StatusBadge status={r.status} /> {when(r.queuedAt)}
                     {r.rerunReason !== null && ` · “${r.rerunReason}”`}
                   </li>
                 ))}
@@ -185,7 +263,12 @@ const RunDetail = ({ id }: { id: string }) => {
           <Can perm="execute:functions">
             <div class="run-box">
               <h3>Re-run</h3>
-              <JsonInput label="overrideParams (shallow-merged over the stored params)" rows={3} value={overrideParams} onChange={setOverrideParams} />
+              <JsonInput
+                label="overrideParams (shallow-merged over the stored params)"
+                rows={3}
+                value={overrideParams}
+                onChange={setOverrideParams}
+              />
               <Field label="Reason">
                 <input name="rerun-reason" value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
               </Field>
@@ -193,15 +276,24 @@ const RunDetail = ({ id }: { id: string }) => {
                 <input type="checkbox" checked={useLatestCode} onChange={(e) => setUseLatestCode(e.currentTarget.checked)} />
                 Use the function's latest code
               </label>
-              <Button perm="execute:functions" kind="primary" busy={rerun.busy} onClick={() => void rerun.run(async () => {
-                const queued = await api.post<{ jobId: string }>(`/function-runs/${run.id}/rerun`, {
-                  ...(overrideParams === undefined ? {} : { overrideParams }),
-                  ...(reason.trim() === "" ? {} : { reason }),
-                  useLatestCode
-                })
-                follower.follow(queued.jobId)
-                history.reload()
-              })}>Re-run</Button>
+              <Button
+                perm="execute:functions"
+                kind="primary"
+                busy={rerun.busy}
+                onClick={() =>
+                  void rerun.run(async () => {
+                    const queued = await api.post<{ jobId: string }>(`/function-runs/${run.id}/rerun`, {
+                      ...(overrideParams === undefined ? {} : { overrideParams }),
+                      ...(reason.trim() === "" ? {} : { reason }),
+                      useLatestCode
+                    })
+                    follower.follow(queued.jobId)
+                    history.reload()
+                  })
+                }
+              >
+                Re-run
+              </Button>
               <ErrorBox error={rerun.error} title="Not re-run" />
               <FollowedRun follower={follower} />
             </div>

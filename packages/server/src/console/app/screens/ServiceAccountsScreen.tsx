@@ -3,17 +3,39 @@
 import { useState } from "preact/hooks"
 import { allPermissions, type Page, type Role, roles, type ServiceAccount } from "../lib/Types.ts"
 import { origin, useSession } from "../Session.tsx"
-import { AsyncView, Button, confirmed, CopyButton, ErrorBox, Field, Modal, PageHead, StatusBadge, useAction, useAsync, useToast, when } from "../Ui.tsx"
+import {
+  AsyncView,
+  Button,
+  confirmed,
+  CopyButton,
+  ErrorBox,
+  Field,
+  Modal,
+  PageHead,
+  StatusBadge,
+  useAction,
+  useAsync,
+  useToast,
+  when
+} from "../Ui.tsx"
 
 const SecretOnce = ({ account, onClose }: { account: { clientId: string; clientSecret: string }; onClose: () => void }) => (
   <Modal title="Client secret" onClose={onClose}>
     <p>Shown this once. The account signs in with the client-credentials grant:</p>
     <dl class="facts">
-      <dt>client_id</dt><dd><code>{account.clientId}</code> <CopyButton text={account.clientId} /></dd>
-      <dt>client_secret</dt><dd><code data-testid="client-secret">{account.clientSecret}</code> <CopyButton text={account.clientSecret} /></dd>
+      <dt>client_id</dt>
+      <dd>
+        <code>{account.clientId}</code> <CopyButton text={account.clientId} />
+      </dd>
+      <dt>client_secret</dt>
+      <dd>
+        <code data-testid="client-secret">{account.clientSecret}</code> <CopyButton text={account.clientSecret} />
+      </dd>
     </dl>
     <pre class="json">{`curl -s ${origin}/oidc/token -d grant_type=client_credentials \\\n  -d client_id=${account.clientId} -d client_secret=…`}</pre>
-    <Button kind="primary" onClick={onClose}>Done</Button>
+    <Button kind="primary" onClick={onClose}>
+      Done
+    </Button>
   </Modal>
 )
 
@@ -27,41 +49,63 @@ const CreateAccount = ({ onCreated, onClose }: { onCreated: (a: ServiceAccount) 
   const save = useAction()
   return (
     <Modal title="New service account" onClose={onClose}>
-      <form onSubmit={(e) => {
-        e.preventDefault()
-        void save.run(async () =>
-          onCreated(await api.post<ServiceAccount>("/service-accounts", {
-            name,
-            ...(description.trim() === "" ? {} : { description }),
-            ...(mode === "role" ? { role } : { permissions })
-          }))
-        )
-      }}>
-        <Field label="Name"><input name="account-name" required value={name} onInput={(e) => setName(e.currentTarget.value)} /></Field>
-        <Field label="Description"><input value={description} onInput={(e) => setDescription(e.currentTarget.value)} /></Field>
-        <div class="toolbar">
-          <label class="check"><input type="radio" checked={mode === "role"} onChange={() => setMode("role")} /> A role</label>
-          <label class="check"><input type="radio" checked={mode === "permissions"} onChange={() => setMode("permissions")} /> Chosen permissions</label>
-        </div>
-        {mode === "role"
-          ? (
-            <Field label="Role">
-              <select value={role} onChange={(e) => setRole(e.currentTarget.value as Role)}>{roles.map((r) => <option key={r} value={r}>{r}</option>)}</select>
-            </Field>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault()
+          void save.run(async () =>
+            onCreated(
+              await api.post<ServiceAccount>("/service-accounts", {
+                name,
+                ...(description.trim() === "" ? {} : { description }),
+                ...(mode === "role" ? { role } : { permissions })
+              })
+            )
           )
-          : (
-            <div class="checks">
-              {allPermissions.filter(can).map((p) => (
-                <label key={p} class="check">
-                  <input type="checkbox" checked={permissions.includes(p)} onChange={(e) => setPermissions(e.currentTarget.checked ? [...permissions, p] : permissions.filter((x) => x !== p))} />
-                  <code>{p}</code>
-                </label>
+        }}
+      >
+        <Field label="Name">
+          <input name="account-name" required value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        </Field>
+        <Field label="Description">
+          <input value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+        </Field>
+        <div class="toolbar">
+          <label class="check">
+            <input type="radio" checked={mode === "role"} onChange={() => setMode("role")} /> A role
+          </label>
+          <label class="check">
+            <input type="radio" checked={mode === "permissions"} onChange={() => setMode("permissions")} /> Chosen permissions
+          </label>
+        </div>
+        {mode === "role" ? (
+          <Field label="Role">
+            <select value={role} onChange={(e) => setRole(e.currentTarget.value as Role)}>
+              {roles.map((r) => (
+                <option key={r} value={r}>
+                  {r}
+                </option>
               ))}
-            </div>
-          )}
+            </select>
+          </Field>
+        ) : (
+          <div class="checks">
+            {allPermissions.filter(can).map((p) => (
+              <label key={p} class="check">
+                <input
+                  type="checkbox"
+                  checked={permissions.includes(p)}
+                  onChange={(e) => setPermissions(e.currentTarget.checked ? [...permissions, p] : permissions.filter((x) => x !== p))}
+                />
+                <code>{p}</code>
+              </label>
+            ))}
+          </div>
+        )}
         <p class="muted">Nobody can give an account a permission they do not hold themselves.</p>
         <ErrorBox error={save.error} title="Not created" />
-        <Button type="submit" kind="primary" perm="write:service-accounts" busy={save.busy}>Create</Button>
+        <Button type="submit" kind="primary" perm="write:service-accounts" busy={save.busy}>
+          Create
+        </Button>
       </form>
     </Modal>
   )
@@ -74,20 +118,28 @@ const EditAccount = ({ account, onSaved, onClose }: { account: ServiceAccount; o
   const save = useAction()
   return (
     <Modal title={`Edit ${account.name}`} onClose={onClose}>
-      <form onSubmit={(e) => {
-        e.preventDefault()
-        void save.run(async () => {
-          if (name !== account.name) await api.put(`/service-accounts/${account.id}/name`, { name })
-          if (description !== (account.description ?? "")) {
-            await api.put(`/service-accounts/${account.id}/description`, { description: description.trim() === "" ? null : description })
-          }
-          onSaved()
-        })
-      }}>
-        <Field label="Name"><input required value={name} onInput={(e) => setName(e.currentTarget.value)} /></Field>
-        <Field label="Description"><input value={description} onInput={(e) => setDescription(e.currentTarget.value)} /></Field>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault()
+          void save.run(async () => {
+            if (name !== account.name) await api.put(`/service-accounts/${account.id}/name`, { name })
+            if (description !== (account.description ?? "")) {
+              await api.put(`/service-accounts/${account.id}/description`, { description: description.trim() === "" ? null : description })
+            }
+            onSaved()
+          })
+        }}
+      >
+        <Field label="Name">
+          <input required value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        </Field>
+        <Field label="Description">
+          <input value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+        </Field>
         <ErrorBox error={save.error} title="Not saved" />
-        <Button type="submit" kind="primary" perm="write:service-accounts" busy={save.busy}>Save</Button>
+        <Button type="submit" kind="primary" perm="write:service-accounts" busy={save.busy}>
+          Save
+        </Button>
       </form>
     </Modal>
   )
@@ -104,40 +156,86 @@ export const ServiceAccountsScreen = () => {
   return (
     <section>
       <PageHead title="Service accounts">
-        <Button perm="write:service-accounts" kind="primary" onClick={() => setCreating(true)}>New service account</Button>
+        <Button perm="write:service-accounts" kind="primary" onClick={() => setCreating(true)}>
+          New service account
+        </Button>
       </PageHead>
       <ErrorBox error={action.error} />
       <AsyncView state={state} isEmpty={(d) => d.data.length === 0} empty="No service accounts yet.">
         {(list) => (
           <table class="table">
-            <thead><tr><th>Name</th><th>Client id</th><th>Access</th><th>Status</th><th>Created</th><th /></tr></thead>
+            <thead>
+              <tr>
+                <th>Name</th>
+                <th>Client id</th>
+                <th>Access</th>
+                <th>Status</th>
+                <th>Created</th>
+                <th />
+              </tr>
+            </thead>
             <tbody>
               {list.data.map((a) => (
                 <tr key={a.id}>
-                  <td>{a.name}{a.description !== null && <div class="muted">{a.description}</div>}</td>
-                  <td><code>{a.clientId}</code></td>
+                  <td>
+                    {a.name}
+                    {a.description !== null && <div class="muted">{a.description}</div>}
+                  </td>
+                  <td>
+                    <code>{a.clientId}</code>
+                  </td>
                   <td>{a.role ?? (a.permissions.length === 0 ? "nothing" : a.permissions.join(", "))}</td>
-                  <td><StatusBadge status={a.status} /></td>
+                  <td>
+                    <StatusBadge status={a.status} />
+                  </td>
                   <td>{when(a.createdAt)}</td>
                   <td class="row-actions">
-                    <Button perm="write:service-accounts" onClick={() => setEditing(a)}>Edit</Button>
-                    <Button perm="write:service-accounts" onClick={() => confirmed(`Rotate the secret of ${a.name}? The old one stops working now.`) && void action.run(async () => {
-                      const rotated = await api.post<{ clientId: string; clientSecret: string }>(`/service-accounts/${a.id}/rotate`)
-                      setSecret(rotated)
-                      reload()
-                    })}>Rotate secret</Button>
+                    <Button perm="write:service-accounts" onClick={() => setEditing(a)}>
+                      Edit
+                    </Button>
+                    <Button
+                      perm="write:service-accounts"
+                      onClick={() =>
+                        confirmed(`Rotate the secret of ${a.name}? The old one stops working now.`) &&
+                        void action.run(async () => {
+                          const rotated = await api.post<{ clientId: string; clientSecret: string }>(`/service-accounts/${a.id}/rotate`)
+                          setSecret(rotated)
+                          reload()
+                        })
+                      }
+                    >
+                      Rotate secret
+                    </Button>
                     {a.status === "active" && (
-                      <Button perm="write:service-accounts" kind="danger" onClick={() => confirmed(`Revoke ${a.name}? Its tokens stop working now; rotating reactivates it.`) && void action.run(async () => {
-                        await api.post(`/service-accounts/${a.id}/revoke`)
-                        toast(`${a.name} revoked`)
-                        reload()
-                      })}>Revoke</Button>
+                      <Button
+                        perm="write:service-accounts"
+                        kind="danger"
+                        onClick={() =>
+                          confirmed(`Revoke ${a.name}? Its tokens stop working now; rotating reactivates it.`) &&
+                          void action.run(async () => {
+                            await api.post(`/service-accounts/${a.id}/revoke`)
+                            toast(`${a.name} revoked`)
+                            reload()
+                          })
+                        }
+                      >
+                        Revoke
+                      </Button>
                     )}
-                    <Button perm="write:service-accounts" kind="danger" onClick={() => confirmed(`Delete ${a.name}?`) && void action.run(async () => {
-                      await api.del(`/service-accounts/${a.id}`)
-                      toast(`${a.name} deleted`)
-                      reload()
-                    })}>Delete</Button>
+                    <Button
+                      perm="write:service-accounts"
+                      kind="danger"
+                      onClick={() =>
+                        confirmed(`Delete ${a.name}?`) &&
+                        void action.run(async () => {
+                          await api.del(`/service-accounts/${a.id}`)
+                          toast(`${a.name} deleted`)
+                          reload()
+                        })
+                      }
+                    >
+                      Delete
+                    </Button>
                   </td>
                 </tr>
               ))}
@@ -155,11 +253,17 @@ export const ServiceAccountsScreen = () => {
           }}
         />
       )}
-      {editing !== undefined && <EditAccount account={editing} onClose={() => setEditing(undefined)} onSaved={() => {
-        setEditing(undefined)
-        toast("Saved")
-        reload()
-      }} />}
+      {editing !== undefined && (
+        <EditAccount
+          account={editing}
+          onClose={() => setEditing(undefined)}
+          onSaved={() => {
+            setEditing(undefined)
+            toast("Saved")
+            reload()
+          }}
+        />
+      )}
       {secret !== undefined && <SecretOnce account={secret} onClose={() => setSecret(undefined)} />}
     </section>
   )

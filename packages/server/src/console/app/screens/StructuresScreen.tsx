@@ -48,13 +48,21 @@ const StructureListView = () => {
   return (
     <section>
       <PageHead title="Structures">
-        <Button perm="write:structures" kind="primary" onClick={() => navigate("structures", "new")}>New structure</Button>
+        <Button perm="write:structures" kind="primary" onClick={() => navigate("structures", "new")}>
+          New structure
+        </Button>
       </PageHead>
       <div class="toolbar">
-        <input type="search" placeholder="Search by name" aria-label="Search structures" value={search} onInput={(e) => {
-          setSearch(e.currentTarget.value)
-          setPage(1)
-        }} />
+        <input
+          type="search"
+          placeholder="Search by name"
+          aria-label="Search structures"
+          value={search}
+          onInput={(e) => {
+            setSearch(e.currentTarget.value)
+            setPage(1)
+          }}
+        />
         <label class="check">
           <input type="checkbox" checked={deleted} onChange={(e) => setDeleted(e.currentTarget.checked)} />
           Deleted ones
@@ -82,9 +90,15 @@ const StructureListView = () => {
               <tbody>
                 {list.data.map((s) => (
                   <tr key={s.id}>
-                    <td><a href={href("structures", s.id)}>{s.name}</a></td>
-                    <td><code>{s.recordSlug}</code></td>
-                    <td title={s.properties.map((p) => `${p.name}: ${p.type}`).join(", ")}>{cellText(s.properties.map((p) => p.name).join(", "))}</td>
+                    <td>
+                      <a href={href("structures", s.id)}>{s.name}</a>
+                    </td>
+                    <td>
+                      <code>{s.recordSlug}</code>
+                    </td>
+                    <td title={s.properties.map((p) => `${p.name}: ${p.type}`).join(", ")}>
+                      {cellText(s.properties.map((p) => p.name).join(", "))}
+                    </td>
                     <td>{s.schemaDiscoveryMode}</td>
                     <td>{s.isDeleted ? "deleted" : s.status}</td>
                     <td>{s.version}</td>
@@ -120,7 +134,8 @@ const editable = [
 const clearable = ["description", "retentionPolicy", "defaultSearchField", "defaultTtlSeconds"] as const
 
 const draftOf = (s: Structure | undefined): Draft => {
-  if (s === undefined) return { name: "", properties: [], status: "active", schemaDiscoveryMode: "strict", enableVersioning: false, tags: [] }
+  if (s === undefined)
+    return { name: "", properties: [], status: "active", schemaDiscoveryMode: "strict", enableVersioning: false, tags: [] }
   const d: Record<string, unknown> = {}
   for (const key of editable) if (s[key] !== undefined && s[key] !== null) d[key] = s[key]
   return d as Draft
@@ -165,12 +180,17 @@ const StructureEditor = ({ id }: { id: string | undefined }) => {
     if (readOnly || (id !== undefined && structure === undefined)) return
     let live = true
     const timer = setTimeout(() => {
-      api.post<Validation>("/structures/validate", bodyOf(draft, false)).then((v) => {
-        if (!live) return
-        // editing: the structure's own slug is "taken" by itself
-        const errors = v.errors.filter((e) => !(structure !== undefined && e.field === "recordSlug" && draft.recordSlug === structure.recordSlug))
-        setValidation({ valid: errors.length === 0, errors })
-      }, () => live && setValidation(undefined))
+      api.post<Validation>("/structures/validate", bodyOf(draft, false)).then(
+        (v) => {
+          if (!live) return
+          // editing: the structure's own slug is "taken" by itself
+          const errors = v.errors.filter(
+            (e) => !(structure !== undefined && e.field === "recordSlug" && draft.recordSlug === structure.recordSlug)
+          )
+          setValidation({ valid: errors.length === 0, errors })
+        },
+        () => live && setValidation(undefined)
+      )
     }, 300)
     return () => {
       live = false
@@ -191,12 +211,13 @@ const StructureEditor = ({ id }: { id: string | undefined }) => {
     return <AsyncView state={loaded.state}>{() => null}</AsyncView>
   }
 
-  const set = (key: string, value: unknown) => setDraft((d) => {
-    const next = { ...d }
-    if (value === undefined || value === "") delete next[key]
-    else next[key] = value
-    return next
-  })
+  const set = (key: string, value: unknown) =>
+    setDraft((d) => {
+      const next = { ...d }
+      if (value === undefined || value === "") delete next[key]
+      else next[key] = value
+      return next
+    })
 
   const onSave = () =>
     save.run(async () => {
@@ -212,7 +233,8 @@ const StructureEditor = ({ id }: { id: string | undefined }) => {
     })
 
   const deleteProperty = (p: Property) => {
-    if (structure === undefined || !confirmed(`Delete property "${p.name}" and its data from every record? Unsaved changes are lost.`)) return
+    if (structure === undefined || !confirmed(`Delete property "${p.name}" and its data from every record? Unsaved changes are lost.`))
+      return
     void save.run(async () => {
       await api.del(`/structures/${structure.id}/properties`, undefined, { ids: [p.id] })
       toast(`Property ${p.name} deleted`)
@@ -245,47 +267,108 @@ const StructureEditor = ({ id }: { id: string | undefined }) => {
 
   return (
     <section>
-      <PageHead title={structure === undefined ? "New structure" : <>{structure.name} <small>v{structure.version}{structure.isDeleted ? " · deleted" : ""}</small></>}>
-        {structure !== undefined && !structure.isDeleted && <a class="btn btn-plain" href={href("records", structure.recordSlug)}>Records</a>}
+      <PageHead
+        title={
+          structure === undefined ? (
+            "New structure"
+          ) : (
+            <>
+              {structure.name}{" "}
+              <small>
+                v{structure.version}
+                {structure.isDeleted ? " · deleted" : ""}
+              </small>
+            </>
+          )
+        }
+      >
+        {structure !== undefined && !structure.isDeleted && (
+          <a class="btn btn-plain" href={href("records", structure.recordSlug)}>
+            Records
+          </a>
+        )}
         <Button perm="write:structures" kind="primary" busy={save.busy} onClick={() => void onSave()}>
           {structure === undefined ? "Create structure" : "Save"}
         </Button>
-        {structure !== undefined && !structure.isDeleted && <Button perm="write:structures" kind="danger" onClick={() => remove(false)}>Delete</Button>}
-        {structure !== undefined && <Button perm="write:structures" kind="danger" onClick={() => remove(true)}>Delete permanently</Button>}
+        {structure !== undefined && !structure.isDeleted && (
+          <Button perm="write:structures" kind="danger" onClick={() => remove(false)}>
+            Delete
+          </Button>
+        )}
+        {structure !== undefined && (
+          <Button perm="write:structures" kind="danger" onClick={() => remove(true)}>
+            Delete permanently
+          </Button>
+        )}
       </PageHead>
       <ErrorBox error={save.error} title="Not saved" />
       <Tabs
-        tabs={structure === undefined ? [["definition", "Definition"], ["json", "JSON"]] : [["definition", "Definition"], ["json", "JSON"], ["versions", "Versions"]]}
+        tabs={
+          structure === undefined
+            ? [
+                ["definition", "Definition"],
+                ["json", "JSON"]
+              ]
+            : [
+                ["definition", "Definition"],
+                ["json", "JSON"],
+                ["versions", "Versions"]
+              ]
+        }
         active={tab}
         onChange={setTab}
       />
       {tab !== "versions" && !readOnly && (
-        <div class={`validation ${validation === undefined ? "" : validation.valid ? "ok" : "bad"}`} aria-live="polite" data-testid="validation">
-          {validation === undefined
-            ? "Checking…"
-            : validation.valid
-            ? "✓ The definition is valid"
-            : (
-              <>
-                <strong>{validation.errors.length} problem{validation.errors.length === 1 ? "" : "s"}</strong>
-                <ul>
-                  {validation.errors.map((e, i) => <li key={i}><code>{e.field}</code>: {e.message}</li>)}
-                </ul>
-              </>
-            )}
+        <div
+          class={`validation ${validation === undefined ? "" : validation.valid ? "ok" : "bad"}`}
+          aria-live="polite"
+          data-testid="validation"
+        >
+          {validation === undefined ? (
+            "Checking…"
+          ) : validation.valid ? (
+            "✓ The definition is valid"
+          ) : (
+            <>
+              <strong>
+                {validation.errors.length} problem{validation.errors.length === 1 ? "" : "s"}
+              </strong>
+              <ul>
+                {validation.errors.map((e, i) => (
+                  <li key={i}>
+                    <code>{e.field}</code>: {e.message}
+                  </li>
+                ))}
+              </ul>
+            </>
+          )}
         </div>
       )}
       {tab === "definition" && (
         <div class="editor">
           <div class="grid">
             <Field label="Name">
-              <input name="structure-name" value={String(draft.name ?? "")} readOnly={readOnly} onInput={(e) => set("name", e.currentTarget.value)} />
+              <input
+                name="structure-name"
+                value={String(draft.name ?? "")}
+                readOnly={readOnly}
+                onInput={(e) => set("name", e.currentTarget.value)}
+              />
             </Field>
             <Field label="Record slug" hint="generated from the name when empty">
-              <input name="structure-slug" value={String(draft.recordSlug ?? "")} readOnly={readOnly} onInput={(e) => set("recordSlug", e.currentTarget.value)} />
+              <input
+                name="structure-slug"
+                value={String(draft.recordSlug ?? "")}
+                readOnly={readOnly}
+                onInput={(e) => set("recordSlug", e.currentTarget.value)}
+              />
             </Field>
             <Field label="Mode">
-              <select value={String(draft.schemaDiscoveryMode ?? "strict")} disabled={readOnly} onChange={(e) => set("schemaDiscoveryMode", e.currentTarget.value)}>
+              <select
+                value={String(draft.schemaDiscoveryMode ?? "strict")}
+                disabled={readOnly}
+                onChange={(e) => set("schemaDiscoveryMode", e.currentTarget.value)}
+              >
                 <option value="strict">strict (undeclared fields refused)</option>
                 <option value="auto-evolving">auto-evolving (undeclared fields kept)</option>
                 <option value="schemaless">schemaless</option>
@@ -298,35 +381,90 @@ const StructureEditor = ({ id }: { id: string | undefined }) => {
               </select>
             </Field>
             <Field label="Description">
-              <input value={String(draft.description ?? "")} readOnly={readOnly} onInput={(e) => set("description", e.currentTarget.value)} />
+              <input
+                value={String(draft.description ?? "")}
+                readOnly={readOnly}
+                onInput={(e) => set("description", e.currentTarget.value)}
+              />
             </Field>
             <Field label="Tags" hint="comma-separated">
-              <ListInput value={draft.tags as ReadonlyArray<string> | undefined} readOnly={readOnly} onChange={(tags) => set("tags", tags ?? [])} />
+              <ListInput
+                value={draft.tags as ReadonlyArray<string> | undefined}
+                readOnly={readOnly}
+                onChange={(tags) => set("tags", tags ?? [])}
+              />
             </Field>
             <Field label="Default search field">
-              <select value={String(draft.defaultSearchField ?? "")} disabled={readOnly} onChange={(e) => set("defaultSearchField", e.currentTarget.value)}>
+              <select
+                value={String(draft.defaultSearchField ?? "")}
+                disabled={readOnly}
+                onChange={(e) => set("defaultSearchField", e.currentTarget.value)}
+              >
                 <option value="">(every string value)</option>
-                {stringProps.map((n) => <option key={n} value={n}>{n}</option>)}
+                {stringProps.map((n) => (
+                  <option key={n} value={n}>
+                    {n}
+                  </option>
+                ))}
               </select>
             </Field>
             <Field label="Default TTL (seconds)">
-              <input type="number" min="1" value={draft.defaultTtlSeconds === undefined ? "" : String(draft.defaultTtlSeconds)} readOnly={readOnly} onInput={(e) => set("defaultTtlSeconds", num(e.currentTarget.value))} />
+              <input
+                type="number"
+                min="1"
+                value={draft.defaultTtlSeconds === undefined ? "" : String(draft.defaultTtlSeconds)}
+                readOnly={readOnly}
+                onInput={(e) => set("defaultTtlSeconds", num(e.currentTarget.value))}
+              />
             </Field>
           </div>
           <fieldset class="group">
             <legend>
               <label class="check">
-                <input type="checkbox" checked={draft.enableVersioning === true} disabled={readOnly} onChange={(e) => set("enableVersioning", e.currentTarget.checked)} />
+                <input
+                  type="checkbox"
+                  checked={draft.enableVersioning === true}
+                  disabled={readOnly}
+                  onChange={(e) => set("enableVersioning", e.currentTarget.checked)}
+                />
                 Keep versions of the definition
               </label>
             </legend>
             {draft.enableVersioning === true && (
               <div class="grid">
-                <Field label="Keep the newest N"><input type="number" min="1" value={retention.maxVersions === undefined ? "" : String(retention.maxVersions)} readOnly={readOnly} onInput={(e) => setRetention("maxVersions", num(e.currentTarget.value))} /></Field>
-                <Field label="Max age (days)"><input type="number" step="any" value={retention.maxAgeDays === undefined ? "" : String(retention.maxAgeDays)} readOnly={readOnly} onInput={(e) => setRetention("maxAgeDays", num(e.currentTarget.value))} /></Field>
-                <Field label="Cleanup every (hours)"><input type="number" step="any" value={retention.cleanupIntervalHours === undefined ? "" : String(retention.cleanupIntervalHours)} readOnly={readOnly} onInput={(e) => setRetention("cleanupIntervalHours", num(e.currentTarget.value))} /></Field>
+                <Field label="Keep the newest N">
+                  <input
+                    type="number"
+                    min="1"
+                    value={retention.maxVersions === undefined ? "" : String(retention.maxVersions)}
+                    readOnly={readOnly}
+                    onInput={(e) => setRetention("maxVersions", num(e.currentTarget.value))}
+                  />
+                </Field>
+                <Field label="Max age (days)">
+                  <input
+                    type="number"
+                    step="any"
+                    value={retention.maxAgeDays === undefined ? "" : String(retention.maxAgeDays)}
+                    readOnly={readOnly}
+                    onInput={(e) => setRetention("maxAgeDays", num(e.currentTarget.value))}
+                  />
+                </Field>
+                <Field label="Cleanup every (hours)">
+                  <input
+                    type="number"
+                    step="any"
+                    value={retention.cleanupIntervalHours === undefined ? "" : String(retention.cleanupIntervalHours)}
+                    readOnly={readOnly}
+                    onInput={(e) => setRetention("cleanupIntervalHours", num(e.currentTarget.value))}
+                  />
+                </Field>
                 <Field label="Pinned versions">
-                  <select value={retention.pinnedVersionsRetained === false ? "false" : "true"} disabled={readOnly} onChange={(e) => setRetention("pinnedVersionsRetained", e.currentTarget.value === "true" ? undefined : false)}>
+                  <select
+                    value={retention.pinnedVersionsRetained === false ? "false" : "true"}
+                    disabled={readOnly}
+                    onChange={(e) => setRetention("pinnedVersionsRetained", e.currentTarget.value === "true" ? undefined : false)}
+                  >
                     <option value="true">always kept</option>
                     <option value="false">age out like the rest</option>
                   </select>
@@ -380,7 +518,11 @@ const Versions = ({ structure }: { structure: Structure }) => {
     <AsyncView
       state={state}
       isEmpty={(d) => d.versions.length === 0}
-      empty={structure.enableVersioning ? "No versions kept." : "Versioning is off for this structure: turn on \"Keep versions\" to record each change."}
+      empty={
+        structure.enableVersioning
+          ? "No versions kept."
+          : 'Versioning is off for this structure: turn on "Keep versions" to record each change.'
+      }
     >
       {({ versions }) => {
         const newest = versions[0]!.version
@@ -391,7 +533,15 @@ const Versions = ({ structure }: { structure: Structure }) => {
           <div class="versions">
             <ErrorBox error={pin.error} />
             <table class="table">
-              <thead><tr><th>Version</th><th>Saved</th><th>Properties</th><th>Pinned</th><th /></tr></thead>
+              <thead>
+                <tr>
+                  <th>Version</th>
+                  <th>Saved</th>
+                  <th>Properties</th>
+                  <th>Pinned</th>
+                  <th />
+                </tr>
+              </thead>
               <tbody>
                 {versions.map((v) => (
                   <tr key={v.version}>
@@ -407,7 +557,8 @@ const Versions = ({ structure }: { structure: Structure }) => {
                             await api.post(`/structures/${structure.id}/versions/${v.version}/${v.pinned ? "unpin" : "pin"}`)
                             toast(`Version ${v.version} ${v.pinned ? "unpinned" : "pinned"}`)
                             reload()
-                          })}
+                          })
+                        }
                       >
                         {v.pinned ? "Unpin" : "Pin"}
                       </Button>
@@ -420,31 +571,47 @@ const Versions = ({ structure }: { structure: Structure }) => {
             <div class="toolbar">
               <Field label="From">
                 <select value={String(left?.version)} onChange={(e) => setFrom(Number(e.currentTarget.value))}>
-                  {versions.map((v) => <option key={v.version} value={v.version}>v{v.version}</option>)}
+                  {versions.map((v) => (
+                    <option key={v.version} value={v.version}>
+                      v{v.version}
+                    </option>
+                  ))}
                 </select>
               </Field>
               <Field label="To">
                 <select value={String(right?.version)} onChange={(e) => setTo(Number(e.currentTarget.value))}>
-                  {versions.map((v) => <option key={v.version} value={v.version}>v{v.version}</option>)}
+                  {versions.map((v) => (
+                    <option key={v.version} value={v.version}>
+                      v{v.version}
+                    </option>
+                  ))}
                 </select>
               </Field>
             </div>
-            {changes.length === 0
-              ? <p class="state empty">No differences.</p>
-              : (
-                <table class="table diff">
-                  <thead><tr><th>Path</th><th>Before</th><th>After</th></tr></thead>
-                  <tbody>
-                    {changes.map((c, i) => (
-                      <tr key={i} class={`diff-${c.kind}`}>
-                        <td><code>{c.path}</code></td>
-                        <td>{c.kind === "added" ? "—" : cellText(c.before)}</td>
-                        <td>{c.kind === "removed" ? "—" : cellText(c.after)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              )}
+            {changes.length === 0 ? (
+              <p class="state empty">No differences.</p>
+            ) : (
+              <table class="table diff">
+                <thead>
+                  <tr>
+                    <th>Path</th>
+                    <th>Before</th>
+                    <th>After</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {changes.map((c, i) => (
+                    <tr key={i} class={`diff-${c.kind}`}>
+                      <td>
+                        <code>{c.path}</code>
+                      </td>
+                      <td>{c.kind === "added" ? "—" : cellText(c.before)}</td>
+                      <td>{c.kind === "removed" ? "—" : cellText(c.after)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )}
           </div>
         )
       }}

@@ -75,8 +75,8 @@ const describe = (t: Trigger) => {
       return m.scheduleType === "cron"
         ? `cron ${String(m.cronExpression)} (${String(m.timezone ?? "UTC")})`
         : m.scheduleType === "once"
-        ? `once at ${String(m.scheduledAt)}`
-        : `every ${String(m.interval)} s`
+          ? `once at ${String(m.scheduledAt)}`
+          : `every ${String(m.interval)} s`
     case "http-trigger":
       return `/${String(m.path ?? "").replace(/^\//, "")}`
     default:
@@ -101,25 +101,50 @@ const TriggerList = () => {
   return (
     <section>
       <PageHead title="Triggers">
-        <Button perm="write:triggers" kind="primary" onClick={() => navigate("triggers", "new")}>New trigger</Button>
+        <Button perm="write:triggers" kind="primary" onClick={() => navigate("triggers", "new")}>
+          New trigger
+        </Button>
       </PageHead>
       <ErrorBox error={action.error} />
       <AsyncView state={state} isEmpty={(d) => d.triggers.length === 0} empty="No triggers yet.">
         {({ triggers }) => (
           <table class="table">
-            <thead><tr><th>Name</th><th>Type</th><th>When</th><th>Function</th><th>Status</th><th>Next run</th><th /></tr></thead>
+            <thead>
+              <tr>
+                <th>Name</th>
+                <th>Type</th>
+                <th>When</th>
+                <th>Function</th>
+                <th>Status</th>
+                <th>Next run</th>
+                <th />
+              </tr>
+            </thead>
             <tbody>
               {triggers.map((t) => (
                 <tr key={t.id}>
-                  <td><a href={href("triggers", t.id)}>{t.name}</a>{t.isSystem && <span class="badge">system</span>}</td>
+                  <td>
+                    <a href={href("triggers", t.id)}>{t.name}</a>
+                    {t.isSystem && <span class="badge">system</span>}
+                  </td>
                   <td>{t.executionType}</td>
                   <td>{describe(t)}</td>
-                  <td>{t.functionId === null ? "" : <a href={href("functions", t.functionId)}>{names.get(t.functionId) ?? t.functionId.slice(0, 8)}</a>}</td>
-                  <td><StatusBadge status={t.status} /></td>
+                  <td>
+                    {t.functionId === null ? (
+                      ""
+                    ) : (
+                      <a href={href("functions", t.functionId)}>{names.get(t.functionId) ?? t.functionId.slice(0, 8)}</a>
+                    )}
+                  </td>
+                  <td>
+                    <StatusBadge status={t.status} />
+                  </td>
                   <td>{when(t.nextRunAt)}</td>
                   <td>
                     {t.executionType === "scheduled" && t.status !== "completed" && (
-                      <Button perm="write:triggers" onClick={() => void pauseResume(t)}>{t.paused ? "Resume" : "Pause"}</Button>
+                      <Button perm="write:triggers" onClick={() => void pauseResume(t)}>
+                        {t.paused ? "Resume" : "Pause"}
+                      </Button>
                     )}
                   </td>
                 </tr>
@@ -132,7 +157,11 @@ const TriggerList = () => {
       <AsyncView state={drafts.state} isEmpty={(d) => d.drafts.length === 0} empty="No trigger drafts.">
         {({ drafts: list }) => (
           <ul class="picker">
-            {list.map((d) => <li key={d.id}><a href={href("triggers", "draft", d.id)}>{String(d.data.name ?? "(unnamed)")}</a> · {when(d.updatedAt)}</li>)}
+            {list.map((d) => (
+              <li key={d.id}>
+                <a href={href("triggers", "draft", d.id)}>{String(d.data.name ?? "(unnamed)")}</a> · {when(d.updatedAt)}
+              </li>
+            ))}
           </ul>
         )}
       </AsyncView>
@@ -158,36 +187,46 @@ const SchedulePreviewPanel = ({ metadata, trigger }: { metadata: Record<string, 
     const timer = setInterval(() => setNow(new Date()), 30_000)
     return () => clearInterval(timer)
   }, [])
-  const unchanged = trigger !== undefined && scheduleKeys.every((k) => JSON.stringify(trigger.triggerMetadata[k]) === JSON.stringify(metadata[k]))
+  const unchanged =
+    trigger !== undefined && scheduleKeys.every((k) => JSON.stringify(trigger.triggerMetadata[k]) === JSON.stringify(metadata[k]))
   const next = unchanged && !trigger.paused && typeof trigger.nextRunAt === "string" ? new Date(trigger.nextRunAt) : undefined
   const preview = useMemo(() => previewSchedule(metadata, now, 5, next), [JSON.stringify(metadata), now.getTime(), next?.getTime()])
   const zone = typeof metadata.timezone === "string" && metadata.timezone !== "" ? metadata.timezone : "UTC"
   return (
     <div class="schedule-preview" data-testid="schedule-preview">
       <h4>Next fire times {unchanged && trigger?.paused ? "(after a resume now)" : next === undefined ? "(if saved now)" : ""}</h4>
-      {preview.ok
-        ? preview.times.length === 0
-          ? <p class="muted">None: it fired already.</p>
-          : (
-            <ol>
-              {preview.times.map((t) => (
-                <li key={t.getTime()}>
-                  {formatInZone(t, zone)}
-                  {zone !== "UTC" && <span class="muted"> · {t.toISOString()}</span>}
-                </li>
-              ))}
-            </ol>
-          )
-        : (
-          <ul class="error-details">
-            {preview.problems.map((p, i) => <li key={i}><code>{p.field}</code>: {p.message}</li>)}
-          </ul>
-        )}
+      {preview.ok ? (
+        preview.times.length === 0 ? (
+          <p class="muted">None: it fired already.</p>
+        ) : (
+          <ol>
+            {preview.times.map((t) => (
+              <li key={t.getTime()}>
+                {formatInZone(t, zone)}
+                {zone !== "UTC" && <span class="muted"> · {t.toISOString()}</span>}
+              </li>
+            ))}
+          </ol>
+        )
+      ) : (
+        <ul class="error-details">
+          {preview.problems.map((p, i) => (
+            <li key={i}>
+              <code>{p.field}</code>: {p.message}
+            </li>
+          ))}
+        </ul>
+      )}
     </div>
   )
 }
 
-const MetadataFields = ({ form, setMeta, readOnly, structures }: {
+const MetadataFields = ({
+  form,
+  setMeta,
+  readOnly,
+  structures
+}: {
   form: Form
   setMeta: (key: string, value: unknown) => void
   readOnly: boolean
@@ -202,13 +241,25 @@ const MetadataFields = ({ form, setMeta, readOnly, structures }: {
           <Field label="Event">
             <select value={str("event")} disabled={readOnly} onChange={(e) => setMeta("event", e.currentTarget.value || undefined)}>
               <option value="">choose…</option>
-              {events.map((e) => <option key={e} value={e}>{e}</option>)}
+              {events.map((e) => (
+                <option key={e} value={e}>
+                  {e}
+                </option>
+              ))}
             </select>
           </Field>
           <Field label="Structure">
-            <select value={str("recordSlug")} disabled={readOnly} onChange={(e) => setMeta("recordSlug", e.currentTarget.value || undefined)}>
+            <select
+              value={str("recordSlug")}
+              disabled={readOnly}
+              onChange={(e) => setMeta("recordSlug", e.currentTarget.value || undefined)}
+            >
               <option value="">choose…</option>
-              {structures.map((s) => <option key={s} value={s}>{s}</option>)}
+              {structures.map((s) => (
+                <option key={s} value={s}>
+                  {s}
+                </option>
+              ))}
             </select>
           </Field>
         </div>
@@ -239,18 +290,41 @@ const MetadataFields = ({ form, setMeta, readOnly, structures }: {
           )}
           {kind === "cron" && (
             <Field label="Cron expression" hint="minute hour day month weekday (Sunday 0), e.g. 0 9 * * 1-5">
-              <input name="cronExpression" class="code" value={str("cronExpression")} readOnly={readOnly} onInput={(e) => setMeta("cronExpression", e.currentTarget.value)} />
+              <input
+                name="cronExpression"
+                class="code"
+                value={str("cronExpression")}
+                readOnly={readOnly}
+                onInput={(e) => setMeta("cronExpression", e.currentTarget.value)}
+              />
             </Field>
           )}
           {kind === "once" && (
             <Field label="At" hint="ISO 8601; without an offset it is read in the time zone">
-              <input name="scheduledAt" value={str("scheduledAt")} placeholder="2030-01-01T09:00:00" readOnly={readOnly} onInput={(e) => setMeta("scheduledAt", e.currentTarget.value)} />
+              <input
+                name="scheduledAt"
+                value={str("scheduledAt")}
+                placeholder="2030-01-01T09:00:00"
+                readOnly={readOnly}
+                onInput={(e) => setMeta("scheduledAt", e.currentTarget.value)}
+              />
             </Field>
           )}
           {kind !== "interval" && (
             <Field label="Time zone">
-              <input name="timezone" list="time-zones" value={str("timezone")} placeholder="UTC" readOnly={readOnly} onInput={(e) => setMeta("timezone", e.currentTarget.value || undefined)} />
-              <datalist id="time-zones">{timeZones.map((z) => <option key={z} value={z} />)}</datalist>
+              <input
+                name="timezone"
+                list="time-zones"
+                value={str("timezone")}
+                placeholder="UTC"
+                readOnly={readOnly}
+                onInput={(e) => setMeta("timezone", e.currentTarget.value || undefined)}
+              />
+              <datalist id="time-zones">
+                {timeZones.map((z) => (
+                  <option key={z} value={z} />
+                ))}
+              </datalist>
             </Field>
           )}
         </div>
@@ -258,8 +332,17 @@ const MetadataFields = ({ form, setMeta, readOnly, structures }: {
     }
     case "http-trigger":
       return (
-        <Field label="Path" hint="served at /workspace/{ws}/api/v1/http-triggers/<path>, any method, with a token holding execute:functions">
-          <input name="path" value={str("path")} placeholder="/orders/new" readOnly={readOnly} onInput={(e) => setMeta("path", e.currentTarget.value)} />
+        <Field
+          label="Path"
+          hint="served at /workspace/{ws}/api/v1/http-triggers/<path>, any method, with a token holding execute:functions"
+        >
+          <input
+            name="path"
+            value={str("path")}
+            placeholder="/orders/new"
+            readOnly={readOnly}
+            onInput={(e) => setMeta("path", e.currentTarget.value)}
+          />
         </Field>
       )
     default:
@@ -322,49 +405,122 @@ const TriggerEditor = ({ id, draftId }: { id?: string; draftId?: string }) => {
 
   return (
     <section>
-      <PageHead title={trigger !== undefined ? <>{trigger.name} <small>v{trigger.version}</small> <StatusBadge status={trigger.status} /></> : draft !== undefined ? "Trigger draft" : "New trigger"}>
-        <a class="btn btn-plain" href={href("triggers")}>All triggers</a>
+      <PageHead
+        title={
+          trigger !== undefined ? (
+            <>
+              {trigger.name} <small>v{trigger.version}</small> <StatusBadge status={trigger.status} />
+            </>
+          ) : draft !== undefined ? (
+            "Trigger draft"
+          ) : (
+            "New trigger"
+          )
+        }
+      >
+        <a class="btn btn-plain" href={href("triggers")}>
+          All triggers
+        </a>
         {trigger === undefined && (
-          <DraftActions resource="function-triggers" screen="triggers" perm="write:triggers" noun="trigger" body={body} draft={draft} save={save} />
+          <DraftActions
+            resource="function-triggers"
+            screen="triggers"
+            perm="write:triggers"
+            noun="trigger"
+            body={body}
+            draft={draft}
+            save={save}
+          />
         )}
         {trigger !== undefined && !trigger.isSystem && (
           <>
-            <Button perm="write:triggers" kind="primary" busy={save.busy} onClick={() => void save.run(async () => {
-              const updated = await api.put<Trigger>(`/function-triggers/${trigger.id}`, body)
-              toast(`Saved as version ${updated.version}`)
-              loaded.reload()
-            })}>Save</Button>
+            <Button
+              perm="write:triggers"
+              kind="primary"
+              busy={save.busy}
+              onClick={() =>
+                void save.run(async () => {
+                  const updated = await api.put<Trigger>(`/function-triggers/${trigger.id}`, body)
+                  toast(`Saved as version ${updated.version}`)
+                  loaded.reload()
+                })
+              }
+            >
+              Save
+            </Button>
             {trigger.executionType === "scheduled" && trigger.status !== "completed" && (
-              <Button perm="write:triggers" busy={save.busy} onClick={() => void save.run(async () => {
-                await api.patch(`/function-triggers/${trigger.id}/${trigger.paused ? "resume" : "pause"}`)
-                toast(trigger.paused ? "Resumed" : "Paused")
-                loaded.reload()
-              })}>{trigger.paused ? "Resume" : "Pause"}</Button>
+              <Button
+                perm="write:triggers"
+                busy={save.busy}
+                onClick={() =>
+                  void save.run(async () => {
+                    await api.patch(`/function-triggers/${trigger.id}/${trigger.paused ? "resume" : "pause"}`)
+                    toast(trigger.paused ? "Resumed" : "Paused")
+                    loaded.reload()
+                  })
+                }
+              >
+                {trigger.paused ? "Resume" : "Pause"}
+              </Button>
             )}
-            <Button perm="write:triggers" kind="danger" onClick={() => confirmed(`Delete ${trigger.name}? Its runs stay.`) && void save.run(async () => {
-              await api.del(`/function-triggers/${trigger.id}`)
-              toast("Trigger deleted")
-              navigate("triggers")
-            })}>Delete</Button>
+            <Button
+              perm="write:triggers"
+              kind="danger"
+              onClick={() =>
+                confirmed(`Delete ${trigger.name}? Its runs stay.`) &&
+                void save.run(async () => {
+                  await api.del(`/function-triggers/${trigger.id}`)
+                  toast("Trigger deleted")
+                  navigate("triggers")
+                })
+              }
+            >
+              Delete
+            </Button>
           </>
         )}
       </PageHead>
-      {trigger?.isSystem === true && <p class="notice">default-trigger runs test executions and POST /functions/{"{id}"}/execute; it cannot be changed.</p>}
+      {trigger?.isSystem === true && (
+        <p class="notice">default-trigger runs test executions and POST /functions/{"{id}"}/execute; it cannot be changed.</p>
+      )}
       <ErrorBox error={save.error} title="Not saved" />
-      {trigger !== undefined && <Tabs tabs={[["trigger", "Trigger"], ["versions", "Versions"]]} active={tab} onChange={setTab} />}
+      {trigger !== undefined && (
+        <Tabs
+          tabs={[
+            ["trigger", "Trigger"],
+            ["versions", "Versions"]
+          ]}
+          active={tab}
+          onChange={setTab}
+        />
+      )}
       {tab === "trigger" && (
         <div class="editor">
           <div class="grid">
             <Field label="Name">
-              <input name="trigger-name" value={form.name} readOnly={locked} onInput={(e) => setForm({ ...form, name: e.currentTarget.value })} />
+              <input
+                name="trigger-name"
+                value={form.name}
+                readOnly={locked}
+                onInput={(e) => setForm({ ...form, name: e.currentTarget.value })}
+              />
             </Field>
             <Field label="Description">
               <input value={form.description} readOnly={locked} onInput={(e) => setForm({ ...form, description: e.currentTarget.value })} />
             </Field>
             <Field label="Function">
-              <select name="trigger-function" value={form.functionId} disabled={locked} onChange={(e) => setForm({ ...form, functionId: e.currentTarget.value })}>
+              <select
+                name="trigger-function"
+                value={form.functionId}
+                disabled={locked}
+                onChange={(e) => setForm({ ...form, functionId: e.currentTarget.value })}
+              >
                 <option value="">choose…</option>
-                {(functions.state.data?.functions ?? []).map((f) => <option key={f.id} value={f.id}>{f.name}</option>)}
+                {(functions.state.data?.functions ?? []).map((f) => (
+                  <option key={f.id} value={f.id}>
+                    {f.name}
+                  </option>
+                ))}
               </select>
             </Field>
             <Field label="Type" hint={trigger === undefined ? undefined : "fixed once created"}>
@@ -372,15 +528,34 @@ const TriggerEditor = ({ id, draftId }: { id?: string; draftId?: string }) => {
                 name="trigger-type"
                 value={form.executionType}
                 disabled={locked || trigger !== undefined}
-                onChange={(e) => setForm({ ...form, executionType: e.currentTarget.value as ExecutionType, triggerMetadata: form.triggerMetadata.params === undefined ? {} : { params: form.triggerMetadata.params } })}
+                onChange={(e) =>
+                  setForm({
+                    ...form,
+                    executionType: e.currentTarget.value as ExecutionType,
+                    triggerMetadata: form.triggerMetadata.params === undefined ? {} : { params: form.triggerMetadata.params }
+                  })
+                }
               >
-                {types.map(([t, label]) => <option key={t} value={t}>{label}</option>)}
+                {types.map(([t, label]) => (
+                  <option key={t} value={t}>
+                    {label}
+                  </option>
+                ))}
               </select>
             </Field>
           </div>
-          <MetadataFields form={form} setMeta={setMeta} readOnly={locked} structures={(structures.state.data?.data ?? []).map((s) => s.recordSlug)} />
+          <MetadataFields
+            form={form}
+            setMeta={setMeta}
+            readOnly={locked}
+            structures={(structures.state.data?.data ?? []).map((s) => s.recordSlug)}
+          />
           {form.executionType === "scheduled" && <SchedulePreviewPanel metadata={form.triggerMetadata} trigger={trigger} />}
-          {form.executionType === "http-trigger" && trigger?.url && <p>URL: <code>{trigger.url}</code></p>}
+          {form.executionType === "http-trigger" && trigger?.url && (
+            <p>
+              URL: <code>{trigger.url}</code>
+            </p>
+          )}
           <JsonInput
             label="Params (triggerParams). Write {&quot;value&quot;: …, &quot;encrypt&quot;: true} to store a value encrypted"
             rows={4}
@@ -393,16 +568,29 @@ const TriggerEditor = ({ id, draftId }: { id?: string; draftId?: string }) => {
               <div class="run-box">
                 <h3>Execute</h3>
                 <JsonInput label="executionParams" rows={3} value={execParams} onChange={setExecParams} />
-                <Button perm="execute:functions" kind="primary" busy={exec.busy} onClick={() => void exec.run(async () => {
-                  const queued = await api.post<JobQueued>(`/function-triggers/${trigger.id}/execute`, execParams ?? {})
-                  follower.follow(queued.jobId)
-                })}>Execute</Button>
+                <Button
+                  perm="execute:functions"
+                  kind="primary"
+                  busy={exec.busy}
+                  onClick={() =>
+                    void exec.run(async () => {
+                      const queued = await api.post<JobQueued>(`/function-triggers/${trigger.id}/execute`, execParams ?? {})
+                      follower.follow(queued.jobId)
+                    })
+                  }
+                >
+                  Execute
+                </Button>
                 <ErrorBox error={exec.error} />
                 <FollowedRun follower={follower} />
               </div>
             </Can>
           )}
-          {trigger !== undefined && <p class="muted"><a href={`${href("runs")}?triggerId=${trigger.id}`}>Runs of this trigger</a></p>}
+          {trigger !== undefined && (
+            <p class="muted">
+              <a href={`${href("runs")}?triggerId=${trigger.id}`}>Runs of this trigger</a>
+            </p>
+          )}
         </div>
       )}
       {tab === "versions" && trigger !== undefined && <TriggerVersions trigger={trigger} />}
@@ -420,12 +608,21 @@ interface TriggerVersion {
 
 const TriggerVersions = ({ trigger }: { trigger: Trigger }) => {
   const { api } = useSession()
-  const { state } = useAsync(() => api.get<{ versions: ReadonlyArray<TriggerVersion> }>(`/function-triggers/${trigger.id}/versions`), [trigger.id, trigger.version])
+  const { state } = useAsync(
+    () => api.get<{ versions: ReadonlyArray<TriggerVersion> }>(`/function-triggers/${trigger.id}/versions`),
+    [trigger.id, trigger.version]
+  )
   return (
     <AsyncView state={state} isEmpty={(d) => d.versions.length === 0} empty="No versions.">
       {({ versions }) => (
         <table class="table">
-          <thead><tr><th>Version</th><th>Saved</th><th>Changes from the one before</th></tr></thead>
+          <thead>
+            <tr>
+              <th>Version</th>
+              <th>Saved</th>
+              <th>Changes from the one before</th>
+            </tr>
+          </thead>
           <tbody>
             {versions.map((v, i) => {
               const before = versions[i + 1]
@@ -435,9 +632,17 @@ const TriggerVersions = ({ trigger }: { trigger: Trigger }) => {
                   <td>{v.version}</td>
                   <td>{when(v.createdAt)}</td>
                   <td>
-                    {before === undefined
-                      ? "created"
-                      : <ul class="changes">{changes.map((c, k) => <li key={k}><code>{c.path}</code>: {cellText(c.before)} → {cellText(c.after)}</li>)}</ul>}
+                    {before === undefined ? (
+                      "created"
+                    ) : (
+                      <ul class="changes">
+                        {changes.map((c, k) => (
+                          <li key={k}>
+                            <code>{c.path}</code>: {cellText(c.before)} → {cellText(c.after)}
+                          </li>
+                        ))}
+                      </ul>
+                    )}
                   </td>
                 </tr>
               )

@@ -49,8 +49,12 @@ export const WebhooksScreen = ({ route }: { route: ReadonlyArray<string> }) =>
 const SecretOnce = ({ secret, onClose }: { secret: string; onClose: () => void }) => (
   <Modal title="Signing secret" onClose={onClose}>
     <p>Shown this once: keep it where the receiver verifies signatures.</p>
-    <div class="secret"><code data-testid="secret">{secret}</code> <CopyButton text={secret} /></div>
-    <Button kind="primary" onClick={onClose}>Done</Button>
+    <div class="secret">
+      <code data-testid="secret">{secret}</code> <CopyButton text={secret} />
+    </div>
+    <Button kind="primary" onClick={onClose}>
+      Done
+    </Button>
   </Modal>
 )
 
@@ -78,13 +82,26 @@ const WebhookForm = ({ webhook, onSaved, onClose }: { webhook?: Webhook; onSaved
           e.preventDefault()
           void save.run(async () => {
             const body = { ...(name.trim() === "" ? {} : { name }), url, events, filters, enabled, ...(secret === "" ? {} : { secret }) }
-            onSaved(webhook === undefined ? await api.post<Webhook>("/webhooks", body) : await api.patch<Webhook>(`/webhooks/${webhook.id}`, body))
+            onSaved(
+              webhook === undefined ? await api.post<Webhook>("/webhooks", body) : await api.patch<Webhook>(`/webhooks/${webhook.id}`, body)
+            )
           })
         }}
       >
         <div class="grid">
-          <Field label="Name"><input value={name} placeholder="Webhook to <host>" onInput={(e) => setName(e.currentTarget.value)} /></Field>
-          <Field label="URL"><input name="webhook-url" type="url" required value={url} placeholder="https://example.com/hook" onInput={(e) => setUrl(e.currentTarget.value)} /></Field>
+          <Field label="Name">
+            <input value={name} placeholder="Webhook to <host>" onInput={(e) => setName(e.currentTarget.value)} />
+          </Field>
+          <Field label="URL">
+            <input
+              name="webhook-url"
+              type="url"
+              required
+              value={url}
+              placeholder="https://example.com/hook"
+              onInput={(e) => setUrl(e.currentTarget.value)}
+            />
+          </Field>
         </div>
         <fieldset class="group">
           <legend>Events</legend>
@@ -107,7 +124,11 @@ const WebhookForm = ({ webhook, onSaved, onClose }: { webhook?: Webhook; onSaved
             <Field label="Structure">
               <select value={structure} onChange={(e) => setStructure(e.currentTarget.value)}>
                 <option value="">any</option>
-                {(structures.state.data?.data ?? []).map((s) => <option key={s.id} value={s.recordSlug}>{s.recordSlug}</option>)}
+                {(structures.state.data?.data ?? []).map((s) => (
+                  <option key={s.id} value={s.recordSlug}>
+                    {s.recordSlug}
+                  </option>
+                ))}
               </select>
             </Field>
             <Field label="Condition (query language)" hint="amount > 100 AND status = 'paid'">
@@ -117,13 +138,20 @@ const WebhookForm = ({ webhook, onSaved, onClose }: { webhook?: Webhook; onSaved
           <JsonInput label="Field equality (JSON object)" rows={2} value={data} onChange={setData} placeholder='{"status": "paid"}' />
         </fieldset>
         <div class="grid">
-          <Field label={webhook === undefined ? "Signing secret" : "New signing secret"} hint={webhook === undefined ? "generated (whsec_…) when empty" : "empty keeps the current one"}>
+          <Field
+            label={webhook === undefined ? "Signing secret" : "New signing secret"}
+            hint={webhook === undefined ? "generated (whsec_…) when empty" : "empty keeps the current one"}
+          >
             <input value={secret} autocomplete="off" onInput={(e) => setSecret(e.currentTarget.value)} />
           </Field>
-          <label class="check"><input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} /> Enabled</label>
+          <label class="check">
+            <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} /> Enabled
+          </label>
         </div>
         <ErrorBox error={save.error} title="Not saved" />
-        <Button type="submit" kind="primary" perm="write:webhooks" busy={save.busy}>{webhook === undefined ? "Create webhook" : "Save"}</Button>
+        <Button type="submit" kind="primary" perm="write:webhooks" busy={save.busy}>
+          {webhook === undefined ? "Create webhook" : "Save"}
+        </Button>
       </form>
     </Modal>
   )
@@ -138,19 +166,35 @@ const WebhookList = () => {
   return (
     <section>
       <PageHead title="Webhooks">
-        <Button perm="write:webhooks" kind="primary" onClick={() => setCreating(true)}>New webhook</Button>
+        <Button perm="write:webhooks" kind="primary" onClick={() => setCreating(true)}>
+          New webhook
+        </Button>
       </PageHead>
       <AsyncView state={state} isEmpty={(d) => d.data.length === 0} empty="No webhooks yet.">
         {(list) => (
           <table class="table">
-            <thead><tr><th>Name</th><th>URL</th><th>Events</th><th>Status</th><th>Created</th></tr></thead>
+            <thead>
+              <tr>
+                <th>Name</th>
+                <th>URL</th>
+                <th>Events</th>
+                <th>Status</th>
+                <th>Created</th>
+              </tr>
+            </thead>
             <tbody>
               {list.data.map((w) => (
                 <tr key={w.id}>
-                  <td><a href={href("webhooks", w.id)}>{w.name}</a></td>
-                  <td><code>{w.url}</code></td>
+                  <td>
+                    <a href={href("webhooks", w.id)}>{w.name}</a>
+                  </td>
+                  <td>
+                    <code>{w.url}</code>
+                  </td>
                   <td>{w.events.join(", ")}</td>
-                  <td><StatusBadge status={w.status} /></td>
+                  <td>
+                    <StatusBadge status={w.status} />
+                  </td>
                   <td>{when(w.createdAt)}</td>
                 </tr>
               ))}
@@ -169,11 +213,16 @@ const WebhookList = () => {
           }}
         />
       )}
-      {secret !== undefined && <SecretOnce secret={secret.secret} onClose={() => {
-        const id = secret.id
-        setSecret(undefined)
-        navigate("webhooks", id)
-      }} />}
+      {secret !== undefined && (
+        <SecretOnce
+          secret={secret.secret}
+          onClose={() => {
+            const id = secret.id
+            setSecret(undefined)
+            navigate("webhooks", id)
+          }}
+        />
+      )}
     </section>
   )
 }
@@ -185,7 +234,20 @@ const WebhookDetail = ({ id }: { id: string }) => {
   const [status, setStatus] = useState("")
   const [page, setPage] = useState(1)
   const deliveries = useAsync(() => api.get<Page<Delivery>>(`/webhooks/${id}/deliveries`, { status, page, limit: 25 }), [id, status, page])
-  const failures = useAsync(() => api.get<{ failures: ReadonlyArray<{ id: string; event: string; attempts: number; lastStatus: number | null; lastError: string | null; failedAt: string }> }>(`/webhooks/${id}/failures`, { limit: 20 }), [id])
+  const failures = useAsync(
+    () =>
+      api.get<{
+        failures: ReadonlyArray<{
+          id: string
+          event: string
+          attempts: number
+          lastStatus: number | null
+          lastError: string | null
+          failedAt: string
+        }>
+      }>(`/webhooks/${id}/failures`, { limit: 20 }),
+    [id]
+  )
   const [editing, setEditing] = useState(false)
   const [secret, setSecret] = useState<string | undefined>(undefined)
   const [open, setOpen] = useState<Delivery | undefined>(undefined)
@@ -195,62 +257,147 @@ const WebhookDetail = ({ id }: { id: string }) => {
     <AsyncView state={state}>
       {(webhook) => (
         <section>
-          <PageHead title={<>{webhook.name} <StatusBadge status={webhook.status} /></>}>
-            <a class="btn btn-plain" href={href("webhooks")}>All webhooks</a>
-            <Button perm="write:webhooks" busy={action.busy} onClick={() => void action.run(async () => {
-              setTest(await api.post(`/webhooks/${webhook.id}/test`, {}))
-            })}>Send a test</Button>
-            <Button perm="write:webhooks" onClick={() => setEditing(true)}>Edit</Button>
+          <PageHead
+            title={
+              <>
+                {webhook.name} <StatusBadge status={webhook.status} />
+              </>
+            }
+          >
+            <a class="btn btn-plain" href={href("webhooks")}>
+              All webhooks
+            </a>
+            <Button
+              perm="write:webhooks"
+              busy={action.busy}
+              onClick={() =>
+                void action.run(async () => {
+                  setTest(await api.post(`/webhooks/${webhook.id}/test`, {}))
+                })
+              }
+            >
+              Send a test
+            </Button>
+            <Button perm="write:webhooks" onClick={() => setEditing(true)}>
+              Edit
+            </Button>
             {webhook.status === "failed" && (
-              <Button perm="write:webhooks" kind="primary" onClick={() => void action.run(async () => {
-                await api.patch(`/webhooks/${webhook.id}`, { enabled: true })
-                toast("Webhook active again")
-                reload()
-              })}>Re-enable</Button>
+              <Button
+                perm="write:webhooks"
+                kind="primary"
+                onClick={() =>
+                  void action.run(async () => {
+                    await api.patch(`/webhooks/${webhook.id}`, { enabled: true })
+                    toast("Webhook active again")
+                    reload()
+                  })
+                }
+              >
+                Re-enable
+              </Button>
             )}
-            <Button perm="write:webhooks" kind="danger" onClick={() => confirmed(`Delete ${webhook.name}?`) && void action.run(async () => {
-              await api.del(`/webhooks/${webhook.id}`)
-              navigate("webhooks")
-            })}>Delete</Button>
+            <Button
+              perm="write:webhooks"
+              kind="danger"
+              onClick={() =>
+                confirmed(`Delete ${webhook.name}?`) &&
+                void action.run(async () => {
+                  await api.del(`/webhooks/${webhook.id}`)
+                  navigate("webhooks")
+                })
+              }
+            >
+              Delete
+            </Button>
           </PageHead>
-          <p><code>{webhook.url}</code> · {webhook.events.join(", ")}{Object.keys(webhook.filters).length > 0 && <> · filters <code>{JSON.stringify(webhook.filters)}</code></>}</p>
+          <p>
+            <code>{webhook.url}</code> · {webhook.events.join(", ")}
+            {Object.keys(webhook.filters).length > 0 && (
+              <>
+                {" "}
+                · filters <code>{JSON.stringify(webhook.filters)}</code>
+              </>
+            )}
+          </p>
           <ErrorBox error={action.error} />
           {test !== undefined && (
             <p class={`notice ${test.delivered ? "ok" : "bad"}`} data-testid="webhook-test">
-              Test {test.delivered ? "delivered" : "not delivered"}: status {test.status ?? "none"} in {Math.round(test.durationMs)} ms{test.error ? ` · ${test.error}` : ""}
+              Test {test.delivered ? "delivered" : "not delivered"}: status {test.status ?? "none"} in {Math.round(test.durationMs)} ms
+              {test.error ? ` · ${test.error}` : ""}
             </p>
           )}
           <h2>Deliveries</h2>
           <div class="toolbar">
-            <select aria-label="Delivery status" value={status} onChange={(e) => {
-              setStatus(e.currentTarget.value)
-              setPage(1)
-            }}>
+            <select
+              aria-label="Delivery status"
+              value={status}
+              onChange={(e) => {
+                setStatus(e.currentTarget.value)
+                setPage(1)
+              }}
+            >
               <option value="">every status</option>
-              {["pending", "retrying", "delivered", "failed", "skipped"].map((s) => <option key={s} value={s}>{s}</option>)}
+              {["pending", "retrying", "delivered", "failed", "skipped"].map((s) => (
+                <option key={s} value={s}>
+                  {s}
+                </option>
+              ))}
             </select>
-            <button type="button" class="btn btn-plain" onClick={deliveries.reload}>Refresh</button>
+            <button type="button" class="btn btn-plain" onClick={deliveries.reload}>
+              Refresh
+            </button>
           </div>
           <AsyncView state={deliveries.state} isEmpty={(d) => d.data.length === 0} empty="No deliveries yet.">
             {(list) => (
               <>
                 <table class="table">
-                  <thead><tr><th>When</th><th>Event</th><th>Status</th><th>Attempts</th><th>Answer</th><th /></tr></thead>
+                  <thead>
+                    <tr>
+                      <th>When</th>
+                      <th>Event</th>
+                      <th>Status</th>
+                      <th>Attempts</th>
+                      <th>Answer</th>
+                      <th />
+                    </tr>
+                  </thead>
                   <tbody>
                     {list.data.map((d) => (
                       <tr key={d.id}>
                         <td>{when(d.createdAt)}</td>
-                        <td><code>{d.event}</code>{d.redeliveryOf !== null && <span class="badge">redelivery</span>}</td>
-                        <td><StatusBadge status={d.status} /></td>
-                        <td>{d.attempts}</td>
-                        <td>{d.lastStatus ?? ""} {d.lastError ?? ""} {d.durationMs !== null ? `${Math.round(d.durationMs)} ms` : ""}</td>
                         <td>
-                          <button type="button" class="btn btn-plain" onClick={() => void api.get<Delivery>(`/webhooks/${webhook.id}/deliveries/${d.id}`).then(setOpen, action.setError)}>Payload</button>
-                          <Button perm="write:webhooks" onClick={() => void action.run(async () => {
-                            await api.post(`/webhooks/${webhook.id}/deliveries/${d.id}/redeliver`)
-                            toast("Redelivery queued")
-                            deliveries.reload()
-                          })}>Redeliver</Button>
+                          <code>{d.event}</code>
+                          {d.redeliveryOf !== null && <span class="badge">redelivery</span>}
+                        </td>
+                        <td>
+                          <StatusBadge status={d.status} />
+                        </td>
+                        <td>{d.attempts}</td>
+                        <td>
+                          {d.lastStatus ?? ""} {d.lastError ?? ""} {d.durationMs !== null ? `${Math.round(d.durationMs)} ms` : ""}
+                        </td>
+                        <td>
+                          <button
+                            type="button"
+                            class="btn btn-plain"
+                            onClick={() =>
+                              void api.get<Delivery>(`/webhooks/${webhook.id}/deliveries/${d.id}`).then(setOpen, action.setError)
+                            }
+                          >
+                            Payload
+                          </button>
+                          <Button
+                            perm="write:webhooks"
+                            onClick={() =>
+                              void action.run(async () => {
+                                await api.post(`/webhooks/${webhook.id}/deliveries/${d.id}/redeliver`)
+                                toast("Redelivery queued")
+                                deliveries.reload()
+                              })
+                            }
+                          >
+                            Redeliver
+                          </Button>
                         </td>
                       </tr>
                     ))}
@@ -264,14 +411,34 @@ const WebhookDetail = ({ id }: { id: string }) => {
           <AsyncView state={failures.state} isEmpty={(f) => f.failures.length === 0} empty="No failed deliveries.">
             {({ failures: list }) => (
               <table class="table">
-                <thead><tr><th>Failed</th><th>Event</th><th>Attempts</th><th>Last answer</th></tr></thead>
+                <thead>
+                  <tr>
+                    <th>Failed</th>
+                    <th>Event</th>
+                    <th>Attempts</th>
+                    <th>Last answer</th>
+                  </tr>
+                </thead>
                 <tbody>
-                  {list.map((f) => <tr key={f.id}><td>{when(f.failedAt)}</td><td>{f.event}</td><td>{f.attempts}</td><td>{f.lastStatus ?? ""} {f.lastError ?? ""}</td></tr>)}
+                  {list.map((f) => (
+                    <tr key={f.id}>
+                      <td>{when(f.failedAt)}</td>
+                      <td>{f.event}</td>
+                      <td>{f.attempts}</td>
+                      <td>
+                        {f.lastStatus ?? ""} {f.lastError ?? ""}
+                      </td>
+                    </tr>
+                  ))}
                 </tbody>
               </table>
             )}
           </AsyncView>
-          {open !== undefined && <Modal title={`Delivery ${open.id.slice(0, 8)}`} onClose={() => setOpen(undefined)} wide><Json value={open} /></Modal>}
+          {open !== undefined && (
+            <Modal title={`Delivery ${open.id.slice(0, 8)}`} onClose={() => setOpen(undefined)} wide>
+              <Json value={open} />
+            </Modal>
+          )}
           {editing && (
             <WebhookForm
               webhook={webhook}
