@@ -25,7 +25,8 @@ describe.runIf(process.env.DATABASE_URL)("events across two nodes", () => {
   let token: string
   const sse: Array<SseConnection> = []
   // one issuer for the whole cluster, as behind a load balancer, so either node accepts the other's tokens
-  const env = { TROUPE_WEBHOOK_RETRY_DELAYS: "0.2,0.4,0.6", TROUPE_PUBLIC_URL: "http://troupe.test" }
+  // info: the test reads which node runs the singleton off its log lines
+  const env = { TROUPE_WEBHOOK_RETRY_DELAYS: "0.2,0.4,0.6", TROUPE_PUBLIC_URL: "http://troupe.test", TROUPE_LOG_LEVEL: "info" }
 
   beforeAll(async () => {
     a = await startServer({ clustered: true, env })

@@ -24,6 +24,13 @@ describe("foundation", () => {
     expect(process.version).toMatch(/^v24\./)
   })
 
+  it("TROUPE_LOG_LEVEL is the minimum level of everything the node logs (the harness runs nodes at warn)", async () => {
+    expect((await server.request("GET", "/health")).status).toBe(200)
+    // background fibers (relay, scheduler) and request lines log at info: none of it shows at warn
+    expect(server.output()).not.toContain('"level":"INFO"')
+    expect(server.output()).not.toContain("running on this node")
+  })
+
   it("answers /health and /ready", async () => {
     const health = await server.request("GET", "/health")
     expect(health.status).toBe(200)
