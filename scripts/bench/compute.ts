@@ -15,6 +15,7 @@
 // (2), BENCH_COMPUTE_SAMPLES (sequential samples of 2 and 5, default 300), BENCH_COMPUTE_CHUNK (runs posted before
 // each drain with --runs, default 5,000), BENCH_LOG_LEVEL (the node's TROUPE_LOG_LEVEL, default none); BENCH_WARMUP
 // (s, 2) and BENCH_CONNECTIONS (64) as in bench.ts.
+// Size: over 500 lines, kept whole: the compute benchmark: each figure of the Functions table with its own setup.
 import autocannon from "autocannon"
 import { Effect, ManagedRuntime } from "effect"
 import ivm from "isolated-vm"

@@ -1,6 +1,7 @@
 // The fuzzer's model of the contract: every operation of the shared HttpApi (walked with HttpApi.reflect), values
 // derived from each endpoint's own Schemas (effect/Arbitrary), and what the Schemas do not describe (hostile strings,
 // any JSON, raw bytes) from fast-check. Also the mutations of valid values and the garbage sent beside them.
+// Size: over 500 lines, kept whole: the contract the fuzzer judges against, every rule beside the others.
 import { Api } from "@troupe/api/Api"
 import { RateClass, RequiredPermission } from "@troupe/api/Authorization"
 import { RequiresUserToken } from "@troupe/api/identity/Identity"

@@ -9,6 +9,7 @@
 //   - the server stays up (/health and /ready 200 at the end), after the careful phase has run the operations that
 //     would wreck a run (deleting a workspace, rotating the signing key, changing a password) once each, as they
 //     are meant to be used.
+// Size: over 500 lines, kept whole: the contract fuzzer: request generation per schema, mutation, sending and judging share one run state.
 import { rolePermissions } from "@troupe/api/identity/Roles"
 import fc from "fast-check"
 import * as Crypto from "node:crypto"

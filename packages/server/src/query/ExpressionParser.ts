@@ -2,6 +2,7 @@
 // language of `POST /query` (`SELECT ... FROM ... WHERE ... GROUP BY ... ORDER BY ... LIMIT ... INCLUDE ...`).
 // Both share one condition grammar; keywords are case-insensitive; every error carries the offending token's
 // position.
+// Size: over 500 lines, kept whole: one recursive-descent parser for generation A expressions and the query language, which share the grammar of conditions.
 import { Result } from "effect"
 import * as Ast from "./Ast.ts"
 import { type Dialect, LexError, type Token, tokenize } from "./Lexer.ts"

@@ -1,6 +1,7 @@
 // Parsers of the flat filter syntaxes: gen-B `filter` strings, bracket query parameters, filter objects (aggregate
 // bodies and `api.queryRecords`), `sort` strings and aggregate operations. Each returns a Result: the AST, or a
 // QueryParseError whose position points into the text the caller gave.
+// Size: over 500 lines, kept whole: the generation B filter, bracket parameters, filter objects, sort and aggregate operations: small parsers sharing one field and value reader.
 import { Result } from "effect"
 import * as Ast from "./Ast.ts"
 import { QueryParseError } from "./QueryErrors.ts"

@@ -14,6 +14,7 @@
 // - Setting `isSecret` on a property that already holds values encrypts them in the same transaction (records and
 //   versions; the versions' and changelog's `changes` are masked); renaming a secret re-encrypts it under its new
 //   path, and unsetting `isSecret` decrypts the values (SecretMigration.ts).
+// Size: over 500 lines, kept whole: create, update (renames, secret migration, reclaimed values), delete, list and validate share the cache and one transaction helper; rows and versions live in StructureRows.ts and StructureVersions.ts.
 import {
   type BadRequest,
   badRequest,

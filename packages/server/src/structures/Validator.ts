@@ -18,6 +18,7 @@
 // Computed fields cannot be written by clients; a value equal to the one already stored (a GET echoed back by
 // PUT) is tolerated and ignored. Persisted ones are evaluated and stored; virtual ones are stripped from stored
 // data and added on reads by `applyVirtual`.
+// Size: over 500 lines, kept whole: compiles a structure into one validator (every property type, constraints, computed fields, unique claims) whose parts share the compiled state.
 import type {
   ArrayItems,
   ArrayProperty,

@@ -14,6 +14,7 @@
 //   a random IV) and cannot sit inside array items.
 // - At most 32 top-level properties may be `indexed` (each is an expression index every write of the structure's
 //   records maintains); the properties past that are named.
+// Size: over 500 lines, kept whole: every rule of a structure definition in one walk, so that all problems of a definition are reported at once.
 import type {
   ArrayItems,
   PropertyDefinition,

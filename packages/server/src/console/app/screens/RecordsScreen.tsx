@@ -1,6 +1,7 @@
 // Records of one structure: a paged, sortable table filtered with the `filter` parameter or a query-language
 // condition (POST /query), soft-deleted records with restore, a record's form (checked against the schema), its
 // history with restore and revert, its changelog, and bulk import of a JSON or CSV file with a progress bar.
+// Size: over 500 lines, kept whole: one screen; its list, editor, import and dialogs share the screen state.
 import { useState } from "preact/hooks"
 import { ApiError, type ErrorDetail } from "../lib/ApiClient.ts"
 import { jsonDiff } from "../lib/Diff.ts"

@@ -1,5 +1,6 @@
 // Structures: the list (search, deleted ones), create and edit with every property rule, a live
 // POST /structures/validate as the user types, versions with pins and a diff between any two.
+// Size: over 500 lines, kept whole: one screen; its list, property editor and dialogs share the screen state.
 import { useEffect, useMemo, useState } from "preact/hooks"
 import { jsonDiff } from "../lib/Diff.ts"
 import type { Property, Structure, StructureList, StructureVersion } from "../lib/Types.ts"

@@ -1,6 +1,7 @@
 // Triggers of every type: on demand (execute, followed to its run), event-driven (event and structure), scheduled
 // (interval, cron or once, previewed as the next five fire times computed in the browser by the server's own
 // schedule module), HTTP (path and URL); params with encryption; pause and resume; versions; drafts with publish.
+// Size: over 500 lines, kept whole: one screen; its list, per-type editor and dialogs share the screen state.
 import { useEffect, useMemo, useState } from "preact/hooks"
 import { jsonDiff } from "../lib/Diff.ts"
 import { formatInZone, previewSchedule } from "../lib/SchedulePreview.ts"
