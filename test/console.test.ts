@@ -24,7 +24,7 @@ const screenshots = process.env.TROUPE_CONSOLE_SCREENSHOTS
 const viewport = { width: 1280, height: 800 }
 
 // The callbacks given to the page run in Chromium; the node's type-check has no DOM library, so they see these.
-declare const document: { readonly body: Rendered }
+declare const document: { readonly body: Rendered; readonly querySelectorAll: (selector: string) => { readonly length: number } }
 declare const window: { readonly location: { hash: string; readonly search: string } }
 declare const localStorage: object
 interface Rendered {
@@ -90,6 +90,14 @@ const snap = async (page: Page, name: string) => {
 
 /** The number of rows in the table `selector`. */
 const rows = (page: Page, selector: string) => page.$$eval(`${selector} tbody tr`, (trs) => trs.length)
+
+/** The row count of a table once it has at least `count` rows (a screen's text can show before its table fills). */
+const rowsOnce = async (page: Page, selector: string, count: number) => {
+  await page
+    .waitForFunction((sel, n) => document.querySelectorAll(sel).length >= n, { timeout: 15_000 }, `${selector} tbody tr`, count)
+    .catch(() => undefined)
+  return rows(page, selector)
+}
 
 const writeControls = (page: Page) => page.$$eval("[data-write]", (els) => els.map((e) => e.textContent?.trim() ?? ""))
 
@@ -337,7 +345,7 @@ describe("admin console in Chromium", () => {
     // the lists those writes filled
     await go(page, "#/records/books")
     await waitText(page, "Hyperion")
-    expect(await rows(page, "table")).toBe(5)
+    expect(await rowsOnce(page, "table", 5)).toBe(5)
     await snap(page, "records")
     await go(page, "#/structures")
     await waitText(page, "Authors")
@@ -362,7 +370,7 @@ describe("admin console in Chromium", () => {
     // the runs: the test run of the previous test, the trigger's run, this test run; the trigger's run opens
     await go(page, "#/runs")
     await waitText(page, "double-now")
-    expect(await rows(page, "[data-testid=runs]")).toBe(3)
+    expect(await rowsOnce(page, "[data-testid=runs]", 3)).toBe(3)
     await snap(page, "runs")
     await page.click(`[data-testid=runs] a[href$="${run.id}"]`)
     await page.waitForSelector("[data-testid=run-outcome][data-status=completed]")

@@ -114,7 +114,6 @@ const HttpLive = Layer.unwrap(
     const authenticator = yield* Authenticator
     const FastServer = draining(
       fastServer(yield* fastLane(Api, yield* FastRoutes, authenticator.authenticate), yield* Effect.context<never>(), {
-        logLevel: config.logLevel,
         maxBody: config.maxBodyBytes,
         maxJsonDepth: config.maxJsonDepth
       })

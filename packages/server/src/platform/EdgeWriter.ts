@@ -4,7 +4,7 @@
 // known failure, logged), the request id, and the log lines: one `request` line per request at info, one `request
 // failed` line per 500 at error, each only when TROUPE_LOG_LEVEL lets it through.
 import { errorBody, type ErrorDetail, statusText } from "@troupe/api/Errors"
-import { Cause, Effect, Schema, SchemaIssue } from "effect"
+import { Cause, Context, Effect, LogLevel, References, Schema, SchemaIssue } from "effect"
 import { HttpServerError } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import * as Crypto from "node:crypto"
@@ -157,8 +157,6 @@ export const failureOf = (
   return { failure: INTERNAL, logged: true }
 }
 
-const logLevels: Record<string, number> = { debug: 0, info: 1, warn: 2, error: 3, none: 4 }
-
 export interface EdgeLog {
   /** the `request` line of an answered request (info); `url` may carry a query string, which is left out */
   readonly request: (requestId: string, method: string, url: string, status: number, elapsedMs: number) => Effect.Effect<void>
@@ -168,27 +166,28 @@ export interface EdgeLog {
 
 const silent = () => Effect.void
 
-/** The edge's log lines at TROUPE_LOG_LEVEL `logLevel` (info when unknown): the lines below it are never built. */
-export const edgeLog = (logLevel: string): EdgeLog => {
-  const level = logLevels[logLevel] ?? 1
+/**
+ * The edge's log lines under the minimum log level of `context` (TROUPE_LOG_LEVEL, set by app/Server.ts): Effect
+ * would drop the lines below it anyway; here they are not even built, on every request.
+ */
+export const edgeLog = (context: Context.Context<never>): EdgeLog => {
+  const minimum = Context.get(context, References.MinimumLogLevel)
   return {
-    request:
-      level <= 1
-        ? (requestId, method, url, status, elapsedMs) =>
-            Effect.logInfo("request").pipe(
-              Effect.annotateLogs({
-                requestId,
-                method,
-                url: url.split("?")[0],
-                status,
-                durationMs: Math.round(elapsedMs * 100) / 100
-              })
-            )
-        : silent,
-    failed:
-      level <= 3
-        ? (requestId, method, url, cause) =>
-            Effect.logError("request failed", { requestId, method, url: redactUrl(url), cause: Cause.pretty(cause) })
-        : silent
+    request: LogLevel.isGreaterThanOrEqualTo("Info", minimum)
+      ? (requestId, method, url, status, elapsedMs) =>
+          Effect.logInfo("request").pipe(
+            Effect.annotateLogs({
+              requestId,
+              method,
+              url: url.split("?")[0],
+              status,
+              durationMs: Math.round(elapsedMs * 100) / 100
+            })
+          )
+      : silent,
+    failed: LogLevel.isGreaterThanOrEqualTo("Error", minimum)
+      ? (requestId, method, url, cause) =>
+          Effect.logError("request failed", { requestId, method, url: redactUrl(url), cause: Cause.pretty(cause) })
+      : silent
   }
 }

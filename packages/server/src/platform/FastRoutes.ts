@@ -202,20 +202,19 @@ const tracingIn = (context: Context.Context<never>) => Context.get(context, Trac
 
 /**
  * The `http.Server` class to listen with: the fast lane first, the Effect HTTP stack for the rest. `context` is the
- * runtime the lane's effects run on; `logLevel` is TROUPE_LOG_LEVEL; `maxBody` the edge's body limit; `maxJsonDepth`
- * its bound on JSON nesting. A request target or JSON body the edge's input guards would refuse is refused alike
+ * runtime the lane's effects run on (its minimum log level is the edge's); `maxBody` the edge's body limit;
+ * `maxJsonDepth` its bound on JSON nesting. A request target or JSON body the edge's input guards would refuse is refused alike
  * (the target is left to the edge; the body, read here, is checked before authentication, as at the edge).
  */
 export const fastServer = (
   routes: FastLane,
   context: Context.Context<never>,
   options: {
-    readonly logLevel: string
     readonly maxBody: number
     readonly maxJsonDepth?: number | undefined
   }
 ): typeof Http.Server => {
-  const log = edgeLog(options.logLevel)
+  const log = edgeLog(context)
   const maxBody = options.maxBody
   const maxDepth = options.maxJsonDepth ?? 64
   // Without an exporting tracer no span is made (as the HTTP server does).

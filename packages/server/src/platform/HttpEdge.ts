@@ -372,7 +372,7 @@ export const serve = <E, R>(
       const { allowedMethods, paramAt } = makeMethodIndex(api, extraRoutes)
       // the node's runtime context: where the request metrics live
       const context = yield* Effect.context<never>()
-      const log = edgeLog(config.logLevel)
+      const log = edgeLog(context)
       const maxBody = config.maxBodyBytes
       const maxDepth = config.maxJsonDepth
 

@@ -4,7 +4,7 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Authorization, type Principal } from "@troupe/api/Authorization"
-import { Context, Effect, Layer, Metric, Option, Schema, Tracer } from "effect"
+import { Context, Effect, Layer, Metric, Option, References, Schema, Tracer } from "effect"
 import { HttpServer } from "effect/http"
 import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Authenticator } from "../identity/Authenticate.ts"
@@ -60,13 +60,14 @@ const Edge = Layer.unwrap(
   Effect.gen(function* () {
     const routeOf = routeLabels(api)
     const lane = yield* fastLane(api, fastThings, authenticate)
-    const FastServer = fastServer(lane, yield* Effect.context<never>(), { logLevel: "none", maxBody: 1 << 20 })
+    const FastServer = fastServer(lane, yield* Effect.context<never>(), { maxBody: 1 << 20 })
     return serve(api, App, [], routeOf).pipe(
       Layer.provideMerge(NodeHttpServer.layer(() => new FastServer(), { port: 0, host: "127.0.0.1" }))
     )
   })
 ).pipe(
-  Layer.provide(AppConfig.layerWith({ logLevel: "none" })),
+  Layer.provide(AppConfig.layerWith({})),
+  Layer.provide(Layer.succeed(References.MinimumLogLevel, "None")),
   Layer.provide(Layer.succeed(Tracer.Tracer, tracer)),
   Layer.provide(Layer.succeed(Metric.MetricRegistry, registry))
 )
