@@ -55,6 +55,29 @@ const isInstant = (v: unknown) => v instanceof Date || typeof v === "string"
 const isInstantOrNull = (v: unknown) => v === null || isInstant(v)
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
+/** The columns of a row under their record names, its timestamps given as ISO text. */
+const renamed = (
+  r: Omit<typeof RecordRowDb.Type, "created_at" | "updated_at" | "deleted_at" | "expires_at">,
+  createdAt: string,
+  updatedAt: string,
+  deletedAt: string | null,
+  expiresAt: string | null
+): RecordRow => ({
+  id: r.id,
+  workspace: r.workspace,
+  structureId: r.structure_id,
+  data: r.data,
+  metadata: r.metadata,
+  version: r.version,
+  status: r.status,
+  createdBy: r.created_by,
+  updatedBy: r.updated_by,
+  createdAt,
+  updatedAt,
+  deletedAt,
+  expiresAt
+})
+
 /**
  * The row as both drivers give it on the hot path (text, Dates, parsed jsonb objects, a number), checked field by
  * field; `undefined` for anything else, which `RecordRowDb` then decodes or refuses.
@@ -78,21 +101,7 @@ const nativeRow = (row: unknown): RecordRow | undefined => {
     !isInstantOrNull(r.expires_at)
   )
     return undefined
-  return {
-    id: r.id,
-    workspace: r.workspace,
-    structureId: r.structure_id,
-    data: r.data,
-    metadata: r.metadata,
-    version: r.version,
-    status: r.status,
-    createdBy: r.created_by,
-    updatedBy: r.updated_by,
-    createdAt: iso(r.created_at),
-    updatedAt: iso(r.updated_at),
-    deletedAt: isoOrNull(r.deleted_at),
-    expiresAt: isoOrNull(r.expires_at)
-  }
+  return renamed(r as typeof RecordRowDb.Type, iso(r.created_at), iso(r.updated_at), isoOrNull(r.deleted_at), isoOrNull(r.expires_at))
 }
 
 /**
@@ -105,21 +114,7 @@ export const decodeRecordRow = (row: unknown): RecordRow => {
   const native = nativeRow(row)
   if (native !== undefined) return native
   const r = decodeRecordRowDb(row)
-  return {
-    id: r.id,
-    workspace: r.workspace,
-    structureId: r.structure_id,
-    data: r.data,
-    metadata: r.metadata,
-    version: r.version,
-    status: r.status,
-    createdBy: r.created_by,
-    updatedBy: r.updated_by,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-    deletedAt: r.deleted_at,
-    expiresAt: r.expires_at
-  }
+  return renamed(r, r.created_at, r.updated_at, r.deleted_at, r.expires_at)
 }
 
 /** Generation B. */

@@ -40,6 +40,7 @@ import {
 import { batchable, type Preparation } from "./RecordPrepare.ts"
 import type { RecordRepo } from "./RecordRepo.ts"
 import { type ClaimTaken, timestamp, type Writes } from "./RecordWrites.ts"
+import type { RecordService } from "./RecordService.ts"
 
 /** Groups written rows by structure, for one bulk event per structure. */
 const byStructure = (written: ReadonlyArray<{ row: RecordRow; structure: Structure }>) => {
@@ -296,29 +297,7 @@ const eachItem = <I, A>(items: ReadonlyArray<I>, run: (item: I) => Effect.Effect
   )
 
 export const makeBulkRequests = (deps: {
-  readonly records: {
-    readonly create: (structure: Structure, input: CreateInput, writer: Writer) => Effect.Effect<WriteResult, RecordError>
-    readonly get: (workspace: string, id: string) => Effect.Effect<{ row: RecordRow }, RecordError>
-    readonly createAll: (
-      structure: Structure,
-      items: ReadonlyArray<CreateInput>,
-      writer: Writer
-    ) => Effect.Effect<ReadonlyArray<WriteResult>, BulkItemFailure | RecordError>
-    readonly updateAll: (
-      workspace: string,
-      items: ReadonlyArray<{ id: string; input: UpdateInput }>,
-      writer: Writer,
-      structureId?: string
-    ) => Effect.Effect<ReadonlyArray<WriteResult>, BulkItemFailure | RecordError>
-    readonly removeAll: (
-      workspace: string,
-      ids: ReadonlyArray<string>,
-      permanent: boolean,
-      writer: Writer,
-      structureId?: string
-    ) => Effect.Effect<ReadonlyArray<{ id: string; deletedAt: string; structureId: string }>, BulkItemFailure | RecordError>
-    readonly publishBulk: (structure: Structure, type: BulkEventType, ids: ReadonlyArray<string>, writer: Writer) => Effect.Effect<void>
-  }
+  readonly records: Pick<RecordService["Service"], "create" | "get" | "createAll" | "updateAll" | "removeAll" | "publishBulk">
   /** one update and one delete, through the record's actor */
   readonly update: (
     workspace: string,

@@ -377,6 +377,13 @@ export const ListInput = ({
   )
 }
 
+/** A table's header row: one cell per column name ("" for an unnamed column, such as one of buttons). */
+export const TableHead = ({ columns }: { columns: ReadonlyArray<string> }) => (
+  <thead>
+    <tr>{columns.map((c, i) => (c === "" ? <th key={i} /> : <th key={i}>{c}</th>))}</tr>
+  </thead>
+)
+
 export const Pager = ({
   page,
   pageSize,

@@ -5,7 +5,7 @@ import { useEffect, useRef, useState } from "preact/hooks"
 import { ApiError, errorOf } from "../lib/ApiClient.ts"
 import { makeSseParser } from "../lib/SseParser.ts"
 import { useSession } from "../Session.tsx"
-import { Empty, ErrorBox, href, Json, PageHead } from "../Ui.tsx"
+import { Empty, ErrorBox, href, Json, PageHead, TableHead } from "../Ui.tsx"
 
 interface LiveEvent {
   readonly id: string | undefined
@@ -152,15 +152,7 @@ export const ActivityScreen = () => {
         </Empty>
       ) : (
         <table class="table" data-testid="activity">
-          <thead>
-            <tr>
-              <th>When</th>
-              <th>Event</th>
-              <th>Structure</th>
-              <th>Subject</th>
-              <th />
-            </tr>
-          </thead>
+          <TableHead columns={["When", "Event", "Structure", "Subject", ""]} />
           <tbody>
             {received.map((e, i) => {
               const key = e.id ?? String(i)

@@ -18,6 +18,7 @@ import {
   Loading,
   navigate,
   PageHead,
+  TableHead,
   Tabs,
   useAction,
   useAsync,
@@ -76,14 +77,7 @@ const FunctionList = () => {
       <AsyncView state={functions.state} isEmpty={(d) => d.functions.length === 0} empty="No functions yet.">
         {({ functions: list }) => (
           <table class="table">
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>Description</th>
-                <th>Version</th>
-                <th>Updated</th>
-              </tr>
-            </thead>
+            <TableHead columns={["Name", "Description", "Version", "Updated"]} />
             <tbody>
               {list.map((f) => (
                 <tr key={f.id}>
@@ -107,12 +101,7 @@ const FunctionList = () => {
       >
         {({ drafts: list }) => (
           <table class="table">
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>Updated</th>
-              </tr>
-            </thead>
+            <TableHead columns={["Name", "Updated"]} />
             <tbody>
               {list.map((d) => (
                 <tr key={d.id}>
@@ -330,14 +319,7 @@ const FunctionVersions = ({ fn, current, onLoad }: { fn: ComputeFunction; curren
         return (
           <div class="versions">
             <table class="table">
-              <thead>
-                <tr>
-                  <th>Version</th>
-                  <th>Saved</th>
-                  <th>Name</th>
-                  <th />
-                </tr>
-              </thead>
+              <TableHead columns={["Version", "Saved", "Name", ""]} />
               <tbody>
                 {versions.map((v) => (
                   <tr key={v.version} class={v.version === version.version ? "selected" : ""}>

@@ -4,7 +4,7 @@ import { useState } from "preact/hooks"
 import type { Group, Member, Page, Role, ServiceAccount } from "../lib/Types.ts"
 import { roles } from "../lib/Types.ts"
 import { useSession } from "../Session.tsx"
-import { AsyncView, Button, Can, confirmed, ErrorBox, PageHead, useAction, useAsync, useToast, when } from "../Ui.tsx"
+import { AsyncView, Button, Can, confirmed, ErrorBox, PageHead, TableHead, useAction, useAsync, useToast, when } from "../Ui.tsx"
 
 const grants: Record<Role, string> = {
   viewer: "read:structures, read:records, read:functions, read:storage",
@@ -34,12 +34,7 @@ export const MembersScreen = () => {
       {can("workspace:members") ? <Members /> : <p class="muted">Only owners see and manage members.</p>}
       <h2>Roles</h2>
       <table class="table">
-        <thead>
-          <tr>
-            <th>Role</th>
-            <th>Grants</th>
-          </tr>
-        </thead>
+        <TableHead columns={["Role", "Grants"]} />
         <tbody>
           {roles.map((r) => (
             <tr key={r}>
@@ -68,14 +63,7 @@ const Members = () => {
       <AsyncView state={state} isEmpty={(d) => d.data.length === 0} empty="No members.">
         {(list) => (
           <table class="table">
-            <thead>
-              <tr>
-                <th>User</th>
-                <th>Role</th>
-                <th>Since</th>
-                <th />
-              </tr>
-            </thead>
+            <TableHead columns={["User", "Role", "Since", ""]} />
             <tbody>
               {list.data.map((m) => (
                 <tr key={m.userId}>

@@ -23,6 +23,7 @@ import {
   navigate,
   PageHead,
   Pager,
+  TableHead,
   Tabs,
   useAction,
   useAsync,
@@ -489,15 +490,7 @@ const History = ({ record, onRestored }: { record: DataRecord; onRestored: (vers
             </Field>
           </Can>
           <table class="table">
-            <thead>
-              <tr>
-                <th>Version</th>
-                <th>When</th>
-                <th>By</th>
-                <th>Changes</th>
-                <th />
-              </tr>
-            </thead>
+            <TableHead columns={["Version", "When", "By", "Changes", ""]} />
             <tbody>
               {versions.map((v, i) => {
                 const previous = versions[i + 1]
@@ -560,15 +553,7 @@ const Changelog = ({ id, version }: { id: string; version: number }) => {
     <AsyncView state={state} isEmpty={(c) => c.entries.length === 0} empty="No changelog entries.">
       {({ entries }) => (
         <table class="table">
-          <thead>
-            <tr>
-              <th>When</th>
-              <th>Action</th>
-              <th>Who</th>
-              <th>Changes</th>
-              <th>Reason</th>
-            </tr>
-          </thead>
+          <TableHead columns={["When", "Action", "Who", "Changes", "Reason"]} />
           <tbody>
             {entries.map((e) => (
               <tr key={e.id}>

@@ -17,6 +17,7 @@ import {
   PageHead,
   Pager,
   StatusBadge,
+  TableHead,
   useAction,
   useAsync,
   when
@@ -121,17 +122,7 @@ const RunList = () => {
         {(list) => (
           <>
             <table class="table" data-testid="runs">
-              <thead>
-                <tr>
-                  <th>Run</th>
-                  <th>Status</th>
-                  <th>Function</th>
-                  <th>Trigger</th>
-                  <th>Source</th>
-                  <th>Queued</th>
-                  <th>Duration</th>
-                </tr>
-              </thead>
+              <TableHead columns={["Run", "Status", "Function", "Trigger", "Source", "Queued", "Duration"]} />
               <tbody>
                 {list.data.map((r) => (
                   <tr key={r.id}>

@@ -13,6 +13,7 @@ import {
   Modal,
   PageHead,
   StatusBadge,
+  TableHead,
   useAction,
   useAsync,
   useToast,
@@ -164,16 +165,7 @@ export const ServiceAccountsScreen = () => {
       <AsyncView state={state} isEmpty={(d) => d.data.length === 0} empty="No service accounts yet.">
         {(list) => (
           <table class="table">
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>Client id</th>
-                <th>Access</th>
-                <th>Status</th>
-                <th>Created</th>
-                <th />
-              </tr>
-            </thead>
+            <TableHead columns={["Name", "Client id", "Access", "Status", "Created", ""]} />
             <tbody>
               {list.data.map((a) => (
                 <tr key={a.id}>

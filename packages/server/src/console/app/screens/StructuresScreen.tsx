@@ -18,6 +18,7 @@ import {
   navigate,
   PageHead,
   Pager,
+  TableHead,
   Tabs,
   useAction,
   useAsync,
@@ -77,17 +78,7 @@ const StructureListView = () => {
         {(list) => (
           <>
             <table class="table">
-              <thead>
-                <tr>
-                  <th>Name</th>
-                  <th>Slug</th>
-                  <th>Properties</th>
-                  <th>Mode</th>
-                  <th>Status</th>
-                  <th>Version</th>
-                  <th>Updated</th>
-                </tr>
-              </thead>
+              <TableHead columns={["Name", "Slug", "Properties", "Mode", "Status", "Version", "Updated"]} />
               <tbody>
                 {list.data.map((s) => (
                   <tr key={s.id}>
@@ -534,15 +525,7 @@ const Versions = ({ structure }: { structure: Structure }) => {
           <div class="versions">
             <ErrorBox error={pin.error} />
             <table class="table">
-              <thead>
-                <tr>
-                  <th>Version</th>
-                  <th>Saved</th>
-                  <th>Properties</th>
-                  <th>Pinned</th>
-                  <th />
-                </tr>
-              </thead>
+              <TableHead columns={["Version", "Saved", "Properties", "Pinned", ""]} />
               <tbody>
                 {versions.map((v) => (
                   <tr key={v.version}>
@@ -593,13 +576,7 @@ const Versions = ({ structure }: { structure: Structure }) => {
               <p class="state empty">No differences.</p>
             ) : (
               <table class="table diff">
-                <thead>
-                  <tr>
-                    <th>Path</th>
-                    <th>Before</th>
-                    <th>After</th>
-                  </tr>
-                </thead>
+                <TableHead columns={["Path", "Before", "After"]} />
                 <tbody>
                   {changes.map((c, i) => (
                     <tr key={i} class={`diff-${c.kind}`}>

@@ -20,6 +20,7 @@ import {
   navigate,
   PageHead,
   StatusBadge,
+  TableHead,
   Tabs,
   useAction,
   useAsync,
@@ -110,17 +111,7 @@ const TriggerList = () => {
       <AsyncView state={state} isEmpty={(d) => d.triggers.length === 0} empty="No triggers yet.">
         {({ triggers }) => (
           <table class="table">
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>Type</th>
-                <th>When</th>
-                <th>Function</th>
-                <th>Status</th>
-                <th>Next run</th>
-                <th />
-              </tr>
-            </thead>
+            <TableHead columns={["Name", "Type", "When", "Function", "Status", "Next run", ""]} />
             <tbody>
               {triggers.map((t) => (
                 <tr key={t.id}>
@@ -617,13 +608,7 @@ const TriggerVersions = ({ trigger }: { trigger: Trigger }) => {
     <AsyncView state={state} isEmpty={(d) => d.versions.length === 0} empty="No versions.">
       {({ versions }) => (
         <table class="table">
-          <thead>
-            <tr>
-              <th>Version</th>
-              <th>Saved</th>
-              <th>Changes from the one before</th>
-            </tr>
-          </thead>
+          <TableHead columns={["Version", "Saved", "Changes from the one before"]} />
           <tbody>
             {versions.map((v, i) => {
               const before = versions[i + 1]

@@ -18,6 +18,7 @@ import {
   PageHead,
   Pager,
   StatusBadge,
+  TableHead,
   useAction,
   useAsync,
   useToast,
@@ -173,15 +174,7 @@ const WebhookList = () => {
       <AsyncView state={state} isEmpty={(d) => d.data.length === 0} empty="No webhooks yet.">
         {(list) => (
           <table class="table">
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>URL</th>
-                <th>Events</th>
-                <th>Status</th>
-                <th>Created</th>
-              </tr>
-            </thead>
+            <TableHead columns={["Name", "URL", "Events", "Status", "Created"]} />
             <tbody>
               {list.data.map((w) => (
                 <tr key={w.id}>
@@ -351,16 +344,7 @@ const WebhookDetail = ({ id }: { id: string }) => {
             {(list) => (
               <>
                 <table class="table">
-                  <thead>
-                    <tr>
-                      <th>When</th>
-                      <th>Event</th>
-                      <th>Status</th>
-                      <th>Attempts</th>
-                      <th>Answer</th>
-                      <th />
-                    </tr>
-                  </thead>
+                  <TableHead columns={["When", "Event", "Status", "Attempts", "Answer", ""]} />
                   <tbody>
                     {list.data.map((d) => (
                       <tr key={d.id}>
@@ -411,14 +395,7 @@ const WebhookDetail = ({ id }: { id: string }) => {
           <AsyncView state={failures.state} isEmpty={(f) => f.failures.length === 0} empty="No failed deliveries.">
             {({ failures: list }) => (
               <table class="table">
-                <thead>
-                  <tr>
-                    <th>Failed</th>
-                    <th>Event</th>
-                    <th>Attempts</th>
-                    <th>Last answer</th>
-                  </tr>
-                </thead>
+                <TableHead columns={["Failed", "Event", "Attempts", "Last answer"]} />
                 <tbody>
                   {list.map((f) => (
                     <tr key={f.id}>
