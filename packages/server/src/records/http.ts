@@ -128,6 +128,27 @@ export const RecordsHandlers = HttpApiBuilder.group(
         return { structure, row }
       })
 
+    /** Generation A PATCH (`replace` false) and PUT of a record of the structure the route names. */
+    const writeA = (
+      params: { readonly workspace: string; readonly slug: string; readonly id: string },
+      payload: Record<string, unknown>,
+      replace: boolean
+    ) =>
+      withContext(({ principal, request, writer }) =>
+        Effect.gen(function* () {
+          const { structure } = yield* ofStructure(params.workspace, params.slug, params.id)
+          const data = flatData(structure, payload)
+          const expectedVersion = yield* ifMatch(request, undefined)
+          const written = yield* writerService.update(
+            params.workspace,
+            params.id,
+            replace ? { data, replace, expectedVersion } : { data, expectedVersion },
+            writer
+          )
+          return respond(200, yield* recordA(structure, written.row, principal, false))
+        })
+      )
+
     const getOne = (workspace: string, id: string, q: Record<string, string | undefined>) =>
       withContext(({ principal }) =>
         Effect.gen(function* () {
@@ -488,41 +509,8 @@ export const RecordsHandlers = HttpApiBuilder.group(
             })
           )
         )
-        .handle("updateA", ({ params, payload }) =>
-          withContext(({ principal, request, writer }) =>
-            Effect.gen(function* () {
-              const { structure } = yield* ofStructure(params.workspace, params.slug, params.id)
-              const written = yield* writerService.update(
-                params.workspace,
-                params.id,
-                {
-                  data: flatData(structure, payload),
-                  expectedVersion: yield* ifMatch(request, undefined)
-                },
-                writer
-              )
-              return respond(200, yield* recordA(structure, written.row, principal, false))
-            })
-          )
-        )
-        .handle("replaceA", ({ params, payload }) =>
-          withContext(({ principal, request, writer }) =>
-            Effect.gen(function* () {
-              const { structure } = yield* ofStructure(params.workspace, params.slug, params.id)
-              const written = yield* writerService.update(
-                params.workspace,
-                params.id,
-                {
-                  data: flatData(structure, payload),
-                  replace: true,
-                  expectedVersion: yield* ifMatch(request, undefined)
-                },
-                writer
-              )
-              return respond(200, yield* recordA(structure, written.row, principal, false))
-            })
-          )
-        )
+        .handle("updateA", ({ params, payload }) => writeA(params, payload, false))
+        .handle("replaceA", ({ params, payload }) => writeA(params, payload, true))
         .handle("deleteA", ({ params, query: q }) =>
           withContext(({ writer }) =>
             Effect.gen(function* () {
