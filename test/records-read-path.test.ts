@@ -4,6 +4,7 @@
 // that matter and body, for every outcome (found, masked secrets, computed fields, not found, deleted, expired, pages
 // and cursors, bad parameters, malformed or mistyped bodies, bad or foreign token, missing permission), and the fast
 // routes must count against their rate classes.
+import * as Http from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Client, client, createStructure, expectError, expectStatus, createServiceAccountClient, slug } from "./support/records.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
@@ -250,6 +251,72 @@ describe("GET /records/{id}, GET /records and POST /query: fast routes and ordin
     expect(limited).toBeDefined()
     expectError(limited!, 429, "QUOTA_EXCEEDED")
     expect(Number(limited!.headers.get("retry-after"))).toBeGreaterThan(0)
+  })
+
+  /** A write sent with a chunked body (no Content-Length): the fast lane leaves it to the ordinary handler. */
+  const chunked = (method: string, path: string, body: unknown, headers: Record<string, string> = {}) =>
+    new Promise<{ status: number; body: any }>((resolve, reject) => {
+      const req = Http.request(
+        `${server.baseUrl}${server.base}${path}`,
+        { method, headers: { authorization: `Bearer ${api.token}`, "content-type": "application/json", ...headers } },
+        (res) => {
+          let text = ""
+          res.on("data", (d) => (text += d))
+          res.on("end", () => resolve({ status: res.statusCode!, body: JSON.parse(text) }))
+        }
+      )
+      req.on("error", reject)
+      req.write(JSON.stringify(body))
+      req.end()
+    })
+
+  it("create, PATCH and upsert: both lanes answer and record the writer alike, and refuse alike", async () => {
+    await nextWindow()
+    const who = { "x-forwarded-for": "198.51.100.4, 10.0.0.1", "user-agent": "lane-test/1" }
+    const strip = (b: any) => ({ ...b, id: undefined, createdAt: undefined, updatedAt: undefined, requestId: undefined })
+    const body = { structureId: structure.id, data: { name: "w", qty: 2, secret: "s" } }
+    const fast = await api.call("POST", "/records", body, who)
+    const ordinary = await chunked("POST", "/records", body, who)
+    expectStatus(fast, 201)
+    expect(ordinary.status).toBe(201)
+    expect(strip(ordinary.body)).toEqual(strip(fast.body))
+    const patch = { data: { qty: 3 }, reason: "lanes" }
+    const fastPatch = await api.call("PATCH", `/records/${fast.body.id}`, patch, who)
+    const ordinaryPatch = await chunked("PATCH", `/records/${ordinary.body.id}`, patch, who)
+    expectStatus(fastPatch, 200)
+    expect(ordinaryPatch.status).toBe(200)
+    expect(strip(ordinaryPatch.body)).toEqual(strip(fastPatch.body))
+    expect(fastPatch.body).toMatchObject({ version: 2, previousVersion: 1, data: { qty: 3, double: 6 } })
+    for (const id of [fast.body.id, ordinary.body.id]) {
+      const log = await api.call("GET", `/records/${id}/changelog`)
+      expect(log.body.entries.map((e: any) => e.metadata)).toEqual([
+        { clientAddress: "198.51.100.4", userAgent: "lane-test/1", source: "api", reason: "lanes" },
+        { clientAddress: "198.51.100.4", userAgent: "lane-test/1", source: "api" }
+      ])
+    }
+    // refusals: a stale If-Match, a bad body, an unknown record
+    const stale = { "if-match": "1" }
+    const fastStale = await api.call("PATCH", `/records/${fast.body.id}`, patch, stale)
+    const ordinaryStale = await chunked("PATCH", `/records/${ordinary.body.id}`, patch, stale)
+    expectError(fastStale, 409, "VERSION_CONFLICT")
+    expect(ordinaryStale.body.code).toBe("VERSION_CONFLICT")
+    const bad = { structureId: structure.id, data: { qty: "many" } }
+    const fastBad = await api.call("POST", "/records", bad)
+    expectError(fastBad, 400, "VALIDATION_ERROR")
+    expect(strip((await chunked("POST", "/records", bad)).body)).toEqual(strip(fastBad.body))
+    const missing = "00000000-0000-4000-8000-000000000000"
+    const fastMissing = await api.call("PATCH", `/records/${missing}`, patch)
+    expectError(fastMissing, 404, "RECORD_NOT_FOUND")
+    expect(strip((await chunked("PATCH", `/records/${missing}`, patch)).body)).toEqual(strip(fastMissing.body))
+    // upsert with an Idempotency-Key: the replay is marked in both lanes
+    const upsert = { match: { name: "u" }, data: { qty: 1 } }
+    const first = await api.call("POST", `/records/slug/${structure.recordSlug}/upsert`, upsert, { "idempotency-key": "lanes-1" })
+    expectStatus(first, 201)
+    const replayed = await api.call("POST", `/records/slug/${structure.recordSlug}/upsert`, upsert, { "idempotency-key": "lanes-1" })
+    expect(replayed.headers.get("idempotent-replayed")).toBe("true")
+    expect(replayed.body).toEqual(first.body)
+    const again = await chunked("POST", `/records/slug/${structure.recordSlug}/upsert`, upsert, { "idempotency-key": "lanes-1" })
+    expect(again.body).toEqual(first.body)
   })
 
   it("the fast routes count against the reads limit: 429 with Retry-After past it", async () => {

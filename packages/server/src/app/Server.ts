@@ -24,6 +24,7 @@ import { fastQueryRoutes } from "../query/FastQuery.ts"
 import { QueryService } from "../query/QueryService.ts"
 import { RecordEntityLayer, RecordKeyEntityLayer, RecordWriter } from "../records/RecordEntity.ts"
 import { fastReadRoutes } from "../records/FastRead.ts"
+import { fastWriteRoutes } from "../records/WriteRoutes.ts"
 import { RecordsHandlers } from "../records/http.ts"
 import { RecordQuery } from "../query/RecordQuery.ts"
 import { RecordService } from "../records/RecordService.ts"
@@ -126,7 +127,7 @@ const HttpLive = Layer.unwrap(
   Layer.provide(
     Layer.effect(
       FastRoutes,
-      Effect.map(Effect.all([fastReadRoutes, fastQueryRoutes]), (tables) => Object.assign({}, ...tables))
+      Effect.map(Effect.all([fastReadRoutes, fastWriteRoutes, fastQueryRoutes]), (tables) => Object.assign({}, ...tables))
     )
   )
 )

@@ -38,6 +38,7 @@ import { recordRequest, UNMATCHED } from "./Metrics.ts"
 export interface FastAnswer {
   readonly status: number
   readonly body: unknown
+  readonly headers?: Readonly<Record<string, string>> | undefined
 }
 
 /** A request as the endpoint's HttpApi handler would see it. */
@@ -49,6 +50,8 @@ export interface FastRequest {
   /** the query string as the router parsed it (what HttpApi provides as ParsedSearchParams), single-valued */
   readonly searchParams: Readonly<Record<string, string>>
   readonly headers: Http.IncomingHttpHeaders
+  /** the peer's address (the socket's), as HttpServerRequest.remoteAddress gives it */
+  readonly remoteAddress: string | undefined
   /** the JSON body decoded by the endpoint's payload schema (undefined for an endpoint without one) */
   readonly payload: any
   /** the caller, authenticated for the endpoint's permission and counted against its rate class */
@@ -86,7 +89,8 @@ interface LaneRoute {
     params: Readonly<Record<string, string | undefined>>,
     searchParams: Readonly<Record<string, string>>,
     token: string,
-    headers: Http.IncomingHttpHeaders
+    headers: Http.IncomingHttpHeaders,
+    remoteAddress: string | undefined
   ) => Answer | undefined
 }
 
@@ -142,7 +146,12 @@ export const fastLane = (api: unknown, table: FastTable, authenticateToken: Fast
       onEndpoint: ({ endpoint, group, mergedAnnotations, middleware }) => {
         const name = `${group.identifier}.${endpoint.identifier}`
         const entry = table[name]
-        if (entry === undefined) return
+        if (entry === undefined) {
+          // every other endpoint is routed too, to be left to the stack: a static route (PATCH /records/bulk) then
+          // wins over a lane's parametric one (PATCH /records/:id) as it does in the stack's router
+          router.on(endpoint.method, endpoint.path as FindMyWay.PathInput, stackOnly)
+          return
+        }
         pending.delete(name)
         const { accepts, run } = typeof entry === "function" ? { accepts: undefined, run: entry } : entry
         if (![...middleware].some((m) => m.key === Authorization.key)) {
@@ -177,7 +186,7 @@ export const fastLane = (api: unknown, table: FastTable, authenticateToken: Fast
           label: endpoint.path,
           query: endpoint.query !== undefined,
           payload: payloadTypes.size > 0 ? payloadTypes : undefined,
-          take: (raw, searchParams, token, headers) => {
+          take: (raw, searchParams, token, headers, remoteAddress) => {
             const params = decodeParams === undefined ? empty : decodeParams(raw)
             if (params === undefined) return undefined
             const query = decodeQuery === undefined ? empty : decodeQuery(searchParams)
@@ -187,8 +196,10 @@ export const fastLane = (api: unknown, table: FastTable, authenticateToken: Fast
             return (body) =>
               Effect.flatMap(principal, (principal) =>
                 decodePayload === undefined
-                  ? run({ params, query, searchParams, headers, payload: undefined, principal })
-                  : Effect.flatMap(decodePayload(body), (payload) => run({ params, query, searchParams, headers, payload, principal }))
+                  ? run({ params, query, searchParams, headers, remoteAddress, payload: undefined, principal })
+                  : Effect.flatMap(decodePayload(body), (payload) =>
+                      run({ params, query, searchParams, headers, remoteAddress, payload, principal })
+                    )
               )
           }
         })
@@ -197,6 +208,9 @@ export const fastLane = (api: unknown, table: FastTable, authenticateToken: Fast
     if (pending.size > 0) throw new Error(`fast lane: the API has no endpoint ${[...pending].join(", ")}`)
     return { find: (method, url) => router.find(method, url) }
   })
+
+/** The route of an endpoint without a fast lane: every request is the stack's. */
+const stackOnly: LaneRoute = { method: "", label: undefined, query: true, payload: undefined, take: () => undefined }
 
 const tracingIn = (context: Context.Context<never>) => Context.get(context, Tracer.Tracer) !== Tracer.nativeTracer
 
@@ -247,7 +261,7 @@ export const fastServer = (
       if (route.payload === undefined) {
         if (body !== "none") return false
       } else if (body !== "sized" || !route.payload.has(mediaTypeOf(req.headers["content-type"] ?? ""))) return false
-      const answer = route.take(found.params, searchParams, token, req.headers)
+      const answer = route.take(found.params, searchParams, token, req.headers, req.socket.remoteAddress)
       if (answer === undefined) return false
       if (route.payload === undefined) {
         this.#answer(route, answer(""), req, res, method, url)
@@ -290,7 +304,7 @@ export const fastServer = (
               Effect.sync(() => void super.emit("request", req, res))
             )
           }
-          writeJson(res, exit.value.status, exit.value.body, { "x-request-id": requestId })
+          writeJson(res, exit.value.status, exit.value.body, { ...exit.value.headers, "x-request-id": requestId })
           return answered(exit.value.status)
         }
         const { failure, logged } = failureOf(exit.cause)

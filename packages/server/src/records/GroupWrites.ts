@@ -103,11 +103,9 @@ export const makeGroupWrites = (deps: {
 
     const writeCreates = (items: ReadonlyArray<PendingCreate>) => {
       // the items are validated and encrypted already: alone, each is the single-record write
-      const oneByOne = Effect.forEach(items, (item) =>
-        Effect.exit(Effect.map(transaction(writes.insertCreated([item], writes.claimOne)), (written): WriteResult => written[0]!))
-      )
-      if (items.length === 1) return Effect.andThen(observeBatch("create", 1), oneByOne)
-      return transaction(writes.insertCreated(items, writes.claimAll)).pipe(
+      const oneByOne = Effect.forEach(items, (item) => Effect.exit(transaction(writes.insertOne(item))))
+      // one statement, atomic without a transaction around it (RecordRepo.createRecords), for a batch of one too
+      return repo.atomic(writes.createMany(items)).pipe(
         Effect.map((written) => written.map((w): Exit.Exit<WriteResult, RecordError> => Exit.succeed(w))),
         batched("create", items.length, oneByOne)
       )
@@ -273,10 +271,7 @@ export const makeGroupWrites = (deps: {
             return yield* conflict({ message: "one record, two keys", code: "CONFLICT" })
           const results: Array<UpsertResult> = []
           if (creates.length > 0) {
-            const written = yield* writes.insertCreated(
-              creates.map(([, c]) => c),
-              writes.claimAll
-            )
+            const written = yield* writes.createMany(creates.map(([, c]) => c))
             written.forEach((w, j) => (results[creates[j]![0]] = upsertCreated(w.structure, w.row)))
           }
           if (updates.length > 0) {

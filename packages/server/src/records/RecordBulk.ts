@@ -127,7 +127,7 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
           }
           return yield* transaction(
             Effect.gen(function* () {
-              const written = yield* writes.insertCreated(pending, writes.claimAll)
+              const written = yield* writes.createMany(pending)
               yield* bulkEventInTx(
                 structure,
                 "record.bulk.created",

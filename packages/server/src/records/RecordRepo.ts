@@ -7,7 +7,8 @@ import { conflict } from "@troupe/api/Errors"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
-import { appendEvent, appendEvents, type OutboxEvent } from "../events/Outbox.ts"
+import { appendEvent, appendEvents, EVENTS_CHANNEL, type OutboxEvent } from "../events/Outbox.ts"
+import { notifyAfterCommit } from "../events/Wake.ts"
 import { iso, json, num } from "../lib/rows.ts"
 import { liveRecord } from "../query/Live.ts"
 import { decodeRecordRow, type RecordRow } from "../query/RecordRow.ts"
@@ -24,6 +25,26 @@ export interface RecordUpdate {
   readonly expiresAt: string | null
 }
 
+/** A record write with the history rows it adds: its version, its changelog entry and its outbox event. */
+export interface WithHistory {
+  readonly changes: Record<string, unknown>
+  readonly log: ChangelogRow
+  readonly event: OutboxEvent
+}
+
+/** The columns every history row takes from the JSON of a record write (`v` in createRecords, updateRecordsWithHistory). */
+const historyColumns = (w: WithHistory) => ({
+  changes: w.changes,
+  log_id: w.log.id,
+  log_action: w.log.action,
+  log_user_name: w.log.user_name,
+  log_changes: w.log.changes,
+  log_metadata: w.log.metadata,
+  ev_type: w.event.type,
+  ev_slug: w.event.recordSlug ?? null,
+  payload: w.event.payload ?? {}
+})
+
 /** One unique value a record claims. */
 export interface Claim {
   readonly structure_id: string
@@ -37,21 +58,25 @@ type Sql<A> = Effect.Effect<A, SqlError>
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
 
-  /** Unique violations no check foresaw are 409s, collisions with a concurrent write too; other SQL failures are defects. */
-  const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, SqlError> | ReturnType<typeof conflict>, R> =>
-    sql
-      .withTransaction(effect)
-      .pipe(
-        Effect.catch((e: any) =>
-          isSqlError(e)
-            ? e.reason._tag === "UniqueViolation"
-              ? Effect.fail(conflict({ message: "A unique constraint was violated", code: "DUPLICATE_KEY" }))
-              : e.reason._tag === "DeadlockError" || e.reason._tag === "SerializationError" || e.reason._tag === "LockTimeoutError"
-                ? Effect.fail(conflict({ message: "The write collided with a concurrent write; retry it", code: "CONFLICT" }))
-                : Effect.die(e)
-            : Effect.fail(e)
-        )
-      ) as any
+  /**
+   * A write that is atomic by itself (one statement, or a transaction): unique violations no check foresaw are 409s,
+   * collisions with a concurrent write too; other SQL failures are defects (the write may have committed: no caller
+   * may retry it blindly).
+   */
+  const atomic = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, SqlError> | ReturnType<typeof conflict>, R> =>
+    effect.pipe(
+      Effect.catch((e: any) =>
+        isSqlError(e)
+          ? e.reason._tag === "UniqueViolation"
+            ? Effect.fail(conflict({ message: "A unique constraint was violated", code: "DUPLICATE_KEY" }))
+            : e.reason._tag === "DeadlockError" || e.reason._tag === "SerializationError" || e.reason._tag === "LockTimeoutError"
+              ? Effect.fail(conflict({ message: "The write collided with a concurrent write; retry it", code: "CONFLICT" }))
+              : Effect.die(e)
+          : Effect.fail(e)
+      )
+    ) as any
+
+  const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => atomic(sql.withTransaction(effect))
 
   const first = (rows: ReadonlyArray<unknown>) => (rows[0] === undefined ? undefined : decodeRecordRow(rows[0]))
   const byId = (rows: ReadonlyArray<any>) => new Map(rows.map((r) => [String(r.id), decodeRecordRow(r)]))
@@ -77,22 +102,78 @@ const make = Effect.gen(function* () {
         )
 
   /**
-   * New record rows in one statement, returned in the order given. Rows of one statement share now(): a microsecond
-   * apart, they keep their arrival order in `createdAt` (lists break ties by id in any case).
+   * New records and everything a create writes beside them in ONE statement (outside a transaction it needs no
+   * BEGIN/COMMIT): the rows, their unique claims, version 1, changelog entries and outbox events. A value someone
+   * holds, or two items claim, fails the whole statement with a unique violation: nothing is written. The rows of a
+   * statement share now(): a microsecond apart, they keep their order in `createdAt`, their changelog and the
+   * outbox. Returned in the order given.
    */
-  const insertRecords = (rows: ReadonlyArray<NewRecord>): Sql<Array<RecordRow>> =>
-    sql`INSERT INTO records (id, workspace, structure_id, data, metadata, created_by, updated_by, expires_at, created_at, updated_at)
-      SELECT id, workspace, structure_id, data, metadata, created_by, created_by, expires_at,
-        now() + i * interval '1 microsecond', now() + i * interval '1 microsecond'
-      FROM jsonb_to_recordset(${JSON.stringify(rows.map((r, i) => ({ ...r, i })))}::jsonb) AS v(i int, id uuid,
-        workspace text, structure_id uuid, data jsonb, metadata jsonb, created_by text, expires_at timestamptz)
-      ORDER BY i
-      RETURNING *`.pipe(
+  const createRecords = (items: ReadonlyArray<WithHistory & { readonly record: NewRecord }>, claims: ReadonlyArray<Claim>) =>
+    sql`WITH v AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(items.map((item, i) => ({ i, ...item.record, ...historyColumns(item) })))}::jsonb)
+        AS v(i int, id uuid, workspace text, structure_id uuid, data jsonb, metadata jsonb, created_by text,
+          expires_at timestamptz, changes jsonb, log_id uuid, log_action text, log_user_name text, log_changes jsonb,
+          log_metadata jsonb, ev_type text, ev_slug text, payload jsonb)),
+      inserted AS (INSERT INTO records (id, workspace, structure_id, data, metadata, created_by, updated_by, expires_at, created_at, updated_at)
+        SELECT id, workspace, structure_id, data, metadata, created_by, created_by, expires_at,
+          now() + i * interval '1 microsecond', now() + i * interval '1 microsecond'
+        FROM v ORDER BY i RETURNING *),
+      claimed AS (INSERT INTO record_unique_values (structure_id, field, value, record_id)
+        SELECT structure_id, field, value, record_id FROM jsonb_to_recordset(${JSON.stringify(claims)}::jsonb)
+          AS c(structure_id uuid, field text, value text, record_id uuid)),
+      versioned AS (INSERT INTO record_versions (record_id, version, data, changes, created_by)
+        SELECT id, 1, data, changes, created_by FROM v),
+      logged AS (INSERT INTO record_changelog (id, record_id, workspace, action, user_id, user_name, changes, metadata, created_at)
+        SELECT log_id, id, workspace, log_action, created_by, log_user_name, log_changes, log_metadata,
+          now() + (i + 1) * interval '1 microsecond'
+        FROM v),
+      published AS (INSERT INTO events (workspace, type, structure_id, record_slug, record_id, payload)
+        SELECT workspace, ev_type, structure_id, ev_slug, id, payload FROM v ORDER BY i)
+      SELECT * FROM inserted`.pipe(
       Effect.map((returned) => {
-        // RETURNING promises no order: put the rows back in the order given
         const rowsById = byId(returned)
-        return rows.map((r) => rowsById.get(r.id)!)
-      })
+        return items.map((item) => rowsById.get(item.record.id)!)
+      }),
+      Effect.tap(() => notifyAfterCommit(sql, EVENTS_CHANNEL))
+    )
+
+  /**
+   * Updates of different records and their history rows (a new version each, a changelog entry, an outbox event)
+   * in ONE statement; the new rows by id.
+   */
+  const updateRecordsWithHistory = (
+    items: ReadonlyArray<WithHistory & { readonly update: RecordUpdate; readonly workspace: string; readonly structureId: string }>
+  ) =>
+    sql`WITH v AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(
+      items.map((item, i) => ({
+        i,
+        id: item.update.id,
+        workspace: item.workspace,
+        structure_id: item.structureId,
+        data: item.update.data,
+        metadata: item.update.metadata,
+        version: item.update.version,
+        updated_by: item.update.updatedBy,
+        expires_at: item.update.expiresAt,
+        ...historyColumns(item)
+      }))
+    )}::jsonb)
+        AS v(i int, id uuid, workspace text, structure_id uuid, data jsonb, metadata jsonb, version int, updated_by text,
+          expires_at timestamptz, changes jsonb, log_id uuid, log_action text, log_user_name text, log_changes jsonb,
+          log_metadata jsonb, ev_type text, ev_slug text, payload jsonb)),
+      updated AS (UPDATE records r SET data = v.data, metadata = v.metadata, version = v.version,
+          updated_by = v.updated_by, updated_at = now(), expires_at = v.expires_at
+        FROM v WHERE r.id = v.id RETURNING r.*),
+      versioned AS (INSERT INTO record_versions (record_id, version, data, changes, created_by)
+        SELECT id, version, data, changes, updated_by FROM v),
+      logged AS (INSERT INTO record_changelog (id, record_id, workspace, action, user_id, user_name, changes, metadata, created_at)
+        SELECT log_id, id, workspace, log_action, updated_by, log_user_name, log_changes, log_metadata,
+          now() + (i + 1) * interval '1 microsecond'
+        FROM v),
+      published AS (INSERT INTO events (workspace, type, structure_id, record_slug, record_id, payload)
+        SELECT workspace, ev_type, structure_id, ev_slug, id, payload FROM v ORDER BY i)
+      SELECT * FROM updated`.pipe(
+      Effect.map(byId),
+      Effect.tap(() => notifyAfterCommit(sql, EVENTS_CHANNEL))
     )
 
   const updateRecord = (u: RecordUpdate): Sql<RecordRow> =>
@@ -101,25 +182,6 @@ const make = Effect.gen(function* () {
           version = ${u.version}, updated_by = ${u.updatedBy}, updated_at = now(), expires_at = ${u.expiresAt}
         WHERE id = ${u.id} RETURNING *`,
       (rows) => decodeRecordRow(rows[0])
-    )
-
-  /** Updates of different records in one statement; the new rows by id. */
-  const updateRecords = (updates: ReadonlyArray<RecordUpdate>): Sql<Map<string, RecordRow>> =>
-    Effect.map(
-      sql`UPDATE records r SET data = v.data, metadata = v.metadata, version = v.version,
-          updated_by = v.updated_by, updated_at = now(), expires_at = v.expires_at
-        FROM jsonb_to_recordset(${JSON.stringify(
-          updates.map((u) => ({
-            id: u.id,
-            data: u.data,
-            metadata: u.metadata,
-            version: u.version,
-            updated_by: u.updatedBy,
-            expires_at: u.expiresAt
-          }))
-        )}::jsonb) AS v(id uuid, data jsonb, metadata jsonb, version int, updated_by text, expires_at timestamptz)
-        WHERE r.id = v.id RETURNING r.*`,
-      byId
     )
 
   /** The last of several updates of one record planned in memory (metadata untouched), read back by no one. */
@@ -287,16 +349,6 @@ const make = Effect.gen(function* () {
       (rows) => rows.length > 0
     )
 
-  /** Every claim in one statement; the number taken (fewer than asked: a value was held or asked for twice). */
-  const claimAll = (claims: ReadonlyArray<Claim>): Sql<number> =>
-    Effect.map(
-      sql`INSERT INTO record_unique_values (structure_id, field, value, record_id)
-      SELECT structure_id, field, value, record_id FROM jsonb_to_recordset(${JSON.stringify(claims)}::jsonb)
-        AS v(structure_id uuid, field text, value text, record_id uuid)
-      ON CONFLICT DO NOTHING RETURNING record_id`,
-      (rows) => rows.length
-    )
-
   /** The next value of an auto-increment field (the counter starts at `startAt`). */
   const nextCounter = (structureId: string, field: string, startAt: number, incrementBy: number): Sql<number> =>
     Effect.map(
@@ -337,14 +389,15 @@ const make = Effect.gen(function* () {
   return {
     /** The client's own: `driver` and `withTransaction` for callers that need them. */
     sql,
+    atomic,
     transaction,
     find,
     lock,
     lockMany,
     lockIds,
-    insertRecords,
+    createRecords,
+    updateRecordsWithHistory,
     updateRecord,
-    updateRecords,
     writeRecordState,
     rewindRecord,
     deleteRecords,
@@ -362,7 +415,6 @@ const make = Effect.gen(function* () {
     releaseClaim,
     claim,
     freeStaleClaim,
-    claimAll,
     nextCounter,
     claimIdempotencyKey,
     storedOutcome,

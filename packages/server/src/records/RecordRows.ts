@@ -11,7 +11,7 @@ import { maskData } from "../structures/SecretPaths.ts"
 export const eventOf = (
   type: string,
   structure: Structure,
-  row: RecordRow,
+  row: Pick<RecordRow, "id" | "data" | "version">,
   previous: Record<string, unknown> | null,
   changes: Changes,
   writer: Writer,
@@ -47,7 +47,13 @@ const changelogMeta = (writer: Writer, extra: Record<string, unknown>) => ({
   ...extra
 })
 
-export const changelogRow = (row: RecordRow, action: string, changes: Changes, writer: Writer, meta: Record<string, unknown> = {}) => ({
+export const changelogRow = (
+  row: Pick<RecordRow, "id" | "workspace">,
+  action: string,
+  changes: Changes,
+  writer: Writer,
+  meta: Record<string, unknown> = {}
+) => ({
   id: Crypto.randomUUID(),
   record_id: row.id,
   workspace: row.workspace,

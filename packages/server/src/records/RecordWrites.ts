@@ -98,37 +98,30 @@ export const makeWrites = (deps: {
 
   // ---------------------------------------------------------------- create
 
-  /**
-   * Inserts new records with their unique claims, versions, changelog entries and events: one statement per table
-   * for the whole batch. `claim` takes their unique values: claimOne for one record, claimAll for a batch.
-   */
-  const insertCreated = <E>(
-    items: ReadonlyArray<PendingCreate>,
-    claim: (items: ReadonlyArray<PendingCreate>) => Effect.Effect<void, E | SqlError>
-  ) =>
-    Effect.gen(function* () {
-      const rows = yield* repo.insertRecords(items.map((i) => i.record))
-      yield* claim(items)
-      const changes = items.map((item) => diff(item.structure, {}, item.record.data))
-      const at = yield* timestamp
-      yield* repo.insertVersions(rows.map((row, k) => versionRow(row, changes[k]!, items[k]!.writer)))
-      yield* repo.insertChangelog(
-        rows.map((row, k) => changelogRow(row, "create", changes[k]!, items[k]!.writer, reasonOf(items[k]!.input.reason)))
-      )
-      yield* repo.appendEvents(
-        rows.map((row, k) => eventOf("record.created", items[k]!.structure, row, null, changes[k]!, items[k]!.writer, at))
-      )
-      return rows.map((row, k): WriteResult => ({ row, structure: items[k]!.structure }))
-    })
+  /** New records with their history rows: version 1, a changelog entry and an event each (RecordRepo.createRecords). */
+  const withHistory = (items: ReadonlyArray<PendingCreate>) =>
+    Effect.map(timestamp, (at) =>
+      items.map(({ input, record, structure, writer }) => {
+        const changes = diff(structure, {}, record.data)
+        const row = { id: record.id, workspace: record.workspace, data: record.data, version: 1 }
+        return {
+          record,
+          changes,
+          log: changelogRow(row, "create", changes, writer, reasonOf(input.reason)),
+          event: eventOf("record.created", structure, row, null, changes, writer, at)
+        }
+      })
+    )
 
-  const claimOne = (items: ReadonlyArray<PendingCreate>) =>
-    prep.claimUnique(items[0]!.structure, items[0]!.record.id, items[0]!.record.data, undefined)
+  const written = (items: ReadonlyArray<PendingCreate>) => (rows: ReadonlyArray<RecordRow>) =>
+    rows.map((row, k): WriteResult => ({ row, structure: items[k]!.structure }))
 
   /**
-   * Every claim of a batch in one statement; ClaimTaken when any value is held or claimed twice (the batch is then
-   * written one by one, where claimUnique frees the values of expired holders and names the field).
+   * New records, their unique claims and history in one statement, in a transaction or on its own (atomic either
+   * way). ClaimTaken when a value is held or claimed twice: nothing was written, and the caller writes the items
+   * one by one (insertOne), where stale claims are freed and the field is named.
    */
-  const claimAll = (items: ReadonlyArray<PendingCreate>) =>
+  const createMany = (items: ReadonlyArray<PendingCreate>) =>
     Effect.gen(function* () {
       const claims = items.flatMap((item) =>
         claimsOf(item.structure, item.record.data).map(([field, value]) => ({
@@ -138,8 +131,21 @@ export const makeWrites = (deps: {
           record_id: item.record.id
         }))
       )
-      if (claims.length === 0) return
-      if ((yield* repo.claimAll(claims)) < claims.length) return yield* Effect.fail(new ClaimTaken())
+      const rows = yield* repo.createRecords(yield* withHistory(items), claims).pipe(
+        Effect.catchIf(
+          (e) => e.reason._tag === "UniqueViolation",
+          () => Effect.fail(new ClaimTaken())
+        )
+      )
+      return written(items)(rows)
+    })
+
+  /** One new record in the caller's transaction: the record and its history, then its unique values (claimUnique). */
+  const insertOne = (item: PendingCreate) =>
+    Effect.gen(function* () {
+      const rows = yield* repo.createRecords(yield* withHistory([item]), [])
+      yield* prep.claimUnique(item.structure, item.record.id, item.record.data, undefined)
+      return written([item])(rows)[0]!
     })
 
   const createInTx = (structure: Structure, input: CreateInput, writer: Writer) =>
@@ -147,11 +153,7 @@ export const makeWrites = (deps: {
       const prepared = yield* prep.prepareCreate(structure, input, writer)
       yield* prep.checkReferences(structure, prepared.data, undefined)
       const data = yield* prep.assignAutoIncrements(structure, prepared.data)
-      const [written] = yield* insertCreated(
-        [{ structure, input, writer, record: prep.newRecord(structure, input, writer, data, prepared.expiresAt) }],
-        claimOne
-      )
-      return written!
+      return yield* insertOne({ structure, input, writer, record: prep.newRecord(structure, input, writer, data, prepared.expiresAt) })
     })
 
   // ---------------------------------------------------------------- update
@@ -159,6 +161,11 @@ export const makeWrites = (deps: {
   const updateInTx = (row: RecordRow, structure: Structure, input: UpdateInput, writer: Writer, action = "update") =>
     Effect.gen(function* () {
       const plan = yield* prep.planUpdate(row, structure, input, writer)
+      if (plan.version !== row.version) {
+        const [next] = yield* applyUpdates([{ row, structure, plan, writer, action, reason: input.reason }])
+        return { row: next!, structure, previousVersion: row.version }
+      }
+      // createVersion: false rewrites the version it keeps
       const next = yield* repo.updateRecord({
         id: row.id,
         data: plan.data,
@@ -167,8 +174,7 @@ export const makeWrites = (deps: {
         updatedBy: writer.userId,
         expiresAt: plan.expiresAt
       })
-      if (plan.version === row.version) yield* repo.rewriteVersion(row.id, row.version, plan.data)
-      else yield* repo.insertVersions([versionRow(next, plan.changes, writer)])
+      yield* repo.rewriteVersion(row.id, row.version, plan.data)
       yield* repo.insertChangelog([changelogRow(next, action, plan.changes, writer, reasonOf(input.reason))])
       yield* repo.appendEvent(eventOf("record.updated", structure, next, row.data, plan.changes, writer, yield* timestamp))
       return { row: next, structure, previousVersion: row.version }
@@ -186,27 +192,31 @@ export const makeWrites = (deps: {
     ).pipe(reported("update", id, input.data, writer, () => structure))
   }
 
-  /** Planned updates of different records written together: one statement per table; the new rows, in order. */
+  /** Planned updates of different records and their history rows, written in one statement; the new rows, in order. */
   const applyUpdates = (planned: ReadonlyArray<PlannedUpdate>) =>
     Effect.gen(function* () {
-      const byId = yield* repo.updateRecords(
-        planned.map(({ plan, row, writer }) => ({
-          id: row.id,
-          data: plan.data,
-          metadata: plan.metadata,
-          version: plan.version,
-          updatedBy: writer.userId,
-          expiresAt: plan.expiresAt
-        }))
-      )
-      const next = planned.map((p) => byId.get(p.row.id)!)
       const at = yield* timestamp
-      yield* repo.insertVersions(planned.map((p, k) => versionRow(next[k]!, p.plan.changes, p.writer)))
-      yield* repo.insertChangelog(planned.map((p, k) => changelogRow(next[k]!, p.action, p.plan.changes, p.writer, reasonOf(p.reason))))
-      yield* repo.appendEvents(
-        planned.map((p, k) => eventOf("record.updated", p.structure, next[k]!, p.row.data, p.plan.changes, p.writer, at))
+      const byId = yield* repo.updateRecordsWithHistory(
+        planned.map(({ action, plan, reason, row, structure, writer }) => {
+          const next = { id: row.id, workspace: row.workspace, data: plan.data, version: plan.version }
+          return {
+            update: {
+              id: row.id,
+              data: plan.data,
+              metadata: plan.metadata,
+              version: plan.version,
+              updatedBy: writer.userId,
+              expiresAt: plan.expiresAt
+            },
+            workspace: row.workspace,
+            structureId: structure.id,
+            changes: plan.changes,
+            log: changelogRow(next, action, plan.changes, writer, reasonOf(reason)),
+            event: eventOf("record.updated", structure, next, row.data, plan.changes, writer, at)
+          }
+        })
       )
-      return next
+      return planned.map((p) => byId.get(p.row.id)!)
     })
 
   // ---------------------------------------------------------------- delete (with onDelete of references)
@@ -485,9 +495,8 @@ export const makeWrites = (deps: {
     lock,
     lockLive,
     reported,
-    insertCreated,
-    claimOne,
-    claimAll,
+    createMany,
+    insertOne,
     createInTx,
     updateInTx,
     updateOne,

@@ -4,8 +4,8 @@
 // succeeded, 207 with the same body and `success: false` when some failed.
 // Size: over 500 lines, kept whole: the handlers of every record route of both generations; each only translates between HTTP and RecordService.
 import { Api } from "@troupe/api/Api"
-import { can, CurrentPrincipal, type Principal } from "@troupe/api/Authorization"
-import { badRequest, forbidden, payloadTooLarge } from "@troupe/api/Errors"
+import { CurrentPrincipal, type Principal } from "@troupe/api/Authorization"
+import { payloadTooLarge } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -15,13 +15,14 @@ import * as Ast from "../query/Ast.ts"
 import { parseExpressionA } from "../query/ExpressionParser.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { isUuid, type RecordRow, toRecordB } from "../query/RecordRow.ts"
-import type { Writer } from "./model.ts"
 import type { BulkFailure, BulkOutcome } from "./RecordBulk.ts"
 import { RecordWriter } from "./RecordEntity.ts"
 import { MAX_BULK_ITEMS } from "./RecordInputs.ts"
 import { csvParam, fromResult, intParam, RecordQuery } from "../query/RecordQuery.ts"
 import { type RecordError, recordNotFound, RecordService } from "./RecordService.ts"
 import { type ListQuery, type ListRoute, recordViews } from "./RecordViews.ts"
+import { badParam, ifMatch, numberParam, writeAnswers, writerOf } from "./WriteRoutes.ts"
+import type { FastAnswer } from "../platform/FastRoutes.ts"
 
 /** Generation A bodies are flat: these system fields of a record read back are ignored unless the structure declares them. */
 const SYSTEM_FIELDS = ["id", "createdAt", "updatedAt", "createdBy", "updatedBy", "version", "expiresAt", "deletedAt"]
@@ -29,14 +30,8 @@ const SYSTEM_FIELDS = ["id", "createdAt", "updatedAt", "createdBy", "updatedBy",
 const respond = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   HttpServerResponse.jsonUnsafe(body, { status, headers })
 
-const badParam = (field: string, message: string) =>
-  badRequest({ message, code: "VALIDATION_ERROR", details: [{ field, property: field, message }] })
-
-const numberParam = (name: string, raw: string | undefined) => {
-  if (raw === undefined || raw === "") return Effect.succeed(undefined)
-  const n = Number(raw)
-  return Number.isFinite(n) ? Effect.succeed(n) : Effect.fail(badParam(name, `${name} must be a number`))
-}
+/** An answer shared with the fast lane (WriteRoutes) as the response. */
+const answered = (a: FastAnswer) => respond(a.status, a.body, a.headers)
 
 /**
  * Every query parameter as the router decoded it (as the fast routes decode them), a repeated one once per value:
@@ -68,48 +63,22 @@ export const RecordsHandlers = HttpApiBuilder.group(
     const query = yield* RecordQuery
     const structures = yield* StructureService
     const { listPage, resolve, shown, shownRecord } = recordViews(records, query, structures)
+    const answers = yield* writeAnswers
 
     const context = Effect.gen(function* () {
       const principal = yield* Effect.service(CurrentPrincipal)
       const request = yield* HttpServerRequest.HttpServerRequest
-      const forwarded = request.headers["x-forwarded-for"]?.split(",")[0]?.trim()
-      const address = forwarded || (request.remoteAddress._tag === "Some" ? request.remoteAddress.value : undefined)
-      const writer: Writer = {
-        workspace: principal.workspace,
-        userId: principal.id,
-        userName: principal.name,
-        source: principal.kind === "service" ? "service-account" : "api",
-        ...(address ? { clientAddress: address.slice(0, 100) } : {}),
-        ...(request.headers["user-agent"] ? { userAgent: request.headers["user-agent"].slice(0, 200) } : {}),
-        canSkipValidation: can(principal, "write:structures")
-      }
-      return { principal, request, writer }
+      const address = request.remoteAddress._tag === "Some" ? request.remoteAddress.value : undefined
+      return { principal, request, writer: writerOf(principal, request.headers, address) }
     })
 
     const withContext = <A, E, R>(f: (c: Effect.Success<typeof context>) => Effect.Effect<A, E, R>) => Effect.flatMap(context, f)
-
-    /** skipValidation is for callers who may change structures (they could relax the rules anyway). */
-    const mayskip = (principal: Principal, requested: boolean | undefined) =>
-      requested === true && !can(principal, "write:structures")
-        ? Effect.fail(forbidden({ message: "skipValidation needs the write:structures permission", code: "PERMISSION_DENIED" }))
-        : Effect.void
 
     const recordB = (structure: Structure, row: RecordRow, principal: Principal, reveal: boolean, extra: Record<string, unknown> = {}) =>
       shownRecord("B", structure, row, principal, reveal, extra)
 
     const recordA = (structure: Structure, row: RecordRow, principal: Principal, reveal: boolean) =>
       shownRecord("A", structure, row, principal, reveal)
-
-    /** `If-Match: <version>` (quotes and W/ tolerated; `*` matches any version) or the body's expectedVersion. */
-    const ifMatch = (request: HttpServerRequest.HttpServerRequest, body: number | undefined) => {
-      const header = request.headers["if-match"]?.trim()
-      if (header === undefined || header === "*") return Effect.succeed(body)
-      const text = header.replace(/^W\//, "").replace(/"/g, "")
-      const v = Number(text)
-      return /^\d+$/.test(text) && Number.isSafeInteger(v)
-        ? Effect.succeed(v)
-        : Effect.fail(badParam("If-Match", "If-Match must be a record version number"))
-    }
 
     /** Generation A data: the flat body without the system fields a client may echo back. */
     const flatData = (structure: Structure, body: Record<string, unknown>) => {
@@ -138,7 +107,7 @@ export const RecordsHandlers = HttpApiBuilder.group(
         Effect.gen(function* () {
           const { structure } = yield* ofStructure(params.workspace, params.slug, params.id)
           const data = flatData(structure, payload)
-          const expectedVersion = yield* ifMatch(request, undefined)
+          const expectedVersion = yield* ifMatch(request.headers, undefined)
           const written = yield* writerService.update(
             params.workspace,
             params.id,
@@ -285,22 +254,7 @@ export const RecordsHandlers = HttpApiBuilder.group(
     return (
       handlers
         .handle("create", ({ params, query: q, payload }) =>
-          withContext(({ principal, writer }) =>
-            Effect.gen(function* () {
-              const structure = yield* resolve(params.workspace, payload.structureId)
-              const { row } = yield* records.create(
-                structure,
-                {
-                  data: payload.data,
-                  metadata: payload.metadata,
-                  ttlSeconds: yield* numberParam("ttlSeconds", q.ttlSeconds),
-                  expiresAt: q.expiresAt
-                },
-                writer
-              )
-              return respond(201, yield* recordB(structure, row, principal, flag(q.reveal)))
-            })
-          )
+          withContext(({ principal, writer }) => Effect.map(answers.create(params.workspace, q, payload, principal, writer), answered))
         )
         .handle("bulkCreate", ({ params, payload }) =>
           Effect.flatMap(resolve(params.workspace, payload.structureId), (structure) =>
@@ -319,15 +273,7 @@ export const RecordsHandlers = HttpApiBuilder.group(
         .handle("list", ({ params, query: q }) => Effect.map(list("B", params.workspace, undefined, q), (body) => respond(200, body)))
         .handle("upsert", ({ params, payload }) =>
           withContext(({ request, writer }) =>
-            Effect.gen(function* () {
-              const structure = yield* resolve(params.workspace, params.slug)
-              const key = request.headers["idempotency-key"]
-              if (key !== undefined && (key.length === 0 || key.length > 255)) {
-                return yield* badParam("Idempotency-Key", "Idempotency-Key must be 1 to 255 characters")
-              }
-              const result = yield* writerService.upsert(params.workspace, structure.id, payload.match, payload.data, writer, key)
-              return respond(result.status, result.body, result.replayed ? { "idempotent-replayed": "true" } : {})
-            })
+            Effect.map(answers.upsert(params.workspace, params.slug, payload, writer, request.headers), answered)
           )
         )
         .handle("listBySlug", ({ params, query: q }) =>
@@ -343,30 +289,7 @@ export const RecordsHandlers = HttpApiBuilder.group(
         )
         .handle("update", ({ params, query: q, payload }) =>
           withContext(({ principal, request, writer }) =>
-            Effect.gen(function* () {
-              yield* mayskip(principal, payload.options?.skipValidation)
-              const written = yield* writerService.update(
-                params.workspace,
-                params.id,
-                {
-                  data: payload.data,
-                  metadata: payload.metadata,
-                  expectedVersion: yield* ifMatch(request, payload.expectedVersion),
-                  createVersion: payload.options?.createVersion,
-                  skipValidation: payload.options?.skipValidation,
-                  ttlSeconds: yield* numberParam("ttlSeconds", q.ttlSeconds),
-                  expiresAt: q.expiresAt,
-                  clearTtl: flag(q.clearTtl),
-                  reason: payload.reason
-                },
-                writer
-              )
-              const structure = yield* structures.get(params.workspace, written.row.structureId)
-              return respond(
-                200,
-                yield* recordB(structure, written.row, principal, flag(q.reveal), { previousVersion: written.previousVersion })
-              )
-            })
+            Effect.map(answers.update(params.workspace, params.id, q, payload, principal, writer, request.headers), answered)
           )
         )
         .handle("replace", ({ params, query: q, payload }) =>
@@ -378,7 +301,7 @@ export const RecordsHandlers = HttpApiBuilder.group(
                 {
                   data: payload.data,
                   metadata: payload.metadata,
-                  expectedVersion: yield* ifMatch(request, payload.expectedVersion),
+                  expectedVersion: yield* ifMatch(request.headers, payload.expectedVersion),
                   replace: true,
                   reason: payload.reason
                 },
