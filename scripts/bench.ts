@@ -188,6 +188,8 @@ const scenariosSection = async () => {
       request
     })
     const rows: Array<Array<string>> = []
+    /** Troupe's and the ceiling's median req/s by scenario, for the ratios printed after the table */
+    const measured = new Map<string, { troupe: number; ceiling: number; items: number }>()
     for (const scenario of list) {
       if (only && !only.includes(scenario.name)) continue
       const conns = scenario.connections ?? connections
@@ -200,6 +202,12 @@ const scenariosSection = async () => {
         for (const [j, target] of targets.entries()) if (target) figures[j]!.push(await drive(target, conns, seconds))
       }
       const rps = figures.map((f) => (f.length ? median(f.map((x) => x.rps)) : NaN))
+      const ceilingAt = baselines.findIndex((b) => b.name === "ceiling")
+      measured.set(scenario.name, {
+        troupe: rps[0]!,
+        ceiling: ceilingAt < 0 ? NaN : rps[ceilingAt + 1]!,
+        items: scenario.itemsPerRequest ?? 1
+      })
       const latency = (f: Array<Figures>) => (f.length ? `${median(f.map((x) => x.p50))}/${median(f.map((x) => x.p99))}` : "-")
       const errors = figures.map((f) => f.reduce((n, x) => n + x.errors, 0))
       const rate = (r: number) =>
@@ -242,6 +250,14 @@ const scenariosSection = async () => {
     console.log(line(header))
     console.log(`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`)
     for (const row of rows) console.log(line(row))
+    // a bulk request's items/s against the ceiling's one-INSERT-per-request creates: what batching buys over the
+    // simplest server's single writes
+    const single = measured.get("create record")?.ceiling
+    for (const [name, m] of measured) {
+      if (m.items === 1 || single === undefined || Number.isNaN(single)) continue
+      const items = m.troupe * m.items
+      console.log(`${name}: ${items.toFixed(0)} items/s = ${((items / single) * 100).toFixed(0)} % of the ceiling's single-INSERT creates (${single.toFixed(0)}/s)`)
+    }
   } finally {
     for (const stop of stops) await stop()
   }

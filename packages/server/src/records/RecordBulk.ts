@@ -2,8 +2,8 @@
 // - atomic: one transaction for the whole batch and its record.bulk.* event (RecordService.createAll, updateAll,
 //   removeAll, built here by makeAtomicBulk); the first bad item fails the request with its own status and error,
 //   details prefixed with the item's path, and nothing is written.
-// - non-atomic (the default): every item is its own write (creates share group commits, updates and deletes go
-//   through their record's actor); the outcome lists each item's result or error, in item order, and the
+// - non-atomic (the default): every item is its own write (the valid creates of a request share one statement,
+//   createSome; updates and deletes go through their record's actor); the outcome lists each item's result or error, in item order, and the
 //   record.bulk.* event of what was written follows in a transaction of its own. When every item failed, the
 //   request fails with one error naming each item (the items' common status, else 400).
 // makeBulkRequests runs a whole request of either kind; RecordWriter exposes it, as it owns the actors.
@@ -111,7 +111,7 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
       })
     )
 
-  /** A bulk of plain creates is one batch: each statement once for every item (claims taken: item by item). */
+  /** A bulk of plain creates is one batch: one statement for every item (writes.createMany), or item by item. */
   const createAll = (structure: Structure, items: ReadonlyArray<CreateInput>, writer: Writer) =>
     !batchable(structure)
       ? createEach(structure, items, writer)
@@ -138,6 +138,39 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
             })
           ).pipe(Effect.catchTag("ClaimTaken", (_: ClaimTaken) => createEach(structure, items, writer)))
         })
+
+  /**
+   * The creates of a non-atomic request, each with its own outcome, in item order: every item that passes its
+   * checks goes into one statement (writes.createMany: no transaction, no group commit queue); the others, and all
+   * of them when that statement fails (a held or repeated unique value), go through `one` (the single-record create,
+   * which tells failures to the failure hook). Structures with references or counters: `one` for each item.
+   */
+  const createSome = (
+    structure: Structure,
+    items: ReadonlyArray<CreateInput>,
+    writer: Writer,
+    one: (input: CreateInput) => Effect.Effect<WriteResult, RecordError>
+  ): Effect.Effect<Array<Result.Result<WriteResult, RecordError>>> =>
+    Effect.gen(function* () {
+      const each = (indexes: ReadonlyArray<number>) => Effect.forEach(indexes, (i) => Effect.result(one(items[i]!)), { concurrency: 64 })
+      if (!batchable(structure)) return yield* each(items.map((_, i) => i))
+      const pending: Array<PendingCreate | undefined> = []
+      for (const input of items) {
+        const p = yield* Effect.result(prep.prepareCreate(structure, input, writer))
+        pending.push(
+          Result.isSuccess(p)
+            ? { structure, input, writer, record: prep.newRecord(structure, input, writer, p.success.data, p.success.expiresAt) }
+            : undefined
+        )
+      }
+      const valid = pending.filter((p) => p !== undefined)
+      const written = valid.length === 0 ? [] : yield* repo.atomic(writes.createMany(valid)).pipe(Effect.orElseSucceed(() => undefined))
+      if (written === undefined) return yield* each(items.map((_, i) => i))
+      const rows = new Map(written.map((w) => [w.row.id, w]))
+      const rest = yield* each(pending.flatMap((p, i) => (p === undefined ? [i] : [])))
+      let k = 0
+      return pending.map((p) => (p === undefined ? rest[k++]! : Result.succeed(rows.get(p.record.id)!)))
+    })
 
   const updateAll = (workspace: string, items: ReadonlyArray<{ id: string; input: UpdateInput }>, writer: Writer, structureId?: string) =>
     transaction(
@@ -190,7 +223,7 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
       })
     )
 
-  return { createAll, updateAll, removeAll, publishBulk }
+  return { createAll, createSome, updateAll, removeAll, publishBulk }
 }
 
 // ------------------------------------------------------------------ whole bulk requests
@@ -297,7 +330,10 @@ const eachItem = <I, A>(items: ReadonlyArray<I>, run: (item: I) => Effect.Effect
   )
 
 export const makeBulkRequests = (deps: {
-  readonly records: Pick<RecordService["Service"], "create" | "get" | "createAll" | "updateAll" | "removeAll" | "publishBulk">
+  readonly records: Pick<
+    RecordService["Service"],
+    "create" | "get" | "createAll" | "createSome" | "updateAll" | "removeAll" | "publishBulk"
+  >
   /** one update and one delete, through the record's actor */
   readonly update: (
     workspace: string,
@@ -339,10 +375,8 @@ export const makeBulkRequests = (deps: {
           failures: []
         }
       }
-      // the items go in together, so they share group commits; each keeps its own outcome, in item order
-      const outcomes = yield* Effect.forEach(items, (input) => Effect.result(records.create(structure, input, bulkWriter)), {
-        concurrency: 64
-      })
+      // each item keeps its own outcome, in item order
+      const outcomes = yield* records.createSome(structure, items, bulkWriter)
       const done: Array<WriteResult> = []
       const failures: Array<BulkFailure> = []
       outcomes.forEach((outcome, index) => {

@@ -8,7 +8,7 @@
 // file is the public service: its interface, the reads, and the assembly.
 import type { ErrorDetail } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, type Result } from "effect"
 import { Secrets } from "../platform/Secrets.ts"
 import { spanMethods } from "../platform/Tracing.ts"
 import { StructureService } from "../structures/StructureService.ts"
@@ -118,6 +118,12 @@ export class RecordService extends Context.Service<
       items: ReadonlyArray<CreateInput>,
       writer: Writer
     ) => Effect.Effect<ReadonlyArray<WriteResult>, BulkItemFailure | RecordError>
+    /** Non-atomic bulk create: each item's outcome, in item order (RecordBulk's createSome). */
+    readonly createSome: (
+      structure: Structure,
+      items: ReadonlyArray<CreateInput>,
+      writer: Writer
+    ) => Effect.Effect<Array<Result.Result<WriteResult, RecordError>>>
     /** Atomic bulk update (rows locked in id order); `structureId` restricts the batch to one structure. */
     readonly updateAll: (
       workspace: string,
@@ -251,6 +257,9 @@ export class RecordService extends Context.Service<
         changelog,
         reveal: hot.reveal,
         createAll: Effect.fn("RecordService.createAll")(bulk.createAll),
+        createSome: Effect.fn("RecordService.createSome")((structure: Structure, items: ReadonlyArray<CreateInput>, writer: Writer) =>
+          bulk.createSome(structure, items, writer, (input) => grouped.create(structure, input, writer))
+        ),
         updateAll: Effect.fn("RecordService.updateAll")(bulk.updateAll),
         removeAll: Effect.fn("RecordService.removeAll")(bulk.removeAll),
         publishBulk: Effect.fn("RecordService.publishBulk")(bulk.publishBulk)
