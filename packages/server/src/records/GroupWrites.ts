@@ -230,8 +230,9 @@ export const makeGroupWrites = (deps: {
     // ---------------------------------------------------------------- upserts of different keys
 
     /**
-     * Upserts of different keys in one transaction: each looks its record up (locked) and is planned as an update
-     * or a create, then all are written together. Only matches on a unique property come here: its claim settles a
+     * Upserts of different keys written together: their records looked up in one statement; when none exists, the
+     * batch is one create statement; otherwise one transaction locks the found records, plans each item as an
+     * update or a create, and writes them all. Only matches on a unique property come here: its claim settles a
      * race with another writer creating the same key. When anything fails (that claim taken meanwhile, an invalid
      * item, two items of one key), nothing was written and every item answers `undefined`, to be written through
      * its key's actor (RecordWriter), which gives each its exact outcome.
@@ -250,21 +251,38 @@ export const makeGroupWrites = (deps: {
       }
       const items = all
       const deferAll = Effect.succeed(items.map((): Exit.Exit<UpsertResult | undefined, RecordError> => Exit.succeed(undefined)))
-      return transaction(
+      const lookups = items.map(({ match, structure }) => ({
+        structureId: structure.id,
+        claim: claimsOf(structure, match)[0]!,
+        contains: match
+      }))
+      const newRecord = ({ data, match, structure, writer }: PendingUpsert) =>
+        Effect.map(prep.prepareCreate(structure, { data: { ...data, ...match } }, writer), (p) => ({
+          structure,
+          input: { data: { ...data, ...match } },
+          writer,
+          record: prep.newRecord(structure, { data: { ...data, ...match } }, writer, p.data, p.expiresAt)
+        }))
+      /** Every key new: one statement, no transaction (a key created meanwhile fails it on its claim). */
+      const allNew = Effect.gen(function* () {
+        const creates: Array<PendingCreate> = []
+        for (const item of items) creates.push(yield* newRecord(item))
+        const written = yield* repo.atomic(writes.createMany(creates))
+        return written.map((w): Exit.Exit<UpsertResult | undefined, RecordError> => Exit.succeed(upsertCreated(w.structure, w.row)))
+      })
+      /** Some keys exist: their records locked, then every item planned as an update or a create, written together. */
+      const mixed = transaction(
         Effect.gen(function* () {
+          const found = yield* repo.findMatches(lookups, true)
           const creates: Array<readonly [number, PendingCreate]> = []
           const updates: Array<readonly [number, PlannedUpdate]> = []
           for (let k = 0; k < items.length; k++) {
             const { data, match, structure, writer } = items[k]!
-            yield* writable(structure)
-            const found = yield* writes.findMatch(structure, match)
-            if (found === undefined) {
-              const input = { data: { ...data, ...match } }
-              const p = yield* prep.prepareCreate(structure, input, writer)
-              creates.push([k, { structure, input, writer, record: prep.newRecord(structure, input, writer, p.data, p.expiresAt) }])
-            } else {
-              const plan = yield* prep.planUpdate(found.row, structure, { data: withoutMatch(data, match) }, writer)
-              updates.push([k, { row: found.row, structure, plan, writer, action: "update" }])
+            const row = found.get(k)
+            if (row === undefined) creates.push([k, yield* newRecord(items[k]!)])
+            else {
+              const plan = yield* prep.planUpdate(row, structure, { data: withoutMatch(data, match) }, writer)
+              updates.push([k, { row, structure, plan, writer, action: "update" }])
             }
           }
           if (new Set(updates.map(([, u]) => u.row.id)).size < updates.length)
@@ -280,7 +298,13 @@ export const makeGroupWrites = (deps: {
           }
           return results.map((r): Exit.Exit<UpsertResult | undefined, RecordError> => Exit.succeed(r))
         })
-      ).pipe(batched("upsert", items.length, deferAll))
+      )
+      return Effect.gen(function* () {
+        for (const item of items) yield* writable(item.structure)
+        // the keys looked up first without a lock: an all-new batch needs no transaction
+        const existing = yield* repo.findMatches(lookups, false).pipe(Effect.orDie)
+        return yield* existing.size === 0 ? allNew : mixed
+      }).pipe(batched("upsert", items.length, deferAll))
     }
 
     const upserts = yield* groupCommit(writeUpserts)

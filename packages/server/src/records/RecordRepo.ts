@@ -258,6 +258,26 @@ const make = Effect.gen(function* () {
       (found) => (found[0] ? { row: decodeRecordRow(found[0]), now: iso(found[0].tx_now) } : undefined)
     )
 
+  /**
+   * The live records that matches on a unique property find, in one statement: each match by its claim and data
+   * containment; the rows by the match's index. `lock`: locked, in id order (inside a transaction).
+   */
+  const findMatches = (
+    matches: ReadonlyArray<{ readonly structureId: string; readonly claim: readonly [string, string]; readonly contains: unknown }>,
+    lock: boolean
+  ): Sql<Map<number, RecordRow>> =>
+    Effect.map(
+      sql`SELECT r.*, v.k AS match_index
+        FROM jsonb_to_recordset(${JSON.stringify(
+          matches.map((m, k) => ({ k, structure_id: m.structureId, field: m.claim[0], value: m.claim[1], contains: m.contains }))
+        )}::jsonb) AS v(k int, structure_id uuid, field text, value text, contains jsonb)
+        JOIN record_unique_values u ON u.structure_id = v.structure_id AND u.field = v.field AND u.value = v.value
+        JOIN records r ON r.id = u.record_id
+        WHERE ${liveRecord(sql, "r")} AND r.data @> v.contains
+        ORDER BY r.id ${lock ? sql`FOR UPDATE OF r` : sql``}`,
+      (rows) => new Map(rows.map((r: any) => [Number(r.match_index), decodeRecordRow(r)]))
+    )
+
   // ---------------------------------------------------------------- versions and changelog
 
   /** Version rows in one statement. */
@@ -405,6 +425,7 @@ const make = Effect.gen(function* () {
     lockReferencing,
     existingKeys,
     lockMatch,
+    findMatches,
     insertVersions,
     rewriteVersion,
     findVersion,
