@@ -4,7 +4,7 @@
 // was written and each item is written on its own (RecordWrites), so every caller gets its own outcome.
 import { conflict, serviceUnavailable } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
-import { Clock, Effect, Exit } from "effect"
+import { Clock, Effect, Exit, Result } from "effect"
 import * as GroupCommit from "../lib/GroupCommit.ts"
 import { canonicalJson } from "../structures/Formats.ts"
 import type { StructureService } from "../structures/StructureService.ts"
@@ -20,7 +20,6 @@ import {
   type RecordError,
   type Removed,
   type UpdateInput,
-  type UpdatePlan,
   type UpsertResult,
   type WriteResult
 } from "./RecordInputs.ts"
@@ -125,40 +124,55 @@ export const makeGroupWrites = (deps: {
     // ---------------------------------------------------------------- updates
 
     /**
-     * Updates of different records (each record's actor sends one at a time): the rows locked in id order, each
-     * planned as on its own, then one statement per table.
+     * Updates of different records (each record's actor sends one at a time), without a transaction: the rows read
+     * with their xmin, each update planned as on its own, then one guarded statement (RecordRepo.
+     * updateRecordsWithHistory) writes every update whose record nobody wrote since it was read. Every other item
+     * (not found, invalid, a version conflict, a unique value that changes, written meanwhile, or the statement
+     * failed) is written on its own (updateOne: its row locked, its exact outcome, failures told to the hook).
      */
     const writeUpdates = (items: ReadonlyArray<PendingUpdate>) => {
-      const oneByOne = Effect.forEach(items, (item) => Effect.exit(writes.updateOne(item.workspace, item.id, item.input, item.writer)))
-      if (alone(items)) return Effect.andThen(observeBatch("update", 1), oneByOne)
-      return transaction(
-        Effect.gen(function* () {
-          const rows = yield* repo.lockMany(items.map((i) => i.id))
-          const now = yield* Clock.currentTimeMillis
-          const planned: Array<{ item: PendingUpdate; row: RecordRow; structure: Structure; plan: UpdatePlan }> = []
-          for (const item of items) {
-            const row = rows.get(item.id)
-            if (row === undefined || row.workspace !== item.workspace || !isLive(row, now)) return yield* recordNotFound(item.id)
-            const structure = yield* writes.liveStructure(item.workspace, row)
-            const plan = yield* prep.planUpdate(row, structure, item.input, item.writer)
-            planned.push({ item, row, structure, plan })
-          }
-          const written = yield* writes.applyUpdates(
-            planned.map((p) => ({
-              row: p.row,
-              structure: p.structure,
-              plan: p.plan,
-              writer: p.item.writer,
-              action: p.item.input.replace ? "replace" : "update",
-              reason: p.item.input.reason
-            }))
+      const oneByOne = (item: PendingUpdate) => Effect.exit(writes.updateOne(item.workspace, item.id, item.input, item.writer))
+      if (items.length > 1 && alone(items)) return Effect.andThen(observeBatch("update", 1), Effect.forEach(items, oneByOne))
+      return Effect.gen(function* () {
+        yield* observeBatch("update", items.length)
+        const found = yield* repo.findMany(items.map((i) => i.id)).pipe(Effect.orDie)
+        const now = yield* Clock.currentTimeMillis
+        const planned: Array<{ readonly k: number; readonly update: PlannedUpdate; readonly xmin: string }> = []
+        for (let k = 0; k < items.length; k++) {
+          const item = items[k]!
+          const read = found.get(item.id)
+          if (read === undefined || read.row.workspace !== item.workspace || !isLive(read.row, now)) continue
+          const { row } = read
+          const update = yield* Effect.result(
+            Effect.gen(function* () {
+              const structure = yield* writes.liveStructure(item.workspace, row)
+              const plan = yield* prep.planUpdate(row, structure, item.input, item.writer, "unchanged")
+              const action = item.input.replace ? "replace" : "update"
+              return { row, structure, plan, writer: item.writer, action, reason: item.input.reason } satisfies PlannedUpdate
+            })
           )
-          return written.map(
-            (next, k): Exit.Exit<WriteResult, RecordError> =>
-              Exit.succeed({ row: next, structure: planned[k]!.structure, previousVersion: planned[k]!.row.version })
-          )
+          if (Result.isSuccess(update)) planned.push({ k, update: update.success, xmin: read.xmin })
+        }
+        const written =
+          planned.length === 0
+            ? []
+            : yield* repo
+                .atomic(
+                  writes.writeUpdates(
+                    planned.map((p) => p.update),
+                    planned.map((p) => p.xmin)
+                  )
+                )
+                .pipe(Effect.orElseSucceed(() => planned.map(() => undefined)))
+        const results: Array<Exit.Exit<WriteResult, RecordError> | undefined> = items.map(() => undefined)
+        planned.forEach(({ k, update }, j) => {
+          const row = written[j]
+          if (row !== undefined) results[k] = Exit.succeed({ row, structure: update.structure, previousVersion: update.row.version })
         })
-      ).pipe(batched("update", items.length, oneByOne))
+        if (results.includes(undefined)) yield* observeRetry("update")
+        for (let k = 0; k < items.length; k++) if (results[k] === undefined) results[k] = yield* oneByOne(items[k]!)
+        return results as Array<Exit.Exit<WriteResult, RecordError>>
+      })
     }
 
     const updates = yield* groupCommit(writeUpdates)

@@ -131,6 +131,13 @@ const incremented = (stored: Record<string, unknown>, patch: Record<string, unkn
     return out
   })
 
+/** Whether two states of a record hold the same unique values. */
+const sameClaims = (structure: Structure, before: Record<string, unknown>, after: Record<string, unknown>) => {
+  const a = claimsOf(structure, before).map(([f, v]) => `${f}\u0000${v}`)
+  const b = new Set(claimsOf(structure, after).map(([f, v]) => `${f}\u0000${v}`))
+  return a.length === b.size && a.every((c) => b.has(c))
+}
+
 export const makePreparation = (deps: {
   readonly repo: RecordRepo["Service"]
   readonly structures: StructureService["Service"]
@@ -328,7 +335,9 @@ export const makePreparation = (deps: {
     row: RecordRow,
     structure: Structure,
     input: UpdateInput,
-    writer: Writer
+    writer: Writer,
+    /** "unchanged": planned without a lock, so no claim may be taken or given up (a 409 CLAIMS_CHANGE if one would) */
+    claims: "take" | "unchanged" = "take"
   ): Effect.Effect<UpdatePlan, RecordError | SqlError> =>
     Effect.gen(function* () {
       if (input.expectedVersion !== undefined && input.expectedVersion !== row.version) {
@@ -346,7 +355,10 @@ export const makePreparation = (deps: {
       yield* checkMetadata(input.metadata)
       yield* checkReferences(structure, data, row.data)
       data = encryptSecrets(structure, data, row.data)
-      yield* claimUnique(structure, row.id, data, row.data)
+      if (claims === "take") yield* claimUnique(structure, row.id, data, row.data)
+      else if (!sameClaims(structure, row.data, data)) {
+        return yield* conflict({ message: "The update changes unique values", code: "CLAIMS_CHANGE" })
+      }
       let expiresAt = row.expiresAt
       if (input.clearTtl === true) expiresAt = null
       else if (input.expiresAt !== undefined || input.ttlSeconds !== undefined) {

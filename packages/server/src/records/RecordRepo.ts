@@ -138,10 +138,21 @@ const make = Effect.gen(function* () {
 
   /**
    * Updates of different records and their history rows (a new version each, a changelog entry, an outbox event)
-   * in ONE statement; the new rows by id.
+   * in ONE statement; the new rows by id. Each update is guarded: it writes only a live record still at
+   * `prevVersion` and, when `prevXmin` is given, still the very row version that was read (its xmin: any write
+   * since, even one keeping the version, changes it). A record the guard skips gets no history rows and is missing
+   * from the answer: nothing of it was written.
    */
   const updateRecordsWithHistory = (
-    items: ReadonlyArray<WithHistory & { readonly update: RecordUpdate; readonly workspace: string; readonly structureId: string }>
+    items: ReadonlyArray<
+      WithHistory & {
+        readonly update: RecordUpdate
+        readonly workspace: string
+        readonly structureId: string
+        readonly prevVersion: number
+        readonly prevXmin?: string | undefined
+      }
+    >
   ) =>
     sql`WITH v AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(
       items.map((item, i) => ({
@@ -152,28 +163,40 @@ const make = Effect.gen(function* () {
         data: item.update.data,
         metadata: item.update.metadata,
         version: item.update.version,
+        prev_version: item.prevVersion,
+        prev_xmin: item.prevXmin ?? null,
         updated_by: item.update.updatedBy,
         expires_at: item.update.expiresAt,
         ...historyColumns(item)
       }))
     )}::jsonb)
-        AS v(i int, id uuid, workspace text, structure_id uuid, data jsonb, metadata jsonb, version int, updated_by text,
-          expires_at timestamptz, changes jsonb, log_id uuid, log_action text, log_user_name text, log_changes jsonb,
-          log_metadata jsonb, ev_type text, ev_slug text, payload jsonb)),
+        AS v(i int, id uuid, workspace text, structure_id uuid, data jsonb, metadata jsonb, version int, prev_version int,
+          prev_xmin text, updated_by text, expires_at timestamptz, changes jsonb, log_id uuid, log_action text,
+          log_user_name text, log_changes jsonb, log_metadata jsonb, ev_type text, ev_slug text, payload jsonb)),
       updated AS (UPDATE records r SET data = v.data, metadata = v.metadata, version = v.version,
           updated_by = v.updated_by, updated_at = now(), expires_at = v.expires_at
-        FROM v WHERE r.id = v.id RETURNING r.*),
+        FROM v WHERE r.id = v.id AND r.version = v.prev_version AND (v.prev_xmin IS NULL OR r.xmin::text = v.prev_xmin)
+          AND ${liveRecord(sql, "r")}
+        RETURNING r.*),
+      w AS (SELECT v.* FROM v JOIN updated u ON u.id = v.id),
       versioned AS (INSERT INTO record_versions (record_id, version, data, changes, created_by)
-        SELECT id, version, data, changes, updated_by FROM v),
+        SELECT id, version, data, changes, updated_by FROM w),
       logged AS (INSERT INTO record_changelog (id, record_id, workspace, action, user_id, user_name, changes, metadata, created_at)
         SELECT log_id, id, workspace, log_action, updated_by, log_user_name, log_changes, log_metadata,
           now() + (i + 1) * interval '1 microsecond'
-        FROM v),
+        FROM w),
       published AS (INSERT INTO events (workspace, type, structure_id, record_slug, record_id, payload)
-        SELECT workspace, ev_type, structure_id, ev_slug, id, payload FROM v ORDER BY i)
+        SELECT workspace, ev_type, structure_id, ev_slug, id, payload FROM w ORDER BY i)
       SELECT * FROM updated`.pipe(
       Effect.map(byId),
       Effect.tap(() => notifyAfterCommit(sql, EVENTS_CHANNEL))
+    )
+
+  /** Rows of any workspace by id, unlocked, each with its xmin (the guard of updateRecordsWithHistory). */
+  const findMany = (ids: ReadonlyArray<string>): Sql<Map<string, { row: RecordRow; xmin: string }>> =>
+    Effect.map(
+      sql`SELECT *, xmin::text AS row_xmin FROM records WHERE id IN ${sql.in(ids)}`,
+      (rows) => new Map(rows.map((r: any) => [String(r.id), { row: decodeRecordRow(r), xmin: String(r.row_xmin) }]))
     )
 
   const updateRecord = (u: RecordUpdate): Sql<RecordRow> =>
@@ -414,6 +437,7 @@ const make = Effect.gen(function* () {
     find,
     lock,
     lockMany,
+    findMany,
     lockIds,
     createRecords,
     updateRecordsWithHistory,

@@ -192,12 +192,16 @@ export const makeWrites = (deps: {
     ).pipe(reported("update", id, input.data, writer, () => structure))
   }
 
-  /** Planned updates of different records and their history rows, written in one statement; the new rows, in order. */
-  const applyUpdates = (planned: ReadonlyArray<PlannedUpdate>) =>
+  /**
+   * Planned updates of different records and their history rows, written in one statement; the new rows in order,
+   * undefined for a record the statement's guard skipped (written or deleted since it was read; `xmins`: the row
+   * versions read, for updates planned without a lock).
+   */
+  const writeUpdates = (planned: ReadonlyArray<PlannedUpdate>, xmins?: ReadonlyArray<string>) =>
     Effect.gen(function* () {
       const at = yield* timestamp
       const byId = yield* repo.updateRecordsWithHistory(
-        planned.map(({ action, plan, reason, row, structure, writer }) => {
+        planned.map(({ action, plan, reason, row, structure, writer }, k) => {
           const next = { id: row.id, workspace: row.workspace, data: plan.data, version: plan.version }
           return {
             update: {
@@ -210,14 +214,24 @@ export const makeWrites = (deps: {
             },
             workspace: row.workspace,
             structureId: structure.id,
+            prevVersion: row.version,
+            prevXmin: xmins?.[k],
             changes: plan.changes,
             log: changelogRow(next, action, plan.changes, writer, reasonOf(reason)),
             event: eventOf("record.updated", structure, next, row.data, plan.changes, writer, at)
           }
         })
       )
-      return planned.map((p) => byId.get(p.row.id)!)
+      return planned.map((p) => byId.get(p.row.id))
     })
+
+  /** Planned updates of rows the caller's transaction locked: each is written (the new rows, in order). */
+  const applyUpdates = (planned: ReadonlyArray<PlannedUpdate>) =>
+    Effect.flatMap(writeUpdates(planned), (rows) =>
+      rows.every((r) => r !== undefined)
+        ? Effect.succeed(rows)
+        : Effect.fail(conflict({ message: "The write collided with a concurrent write; retry it", code: "CONFLICT" }))
+    )
 
   // ---------------------------------------------------------------- delete (with onDelete of references)
 
@@ -501,6 +515,7 @@ export const makeWrites = (deps: {
     updateInTx,
     updateOne,
     applyUpdates,
+    writeUpdates,
     deleteInTx,
     removeOne,
     restore,

@@ -1,0 +1,86 @@
+// The guard of RecordRepo.updateRecordsWithHistory against a real database (PGlite, or PostgreSQL when DATABASE_URL
+// is set): the group commit plans updates on rows read without a lock (GroupWrites), so the statement must write an
+// update only while the record is the very row that was read, and nothing of it otherwise.
+import type { Structure } from "@troupe/api/structures/Structure"
+import { expect, layer } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { TEST_WORKSPACE } from "../../../../test/support/TestDatabase.ts"
+import { owner, RecordServices, writer } from "../../../../test/support/TestRecords.ts"
+import type { RecordRow } from "../query/RecordRow.ts"
+import { StructureService } from "../structures/StructureService.ts"
+import { RecordRepo } from "./RecordRepo.ts"
+import { changelogRow, eventOf } from "./RecordRows.ts"
+import { RecordService } from "./RecordService.ts"
+
+const Services = RecordRepo.layer.pipe(Layer.provideMerge(RecordServices()))
+
+const counts = (sql: SqlClient.SqlClient, id: string) =>
+  Effect.map(
+    sql`SELECT (SELECT count(*) FROM record_versions WHERE record_id = ${id}) AS versions,
+        (SELECT count(*) FROM record_changelog WHERE record_id = ${id}) AS changelog,
+        (SELECT count(*) FROM events WHERE record_id = ${id}) AS events`,
+    (rows: ReadonlyArray<any>) => ({
+      versions: Number(rows[0].versions),
+      changelog: Number(rows[0].changelog),
+      events: Number(rows[0].events)
+    })
+  ).pipe(Effect.orDie)
+
+layer(Services)("RecordRepo.updateRecordsWithHistory", (it) => {
+  it.effect("writes an update only while its record is the row that was read; otherwise nothing of it", () =>
+    Effect.gen(function* () {
+      const records = yield* RecordService
+      const repo = yield* RecordRepo
+      const sql = yield* SqlClient.SqlClient
+      const structure: Structure = yield* Effect.orDie(
+        (yield* StructureService).create(
+          TEST_WORKSPACE,
+          { name: "Guarded", recordSlug: "guarded", properties: [{ name: "n", type: "number" }] },
+          owner
+        )
+      )
+      const { row } = yield* records.create(structure, { data: { n: 1 } }, writer)
+      const update = (read: RecordRow, xmin: string, n: number) => {
+        const next = { id: read.id, workspace: read.workspace, data: { n }, version: read.version + 1 }
+        const changes = { n: { old: read.data.n, new: n } }
+        return repo.updateRecordsWithHistory([
+          {
+            update: { id: read.id, data: { n }, metadata: {}, version: next.version, updatedBy: writer.userId, expiresAt: null },
+            workspace: read.workspace,
+            structureId: structure.id,
+            prevVersion: read.version,
+            prevXmin: xmin,
+            changes,
+            log: changelogRow(next, "update", changes, writer),
+            event: eventOf("record.updated", structure, next, read.data, changes, writer, new Date().toISOString())
+          }
+        ])
+      }
+      const first = (yield* repo.findMany([row.id])).get(row.id)!
+      // someone writes the record keeping its version (createVersion: false): only the row version (xmin) tells
+      yield* records.update(TEST_WORKSPACE, row.id, { data: { n: 2 }, createVersion: false }, writer)
+      const before = yield* counts(sql, row.id)
+      expect((yield* update(first.row, first.xmin, 3)).has(row.id)).toBe(false)
+      expect(yield* counts(sql, row.id)).toStrictEqual(before)
+      expect((yield* records.get(TEST_WORKSPACE, row.id)).row.data.n).toBe(2)
+
+      const current = (yield* repo.findMany([row.id])).get(row.id)!
+      const written = (yield* update(current.row, current.xmin, 3)).get(row.id)
+      expect(written?.version).toBe(2)
+      expect(written?.data.n).toBe(3)
+      expect(yield* counts(sql, row.id)).toStrictEqual({
+        versions: before.versions + 1,
+        changelog: before.changelog + 1,
+        events: before.events + 1
+      })
+      // the same read again: the version moved on, so the guard refuses it too
+      expect((yield* update(current.row, current.xmin, 4)).has(row.id)).toBe(false)
+      // a deleted record is no longer live: skipped as well
+      yield* records.remove(TEST_WORKSPACE, row.id, false, writer)
+      const deleted = (yield* repo.findMany([row.id])).get(row.id)!
+      expect((yield* update(deleted.row, deleted.xmin, 5)).has(row.id)).toBe(false)
+      expect((yield* counts(sql, row.id)).versions).toBe(before.versions + 1)
+    })
+  )
+})
