@@ -256,7 +256,9 @@ const scenariosSection = async () => {
     for (const [name, m] of measured) {
       if (m.items === 1 || single === undefined || Number.isNaN(single)) continue
       const items = m.troupe * m.items
-      console.log(`${name}: ${items.toFixed(0)} items/s = ${((items / single) * 100).toFixed(0)} % of the ceiling's single-INSERT creates (${single.toFixed(0)}/s)`)
+      console.log(
+        `${name}: ${items.toFixed(0)} items/s = ${((items / single) * 100).toFixed(0)} % of the ceiling's single-INSERT creates (${single.toFixed(0)}/s)`
+      )
     }
   } finally {
     for (const stop of stops) await stop()
