@@ -102,6 +102,22 @@ const make = Effect.gen(function* () {
         )
 
   /**
+   * The history rows of a record write, as the last CTEs of its statement: from `source` (a CTE with the columns of
+   * historyColumns, `id`, `workspace`, `structure_id`, `data`, `version`, `i`), a version, a changelog entry a
+   * microsecond apart per row (they keep their order; an update's `after` the transaction's now(), where a create
+   * of the same transaction put its entry) and an outbox event per row, written by `writer`'s column.
+   */
+  const historyOf = (source: "v" | "w", writer: "created_by" | "updated_by", after: 0 | 1) =>
+    sql`versioned AS (INSERT INTO record_versions (record_id, version, data, changes, created_by)
+        SELECT id, version, data, changes, ${sql(writer)} FROM ${sql(source)}),
+      logged AS (INSERT INTO record_changelog (id, record_id, workspace, action, user_id, user_name, changes, metadata, created_at)
+        SELECT log_id, id, workspace, log_action, ${sql(writer)}, log_user_name, log_changes, log_metadata,
+          now() + (i + ${after}) * interval '1 microsecond'
+        FROM ${sql(source)}),
+      published AS (INSERT INTO events (workspace, type, structure_id, record_slug, record_id, payload)
+        SELECT workspace, ev_type, structure_id, ev_slug, id, payload FROM ${sql(source)} ORDER BY i)`
+
+  /**
    * New records and everything a create writes beside them in ONE statement (outside a transaction it needs no
    * BEGIN/COMMIT): the rows, their unique claims, version 1, changelog entries and outbox events. A value someone
    * holds, or two items claim, fails the whole statement with a unique violation: nothing is written. The rows of a
@@ -109,8 +125,8 @@ const make = Effect.gen(function* () {
    * outbox. Returned in the order given.
    */
   const createRecords = (items: ReadonlyArray<WithHistory & { readonly record: NewRecord }>, claims: ReadonlyArray<Claim>) =>
-    sql`WITH v AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(items.map((item, i) => ({ i, ...item.record, ...historyColumns(item) })))}::jsonb)
-        AS v(i int, id uuid, workspace text, structure_id uuid, data jsonb, metadata jsonb, created_by text,
+    sql`WITH v AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(items.map((item, i) => ({ i, version: 1, ...item.record, ...historyColumns(item) })))}::jsonb)
+        AS v(i int, version int, id uuid, workspace text, structure_id uuid, data jsonb, metadata jsonb, created_by text,
           expires_at timestamptz, changes jsonb, log_id uuid, log_action text, log_user_name text, log_changes jsonb,
           log_metadata jsonb, ev_type text, ev_slug text, payload jsonb)),
       inserted AS (INSERT INTO records (id, workspace, structure_id, data, metadata, created_by, updated_by, expires_at, created_at, updated_at)
@@ -120,14 +136,7 @@ const make = Effect.gen(function* () {
       claimed AS (INSERT INTO record_unique_values (structure_id, field, value, record_id)
         SELECT structure_id, field, value, record_id FROM jsonb_to_recordset(${JSON.stringify(claims)}::jsonb)
           AS c(structure_id uuid, field text, value text, record_id uuid)),
-      versioned AS (INSERT INTO record_versions (record_id, version, data, changes, created_by)
-        SELECT id, 1, data, changes, created_by FROM v),
-      logged AS (INSERT INTO record_changelog (id, record_id, workspace, action, user_id, user_name, changes, metadata, created_at)
-        SELECT log_id, id, workspace, log_action, created_by, log_user_name, log_changes, log_metadata,
-          now() + (i + 1) * interval '1 microsecond'
-        FROM v),
-      published AS (INSERT INTO events (workspace, type, structure_id, record_slug, record_id, payload)
-        SELECT workspace, ev_type, structure_id, ev_slug, id, payload FROM v ORDER BY i)
+      ${historyOf("v", "created_by", 0)}
       SELECT * FROM inserted`.pipe(
       Effect.map((returned) => {
         const rowsById = byId(returned)
@@ -179,14 +188,7 @@ const make = Effect.gen(function* () {
           AND ${liveRecord(sql, "r")}
         RETURNING r.*),
       w AS (SELECT v.* FROM v JOIN updated u ON u.id = v.id),
-      versioned AS (INSERT INTO record_versions (record_id, version, data, changes, created_by)
-        SELECT id, version, data, changes, updated_by FROM w),
-      logged AS (INSERT INTO record_changelog (id, record_id, workspace, action, user_id, user_name, changes, metadata, created_at)
-        SELECT log_id, id, workspace, log_action, updated_by, log_user_name, log_changes, log_metadata,
-          now() + (i + 1) * interval '1 microsecond'
-        FROM w),
-      published AS (INSERT INTO events (workspace, type, structure_id, record_slug, record_id, payload)
-        SELECT workspace, ev_type, structure_id, ev_slug, id, payload FROM w ORDER BY i)
+      ${historyOf("w", "updated_by", 1)}
       SELECT * FROM updated`.pipe(
       Effect.map(byId),
       Effect.tap(() => notifyAfterCommit(sql, EVENTS_CHANNEL))

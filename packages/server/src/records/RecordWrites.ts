@@ -24,6 +24,7 @@ import {
   type RecordError,
   type Removed,
   type UpdateInput,
+  type UpdatePlan,
   type UpsertItem,
   type UpsertResult,
   validationFailed,
@@ -32,7 +33,7 @@ import {
   type WriteResult
 } from "./RecordInputs.ts"
 import { checkMatch, type Preparation, withoutMatch, writable } from "./RecordPrepare.ts"
-import type { RecordRepo } from "./RecordRepo.ts"
+import type { RecordRepo, RecordUpdate } from "./RecordRepo.ts"
 import { changelogRow, eventOf, versionRow } from "./RecordRows.ts"
 
 /** A batch claimed a unique value someone holds (or two of its items claimed the same one). */
@@ -49,6 +50,16 @@ export const upsertCreated = (structure: Structure, row: RecordRow): UpsertResul
 export const upsertUpdated = (structure: Structure, row: RecordRow): UpsertResult => ({
   status: 200,
   body: { data: { id: row.id, data: maskData(structure, row.data), version: row.version, updatedAt: row.updatedAt }, operation: "updated" }
+})
+
+/** The new state of a record an update plan makes. */
+const recordUpdate = (row: RecordRow, plan: UpdatePlan, writer: Writer): RecordUpdate => ({
+  id: row.id,
+  data: plan.data,
+  metadata: plan.metadata,
+  version: plan.version,
+  updatedBy: writer.userId,
+  expiresAt: plan.expiresAt
 })
 
 const reasonOf = (reason: string | undefined) => (reason ? { reason } : {})
@@ -166,14 +177,7 @@ export const makeWrites = (deps: {
         return { row: next!, structure, previousVersion: row.version }
       }
       // createVersion: false rewrites the version it keeps
-      const next = yield* repo.updateRecord({
-        id: row.id,
-        data: plan.data,
-        metadata: plan.metadata,
-        version: plan.version,
-        updatedBy: writer.userId,
-        expiresAt: plan.expiresAt
-      })
+      const next = yield* repo.updateRecord(recordUpdate(row, plan, writer))
       yield* repo.rewriteVersion(row.id, row.version, plan.data)
       yield* repo.insertChangelog([changelogRow(next, action, plan.changes, writer, reasonOf(input.reason))])
       yield* repo.appendEvent(eventOf("record.updated", structure, next, row.data, plan.changes, writer, yield* timestamp))
@@ -204,14 +208,7 @@ export const makeWrites = (deps: {
         planned.map(({ action, plan, reason, row, structure, writer }, k) => {
           const next = { id: row.id, workspace: row.workspace, data: plan.data, version: plan.version }
           return {
-            update: {
-              id: row.id,
-              data: plan.data,
-              metadata: plan.metadata,
-              version: plan.version,
-              updatedBy: writer.userId,
-              expiresAt: plan.expiresAt
-            },
+            update: recordUpdate(row, plan, writer),
             workspace: row.workspace,
             structureId: structure.id,
             prevVersion: row.version,
