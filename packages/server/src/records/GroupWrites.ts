@@ -1,7 +1,9 @@
 // The group commit of single-record writes (lib/GroupCommit.ts): creates, updates, deletes and upserts that arrive
-// from concurrent requests while a transaction is in flight ride the next one together, one statement per table
-// for the whole batch. When a batch fails as a whole (a claimed value, a conflict, an invalid item), nothing of it
-// was written and each item is written on its own (RecordWrites), so every caller gets its own outcome.
+// from concurrent requests while a batch is in flight ride the next one together. Creates are one statement and
+// updates one guarded statement, neither in a transaction (RecordRepo.createRecords, updateRecordsWithHistory);
+// deletes and upserts that find records lock them in one transaction. When a batch fails as a whole (a claimed
+// value, a conflict, an invalid item), nothing of it was written and each item is written on its own
+// (RecordWrites), so every caller gets its own outcome.
 import { conflict, serviceUnavailable } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Clock, Effect, Exit, Result } from "effect"

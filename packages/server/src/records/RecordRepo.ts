@@ -1,8 +1,9 @@
 // The SQL of the record engine: record rows, their versions, changelog entries, unique claims, auto-increment
 // counters, idempotency keys, and the outbox events written in the same transactions. Rows are decoded with Schema
-// (model.ts). Batches are one statement per table whatever their size (jsonb_to_recordset), so a group commit of 256
-// creates costs the statements of one. Statements fail with SqlError; RecordService maps those of a transaction
-// (`transaction`) and turns those of a plain read into defects.
+// (model.ts). Batches cost the statements of one write whatever their size (jsonb_to_recordset); a batch of creates
+// or of updates is a single statement that writes every table (createRecords, updateRecordsWithHistory), atomic
+// without a transaction. Statements fail with SqlError; `atomic` and `transaction` map those of a write, and those
+// of a plain read are turned into defects.
 import { conflict } from "@troupe/api/Errors"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
