@@ -28,7 +28,8 @@ import {
 import { batchable, checkMatch, type Preparation, withoutMatch, writable } from "./RecordPrepare.ts"
 import type { RecordRepo } from "./RecordRepo.ts"
 import { changelogRow, eventOf } from "./RecordRows.ts"
-import { timestamp, upsertCreated, upsertUpdated, type Writes } from "./RecordWrites.ts"
+import { upsertCreated, upsertUpdated } from "./RecordUpserts.ts"
+import { timestamp, type Writes } from "./RecordWrites.ts"
 import { observeBatch, observeRetry, type WriteKind } from "./WriteMetrics.ts"
 
 /** The most writes one group commit carries. */

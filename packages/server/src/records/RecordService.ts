@@ -36,6 +36,7 @@ import {
 } from "./RecordInputs.ts"
 import { makePreparation } from "./RecordPrepare.ts"
 import { RecordRepo } from "./RecordRepo.ts"
+import { makeUpserts } from "./RecordUpserts.ts"
 import { makeWrites } from "./RecordWrites.ts"
 
 export {
@@ -152,6 +153,7 @@ export class RecordService extends Context.Service<
       const onFailure = yield* RecordFailureHook
       const prep = makePreparation({ repo, structures, secrets })
       const writes = makeWrites({ repo, prep, structures, onFailure })
+      const upserts = makeUpserts({ repo, prep, writes })
       const grouped = yield* makeGroupWrites({ repo, prep, writes, structures })
       const bulk = makeAtomicBulk({ repo, prep, writes })
 
@@ -247,9 +249,9 @@ export class RecordService extends Context.Service<
         revert: Effect.fn("RecordService.revert")(writes.revert),
         upsert: Effect.fn("RecordService.upsert")(
           (structure: Structure, match: Record<string, unknown>, data: Record<string, unknown>, writer: Writer, key?: string) =>
-            writes.upsert(structure, match, data, writer, key)
+            upserts.upsert(structure, match, data, writer, key)
         ),
-        upsertMany: Effect.fn("RecordService.upsertMany")(writes.upsertMany),
+        upsertMany: Effect.fn("RecordService.upsertMany")(upserts.upsertMany),
         upsertGrouped: Effect.fn("RecordService.upsertGrouped")(grouped.upsertGrouped),
         get: hot.get,
         getVersion,

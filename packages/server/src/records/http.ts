@@ -2,7 +2,6 @@
 // writing, and which read or write service call does the work. Lists are built by RecordViews.listPage, bulk writes
 // by RecordWriter (RecordBulk.ts, which states their rules): a bulk answer is 201 (create) / 200 when every item
 // succeeded, 207 with the same body and `success: false` when some failed.
-// Size: over 500 lines, kept whole: the handlers of every record route of both generations; each only translates between HTTP and RecordService.
 import { Api } from "@troupe/api/Api"
 import { CurrentPrincipal, type Principal } from "@troupe/api/Authorization"
 import { payloadTooLarge } from "@troupe/api/Errors"
