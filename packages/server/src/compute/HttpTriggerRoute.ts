@@ -17,7 +17,7 @@ import { FunctionRepo } from "./FunctionRepo.ts"
 import { TriggerRepo } from "./TriggerRepo.ts"
 import { normalizePath } from "./TriggerService.ts"
 import { bearerOf } from "../platform/EdgeInput.ts"
-import { textProblem } from "../platform/HttpEdge.ts"
+import { textProblem } from "../platform/InputGuards.ts"
 
 export const HTTP_TRIGGER_PATHS = ["/workspace/:workspace/api/v1/http-triggers/*", "/workspace/:workspace/api/v1/webhook/*"] as const
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { bearerOf, parseQuery, singleValued } from "./EdgeInput.ts"
-import { suspectUrl } from "./HttpEdge.ts"
+import { suspectUrl } from "./InputGuards.ts"
 
 /** A query string as the fast lane takes it: the router's parse, single-valued, nothing the edge refuses. */
 const queryParams = (text: string) => (suspectUrl(text) ? undefined : singleValued(parseQuery(text)))

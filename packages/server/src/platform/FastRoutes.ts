@@ -32,7 +32,8 @@ import { HttpApi } from "effect/http-api"
 import * as Http from "node:http"
 import { bearerOf, canonicalUrl, declaredBody, mediaTypeOf, type SearchParams, singleValued } from "./EdgeInput.ts"
 import { edgeLog, failureOf, requestIdOf, writeFailure, writeJson } from "./EdgeWriter.ts"
-import { decodeJsonPayload, jsonBodyRefusal, spanName, suspectUrl } from "./HttpEdge.ts"
+import { decodeJsonPayload, spanName } from "./HttpEdge.ts"
+import { jsonBodyRefusal, suspectUrl } from "./InputGuards.ts"
 import { recordRequest, UNMATCHED } from "./Metrics.ts"
 
 export interface FastAnswer {

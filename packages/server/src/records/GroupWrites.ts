@@ -118,9 +118,7 @@ export const makeGroupWrites = (deps: {
     /** Creates with no references to check and no counters to draw share a commit; the others go on their own. */
     const create = (structure: Structure, input: CreateInput, writer: Writer) =>
       (batchable(structure)
-        ? Effect.flatMap(prep.prepareCreate(structure, input, writer), (p) =>
-            creates.submit({ structure, input, writer, record: prep.newRecord(structure, input, writer, p.data, p.expiresAt) })
-          )
+        ? Effect.flatMap(prep.pendingCreate(structure, input, writer), creates.submit)
         : transaction(writes.createInTx(structure, input, writer))
       ).pipe(writes.reported("create", undefined, input.data, writer, () => structure))
 
@@ -274,12 +272,7 @@ export const makeGroupWrites = (deps: {
         contains: match
       }))
       const newRecord = ({ data, match, structure, writer }: PendingUpsert) =>
-        Effect.map(prep.prepareCreate(structure, { data: { ...data, ...match } }, writer), (p) => ({
-          structure,
-          input: { data: { ...data, ...match } },
-          writer,
-          record: prep.newRecord(structure, { data: { ...data, ...match } }, writer, p.data, p.expiresAt)
-        }))
+        prep.pendingCreate(structure, { data: { ...data, ...match } }, writer)
       /** Every key new: one statement, no transaction (a key created meanwhile fails it on its claim). */
       const allNew = Effect.gen(function* () {
         const creates: Array<PendingCreate> = []

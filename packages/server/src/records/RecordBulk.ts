@@ -118,12 +118,9 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
       : Effect.gen(function* () {
           const pending: Array<PendingCreate> = []
           for (let i = 0; i < items.length; i++) {
-            const input = items[i]!
-            const p = yield* Effect.mapError(
-              prep.prepareCreate(structure, input, writer),
-              (error): BulkItemFailure => ({ index: i, error })
+            pending.push(
+              yield* Effect.mapError(prep.pendingCreate(structure, items[i]!, writer), (error): BulkItemFailure => ({ index: i, error }))
             )
-            pending.push({ structure, input, writer, record: prep.newRecord(structure, input, writer, p.data, p.expiresAt) })
           }
           return yield* transaction(
             Effect.gen(function* () {
@@ -156,12 +153,8 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
       if (!batchable(structure)) return yield* each(items.map((_, i) => i))
       const pending: Array<PendingCreate | undefined> = []
       for (const input of items) {
-        const p = yield* Effect.result(prep.prepareCreate(structure, input, writer))
-        pending.push(
-          Result.isSuccess(p)
-            ? { structure, input, writer, record: prep.newRecord(structure, input, writer, p.success.data, p.success.expiresAt) }
-            : undefined
-        )
+        const p = yield* Effect.result(prep.pendingCreate(structure, input, writer))
+        pending.push(Result.isSuccess(p) ? p.success : undefined)
       }
       const valid = pending.filter((p) => p !== undefined)
       const written = valid.length === 0 ? [] : yield* repo.atomic(writes.createMany(valid)).pipe(Effect.orElseSucceed(() => undefined))

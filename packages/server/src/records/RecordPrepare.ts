@@ -18,6 +18,7 @@ import { diff, type Writer } from "./model.ts"
 import { MASK, secretPaths } from "../structures/SecretPaths.ts"
 import {
   type CreateInput,
+  type PendingCreate,
   detail,
   isObject,
   MAX_TTL_SECONDS,
@@ -371,7 +372,16 @@ export const makePreparation = (deps: {
       return { data, metadata, expiresAt, version, changes: diff(structure, row.data, data) }
     })
 
-  return { reveal, checkReferences, claimUnique, assignAutoIncrements, prepareCreate, newRecord, planUpdate }
+  /** A create checked and ready for a batch (no references or counters to resolve): prepareCreate, then newRecord. */
+  const pendingCreate = (structure: Structure, input: CreateInput, writer: Writer): Effect.Effect<PendingCreate, RecordError> =>
+    Effect.map(prepareCreate(structure, input, writer), (p) => ({
+      structure,
+      input,
+      writer,
+      record: newRecord(structure, input, writer, p.data, p.expiresAt)
+    }))
+
+  return { reveal, checkReferences, claimUnique, assignAutoIncrements, prepareCreate, newRecord, pendingCreate, planUpdate }
 }
 
 export type Preparation = ReturnType<typeof makePreparation>

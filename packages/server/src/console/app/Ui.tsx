@@ -143,7 +143,7 @@ export const AsyncView = <T,>({
 // Write controls -----------------------------------------------------------------------------------------------
 
 /** Renders its children only for callers who hold `perm`. */
-export const Can = ({ perm, children }: { perm: string; children: ComponentChildren }) => (useCan()(perm) ? <>{children}</> : null)
+export const Can = ({ perm, children }: { perm: string; children: ComponentChildren }) => (useCan()(perm) ? children : null)
 
 type ButtonProps = Omit<ButtonHTMLAttributes<HTMLButtonElement>, "type" | "disabled"> & {
   /** the permission this control needs: without it the control is not rendered at all */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { formProblems, jsonBodyRefusal, jsonProblems, suspectUrl, urlProblems } from "./HttpEdge.ts"
+import { formProblems, jsonBodyRefusal, jsonProblems, suspectUrl, urlProblems } from "./InputGuards.ts"
 
 const fields = (details: ReadonlyArray<{ field: string }>) => details.map((d) => d.field)
 
