@@ -96,7 +96,8 @@ describe("GET /metrics and traces on a real node", () => {
     const id = created.body.id as string
     for (let i = 0; i < 3; i++) expect((await call("GET", `/records/${id}`)).status).toBe(200) // the fast lane
     expect((await call("GET", `/records/${id}?includeDeleted=false`)).status).toBe(200) // a query string: the stack
-    expect((await call("PATCH", `/records/${id}`, { data: { title: "Dune II" } })).status).toBe(200) // the Record entity
+    expect((await call("PATCH", `/records/${id}`, { data: { title: "Dune II" } })).status).toBe(200)
+    expect((await call("DELETE", `/records/${id}`)).status).toBe(200) // the Record entity
     expect((await server.request("GET", "/no/such/route")).status).toBe(404)
 
     const compute = computeClient(server, token)

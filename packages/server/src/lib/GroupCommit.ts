@@ -2,6 +2,7 @@
 // the batch its item went into and gets that item's own outcome; `run` decides how a batch is written (one
 // transaction, and one by one again when the batch as a whole fails). `concurrency` batches are written at once, so
 // a node keeps preparing the next batch while PostgreSQL commits the last; a batch holds at most `maxBatch` items.
+// Reads by id use it too (RecordService.get): one statement for the reads that queued while the last one ran.
 import { Deferred, Effect, Exit, Queue, type Scope } from "effect"
 
 export interface GroupCommit<I, A, E> {

@@ -8,6 +8,7 @@ import { conflict, serviceUnavailable } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Clock, Effect, Exit, Result } from "effect"
 import * as GroupCommit from "../lib/GroupCommit.ts"
+import * as InOrder from "../lib/InOrder.ts"
 import { canonicalJson } from "../structures/Formats.ts"
 import type { StructureService } from "../structures/StructureService.ts"
 import { claimsOf, referenceFields } from "../structures/Validator.ts"
@@ -125,7 +126,7 @@ export const makeGroupWrites = (deps: {
     // ---------------------------------------------------------------- updates
 
     /**
-     * Updates of different records (each record's actor sends one at a time), without a transaction: the rows read
+     * Updates of different records (a record's updates join one at a time: perRecord), without a transaction: the rows read
      * with their xmin, each update planned as on its own, then one guarded statement (RecordRepo.
      * updateRecordsWithHistory) writes every update whose record nobody wrote since it was read. Every other item
      * (not found, invalid, a version conflict, a unique value that changes, written meanwhile, or the statement
@@ -133,13 +134,20 @@ export const makeGroupWrites = (deps: {
      */
     const writeUpdates = (items: ReadonlyArray<PendingUpdate>) => {
       const oneByOne = (item: PendingUpdate) => Effect.exit(writes.updateOne(item.workspace, item.id, item.input, item.writer))
-      if (items.length > 1 && alone(items)) return Effect.andThen(observeBatch("update", 1), Effect.forEach(items, oneByOne))
       return Effect.gen(function* () {
-        yield* observeBatch("update", items.length)
-        const found = yield* repo.findMany(items.map((i) => i.id)).pipe(Effect.orDie)
+        // a record's first update of the batch rides the statement; its later ones go after it, one by one, in order
+        const seen = new Set<string>()
+        const firsts: Array<number> = []
+        for (let k = 0; k < items.length; k++) {
+          if (seen.has(items[k]!.id)) continue
+          seen.add(items[k]!.id)
+          firsts.push(k)
+        }
+        yield* observeBatch("update", firsts.length)
+        const found = yield* repo.findMany([...seen]).pipe(Effect.orDie)
         const now = yield* Clock.currentTimeMillis
         const planned: Array<{ readonly k: number; readonly update: PlannedUpdate; readonly xmin: string }> = []
-        for (let k = 0; k < items.length; k++) {
+        for (const k of firsts) {
           const item = items[k]!
           const read = found.get(item.id)
           if (read === undefined || read.row.workspace !== item.workspace || !isLive(read.row, now)) continue
@@ -177,12 +185,14 @@ export const makeGroupWrites = (deps: {
     }
 
     const updates = yield* groupCommit(writeUpdates)
+    // a record's updates on this node join the group commit one at a time, in arrival order
+    const perRecord = InOrder.make()
 
     /** Updates that keep the version (createVersion: false) rewrite their version row: they go on their own. */
     const update = (workspace: string, id: string, input: UpdateInput, writer: Writer) =>
       input.createVersion === false || !isUuid(id)
         ? writes.updateOne(workspace, id, input, writer)
-        : updates.submit({ workspace, id, input, writer })
+        : perRecord.run(id.toLowerCase(), updates.submit({ workspace, id, input, writer }))
 
     // ---------------------------------------------------------------- deletes
 

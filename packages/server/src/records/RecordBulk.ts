@@ -3,9 +3,10 @@
 //   removeAll, built here by makeAtomicBulk); the first bad item fails the request with its own status and error,
 //   details prefixed with the item's path, and nothing is written.
 // - non-atomic (the default): every item is its own write (the valid creates of a request share one statement,
-//   createSome; updates and deletes go through their record's actor); the outcome lists each item's result or error, in item order, and the
-//   record.bulk.* event of what was written follows in a transaction of its own. When every item failed, the
-//   request fails with one error naming each item (the items' common status, else 400).
+//   createSome; updates join the node's group commit, deletes go through their record's actor); the outcome lists
+//   each item's result or error, in item order, and the record.bulk.* event of what was written follows in a
+//   transaction of its own. When every item failed, the request fails with one error naming each item (the items'
+//   common status, else 400).
 // makeBulkRequests runs a whole request of either kind; RecordWriter exposes it, as it owns the actors.
 import {
   badRequest,
@@ -327,7 +328,7 @@ export const makeBulkRequests = (deps: {
     RecordService["Service"],
     "create" | "get" | "createAll" | "createSome" | "updateAll" | "removeAll" | "publishBulk"
   >
-  /** one update and one delete, through the record's actor */
+  /** one update (the node's group commit) and one delete (its record's actor) */
   readonly update: (
     workspace: string,
     id: string,

@@ -1,7 +1,8 @@
-// The actors of the write path. `Record` (id `<workspace>/<recordId>`) serialises every write to one record, so
-// versions never race and history is exact; `RecordKey` (id `<workspace>/<structureId>/<sha256(match)>`) serialises
-// upserts of one business key anywhere in the cluster. Messages are volatile RPCs: durability is the handler's own
-// transaction, and a caller whose node dies mid-call gets an error it may retry.
+// The actors of the write path. `Record` (id `<workspace>/<recordId>`) serialises a record's deletes, restores and
+// reverts (updates and increments need no actor: RecordWriter.update); `RecordKey` (id
+// `<workspace>/<structureId>/<sha256(match)>`) serialises upserts of one business key anywhere in the cluster.
+// Messages are volatile RPCs: durability is the handler's own transaction, and a caller whose node dies mid-call gets
+// an error it may retry.
 import { badRequest, conflict, ErrorDetail, locked, notFound, serviceUnavailable, unprocessable } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Context, Effect, Layer, Queue, Schema } from "effect"
@@ -50,7 +51,6 @@ const Written = Schema.Struct({
 })
 
 export const RecordEntity = Entity.make("Record", [
-  Rpc.make("Update", { payload: { input: Schema.Json, writer: Writer }, success: Written, error: WriteFailure }),
   Rpc.make("Delete", {
     payload: { permanent: Schema.Boolean, reason: Schema.optionalKey(Schema.String), writer: Writer },
     success: Schema.Struct({ id: Schema.String, deletedAt: Schema.String, structureId: Schema.String }),
@@ -61,9 +61,7 @@ export const RecordEntity = Entity.make("Record", [
     success: Written,
     error: WriteFailure
   }),
-  Rpc.make("Revert", { payload: { reason: Schema.optionalKey(Schema.String), writer: Writer }, success: Written, error: WriteFailure }),
-  // Adds to a numeric field under the record's lock: never a read-modify-write by the caller (api.incrementField).
-  Rpc.make("Increment", { payload: { field: Schema.String, by: Schema.Number, writer: Writer }, success: Written, error: WriteFailure })
+  Rpc.make("Revert", { payload: { reason: Schema.optionalKey(Schema.String), writer: Writer }, success: Written, error: WriteFailure })
 ])
 
 export const RecordKeyEntity = Entity.make("RecordKey", [
@@ -96,10 +94,6 @@ export const RecordEntityLayer = RecordEntity.toLayer(
   Effect.gen(function* () {
     const records = yield* RecordService
     return RecordEntity.of({
-      Update: ({ address, payload }) => {
-        const { workspace, id } = split(address.entityId)
-        return onWire(Effect.map(records.update(workspace, id, payload.input as unknown as UpdateInput, payload.writer), written))
-      },
       Delete: ({ address, payload }) => {
         const { workspace, id } = split(address.entityId)
         return onWire(
@@ -117,12 +111,6 @@ export const RecordEntityLayer = RecordEntity.toLayer(
       Revert: ({ address, payload }) => {
         const { workspace, id } = split(address.entityId)
         return onWire(Effect.map(records.revert(workspace, id, payload.reason, payload.writer), written))
-      },
-      Increment: ({ address, payload }) => {
-        const { workspace, id } = split(address.entityId)
-        return onWire(
-          Effect.map(records.update(workspace, id, { data: {}, increments: { [payload.field]: payload.by } }, payload.writer), written)
-        )
       }
     })
   }),
@@ -212,9 +200,6 @@ export interface Written {
   readonly restoredFrom?: number | null | undefined
 }
 
-/** Drops undefined keys: payloads cross the cluster as JSON. */
-const defined = <A extends object>(o: A): A => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as A
-
 const fromWire = (w: { row: unknown; previousVersion?: number; restoredFrom?: number | null }): Written => ({
   row: w.row as RecordRow,
   previousVersion: w.previousVersion,
@@ -303,14 +288,11 @@ export class RecordWriter extends Context.Service<
       // an id that is no record id never reaches an actor
       const known = <A>(id: string, send: () => Effect.Effect<A, RecordError>): Effect.Effect<A, RecordError> =>
         isUuid(id) ? send() : Effect.fail(recordNotFound(id))
+      // An update needs no actor: the node's group commit writes it with a statement guarded by the row's version and
+      // xmin, and writes it alone with its row locked when anything wrote the record since it was read
+      // (GroupWrites.writeUpdates); on this node a record's updates queue behind each other in arrival order.
       const update = (workspace: string, id: string, input: UpdateInput, writer: Writer): Effect.Effect<Written, RecordError> =>
-        known(
-          id,
-          () =>
-            orDie(record(`${workspace}/${id.toLowerCase()}`).Update({ input: defined(input) as unknown as Schema.Json, writer })).pipe(
-              Effect.map(fromWire)
-            ) as any
-        )
+        known(id, () => records.update(workspace, id.toLowerCase(), input, writer))
       const remove = (
         workspace: string,
         id: string,
@@ -349,11 +331,9 @@ export class RecordWriter extends Context.Service<
                 Effect.map(fromWire)
               ) as any
           ),
-        increment: (workspace, id, field, by, writer) =>
-          known(
-            id,
-            () => orDie(record(`${workspace}/${id.toLowerCase()}`).Increment({ field, by, writer })).pipe(Effect.map(fromWire)) as any
-          ),
+        // the addition is planned on the row as read and written only if nobody wrote the record since (never a
+        // read-modify-write by the caller: api.incrementField)
+        increment: (workspace, id, field, by, writer) => update(workspace, id, { data: {}, increments: { [field]: by } }, writer),
         upsert: (workspace, structureId, match, data, writer, idempotencyKey) => {
           const hash = Crypto.createHash("sha256").update(canonicalJson(match)).digest("hex")
           const throughActor = () =>
