@@ -215,4 +215,42 @@ describe("group commit of record writes", () => {
       await stream.close()
     }
   })
+
+  it("reads by id sharing one statement each get their own answer and see every write acknowledged before them", async () => {
+    const made = await times(20, (i) => create({ key: `read-${i}`, n: i }))
+    for (const r of made) expectStatus(r, 201)
+    const ids = made.map((r) => r.body.id as string)
+    expectStatus(await api.call("DELETE", `/records/${ids[0]}`), 200)
+    // a record of another workspace, read through this one, is not found
+    const ws = await server.request("POST", "/workspace/api/v1/workspaces", { token: api.token, body: { slug: slug("reads") } })
+    expectStatus(ws, 201)
+    const otherToken = await server.userToken("admin", server.adminPassword, ws.body.slug)
+    const otherBase = `/workspace/${ws.body.slug}/api/v1`
+    const elsewhere = await server.request("POST", `${otherBase}/structures`, {
+      token: otherToken,
+      body: { name: "Elsewhere", recordSlug: slug("elsewhere"), properties: [{ name: "n", type: "number" }] }
+    })
+    expect(elsewhere.status).toBeLessThan(300)
+    const foreign = await server.request("POST", `${otherBase}/records`, { token: otherToken, body: { structureId: elsewhere.body.id, data: { n: 1 } } })
+    expectStatus(foreign, 201)
+    const unknown = "00000000-0000-4000-8000-000000000000"
+
+    const targets = [...ids.flatMap((id) => [id, id.toUpperCase()]), foreign.body.id as string, unknown]
+    const reads = await Promise.all(targets.map((id) => api.call("GET", `/records/${id}`)))
+    reads.forEach((r, k) => {
+      const id = targets[k]!.toLowerCase()
+      const n = ids.indexOf(id)
+      if (n <= 0) return expectError(r, 404, "RECORD_NOT_FOUND")
+      expectStatus(r, 200)
+      expect(r.body).toMatchObject({ id, data: { key: `read-${n}`, n } })
+    })
+
+    // each read sent after its PATCH was answered sees that PATCH, while other reads and writes run beside it
+    const rounds = await times(19, async (i) => {
+      const id = ids[i + 1]!
+      expectStatus(await api.call("PATCH", `/records/${id}`, { data: { n: 100 + i } }), 200)
+      return api.call("GET", `/records/${id}`)
+    })
+    rounds.forEach((r, i) => expect(r.body).toMatchObject({ version: 2, data: { n: 100 + i } }))
+  })
 })
