@@ -216,6 +216,32 @@ describe("group commit of record writes", () => {
     }
   })
 
+  it("updates of one record in one batch: each planned on the one before, a bad one fails alone, the later ones follow it", async () => {
+    const created = await create({ key: "chained", n: 0 })
+    expectStatus(created, 201)
+    const id = created.body.id as string
+    const before = await batches()
+    // every fifth is invalid (a string for a number); the others set their own field value
+    const results = await times(40, (i) => api.call("PATCH", `/records/${id}`, { data: { n: i % 5 === 4 ? "x" : 100 + i } }))
+    const ok = results.filter((r) => r.status === 200)
+    results.forEach((r, i) => (i % 5 === 4 ? expectError(r, 400, "VALIDATION_ERROR") : expectStatus(r, 200)))
+    // 32 updates, versions 2..33, each answering the record as its own update left it
+    expect(ok.map((r) => r.body.version).sort((a, b) => a - b)).toEqual(Array.from({ length: 32 }, (_, i) => i + 2))
+    for (const r of ok) expect(r.body.previousVersion).toBe(r.body.version - 1)
+    const history = await api.call("GET", `/records/${id}/history`)
+    expectStatus(history, 200)
+    const byVersion = new Map(ok.map((r) => [r.body.version, r.body.data.n]))
+    for (const v of history.body.versions.slice(0, 32)) expect(v.data.n).toBe(byVersion.get(v.version))
+    const final = await api.call("GET", `/records/${id}`)
+    expect(final.body).toMatchObject({ version: 33, data: { n: byVersion.get(33) } })
+    // the changelog, newest first, lists them in version order, each with its own change
+    const log = await api.call("GET", `/records/${id}/changelog?limit=100`)
+    expectStatus(log, 200)
+    const updates = log.body.entries.filter((e: any) => e.action === "update")
+    expect(updates.map((e: any) => e.changes.n.newValue)).toEqual(Array.from({ length: 32 }, (_, j) => byVersion.get(33 - j)))
+    expect((await batches()).count).toBeGreaterThan(before.count)
+  })
+
   it("reads by id sharing one statement each get their own answer and see every write acknowledged before them", async () => {
     const made = await times(20, (i) => create({ key: `read-${i}`, n: i }))
     for (const r of made) expectStatus(r, 201)
@@ -231,7 +257,10 @@ describe("group commit of record writes", () => {
       body: { name: "Elsewhere", recordSlug: slug("elsewhere"), properties: [{ name: "n", type: "number" }] }
     })
     expect(elsewhere.status).toBeLessThan(300)
-    const foreign = await server.request("POST", `${otherBase}/records`, { token: otherToken, body: { structureId: elsewhere.body.id, data: { n: 1 } } })
+    const foreign = await server.request("POST", `${otherBase}/records`, {
+      token: otherToken,
+      body: { structureId: elsewhere.body.id, data: { n: 1 } }
+    })
     expectStatus(foreign, 201)
     const unknown = "00000000-0000-4000-8000-000000000000"
 

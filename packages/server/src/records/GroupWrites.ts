@@ -8,7 +8,6 @@ import { conflict, serviceUnavailable } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Clock, Effect, Exit, Result } from "effect"
 import * as GroupCommit from "../lib/GroupCommit.ts"
-import * as InOrder from "../lib/InOrder.ts"
 import { canonicalJson } from "../structures/Formats.ts"
 import type { StructureService } from "../structures/StructureService.ts"
 import { claimsOf, referenceFields } from "../structures/Validator.ts"
@@ -30,7 +29,7 @@ import { batchable, checkMatch, type Preparation, withoutMatch, writable } from 
 import type { RecordRepo } from "./RecordRepo.ts"
 import { changelogRow, eventOf } from "./RecordRows.ts"
 import { upsertCreated, upsertUpdated } from "./RecordUpserts.ts"
-import { timestamp, type Writes } from "./RecordWrites.ts"
+import { afterUpdate, timestamp, type Writes } from "./RecordWrites.ts"
 import { observeBatch, observeRetry, type WriteKind } from "./WriteMetrics.ts"
 
 /** The most writes one group commit carries. */
@@ -93,10 +92,13 @@ export const makeGroupWrites = (deps: {
     const writeBatchesInFlight = repo.sql.driver === "pglite" ? 1 : 2
 
     /** One queue of the node's group commit, writing its batches with `run`. */
-    const groupCommit = <I, A>(run: (items: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<A, RecordError>>>) =>
+    const groupCommit = <I, A>(
+      run: (items: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<A, RecordError>>>,
+      concurrency = writeBatchesInFlight
+    ) =>
       GroupCommit.make({
         maxBatch: WRITE_BATCH_MAX,
-        concurrency: writeBatchesInFlight,
+        concurrency,
         run,
         onShutdown: (): RecordError =>
           serviceUnavailable({ message: "The node is shutting down; retry the write", code: "UNAVAILABLE" }) as RecordError
@@ -126,41 +128,47 @@ export const makeGroupWrites = (deps: {
     // ---------------------------------------------------------------- updates
 
     /**
-     * Updates of different records (a record's updates join one at a time: perRecord), without a transaction: the rows read
-     * with their xmin, each update planned as on its own, then one guarded statement (RecordRepo.
-     * updateRecordsWithHistory) writes every update whose record nobody wrote since it was read. Every other item
-     * (not found, invalid, a version conflict, a unique value that changes, written meanwhile, or the statement
-     * failed) is written on its own (updateOne: its row locked, its exact outcome, failures told to the hook).
+     * Updates, without a transaction: the rows read with their xmin, each update planned in memory (a record's
+     * updates in arrival order, each on the one before), then one guarded statement (RecordRepo.
+     * updateRecordsWithHistory) writes every record nobody wrote since it was read, with a version, changelog entry
+     * and event per update. Every other item (not found, invalid, a version conflict, a unique value that changes,
+     * the record's updates after such an item, written meanwhile, or the statement failed) is written on its own
+     * after it, in arrival order (updateOne: its row locked, its exact outcome, failures told to the hook).
      */
     const writeUpdates = (items: ReadonlyArray<PendingUpdate>) => {
       const oneByOne = (item: PendingUpdate) => Effect.exit(writes.updateOne(item.workspace, item.id, item.input, item.writer))
       return Effect.gen(function* () {
-        // a record's first update of the batch rides the statement; its later ones go after it, one by one, in order
-        const seen = new Set<string>()
-        const firsts: Array<number> = []
-        for (let k = 0; k < items.length; k++) {
-          if (seen.has(items[k]!.id)) continue
-          seen.add(items[k]!.id)
-          firsts.push(k)
-        }
-        yield* observeBatch("update", firsts.length)
-        const found = yield* repo.findMany([...seen]).pipe(Effect.orDie)
+        const byRecord = new Map<string, Array<number>>()
+        items.forEach((item, k) => {
+          const chain = byRecord.get(item.id)
+          if (chain === undefined) byRecord.set(item.id, [k])
+          else chain.push(k)
+        })
+        yield* observeBatch("update", items.length)
+        const found = yield* repo.findMany([...byRecord.keys()]).pipe(Effect.orDie)
         const now = yield* Clock.currentTimeMillis
         const planned: Array<{ readonly k: number; readonly update: PlannedUpdate; readonly xmin: string }> = []
-        for (const k of firsts) {
-          const item = items[k]!
-          const read = found.get(item.id)
-          if (read === undefined || read.row.workspace !== item.workspace || !isLive(read.row, now)) continue
-          const { row } = read
-          const update = yield* Effect.result(
-            Effect.gen(function* () {
-              const structure = yield* writes.liveStructure(item.workspace, row)
-              const plan = yield* prep.planUpdate(row, structure, item.input, item.writer, "unchanged")
-              const action = item.input.replace ? "replace" : "update"
-              return { row, structure, plan, writer: item.writer, action, reason: item.input.reason } satisfies PlannedUpdate
-            })
-          )
-          if (Result.isSuccess(update)) planned.push({ k, update: update.success, xmin: read.xmin })
+        for (const [id, chain] of byRecord) {
+          const read = found.get(id)
+          if (read === undefined || !isLive(read.row, now)) continue
+          let row = read.row
+          for (const k of chain) {
+            const item = items[k]!
+            if (row.workspace !== item.workspace) break
+            const before = row
+            const update = yield* Effect.result(
+              Effect.gen(function* () {
+                const structure = yield* writes.liveStructure(item.workspace, before)
+                const plan = yield* prep.planUpdate(before, structure, item.input, item.writer, "unchanged")
+                const action = item.input.replace ? "replace" : "update"
+                return { row: before, structure, plan, writer: item.writer, action, reason: item.input.reason } satisfies PlannedUpdate
+              })
+            )
+            // the record's later updates wait for this one, written on its own
+            if (Result.isFailure(update)) break
+            planned.push({ k, update: update.success, xmin: read.xmin })
+            row = afterUpdate(before, update.success.plan, item.writer)
+          }
         }
         const written =
           planned.length === 0
@@ -184,15 +192,15 @@ export const makeGroupWrites = (deps: {
       })
     }
 
-    const updates = yield* groupCommit(writeUpdates)
-    // a record's updates on this node join the group commit one at a time, in arrival order
-    const perRecord = InOrder.make()
+    // One batch of updates at a time: the next reads its rows after the last committed, so a record's updates that
+    // arrive while one is written ride the next batch together, in order, instead of colliding with it.
+    const updates = yield* groupCommit(writeUpdates, 1)
 
     /** Updates that keep the version (createVersion: false) rewrite their version row: they go on their own. */
     const update = (workspace: string, id: string, input: UpdateInput, writer: Writer) =>
       input.createVersion === false || !isUuid(id)
         ? writes.updateOne(workspace, id, input, writer)
-        : perRecord.run(id.toLowerCase(), updates.submit({ workspace, id, input, writer }))
+        : updates.submit({ workspace, id: id.toLowerCase(), input, writer })
 
     // ---------------------------------------------------------------- deletes
 

@@ -290,7 +290,7 @@ export class RecordWriter extends Context.Service<
         isUuid(id) ? send() : Effect.fail(recordNotFound(id))
       // An update needs no actor: the node's group commit writes it with a statement guarded by the row's version and
       // xmin, and writes it alone with its row locked when anything wrote the record since it was read
-      // (GroupWrites.writeUpdates); on this node a record's updates queue behind each other in arrival order.
+      // (GroupWrites.writeUpdates); a node writes one batch of updates at a time, in arrival order.
       const update = (workspace: string, id: string, input: UpdateInput, writer: Writer): Effect.Effect<Written, RecordError> =>
         known(id, () => records.update(workspace, id.toLowerCase(), input, writer))
       const remove = (

@@ -147,11 +147,12 @@ const make = Effect.gen(function* () {
     )
 
   /**
-   * Updates of different records and their history rows (a new version each, a changelog entry, an outbox event)
-   * in ONE statement; the new rows by id. Each update is guarded: it writes only a live record still at
-   * `prevVersion` and, when `prevXmin` is given, still the very row version that was read (its xmin: any write
-   * since, even one keeping the version, changes it). A record the guard skips gets no history rows and is missing
-   * from the answer: nothing of it was written.
+   * Updates and their history rows (a new version each, a changelog entry, an outbox event) in ONE statement; the
+   * new rows by id. A record may have several updates in a row, each planned on the one before (`prevVersion` is
+   * the version before it): the record is written once, with its last. The write is guarded: it happens only to a
+   * live record still at its first update's `prevVersion` and, when `prevXmin` is given, still the very row version
+   * that was read (its xmin: any write since, even one keeping the version, changes it). A record the guard skips
+   * gets no history rows and is missing from the answer: nothing of it was written.
    */
   const updateRecordsWithHistory = (
     items: ReadonlyArray<
@@ -163,30 +164,39 @@ const make = Effect.gen(function* () {
         readonly prevXmin?: string | undefined
       }
     >
-  ) =>
-    sql`WITH v AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(
+  ) => {
+    // a record's first update holds the guard, its last the state written
+    const guard = new Map<string, { readonly version: number; readonly xmin: string | undefined }>()
+    const last = new Map<string, number>()
+    items.forEach((item, i) => {
+      if (!guard.has(item.update.id)) guard.set(item.update.id, { version: item.prevVersion, xmin: item.prevXmin })
+      last.set(item.update.id, i)
+    })
+    return sql`WITH v AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(
       items.map((item, i) => ({
         i,
         id: item.update.id,
+        last: last.get(item.update.id) === i,
+        guard_version: guard.get(item.update.id)!.version,
+        guard_xmin: guard.get(item.update.id)!.xmin ?? null,
         workspace: item.workspace,
         structure_id: item.structureId,
         data: item.update.data,
         metadata: item.update.metadata,
         version: item.update.version,
-        prev_version: item.prevVersion,
-        prev_xmin: item.prevXmin ?? null,
         updated_by: item.update.updatedBy,
         expires_at: item.update.expiresAt,
         ...historyColumns(item)
       }))
     )}::jsonb)
-        AS v(i int, id uuid, workspace text, structure_id uuid, data jsonb, metadata jsonb, version int, prev_version int,
-          prev_xmin text, updated_by text, expires_at timestamptz, changes jsonb, log_id uuid, log_action text,
-          log_user_name text, log_changes jsonb, log_metadata jsonb, ev_type text, ev_slug text, payload jsonb)),
+        AS v(i int, id uuid, last boolean, guard_version int, guard_xmin text, workspace text, structure_id uuid,
+          data jsonb, metadata jsonb, version int, updated_by text, expires_at timestamptz, changes jsonb, log_id uuid,
+          log_action text, log_user_name text, log_changes jsonb, log_metadata jsonb, ev_type text, ev_slug text,
+          payload jsonb)),
       updated AS (UPDATE records r SET data = v.data, metadata = v.metadata, version = v.version,
           updated_by = v.updated_by, updated_at = now(), expires_at = v.expires_at
-        FROM v WHERE r.id = v.id AND r.version = v.prev_version AND (v.prev_xmin IS NULL OR r.xmin::text = v.prev_xmin)
-          AND ${liveRecord(sql, "r")}
+        FROM v WHERE v.last AND r.id = v.id AND r.version = v.guard_version
+          AND (v.guard_xmin IS NULL OR r.xmin::text = v.guard_xmin) AND ${liveRecord(sql, "r")}
         RETURNING r.*),
       w AS (SELECT v.* FROM v JOIN updated u ON u.id = v.id),
       ${historyOf("w", "updated_by", 1)}
@@ -194,6 +204,7 @@ const make = Effect.gen(function* () {
       Effect.map(byId),
       Effect.tap(() => notifyAfterCommit(sql, EVENTS_CHANNEL))
     )
+  }
 
   /** Rows of any workspace by id, unlocked, each with its xmin (the guard of updateRecordsWithHistory). */
   const findMany = (ids: ReadonlyArray<string>): Sql<Map<string, { row: RecordRow; xmin: string }>> =>

@@ -47,6 +47,9 @@ const recordUpdate = (row: RecordRow, plan: UpdatePlan, writer: Writer): RecordU
   expiresAt: plan.expiresAt
 })
 
+/** The record as an update planned on `row` leaves it (what the statement writes, but for its timestamps). */
+export const afterUpdate = (row: RecordRow, plan: UpdatePlan, writer: Writer): RecordRow => ({ ...row, ...recordUpdate(row, plan, writer) })
+
 const reasonOf = (reason: string | undefined) => (reason ? { reason } : {})
 
 export const makeWrites = (deps: {
@@ -182,9 +185,10 @@ export const makeWrites = (deps: {
   }
 
   /**
-   * Planned updates of different records and their history rows, written in one statement; the new rows in order,
-   * undefined for a record the statement's guard skipped (written or deleted since it was read; `xmins`: the row
-   * versions read, for updates planned without a lock).
+   * Planned updates and their history rows, written in one statement; the new rows in order, undefined for a record
+   * the statement's guard skipped (written or deleted since it was read; `xmins`: the row versions read, for updates
+   * planned without a lock). A record's updates in a row are each planned on the one before (RecordRepo.
+   * updateRecordsWithHistory): each answers the record as its own update left it.
    */
   const writeUpdates = (planned: ReadonlyArray<PlannedUpdate>, xmins?: ReadonlyArray<string>) =>
     Effect.gen(function* () {
@@ -204,7 +208,10 @@ export const makeWrites = (deps: {
           }
         })
       )
-      return planned.map((p) => byId.get(p.row.id))
+      return planned.map((p): RecordRow | undefined => {
+        const written = byId.get(p.row.id)
+        return written === undefined || written.version === p.plan.version ? written : afterUpdate(written, p.plan, p.writer)
+      })
     })
 
   /** Planned updates of rows the caller's transaction locked: each is written (the new rows, in order). */
