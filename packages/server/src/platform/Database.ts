@@ -9,6 +9,7 @@ import migration0003 from "../migrations/0003_events.ts"
 import migration0004 from "../migrations/0004_datetime.ts"
 import migration0005 from "../migrations/0005_compute.ts"
 import migration0006 from "../migrations/0006_identity_acks.ts"
+import migration0007 from "../migrations/0007_record_history_keys.ts"
 import { AppConfig } from "./AppConfig.ts"
 import * as PgliteClient from "./PgliteClient.ts"
 
@@ -19,7 +20,8 @@ export const migrations = {
   "0003_events": migration0003,
   "0004_datetime": migration0004,
   "0005_compute": migration0005,
-  "0006_identity_acks": migration0006
+  "0006_identity_acks": migration0006,
+  "0007_record_history_keys": migration0007
 }
 
 const runMigrations = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
