@@ -4,7 +4,7 @@ import { Effect, Layer, Ref } from "effect"
 import { SqlClient } from "effect/sql"
 import { listen } from "./Listen.ts"
 import { appendEvent, appendEvents, EVENTS_CHANNEL, recordEvent, type StoredEvent } from "./Outbox.ts"
-import { EventConsumers, makeRelayStep } from "./OutboxRelay.ts"
+import { BATCH_SIZE, EventConsumers, makeRelayStep } from "./OutboxRelay.ts"
 import { TEST_WORKSPACE, TestDatabase } from "../../../../test/support/TestDatabase.ts"
 import { WebhookRepo } from "./WebhookRepo.ts"
 
@@ -157,6 +157,31 @@ layer(WebhookRepo.layer.pipe(Layer.provideMerge(TestDatabase())), { excludeTestS
       expect(seen[0]!.recordSlug).toBe("invoices")
       expect(yield* deliveriesOf(webhook.id)).toHaveLength(1)
       expect(yield* pending).toBe(0)
+    })
+  )
+
+  it.effect("behind, it reads bigger batches until one comes back short; seq stays gap-free in id order", () =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const step = yield* makeRelayStep
+      while ((yield* step).count > 0) {}
+      const n = BATCH_SIZE + 1000 + 300
+      yield* appendEvents(
+        sql,
+        Array.from({ length: n }, (_, i) => ev("orders", "record.created", { i }))
+      )
+      const counts: Array<number> = []
+      for (let result = yield* step; result.count > 0; result = yield* step) counts.push(result.count)
+      // a full batch of BATCH_SIZE, then one catch-up batch, then the rest; the next short one is back to BATCH_SIZE
+      expect(counts).toStrictEqual([BATCH_SIZE, 1000, 300])
+      const rows = yield* sql`SELECT id, seq FROM events ORDER BY id DESC LIMIT ${n}`
+      const seqs = rows.map((r: any) => Number(r.seq)).reverse()
+      expect(seqs.every((seq, i) => i === 0 || seq === seqs[i - 1]! + 1)).toBe(true)
+      yield* appendEvents(
+        sql,
+        Array.from({ length: BATCH_SIZE + 1 }, (_, i) => ev("orders", "record.created", { i }))
+      )
+      expect((yield* step).count).toBe(BATCH_SIZE)
     })
   )
 })

@@ -45,6 +45,8 @@ export const EventConsumers = Context.Reference<ReadonlyArray<EventConsumer>>("@
 })
 
 export const BATCH_SIZE = 200
+/** After a full batch the relay is behind (a bulk load): it reads this many at once until a batch comes back short. */
+const CATCH_UP_SIZE = 1000
 const POLL_INTERVAL = Duration.seconds(1)
 const SCAN_INTERVAL = Duration.seconds(5)
 /** Processed events are kept this long for SSE resume, then swept. */
@@ -66,6 +68,8 @@ export const toStoredEvent = (r: any): StoredEvent => ({
 
 export interface RelayResult {
   readonly count: number
+  /** the batch was full: more events are waiting */
+  readonly full: boolean
   readonly webhookIds: ReadonlySet<string>
 }
 
@@ -94,14 +98,15 @@ export const makeRelayStepWith = (backlog: RelayBacklog) =>
       return matcher
     }
 
+    let limit = BATCH_SIZE
     const step = sql.withTransaction(
       Effect.gen(function* () {
         // Serialises relays if two ever overlap (a singleton hand-over): seq stays in commit order.
         if (sql.driver !== "pglite") yield* sql`SELECT pg_advisory_xact_lock(${RELAY_LOCK})`
         const rows = yield* sql`SELECT id, workspace, type, structure_id, record_slug, record_id, payload, created_at,
         extract(epoch FROM now() - created_at)::float8 AS waited
-      FROM events WHERE processed_at IS NULL ORDER BY id LIMIT ${BATCH_SIZE}`
-        if (rows.length === 0) return { count: 0, webhookIds: new Set<string>() }
+      FROM events WHERE processed_at IS NULL ORDER BY id LIMIT ${limit}`
+        if (rows.length === 0) return { count: 0, full: false, webhookIds: new Set<string>() }
         // the age by the database's clock, placed on the node's (the two may disagree)
         const waited = Math.max(0, num((rows[0] as any).waited)) * 1000
         backlog.oldestSince = (yield* Clock.currentTimeMillis) - waited
@@ -135,13 +140,14 @@ export const makeRelayStepWith = (backlog: RelayBacklog) =>
       RETURNING events.seq`
         const last = updated.reduce((max, r: any) => Math.max(max, num(r.seq)), 0)
         yield* notifier.publish(RELAYED_TOPIC, String(last))
-        return { count: events.length, webhookIds }
+        return { count: events.length, full: events.length === limit, webhookIds }
       })
     )
     return Effect.tap(step, (result) =>
       Effect.andThen(
         Metric.update(eventsRelayed, result.count),
         Effect.sync(() => {
+          limit = result.full ? CATCH_UP_SIZE : BATCH_SIZE
           // Committed. A short batch took everything committed when it read: caught up. After a full one the next
           // read (at once) finds the new oldest.
           backlog.oldestSince = undefined
@@ -164,7 +170,7 @@ const runRelay = (dispatcher: Dispatcher) =>
     const loop = Effect.gen(function* () {
       const result = yield* step
       if (result.webhookIds.size > 0) yield* dispatcher.kick(result.webhookIds)
-      if (result.count < BATCH_SIZE) yield* Effect.ignore(Effect.timeout(Queue.take(wake), POLL_INTERVAL))
+      if (!result.full) yield* Effect.ignore(Effect.timeout(Queue.take(wake), POLL_INTERVAL))
     }).pipe(
       Effect.catchCause((cause) =>
         Effect.logWarning("outbox relay step failed; retrying", cause).pipe(
