@@ -216,6 +216,68 @@ describe("group commit of record writes", () => {
     }
   })
 
+  it("events and changelog entries of batched writes carry the record's data and its changes, a secret masked in both", async () => {
+    // a statement sends data and changes once and puts them back into the event and the changelog (RecordRepo)
+    const secret = await createStructure(api, {
+      name: "Vault",
+      recordSlug: slug("vault"),
+      properties: [
+        { name: "label", type: "string" },
+        { name: "pin", type: "string", isSecret: true }
+      ]
+    })
+    const stream = await subscribe(server, api.token, "events=record.created,record.updated")
+    try {
+      await sleep(200)
+      const [plain, hidden] = await Promise.all([
+        create({ key: "payload-plain", n: 1 }),
+        api.call("POST", "/records", { structureId: secret.id, data: { label: "a", pin: "1234" } })
+      ])
+      expectStatus(plain, 201)
+      expectStatus(hidden, 201)
+      await Promise.all([
+        api.call("PATCH", `/records/${plain.body.id}`, { data: { n: 2 } }).then((r) => expectStatus(r, 200)),
+        api.call("PATCH", `/records/${hidden.body.id}`, { data: { label: "b", pin: "5678" } }).then((r) => expectStatus(r, 200))
+      ])
+      const deadline = Date.now() + 15_000
+      const of = (id: string) => stream.messages.filter((m) => m.data?.record?.id === id)
+      while ((of(plain.body.id).length < 2 || of(hidden.body.id).length < 2) && Date.now() < deadline) await sleep(100)
+
+      const [plainCreated, plainUpdated] = of(plain.body.id)
+      expect(plainCreated.data.record.data).toEqual({ key: "payload-plain", n: 1 })
+      expect(plainCreated.data.changes).toEqual({ key: { old: null, new: "payload-plain" }, n: { old: null, new: 1 } })
+      expect(plainUpdated.data.record).toMatchObject({ version: 2, data: { key: "payload-plain", n: 2 } })
+      expect(plainUpdated.data.changes).toEqual({ n: { old: 1, new: 2 } })
+      expect(plainUpdated.data.previous.data).toEqual({ key: "payload-plain", n: 1 })
+
+      const [hiddenCreated, hiddenUpdated] = of(hidden.body.id)
+      expect(hiddenCreated.data.record.data).toEqual({ label: "a", pin: "********" })
+      expect(hiddenCreated.data.changes).toEqual({ label: { old: null, new: "a" }, pin: { old: null, new: "********" } })
+      expect(hiddenUpdated.data.record.data).toEqual({ label: "b", pin: "********" })
+      expect(hiddenUpdated.data.changes).toEqual({ label: { old: "a", new: "b" }, pin: { old: "********", new: "********" } })
+      expect(JSON.stringify(stream.messages)).not.toMatch(/1234|5678/)
+
+      const plainLog = await api.call("GET", `/records/${plain.body.id}/changelog`)
+      expect(plainLog.body.entries.map((e: any) => e.changes)).toEqual([
+        { n: { field: "n", oldValue: 1, newValue: 2 } },
+        { key: { field: "key", oldValue: null, newValue: "payload-plain" }, n: { field: "n", oldValue: null, newValue: 1 } }
+      ])
+      const hiddenLog = await api.call("GET", `/records/${hidden.body.id}/changelog`)
+      expect(hiddenLog.body.entries.map((e: any) => e.changes)).toEqual([
+        {
+          label: { field: "label", oldValue: "a", newValue: "b" },
+          pin: { field: "pin", oldValue: "********", newValue: "********" }
+        },
+        {
+          label: { field: "label", oldValue: null, newValue: "a" },
+          pin: { field: "pin", oldValue: null, newValue: "********" }
+        }
+      ])
+    } finally {
+      await stream.close()
+    }
+  })
+
   it("updates of one record in one batch: each planned on the one before, a bad one fails alone, the later ones follow it", async () => {
     const created = await create({ key: "chained", n: 0 })
     expectStatus(created, 201)

@@ -26,7 +26,7 @@ import {
   type WriteResult
 } from "./RecordInputs.ts"
 import { batchable, checkMatch, type Preparation, withoutMatch, writable } from "./RecordPrepare.ts"
-import type { RecordRepo } from "./RecordRepo.ts"
+import type { RecordRepo, Versioned } from "./RecordRepo.ts"
 import { changelogRow, eventOf } from "./RecordRows.ts"
 import { upsertCreated, upsertUpdated } from "./RecordUpserts.ts"
 import { afterUpdate, timestamp, type Writes } from "./RecordWrites.ts"
@@ -34,6 +34,9 @@ import { observeBatch, observeRetry, type WriteKind } from "./WriteMetrics.ts"
 
 /** The most writes one group commit carries. */
 const WRITE_BATCH_MAX = 256
+
+/** Rows the update batches remember (the most recently read or written), to plan the next update without a read. */
+const RECENT_ROWS_MAX = 10_000
 
 /** An update waiting for its commit. */
 interface PendingUpdate {
@@ -128,8 +131,21 @@ export const makeGroupWrites = (deps: {
     // ---------------------------------------------------------------- updates
 
     /**
-     * Updates, without a transaction: the rows read with their xmin, each update planned in memory (a record's
-     * updates in arrival order, each on the one before), then one guarded statement (RecordRepo.
+     * The rows this node's update batches last read or wrote, each with its xmin, oldest first. A record updated
+     * again is planned on its remembered row without reading it: the statement's guard (same xmin) refuses the write
+     * if anyone wrote the record since (another node, a delete, any write outside the batches), and that update goes
+     * on its own like any other the guard skips, the row forgotten. So a stale row costs a retry, never a lost write.
+     */
+    const recent = new Map<string, Versioned>()
+    const remember = (id: string, versioned: Versioned) => {
+      recent.delete(id)
+      recent.set(id, versioned)
+      if (recent.size > RECENT_ROWS_MAX) recent.delete(recent.keys().next().value!)
+    }
+
+    /**
+     * Updates, without a transaction: the rows (remembered, or read with their xmin), each update planned in memory
+     * (a record's updates in arrival order, each on the one before), then one guarded statement (RecordRepo.
      * updateRecordsWithHistory) writes every record nobody wrote since it was read, with a version, changelog entry
      * and event per update. Every other item (not found, invalid, a version conflict, a unique value that changes,
      * the record's updates after such an item, written meanwhile, or the statement failed) is written on its own
@@ -145,13 +161,14 @@ export const makeGroupWrites = (deps: {
           else chain.push(k)
         })
         yield* observeBatch("update", items.length)
-        const found = yield* repo.findMany([...byRecord.keys()]).pipe(Effect.orDie)
+        const unknown = [...byRecord.keys()].filter((id) => !recent.has(id))
+        const read = unknown.length === 0 ? new Map<string, Versioned>() : yield* repo.findMany(unknown).pipe(Effect.orDie)
         const now = yield* Clock.currentTimeMillis
         const planned: Array<{ readonly k: number; readonly update: PlannedUpdate; readonly xmin: string }> = []
         for (const [id, chain] of byRecord) {
-          const read = found.get(id)
-          if (read === undefined || !isLive(read.row, now)) continue
-          let row = read.row
+          const found = recent.get(id) ?? read.get(id)
+          if (found === undefined || !isLive(found.row, now)) continue
+          let row = found.row
           for (const k of chain) {
             const item = items[k]!
             if (row.workspace !== item.workspace) break
@@ -166,13 +183,13 @@ export const makeGroupWrites = (deps: {
             )
             // the record's later updates wait for this one, written on its own
             if (Result.isFailure(update)) break
-            planned.push({ k, update: update.success, xmin: read.xmin })
+            planned.push({ k, update: update.success, xmin: found.xmin })
             row = afterUpdate(before, update.success.plan, item.writer)
           }
         }
         const written =
           planned.length === 0
-            ? []
+            ? { rows: [], written: new Map<string, Versioned>() }
             : yield* repo
                 .atomic(
                   writes.writeUpdates(
@@ -180,13 +197,16 @@ export const makeGroupWrites = (deps: {
                     planned.map((p) => p.xmin)
                   )
                 )
-                .pipe(Effect.orElseSucceed(() => planned.map(() => undefined)))
+                .pipe(Effect.orElseSucceed(() => ({ rows: planned.map(() => undefined), written: new Map<string, Versioned>() })))
+        for (const [id, last] of written.written) remember(id, last)
         const results: Array<Exit.Exit<WriteResult, RecordError> | undefined> = items.map(() => undefined)
         planned.forEach(({ k, update }, j) => {
-          const row = written[j]
+          const row = written.rows[j]
           if (row !== undefined) results[k] = Exit.succeed({ row, structure: update.structure, previousVersion: update.row.version })
         })
         if (results.includes(undefined)) yield* observeRetry("update")
+        // a record with an update to write on its own is forgotten: that write (or the one the guard met) is not known
+        items.forEach((item, k) => results[k] === undefined && recent.delete(item.id))
         for (let k = 0; k < items.length; k++) if (results[k] === undefined) results[k] = yield* oneByOne(items[k]!)
         return results as Array<Exit.Exit<WriteResult, RecordError>>
       })

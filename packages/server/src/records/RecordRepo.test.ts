@@ -67,8 +67,11 @@ layer(Services)("RecordRepo.updateRecordsWithHistory", (it) => {
 
       const current = (yield* repo.findMany([row.id])).get(row.id)!
       const written = (yield* update(current.row, current.xmin, 3)).get(row.id)
-      expect(written?.version).toBe(2)
-      expect(written?.data.n).toBe(3)
+      expect(written?.row.version).toBe(2)
+      expect(written?.row.data.n).toBe(3)
+      // the row written comes with its new xmin, the one a fresh read finds
+      expect(written?.xmin).toBe((yield* repo.findMany([row.id])).get(row.id)!.xmin)
+      expect(written?.xmin).not.toBe(current.xmin)
       expect(yield* counts(sql, row.id)).toStrictEqual({
         versions: before.versions + 1,
         changelog: before.changelog + 1,

@@ -8,7 +8,7 @@ import { conflict } from "@troupe/api/Errors"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
-import { appendEvent, appendEvents, EVENTS_CHANNEL, type OutboxEvent } from "../events/Outbox.ts"
+import { appendEvent, appendEvents, EVENTS_CHANNEL, type EventPayload, type OutboxEvent } from "../events/Outbox.ts"
 import { notifyAfterCommit } from "../events/Wake.ts"
 import { iso, json, num } from "../lib/rows.ts"
 import { liveRecord } from "../query/Live.ts"
@@ -33,18 +33,34 @@ export interface WithHistory {
   readonly event: OutboxEvent
 }
 
-/** The columns every history row takes from the JSON of a record write (`v` in createRecords, updateRecordsWithHistory). */
-const historyColumns = (w: WithHistory) => ({
-  changes: w.changes,
-  log_id: w.log.id,
-  log_action: w.log.action,
-  log_user_name: w.log.user_name,
-  log_changes: w.log.changes,
-  log_metadata: w.log.metadata,
-  ev_type: w.event.type,
-  ev_slug: w.event.recordSlug ?? null,
-  payload: w.event.payload ?? {}
-})
+/**
+ * The columns every history row takes from the JSON of a record write (`v` in createRecords, updateRecordsWithHistory).
+ * The record's data and its changes go once: the changelog's changes are rebuilt from `changes` in SQL (historyOf),
+ * and an event payload that carries this very data and these very changes (no secret masked, see eventOf) goes
+ * without them, put back in SQL. A third of the JSON of a create, parsed on both sides of the wire.
+ */
+const historyColumns = (w: WithHistory, data: Record<string, unknown>) => {
+  const payload = (w.event.payload ?? {}) as EventPayload
+  const body = (payload.data ?? {}) as { readonly record?: { readonly data?: unknown }; readonly changes?: unknown }
+  const slim = body.changes === w.changes && body.record?.data === data
+  return {
+    changes: w.changes,
+    log_id: w.log.id,
+    log_action: w.log.action,
+    log_user_name: w.log.user_name,
+    log_metadata: w.log.metadata,
+    ev_type: w.event.type,
+    ev_slug: w.event.recordSlug ?? null,
+    ev_slim: slim,
+    payload: slim ? { ...payload, data: { ...body, changes: undefined, record: { ...body.record, data: undefined } } } : payload
+  }
+}
+
+/** A record row with its xmin: the row version read or written, which the next guarded update names. */
+export interface Versioned {
+  readonly row: RecordRow
+  readonly xmin: string
+}
 
 /** One unique value a record claims. */
 export interface Claim {
@@ -81,6 +97,8 @@ const make = Effect.gen(function* () {
 
   const first = (rows: ReadonlyArray<unknown>) => (rows[0] === undefined ? undefined : decodeRecordRow(rows[0]))
   const byId = (rows: ReadonlyArray<any>) => new Map(rows.map((r) => [String(r.id), decodeRecordRow(r)]))
+  const withXmin = (rows: ReadonlyArray<any>) =>
+    new Map(rows.map((r): [string, Versioned] => [String(r.id), { row: decodeRecordRow(r), xmin: String(r.row_xmin) }]))
 
   // ---------------------------------------------------------------- record rows
 
@@ -112,11 +130,15 @@ const make = Effect.gen(function* () {
     sql`versioned AS (INSERT INTO record_versions (record_id, version, data, changes, created_by)
         SELECT id, version, data, changes, ${sql(writer)} FROM ${sql(source)}),
       logged AS (INSERT INTO record_changelog (id, record_id, workspace, action, user_id, user_name, changes, metadata, created_at)
-        SELECT log_id, id, workspace, log_action, ${sql(writer)}, log_user_name, log_changes, log_metadata,
-          now() + (i + ${after}) * interval '1 microsecond'
+        SELECT log_id, id, workspace, log_action, ${sql(writer)}, log_user_name,
+          (SELECT coalesce(jsonb_object_agg(key, jsonb_build_object('field', key, 'oldValue', value -> 'old', 'newValue', value -> 'new')), '{}')
+            FROM jsonb_each(changes)),
+          log_metadata, now() + (i + ${after}) * interval '1 microsecond'
         FROM ${sql(source)}),
       published AS (INSERT INTO events (workspace, type, structure_id, record_slug, record_id, payload)
-        SELECT workspace, ev_type, structure_id, ev_slug, id, payload FROM ${sql(source)} ORDER BY i)`
+        SELECT workspace, ev_type, structure_id, ev_slug, id,
+          CASE WHEN ev_slim THEN jsonb_set(jsonb_set(payload, '{data,changes}', changes), '{data,record,data}', data) ELSE payload END
+        FROM ${sql(source)} ORDER BY i)`
 
   /**
    * New records and everything a create writes beside them in ONE statement (outside a transaction it needs no
@@ -126,10 +148,10 @@ const make = Effect.gen(function* () {
    * outbox. Returned in the order given.
    */
   const createRecords = (items: ReadonlyArray<WithHistory & { readonly record: NewRecord }>, claims: ReadonlyArray<Claim>) =>
-    sql`WITH v AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(items.map((item, i) => ({ i, version: 1, ...item.record, ...historyColumns(item) })))}::jsonb)
+    sql`WITH v AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(items.map((item, i) => ({ i, version: 1, ...item.record, ...historyColumns(item, item.record.data) })))}::jsonb)
         AS v(i int, version int, id uuid, workspace text, structure_id uuid, data jsonb, metadata jsonb, created_by text,
-          expires_at timestamptz, changes jsonb, log_id uuid, log_action text, log_user_name text, log_changes jsonb,
-          log_metadata jsonb, ev_type text, ev_slug text, payload jsonb)),
+          expires_at timestamptz, changes jsonb, log_id uuid, log_action text, log_user_name text,
+          log_metadata jsonb, ev_type text, ev_slug text, ev_slim boolean, payload jsonb)),
       inserted AS (INSERT INTO records (id, workspace, structure_id, data, metadata, created_by, updated_by, expires_at, created_at, updated_at)
         SELECT id, workspace, structure_id, data, metadata, created_by, created_by, expires_at,
           now() + i * interval '1 microsecond', now() + i * interval '1 microsecond'
@@ -152,7 +174,8 @@ const make = Effect.gen(function* () {
    * the version before it): the record is written once, with its last. The write is guarded: it happens only to a
    * live record still at its first update's `prevVersion` and, when `prevXmin` is given, still the very row version
    * that was read (its xmin: any write since, even one keeping the version, changes it). A record the guard skips
-   * gets no history rows and is missing from the answer: nothing of it was written.
+   * gets no history rows and is missing from the answer: nothing of it was written. The rows written come with
+   * their new xmin, the guard of the record's next update.
    */
   const updateRecordsWithHistory = (
     items: ReadonlyArray<
@@ -186,32 +209,29 @@ const make = Effect.gen(function* () {
         version: item.update.version,
         updated_by: item.update.updatedBy,
         expires_at: item.update.expiresAt,
-        ...historyColumns(item)
+        ...historyColumns(item, item.update.data)
       }))
     )}::jsonb)
         AS v(i int, id uuid, last boolean, guard_version int, guard_xmin text, workspace text, structure_id uuid,
           data jsonb, metadata jsonb, version int, updated_by text, expires_at timestamptz, changes jsonb, log_id uuid,
-          log_action text, log_user_name text, log_changes jsonb, log_metadata jsonb, ev_type text, ev_slug text,
+          log_action text, log_user_name text, log_metadata jsonb, ev_type text, ev_slug text, ev_slim boolean,
           payload jsonb)),
       updated AS (UPDATE records r SET data = v.data, metadata = v.metadata, version = v.version,
           updated_by = v.updated_by, updated_at = now(), expires_at = v.expires_at
         FROM v WHERE v.last AND r.id = v.id AND r.version = v.guard_version
           AND (v.guard_xmin IS NULL OR r.xmin::text = v.guard_xmin) AND ${liveRecord(sql, "r")}
-        RETURNING r.*),
+        RETURNING r.*, r.xmin::text AS row_xmin),
       w AS (SELECT v.* FROM v JOIN updated u ON u.id = v.id),
       ${historyOf("w", "updated_by", 1)}
       SELECT * FROM updated`.pipe(
-      Effect.map(byId),
+      Effect.map(withXmin),
       Effect.tap(() => notifyAfterCommit(sql, EVENTS_CHANNEL))
     )
   }
 
   /** Rows of any workspace by id, unlocked, each with its xmin (the guard of updateRecordsWithHistory). */
-  const findMany = (ids: ReadonlyArray<string>): Sql<Map<string, { row: RecordRow; xmin: string }>> =>
-    Effect.map(
-      sql`SELECT *, xmin::text AS row_xmin FROM records WHERE id IN ${sql.in(ids)}`,
-      (rows) => new Map(rows.map((r: any) => [String(r.id), { row: decodeRecordRow(r), xmin: String(r.row_xmin) }]))
-    )
+  const findMany = (ids: ReadonlyArray<string>): Sql<Map<string, Versioned>> =>
+    Effect.map(sql`SELECT *, xmin::text AS row_xmin FROM records WHERE id IN ${sql.in(ids)}`, withXmin)
 
   const updateRecord = (u: RecordUpdate): Sql<RecordRow> =>
     Effect.map(

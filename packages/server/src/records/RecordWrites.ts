@@ -188,12 +188,13 @@ export const makeWrites = (deps: {
    * Planned updates and their history rows, written in one statement; the new rows in order, undefined for a record
    * the statement's guard skipped (written or deleted since it was read; `xmins`: the row versions read, for updates
    * planned without a lock). A record's updates in a row are each planned on the one before (RecordRepo.
-   * updateRecordsWithHistory): each answers the record as its own update left it.
+   * updateRecordsWithHistory): each answers the record as its own update left it. `written`: each record's last
+   * row as stored, with its new xmin.
    */
   const writeUpdates = (planned: ReadonlyArray<PlannedUpdate>, xmins?: ReadonlyArray<string>) =>
     Effect.gen(function* () {
       const at = yield* timestamp
-      const byId = yield* repo.updateRecordsWithHistory(
+      const written = yield* repo.updateRecordsWithHistory(
         planned.map(({ action, plan, reason, row, structure, writer }, k) => {
           const next = { id: row.id, workspace: row.workspace, data: plan.data, version: plan.version }
           return {
@@ -208,15 +209,16 @@ export const makeWrites = (deps: {
           }
         })
       )
-      return planned.map((p): RecordRow | undefined => {
-        const written = byId.get(p.row.id)
-        return written === undefined || written.version === p.plan.version ? written : afterUpdate(written, p.plan, p.writer)
+      const rows = planned.map((p): RecordRow | undefined => {
+        const last = written.get(p.row.id)?.row
+        return last === undefined || last.version === p.plan.version ? last : afterUpdate(last, p.plan, p.writer)
       })
+      return { rows, written }
     })
 
   /** Planned updates of rows the caller's transaction locked: each is written (the new rows, in order). */
   const applyUpdates = (planned: ReadonlyArray<PlannedUpdate>) =>
-    Effect.flatMap(writeUpdates(planned), (rows) =>
+    Effect.flatMap(writeUpdates(planned), ({ rows }) =>
       rows.every((r) => r !== undefined)
         ? Effect.succeed(rows)
         : Effect.fail(conflict({ message: "The write collided with a concurrent write; retry it", code: "CONFLICT" }))
