@@ -278,6 +278,25 @@ describe("group commit of record writes", () => {
     }
   })
 
+  it("an update planned on a remembered row that someone wrote since: the guard sends it on its own, nothing is lost", async () => {
+    const created = await create({ key: "remembered", n: 0 })
+    expectStatus(created, 201)
+    const id = created.body.id as string
+    // the batch path writes it: the node remembers that row
+    expect((await api.call("PATCH", `/records/${id}`, { data: { n: 1 } })).body.version).toBe(2)
+    // written outside the batches, keeping the version: only the row version (xmin) tells
+    const quiet = await api.call("PATCH", `/records/${id}`, { data: { key: "remembered-2" }, options: { createVersion: false } })
+    expectStatus(quiet, 200)
+    expect(quiet.body.version).toBe(2)
+    const next = await api.call("PATCH", `/records/${id}`, { data: { n: 2 } })
+    expectStatus(next, 200)
+    expect(next.body).toMatchObject({ version: 3, data: { key: "remembered-2", n: 2 } })
+    expect((await api.call("GET", `/records/${id}`)).body).toMatchObject({ version: 3, data: { key: "remembered-2", n: 2 } })
+    // deleted meanwhile: the remembered row is live, the record is not
+    expectStatus(await api.call("DELETE", `/records/${id}`), 200)
+    expectError(await api.call("PATCH", `/records/${id}`, { data: { n: 3 } }), 404, "RECORD_NOT_FOUND")
+  })
+
   it("updates of one record in one batch: each planned on the one before, a bad one fails alone, the later ones follow it", async () => {
     const created = await create({ key: "chained", n: 0 })
     expectStatus(created, 201)
