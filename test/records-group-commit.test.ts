@@ -178,6 +178,26 @@ describe("group commit of record writes", () => {
     expect(after.shared, "some upserts shared a transaction").toBeGreaterThan(before.shared)
   })
 
+  it("upserts after a batch of new keys are written as new at once; keys that exist meanwhile are updated, none twice", async () => {
+    // after a batch of new keys the next is written without a lookup; an existing key fails it on its claim, and
+    // the batch is looked up and written again (GroupWrites.writeUpserts)
+    const path = `/records/slug/${items.recordSlug}/upsert`
+    const fresh = await times(20, (i) => api.call("POST", path, { match: { key: `opt-${i}` }, data: { n: i } }))
+    for (const r of fresh) expect(r.status).toBe(201)
+    const again = await times(30, (i) => api.call("POST", path, { match: { key: `opt-${i}` }, data: { n: 100 + i } }))
+    again.forEach((r, i) => {
+      expect(r.status).toBe(i < 20 ? 200 : 201)
+      expect(r.body).toMatchObject({
+        operation: i < 20 ? "updated" : "created",
+        data: { version: i < 20 ? 2 : 1, data: { key: `opt-${i}`, n: 100 + i } }
+      })
+    })
+    for (let i = 0; i < 30; i++) {
+      const list = await api.call("GET", `/records/slug/${items.recordSlug}?filter[key]=opt-${i}`)
+      expect(list.body.data).toHaveLength(1)
+    }
+  })
+
   it("versions, changelog and events stay in order per record while the records' writes share transactions", async () => {
     const created = await times(8, (i) => create({ key: `ordered-${i}`, n: 0 }))
     const ids = created.map((r) => {

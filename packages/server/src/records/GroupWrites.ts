@@ -29,7 +29,7 @@ import { batchable, checkMatch, type Preparation, withoutMatch, writable } from 
 import type { RecordRepo, Versioned } from "./RecordRepo.ts"
 import { changelogRow, eventOf } from "./RecordRows.ts"
 import { upsertCreated, upsertUpdated } from "./RecordUpserts.ts"
-import { afterUpdate, timestamp, type Writes } from "./RecordWrites.ts"
+import { afterUpdate, ClaimTaken, timestamp, type Writes } from "./RecordWrites.ts"
 import { observeBatch, observeRetry, type WriteKind } from "./WriteMetrics.ts"
 
 /** The most writes one group commit carries. */
@@ -349,12 +349,22 @@ export const makeGroupWrites = (deps: {
       )
       return Effect.gen(function* () {
         for (const item of items) yield* writable(item.structure)
+        // After a batch of new keys, the next is written as new at once: a key that exists fails the statement on
+        // its claim (nothing written), and then the keys are looked up as below.
+        if (keysWereNew) {
+          const created = yield* Effect.result(allNew)
+          if (Result.isSuccess(created)) return created.success
+          if (!(created.failure instanceof ClaimTaken)) return yield* Effect.fail(created.failure)
+        }
         // the keys looked up first without a lock: an all-new batch needs no transaction
         const existing = yield* repo.findMatches(lookups, false).pipe(Effect.orDie)
-        return yield* existing.size === 0 ? allNew : mixed
+        keysWereNew = existing.size === 0
+        return yield* keysWereNew ? allNew : mixed
       }).pipe(batched("upsert", items.length, deferAll))
     }
 
+    /** The last upsert batch's keys were all new (the next skips the lookup, see writeUpserts). */
+    let keysWereNew = true
     const upserts = yield* groupCommit(writeUpserts)
 
     /** An upsert through the group commit, or `undefined`: it goes through its key's actor (see writeUpserts). */
