@@ -298,7 +298,7 @@ describe("group commit of record writes", () => {
     }
   })
 
-  it("an update planned on a remembered row that someone wrote since: the guard sends it on its own, nothing is lost", async () => {
+  it("an update planned on a remembered row that someone wrote since: read and written again in its batch, nothing lost", async () => {
     const created = await create({ key: "remembered", n: 0 })
     expectStatus(created, 201)
     const id = created.body.id as string
@@ -308,9 +308,12 @@ describe("group commit of record writes", () => {
     const quiet = await api.call("PATCH", `/records/${id}`, { data: { key: "remembered-2" }, options: { createVersion: false } })
     expectStatus(quiet, 200)
     expect(quiet.body.version).toBe(2)
+    const before = await batches()
     const next = await api.call("PATCH", `/records/${id}`, { data: { n: 2 } })
     expectStatus(next, 200)
     expect(next.body).toMatchObject({ version: 3, data: { key: "remembered-2", n: 2 } })
+    // the guard skipped it, and its batch read it again: not written on its own
+    expect((await batches()).retried).toBe(before.retried)
     expect((await api.call("GET", `/records/${id}`)).body).toMatchObject({ version: 3, data: { key: "remembered-2", n: 2 } })
     // deleted meanwhile: the remembered row is live, the record is not
     expectStatus(await api.call("DELETE", `/records/${id}`), 200)

@@ -147,12 +147,61 @@ export const makeGroupWrites = (deps: {
      * Updates, without a transaction: the rows (remembered, or read with their xmin), each update planned in memory
      * (a record's updates in arrival order, each on the one before), then one guarded statement (RecordRepo.
      * updateRecordsWithHistory) writes every record nobody wrote since it was read, with a version, changelog entry
-     * and event per update. Every other item (not found, invalid, a version conflict, a unique value that changes,
+     * and event per update. A record planned on a remembered row that was written since is read and planned again,
+     * in a second statement. Every other item (not found, invalid, a version conflict, a unique value that changes,
      * the record's updates after such an item, written meanwhile, or the statement failed) is written on its own
      * after it, in arrival order (updateOne: its row locked, its exact outcome, failures told to the hook).
      */
     const writeUpdates = (items: ReadonlyArray<PendingUpdate>) => {
       const oneByOne = (item: PendingUpdate) => Effect.exit(writes.updateOne(item.workspace, item.id, item.input, item.writer))
+      const results: Array<Exit.Exit<WriteResult, RecordError> | undefined> = items.map(() => undefined)
+
+      /** Plans each record's items on its row and writes them in one statement: the records the guard skipped. */
+      const pass = (chains: ReadonlyMap<string, ReadonlyArray<number>>, rowOf: (id: string) => Versioned | undefined) =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const planned: Array<{ readonly k: number; readonly update: PlannedUpdate; readonly xmin: string }> = []
+          for (const [id, chain] of chains) {
+            const found = rowOf(id)
+            if (found === undefined || !isLive(found.row, now)) continue
+            let row = found.row
+            for (const k of chain) {
+              const item = items[k]!
+              if (row.workspace !== item.workspace) break
+              const before = row
+              const update = yield* Effect.result(
+                Effect.gen(function* () {
+                  const structure = yield* writes.liveStructure(item.workspace, before)
+                  const plan = yield* prep.planUpdate(before, structure, item.input, item.writer, "unchanged")
+                  const action = item.input.replace ? "replace" : "update"
+                  return { row: before, structure, plan, writer: item.writer, action, reason: item.input.reason } satisfies PlannedUpdate
+                })
+              )
+              // the record's later updates wait for this one, written on its own
+              if (Result.isFailure(update)) break
+              planned.push({ k, update: update.success, xmin: found.xmin })
+              row = afterUpdate(before, update.success.plan, item.writer)
+            }
+          }
+          if (planned.length === 0) return new Set<string>()
+          const written = yield* repo
+            .atomic(
+              writes.writeUpdates(
+                planned.map((p) => p.update),
+                planned.map((p) => p.xmin)
+              )
+            )
+            .pipe(Effect.orElseSucceed(() => undefined))
+          // the statement failed as a whole: nothing written, every item goes on its own
+          if (written === undefined) return new Set<string>()
+          for (const [id, last] of written.written) remember(id, last)
+          planned.forEach(({ k, update }, j) => {
+            const row = written.rows[j]
+            if (row !== undefined) results[k] = Exit.succeed({ row, structure: update.structure, previousVersion: update.row.version })
+          })
+          return new Set(planned.flatMap(({ update }) => (written.written.has(update.row.id) ? [] : [update.row.id])))
+        })
+
       return Effect.gen(function* () {
         const byRecord = new Map<string, Array<number>>()
         items.forEach((item, k) => {
@@ -163,47 +212,15 @@ export const makeGroupWrites = (deps: {
         yield* observeBatch("update", items.length)
         const unknown = [...byRecord.keys()].filter((id) => !recent.has(id))
         const read = unknown.length === 0 ? new Map<string, Versioned>() : yield* repo.findMany(unknown).pipe(Effect.orDie)
-        const now = yield* Clock.currentTimeMillis
-        const planned: Array<{ readonly k: number; readonly update: PlannedUpdate; readonly xmin: string }> = []
-        for (const [id, chain] of byRecord) {
-          const found = recent.get(id) ?? read.get(id)
-          if (found === undefined || !isLive(found.row, now)) continue
-          let row = found.row
-          for (const k of chain) {
-            const item = items[k]!
-            if (row.workspace !== item.workspace) break
-            const before = row
-            const update = yield* Effect.result(
-              Effect.gen(function* () {
-                const structure = yield* writes.liveStructure(item.workspace, before)
-                const plan = yield* prep.planUpdate(before, structure, item.input, item.writer, "unchanged")
-                const action = item.input.replace ? "replace" : "update"
-                return { row: before, structure, plan, writer: item.writer, action, reason: item.input.reason } satisfies PlannedUpdate
-              })
-            )
-            // the record's later updates wait for this one, written on its own
-            if (Result.isFailure(update)) break
-            planned.push({ k, update: update.success, xmin: found.xmin })
-            row = afterUpdate(before, update.success.plan, item.writer)
-          }
+        const remembered = new Map([...byRecord.keys()].flatMap((id) => (recent.has(id) ? [[id, recent.get(id)!] as const] : [])))
+        const skipped = yield* pass(byRecord, (id) => remembered.get(id) ?? read.get(id))
+        // remembered rows written since (by another node, or outside the batches): read, planned and written again
+        const stale = new Map([...skipped].flatMap((id) => (remembered.has(id) ? [[id, byRecord.get(id)!] as const] : [])))
+        if (stale.size > 0) {
+          for (const id of stale.keys()) recent.delete(id)
+          const fresh = yield* repo.findMany([...stale.keys()]).pipe(Effect.orDie)
+          yield* pass(stale, (id) => fresh.get(id))
         }
-        const written =
-          planned.length === 0
-            ? { rows: [], written: new Map<string, Versioned>() }
-            : yield* repo
-                .atomic(
-                  writes.writeUpdates(
-                    planned.map((p) => p.update),
-                    planned.map((p) => p.xmin)
-                  )
-                )
-                .pipe(Effect.orElseSucceed(() => ({ rows: planned.map(() => undefined), written: new Map<string, Versioned>() })))
-        for (const [id, last] of written.written) remember(id, last)
-        const results: Array<Exit.Exit<WriteResult, RecordError> | undefined> = items.map(() => undefined)
-        planned.forEach(({ k, update }, j) => {
-          const row = written.rows[j]
-          if (row !== undefined) results[k] = Exit.succeed({ row, structure: update.structure, previousVersion: update.row.version })
-        })
         if (results.includes(undefined)) yield* observeRetry("update")
         // a record with an update to write on its own is forgotten: that write (or the one the guard met) is not known
         items.forEach((item, k) => results[k] === undefined && recent.delete(item.id))
