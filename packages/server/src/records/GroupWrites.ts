@@ -8,6 +8,7 @@ import { conflict, serviceUnavailable } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Clock, Effect, Exit, Result } from "effect"
 import * as GroupCommit from "../lib/GroupCommit.ts"
+import * as Recent from "../lib/Recent.ts"
 import { canonicalJson } from "../structures/Formats.ts"
 import type { StructureService } from "../structures/StructureService.ts"
 import { claimsOf, referenceFields } from "../structures/Validator.ts"
@@ -35,8 +36,10 @@ import { observeBatch, observeRetry, type WriteKind } from "./WriteMetrics.ts"
 /** The most writes one group commit carries. */
 const WRITE_BATCH_MAX = 256
 
-/** Rows the update batches remember (the most recently read or written), to plan the next update without a read. */
+/** Rows the update batches remember (the most recently written), to plan the next update without a read. */
 const RECENT_ROWS_MAX = 10_000
+/** ...and at most this much of their data, as JSON text (a record may be megabytes; so may 10,000 of them). */
+const RECENT_BYTES_MAX = 32 * 1024 * 1024
 
 /** An update waiting for its commit. */
 interface PendingUpdate {
@@ -131,17 +134,18 @@ export const makeGroupWrites = (deps: {
     // ---------------------------------------------------------------- updates
 
     /**
-     * The rows this node's update batches last read or wrote, each with its xmin, oldest first. A record updated
-     * again is planned on its remembered row without reading it: the statement's guard (same xmin) refuses the write
-     * if anyone wrote the record since (another node, a delete, any write outside the batches), and that update goes
-     * on its own like any other the guard skips, the row forgotten. So a stale row costs a retry, never a lost write.
+     * The rows this node's update batches last wrote, each with the xmin its statement returned, oldest first (a
+     * record's data over 512 KiB is not kept). A record updated again is planned on its remembered row without
+     * reading it: the statement's guard (same xmin) refuses the write if anyone wrote the record since (another node,
+     * a delete, any write outside the batches), and the batch reads that record and writes it again (writeUpdates).
+     * So a stale row costs a re-read, never a lost write.
      */
-    const recent = new Map<string, Versioned>()
-    const remember = (id: string, versioned: Versioned) => {
-      recent.delete(id)
-      recent.set(id, versioned)
-      if (recent.size > RECENT_ROWS_MAX) recent.delete(recent.keys().next().value!)
-    }
+    const recent = Recent.make<Versioned>({
+      maxEntries: RECENT_ROWS_MAX,
+      maxBytes: RECENT_BYTES_MAX,
+      maxEntryBytes: RECENT_BYTES_MAX / 64,
+      sizeOf: (v) => JSON.stringify(v.row.data).length
+    })
 
     /**
      * Updates, without a transaction: the rows (remembered, or read with their xmin), each update planned in memory
@@ -194,7 +198,7 @@ export const makeGroupWrites = (deps: {
             .pipe(Effect.orElseSucceed(() => undefined))
           // the statement failed as a whole: nothing written, every item goes on its own
           if (written === undefined) return new Set<string>()
-          for (const [id, last] of written.written) remember(id, last)
+          for (const [id, last] of written.written) recent.set(id, last)
           planned.forEach(({ k, update }, j) => {
             const row = written.rows[j]
             if (row !== undefined) results[k] = Exit.succeed({ row, structure: update.structure, previousVersion: update.row.version })
