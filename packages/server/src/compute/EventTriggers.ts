@@ -11,7 +11,7 @@
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Clock, Context, Effect, Layer, Stream } from "effect"
 import type { StoredEvent } from "../events/Outbox.ts"
-import { type EventConsumer, EventConsumers } from "../events/OutboxRelay.ts"
+import { type EventConsumer, EventConsumers, type EventHead } from "../events/OutboxRelay.ts"
 import { isoString } from "../lib/rows.ts"
 import { Notifier } from "../platform/Notifier.ts"
 import { type RecordFailure, RecordFailureHook } from "../records/RecordFailures.ts"
@@ -116,16 +116,24 @@ const make = Layer.effectContext(
       return [{ ...base, recordId: e.recordId, data: { before, after: record } }]
     }
 
+    /** The events some event-driven trigger listens to, and those triggers. */
+    const listenedTo = <E extends EventHead>(events: ReadonlyArray<E>) =>
+      Effect.gen(function* () {
+        const relevant = events.filter((e) => triggerEventOf[e.type] !== undefined)
+        if (relevant.length === 0) return { matching: [], listening: [] }
+        const listening = yield* triggers.eventDriven([...new Set(relevant.map((e) => e.workspace))])
+        const wanted = new Set(listening.map((t) => `${t.workspace}\u0000${t.recordSlug}\u0000${t.event}`))
+        const matching = relevant.filter((e) => wanted.has(`${e.workspace}\u0000${e.recordSlug}\u0000${triggerEventOf[e.type]}`))
+        return { matching, listening }
+      })
+
     const consumer: EventConsumer = {
       name: "event-driven triggers",
+      // only the events a trigger listens to are read with their payload
+      select: (events) => Effect.map(listenedTo(events), ({ matching }) => matching),
       handle: (events) =>
         Effect.gen(function* () {
-          const relevant = events.filter((e) => triggerEventOf[e.type] !== undefined)
-          if (relevant.length === 0) return
-          const listening = yield* triggers.eventDriven([...new Set(relevant.map((e) => e.workspace))])
-          if (listening.length === 0) return
-          const wanted = new Set(listening.map((t) => `${t.workspace}\u0000${t.recordSlug}\u0000${t.event}`))
-          const matching = relevant.filter((e) => wanted.has(`${e.workspace}\u0000${e.recordSlug}\u0000${triggerEventOf[e.type]}`))
+          const { listening, matching } = yield* listenedTo(events)
           if (matching.length === 0) return
           yield* runs.enqueue(matching.flatMap((e) => firingsOf(e).flatMap((f) => runsFor(f, listening))))
         })

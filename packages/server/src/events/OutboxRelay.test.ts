@@ -160,6 +160,48 @@ layer(WebhookRepo.layer.pipe(Layer.provideMerge(TestDatabase())), { excludeTestS
     })
   )
 
+  it.effect("a consumer gets only the events it selects, read without payloads, then handed over with theirs", () =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const drain = yield* makeRelayStep
+      while ((yield* drain).count > 0) {}
+      yield* appendEvents(sql, [
+        ev("invoices", "record.created", { n: 1 }),
+        ev("orders", "record.created", { n: 2 }),
+        ev("invoices", "record.updated", { n: 3 })
+      ])
+      const offered: Array<ReadonlyArray<unknown>> = []
+      const seen: Array<StoredEvent> = []
+      const step = yield* makeRelayStep.pipe(
+        Effect.provideService(EventConsumers, [
+          {
+            name: "invoices only",
+            select: (events) =>
+              Effect.sync(() => {
+                offered.push(events)
+                return events.filter((e) => e.recordSlug === "invoices")
+              }),
+            handle: (events) => Effect.sync(() => void seen.push(...events))
+          },
+          {
+            name: "nothing",
+            select: () => Effect.succeed([]),
+            handle: () => Effect.die("handed events it did not select")
+          }
+        ])
+      )
+      expect((yield* step).count).toBe(3)
+      expect(offered).toHaveLength(1)
+      expect(offered[0]!.every((e) => !Object.hasOwn(e as object, "payload"))).toBe(true)
+      expect(seen.map((e) => [e.type, (e.payload as any).data.record.data.n])).toStrictEqual([
+        ["record.created", 1],
+        ["record.updated", 3]
+      ])
+      // all three relayed all the same
+      expect(yield* pending).toBe(0)
+    })
+  )
+
   it.effect("behind, it reads bigger batches until one comes back short; seq stays gap-free in id order", () =>
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient

@@ -3,6 +3,8 @@
 // - webhooks: a `webhook_deliveries` row per matching active webhook (durable; WebhookDispatcher sends them),
 // - realtime: the event gets its `seq` (relay order) and a signal goes to every node's RealtimeHub,
 // - anything registered in `EventConsumers` (event-driven triggers), inside the same transaction.
+// The batch is read without payloads; only the events of workspaces with webhooks, and those a consumer selects,
+// are read again with theirs (an event's payload is most of its row: skipping it spares both sides the JSON).
 // Only then is the event marked processed, so a crash anywhere before the commit means the batch is read again
 // (at least once). Woken by LISTEN troupe_events (appendEvent NOTIFYs on commit), with a poll as the fallback.
 // The same singleton runs the webhook dispatcher and a retention sweep.
@@ -30,12 +32,18 @@ import { KICK_TOPIC } from "./WebhookService.ts"
 /** Notifier topic: events up to this `seq` were relayed (RealtimeHub listens on every node). */
 export const RELAYED_TOPIC = "events.relayed"
 
+/** A relayed event as the relay reads it first: everything but its payload. */
+export type EventHead = Omit<StoredEvent, "payload">
+
 /**
- * A consumer of relayed events. `handle` runs inside the relay's transaction: what it writes commits together with
- * the events being marked processed, and a failure makes the whole batch retry. Keep it to durable enqueueing.
+ * A consumer of relayed events. `select` picks, from the batch read without payloads, the events it needs (all of
+ * them when absent); `handle` gets those, payloads included (not called when there are none). Both run inside the
+ * relay's transaction: what `handle` writes commits together with the events being marked processed, and a failure
+ * makes the whole batch retry. Keep it to durable enqueueing.
  */
 export interface EventConsumer {
   readonly name: string
+  readonly select?: (events: ReadonlyArray<EventHead>) => Effect.Effect<ReadonlyArray<EventHead>, SqlError>
   readonly handle: (events: ReadonlyArray<StoredEvent>) => Effect.Effect<void, SqlError>
 }
 
@@ -55,16 +63,19 @@ const EVENT_RETENTION_DAYS = 3
 const DELIVERY_RETENTION_DAYS = 7
 const RELAY_LOCK = 7412007
 
-export const toStoredEvent = (r: any): StoredEvent => ({
+const toEventHead = (r: any): EventHead => ({
   id: String(r.id),
   workspace: r.workspace,
   type: r.type,
   structureId: r.structure_id === null || r.structure_id === undefined ? null : String(r.structure_id),
   recordSlug: r.record_slug ?? null,
   recordId: r.record_id === null || r.record_id === undefined ? null : String(r.record_id),
-  payload: (json<EventPayload>(r.payload) ?? {}) as EventPayload,
   createdAt: iso(r.created_at)
 })
+
+const payloadOf = (r: any) => (json<EventPayload>(r.payload) ?? {}) as EventPayload
+
+export const toStoredEvent = (r: any): StoredEvent => ({ ...toEventHead(r), payload: payloadOf(r) })
 
 export interface RelayResult {
   readonly count: number
@@ -103,21 +114,36 @@ export const makeRelayStepWith = (backlog: RelayBacklog) =>
       Effect.gen(function* () {
         // Serialises relays if two ever overlap (a singleton hand-over): seq stays in commit order.
         if (sql.driver !== "pglite") yield* sql`SELECT pg_advisory_xact_lock(${RELAY_LOCK})`
-        const rows = yield* sql`SELECT id, workspace, type, structure_id, record_slug, record_id, payload, created_at,
+        const rows = yield* sql`SELECT id, workspace, type, structure_id, record_slug, record_id, created_at,
         extract(epoch FROM now() - created_at)::float8 AS waited
       FROM events WHERE processed_at IS NULL ORDER BY id LIMIT ${limit}`
         if (rows.length === 0) return { count: 0, full: false, webhookIds: new Set<string>() }
         // the age by the database's clock, placed on the node's (the two may disagree)
         const waited = Math.max(0, num((rows[0] as any).waited)) * 1000
         backlog.oldestSince = (yield* Clock.currentTimeMillis) - waited
-        const events = rows.map(toStoredEvent)
+        const events = rows.map(toEventHead)
+
+        // Payloads only for the events something reads them for: webhooks of their workspace, or a consumer
+        const hooks = yield* repo.activeIn([...new Set(events.map((e) => e.workspace))])
+        const hooked = new Set(hooks.map((h) => h.workspace))
+        const selected: Array<ReadonlyArray<EventHead>> = []
+        for (const consumer of consumers) selected.push(consumer.select === undefined ? events : yield* consumer.select(events))
+        const needed = new Set([...events.filter((e) => hooked.has(e.workspace)), ...selected.flat()].map((e) => e.id))
+        const payloads =
+          needed.size === 0
+            ? new Map<string, EventPayload>()
+            : new Map(
+                (yield* sql`SELECT id, payload FROM events WHERE id IN ${sql.in([...needed].map(Number))}`).map(
+                  (r: any) => [String(r.id), payloadOf(r)] as const
+                )
+              )
+        const stored = (e: EventHead): StoredEvent => ({ ...e, payload: payloads.get(e.id) ?? {} })
 
         // Webhooks
-        const hooks = yield* repo.activeIn([...new Set(events.map((e) => e.workspace))])
         const deliveries: Array<NewDelivery> = []
         const webhookIds = new Set<string>()
         if (hooks.length > 0) {
-          for (const e of events) {
+          for (const e of events.filter((e) => hooked.has(e.workspace)).map(stored)) {
             for (const hook of hooks) {
               if (hook.workspace !== e.workspace || !matcherOf(hook).test(e)) continue
               webhookIds.add(hook.id)
@@ -128,7 +154,9 @@ export const makeRelayStepWith = (backlog: RelayBacklog) =>
         }
 
         // Other consumers (triggers)
-        for (const consumer of consumers) yield* consumer.handle(events)
+        for (const [k, consumer] of consumers.entries()) {
+          if (selected[k]!.length > 0) yield* consumer.handle(selected[k]!.map(stored))
+        }
 
         // Realtime order + done: a block of `events_seq` (safe: relays never run at once), numbered in id order.
         const n = events.length
