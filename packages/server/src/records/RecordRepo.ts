@@ -1,20 +1,22 @@
 // The SQL of the record engine: record rows, their versions, changelog entries, unique claims, auto-increment
 // counters, idempotency keys, and the outbox events written in the same transactions. Rows are decoded with Schema
 // (model.ts). Batches cost the statements of one write whatever their size (jsonb_to_recordset); a batch of creates
-// or of updates is a single statement that writes every table (createRecords, updateRecordsWithHistory), atomic
-// without a transaction. Statements fail with SqlError; `atomic` and `transaction` map those of a write, and those
+// or of updates is a single statement that writes every table (createRecords, updateRecordsWithHistory, built in
+// RecordBatchSql.ts), atomic without a transaction. Statements fail with SqlError; `atomic` and `transaction` map those of a write, and those
 // of a plain read are turned into defects.
 import { conflict } from "@troupe/api/Errors"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
-import { appendEvent, appendEvents, EVENTS_CHANNEL, type EventPayload, type OutboxEvent } from "../events/Outbox.ts"
-import { notifyAfterCommit } from "../events/Wake.ts"
+import { appendEvent, appendEvents, type OutboxEvent } from "../events/Outbox.ts"
 import { iso, json, num } from "../lib/rows.ts"
 import { liveRecord } from "../query/Live.ts"
 import { decodeRecordRow, type RecordRow } from "../query/RecordRow.ts"
 import { decodeChangelogRow, decodeVersionRow, type StoredChangelogEntry, type StoredVersion } from "./model.ts"
-import type { ChangelogRow, NewRecord, VersionRow } from "./RecordRows.ts"
+import { makeBatchStatements, type Claim, type Versioned, withXmin } from "./RecordBatchSql.ts"
+import type { ChangelogRow, VersionRow } from "./RecordRows.ts"
+
+export type { Claim, Versioned, WithHistory } from "./RecordBatchSql.ts"
 
 /** The new state of a record an update writes. */
 export interface RecordUpdate {
@@ -24,50 +26,6 @@ export interface RecordUpdate {
   readonly version: number
   readonly updatedBy: string
   readonly expiresAt: string | null
-}
-
-/** A record write with the history rows it adds: its version, its changelog entry and its outbox event. */
-export interface WithHistory {
-  readonly changes: Record<string, unknown>
-  readonly log: ChangelogRow
-  readonly event: OutboxEvent
-}
-
-/**
- * The columns every history row takes from the JSON of a record write (`v` in createRecords, updateRecordsWithHistory).
- * The record's data and its changes go once: the changelog's changes are rebuilt from `changes` in SQL (historyOf),
- * and an event payload that carries this very data and these very changes (no secret masked, see eventOf) goes
- * without them, put back in SQL. A third of the JSON of a create, parsed on both sides of the wire.
- */
-const historyColumns = (w: WithHistory, data: Record<string, unknown>) => {
-  const payload = (w.event.payload ?? {}) as EventPayload
-  const body = (payload.data ?? {}) as { readonly record?: { readonly data?: unknown }; readonly changes?: unknown }
-  const slim = body.changes === w.changes && body.record?.data === data
-  return {
-    changes: w.changes,
-    log_id: w.log.id,
-    log_action: w.log.action,
-    log_user_name: w.log.user_name,
-    log_metadata: w.log.metadata,
-    ev_type: w.event.type,
-    ev_slug: w.event.recordSlug ?? null,
-    ev_slim: slim,
-    payload: slim ? { ...payload, data: { ...body, changes: undefined, record: { ...body.record, data: undefined } } } : payload
-  }
-}
-
-/** A record row with its xmin: the row version read or written, which the next guarded update names. */
-export interface Versioned {
-  readonly row: RecordRow
-  readonly xmin: string
-}
-
-/** One unique value a record claims. */
-export interface Claim {
-  readonly structure_id: string
-  readonly field: string
-  readonly value: string
-  readonly record_id: string
 }
 
 type Sql<A> = Effect.Effect<A, SqlError>
@@ -97,8 +55,6 @@ const make = Effect.gen(function* () {
 
   const first = (rows: ReadonlyArray<unknown>) => (rows[0] === undefined ? undefined : decodeRecordRow(rows[0]))
   const byId = (rows: ReadonlyArray<any>) => new Map(rows.map((r) => [String(r.id), decodeRecordRow(r)]))
-  const withXmin = (rows: ReadonlyArray<any>) =>
-    new Map(rows.map((r): [string, Versioned] => [String(r.id), { row: decodeRecordRow(r), xmin: String(r.row_xmin) }]))
 
   // ---------------------------------------------------------------- record rows
 
@@ -120,114 +76,7 @@ const make = Effect.gen(function* () {
           sql`SELECT id FROM records WHERE workspace = ${workspace} AND id IN ${sql.in([...ids].sort())} ORDER BY id FOR UPDATE`
         )
 
-  /**
-   * The history rows of a record write, as the last CTEs of its statement: from `source` (a CTE with the columns of
-   * historyColumns, `id`, `workspace`, `structure_id`, `data`, `version`, `i`), a version, a changelog entry a
-   * microsecond apart per row (they keep their order; an update's `after` the transaction's now(), where a create
-   * of the same transaction put its entry) and an outbox event per row, written by `writer`'s column.
-   */
-  const historyOf = (source: "v" | "w", writer: "created_by" | "updated_by", after: 0 | 1) =>
-    sql`versioned AS (INSERT INTO record_versions (record_id, version, data, changes, created_by)
-        SELECT id, version, data, changes, ${sql(writer)} FROM ${sql(source)}),
-      logged AS (INSERT INTO record_changelog (id, record_id, workspace, action, user_id, user_name, changes, metadata, created_at)
-        SELECT log_id, id, workspace, log_action, ${sql(writer)}, log_user_name,
-          (SELECT coalesce(jsonb_object_agg(key, jsonb_build_object('field', key, 'oldValue', value -> 'old', 'newValue', value -> 'new')), '{}')
-            FROM jsonb_each(changes)),
-          log_metadata, now() + (i + ${after}) * interval '1 microsecond'
-        FROM ${sql(source)}),
-      published AS (INSERT INTO events (workspace, type, structure_id, record_slug, record_id, payload)
-        SELECT workspace, ev_type, structure_id, ev_slug, id,
-          CASE WHEN ev_slim THEN jsonb_set(jsonb_set(payload, '{data,changes}', changes), '{data,record,data}', data) ELSE payload END
-        FROM ${sql(source)} ORDER BY i)`
-
-  /**
-   * New records and everything a create writes beside them in ONE statement (outside a transaction it needs no
-   * BEGIN/COMMIT): the rows, their unique claims, version 1, changelog entries and outbox events. A value someone
-   * holds, or two items claim, fails the whole statement with a unique violation: nothing is written. The rows of a
-   * statement share now(): a microsecond apart, they keep their order in `createdAt`, their changelog and the
-   * outbox. Returned in the order given.
-   */
-  const createRecords = (items: ReadonlyArray<WithHistory & { readonly record: NewRecord }>, claims: ReadonlyArray<Claim>) =>
-    sql`WITH v AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(items.map((item, i) => ({ i, version: 1, ...item.record, ...historyColumns(item, item.record.data) })))}::jsonb)
-        AS v(i int, version int, id uuid, workspace text, structure_id uuid, data jsonb, metadata jsonb, created_by text,
-          expires_at timestamptz, changes jsonb, log_id uuid, log_action text, log_user_name text,
-          log_metadata jsonb, ev_type text, ev_slug text, ev_slim boolean, payload jsonb)),
-      inserted AS (INSERT INTO records (id, workspace, structure_id, data, metadata, created_by, updated_by, expires_at, created_at, updated_at)
-        SELECT id, workspace, structure_id, data, metadata, created_by, created_by, expires_at,
-          now() + i * interval '1 microsecond', now() + i * interval '1 microsecond'
-        FROM v ORDER BY i RETURNING *),
-      claimed AS (INSERT INTO record_unique_values (structure_id, field, value, record_id)
-        SELECT structure_id, field, value, record_id FROM jsonb_to_recordset(${JSON.stringify(claims)}::jsonb)
-          AS c(structure_id uuid, field text, value text, record_id uuid)),
-      ${historyOf("v", "created_by", 0)}
-      SELECT * FROM inserted`.pipe(
-      Effect.map((returned) => {
-        const rowsById = byId(returned)
-        return items.map((item) => rowsById.get(item.record.id)!)
-      }),
-      Effect.tap(() => notifyAfterCommit(sql, EVENTS_CHANNEL))
-    )
-
-  /**
-   * Updates and their history rows (a new version each, a changelog entry, an outbox event) in ONE statement; the
-   * new rows by id. A record may have several updates in a row, each planned on the one before (`prevVersion` is
-   * the version before it): the record is written once, with its last. The write is guarded: it happens only to a
-   * live record still at its first update's `prevVersion` and, when `prevXmin` is given, still the very row version
-   * that was read (its xmin: any write since, even one keeping the version, changes it). A record the guard skips
-   * gets no history rows and is missing from the answer: nothing of it was written. The rows written come with
-   * their new xmin, the guard of the record's next update.
-   */
-  const updateRecordsWithHistory = (
-    items: ReadonlyArray<
-      WithHistory & {
-        readonly update: RecordUpdate
-        readonly workspace: string
-        readonly structureId: string
-        readonly prevVersion: number
-        readonly prevXmin?: string | undefined
-      }
-    >
-  ) => {
-    // a record's first update holds the guard, its last the state written
-    const guard = new Map<string, { readonly version: number; readonly xmin: string | undefined }>()
-    const last = new Map<string, number>()
-    items.forEach((item, i) => {
-      if (!guard.has(item.update.id)) guard.set(item.update.id, { version: item.prevVersion, xmin: item.prevXmin })
-      last.set(item.update.id, i)
-    })
-    return sql`WITH v AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(
-      items.map((item, i) => ({
-        i,
-        id: item.update.id,
-        last: last.get(item.update.id) === i,
-        guard_version: guard.get(item.update.id)!.version,
-        guard_xmin: guard.get(item.update.id)!.xmin ?? null,
-        workspace: item.workspace,
-        structure_id: item.structureId,
-        data: item.update.data,
-        metadata: item.update.metadata,
-        version: item.update.version,
-        updated_by: item.update.updatedBy,
-        expires_at: item.update.expiresAt,
-        ...historyColumns(item, item.update.data)
-      }))
-    )}::jsonb)
-        AS v(i int, id uuid, last boolean, guard_version int, guard_xmin text, workspace text, structure_id uuid,
-          data jsonb, metadata jsonb, version int, updated_by text, expires_at timestamptz, changes jsonb, log_id uuid,
-          log_action text, log_user_name text, log_metadata jsonb, ev_type text, ev_slug text, ev_slim boolean,
-          payload jsonb)),
-      updated AS (UPDATE records r SET data = v.data, metadata = v.metadata, version = v.version,
-          updated_by = v.updated_by, updated_at = now(), expires_at = v.expires_at
-        FROM v WHERE v.last AND r.id = v.id AND r.version = v.guard_version
-          AND (v.guard_xmin IS NULL OR r.xmin::text = v.guard_xmin) AND ${liveRecord(sql, "r")}
-        RETURNING r.*, r.xmin::text AS row_xmin),
-      w AS (SELECT v.* FROM v JOIN updated u ON u.id = v.id),
-      ${historyOf("w", "updated_by", 1)}
-      SELECT * FROM updated`.pipe(
-      Effect.map(withXmin),
-      Effect.tap(() => notifyAfterCommit(sql, EVENTS_CHANNEL))
-    )
-  }
+  const { createRecords, updateRecordsWithHistory } = makeBatchStatements(sql)
 
   /** Rows of any workspace by id, unlocked, each with its xmin (the guard of updateRecordsWithHistory). */
   const findMany = (ids: ReadonlyArray<string>): Sql<Map<string, Versioned>> =>
