@@ -325,3 +325,30 @@ describe("adding members tells nothing about other workspaces", () => {
     expect(added.status, added.text).toBe(201)
   })
 })
+
+describe("group changes racing a delete", () => {
+  it("members and policies added while the group or the account goes: 201 or 404, never a 500", async () => {
+    for (let round = 0; round < 6; round++) {
+      const group = await server.request("POST", g(), { token: root, body: { name: `race-${round}` } })
+      expect(group.status, group.text).toBe(201)
+      const accounts = await Promise.all([0, 1, 2, 3].map(() => createAccount(server, root, { role: "viewer" })))
+      const adds = accounts.map((a) =>
+        server.request("POST", g(`/${group.body.id}/members`), { token: root, body: { serviceAccountId: a.id } })
+      )
+      const policy = server.request("POST", g(`/${group.body.id}/policies`), {
+        token: root,
+        body: { action: "list", resource: "records" }
+      })
+      const goneAccount = server.request("DELETE", sa(`/${accounts[0]!.id}`), { token: root })
+      const goneGroup = server.request("DELETE", g(`/${group.body.id}`), { token: root })
+      const answers = await Promise.all([...adds, policy, goneAccount, goneGroup])
+      for (const res of answers.slice(0, 5)) {
+        expect([200, 201, 404], res.text).toContain(res.status)
+        if (res.status === 404) expectError(res, 404, "NOT_FOUND")
+      }
+      expect(answers[5]!.status, answers[5]!.text).toBe(204)
+      expect(answers[6]!.status, answers[6]!.text).toBe(204)
+      expect((await server.request("GET", g(`/${group.body.id}`), { token: root })).status).toBe(404)
+    }
+  })
+})

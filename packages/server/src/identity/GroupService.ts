@@ -132,9 +132,18 @@ export class GroupService extends Context.Service<GroupService, GroupServiceShap
         return (yield* Effect.orDie(hydrate(rows)))[0]!
       })
 
-      /** Inside a change: the group must exist in this workspace. */
-      const exists = (workspace: string, groupId: string) =>
-        Effect.flatMap(selectGroup(workspace, groupId), (rows) => (rows.length === 0 ? Effect.fail(missing(groupId)) : Effect.void))
+      /**
+       * Inside a change: the group must exist in this workspace, and goes on existing until the change commits. The
+       * row lock makes a concurrent delete wait instead of leaving this change's insert to fail its foreign key; a
+       * delete takes the update lock at once (two deletes upgrading a shared lock would deadlock).
+       */
+      const exists = (workspace: string, groupId: string, lock: "share" | "update" = "share") =>
+        Effect.flatMap(
+          lock === "share"
+            ? sql`SELECT 1 FROM groups WHERE workspace = ${workspace} AND id = ${groupId} FOR KEY SHARE`
+            : sql`SELECT 1 FROM groups WHERE workspace = ${workspace} AND id = ${groupId} FOR UPDATE`,
+          (rows) => (rows.length === 0 ? Effect.fail(missing(groupId)) : Effect.void)
+        )
 
       /** Inside a change: the permissions a set of policies allows and denies. */
       const resolved = (policies: ReadonlyArray<PolicyStatement>) => {
@@ -180,7 +189,7 @@ export class GroupService extends Context.Service<GroupService, GroupServiceShap
         yield* provide(
           identityChange(
             Effect.gen(function* () {
-              yield* exists(workspace, groupId)
+              yield* exists(workspace, groupId, "update")
               yield* requireHolds(by, (yield* policiesOf(groupId)).denied, liftRefusal)
               const deleted = yield* sql`DELETE FROM groups WHERE workspace = ${workspace} AND id = ${groupId} RETURNING id`
               if (deleted.length === 0) return yield* Effect.fail(missing(groupId))
@@ -272,7 +281,7 @@ export class GroupService extends Context.Service<GroupService, GroupServiceShap
               let memberId: string
               if (input.userId !== undefined) {
                 const found = yield* sql`
-              SELECT 1 FROM memberships WHERE workspace = ${workspace} AND user_id = ${input.userId}`
+              SELECT 1 FROM memberships WHERE workspace = ${workspace} AND user_id = ${input.userId} FOR KEY SHARE`
                 if (found.length === 0) {
                   return yield* Effect.fail(notFound(`User ${input.userId} is not a member of this workspace`))
                 }
@@ -280,7 +289,7 @@ export class GroupService extends Context.Service<GroupService, GroupServiceShap
                 memberId = input.userId
               } else {
                 const found = yield* sql`
-              SELECT 1 FROM service_accounts WHERE workspace = ${workspace} AND id = ${input.serviceAccountId!}`
+              SELECT 1 FROM service_accounts WHERE workspace = ${workspace} AND id = ${input.serviceAccountId!} FOR KEY SHARE`
                 if (found.length === 0) {
                   return yield* Effect.fail(notFound(`Service account ${input.serviceAccountId} not found`))
                 }
@@ -293,7 +302,7 @@ export class GroupService extends Context.Service<GroupService, GroupServiceShap
             })
           )
         )
-        return yield* Effect.orDie(get(workspace, groupId))
+        return yield* get(workspace, groupId)
       })
 
       const removeMember = Effect.fn("GroupService.removeMember")(function* (
