@@ -4,7 +4,7 @@
 // or of updates is a single statement that writes every table (createRecords, updateRecordsWithHistory, built in
 // RecordBatchSql.ts), atomic without a transaction. Statements fail with SqlError; `atomic` and `transaction` map those of a write, and those
 // of a plain read are turned into defects.
-import { conflict } from "@troupe/api/Errors"
+import { conflict, notFound } from "@troupe/api/Errors"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
@@ -35,10 +35,13 @@ const make = Effect.gen(function* () {
 
   /**
    * A write that is atomic by itself (one statement, or a transaction): unique violations no check foresaw are 409s,
-   * collisions with a concurrent write too; other SQL failures are defects (the write may have committed: no caller
-   * may retry it blindly).
+   * collisions with a concurrent write too. A foreign key violation can only be a structure deleted for good while
+   * the write was on its way (records' other tables keep no keys to records): 404, as if it had come a moment later.
+   * Other SQL failures are defects (the write may have committed: no caller may retry it blindly).
    */
-  const atomic = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, SqlError> | ReturnType<typeof conflict>, R> =>
+  const atomic = <A, E, R>(
+    effect: Effect.Effect<A, E, R>
+  ): Effect.Effect<A, Exclude<E, SqlError> | ReturnType<typeof conflict> | ReturnType<typeof notFound>, R> =>
     effect.pipe(
       Effect.catch((e: any) =>
         isSqlError(e)
@@ -46,7 +49,9 @@ const make = Effect.gen(function* () {
             ? Effect.fail(conflict({ message: "A unique constraint was violated", code: "DUPLICATE_KEY" }))
             : e.reason._tag === "DeadlockError" || e.reason._tag === "SerializationError" || e.reason._tag === "LockTimeoutError"
               ? Effect.fail(conflict({ message: "The write collided with a concurrent write; retry it", code: "CONFLICT" }))
-              : Effect.die(e)
+              : e.reason._tag === "ConstraintError" && (e.reason.cause as { code?: unknown })?.code === "23503"
+                ? Effect.fail(notFound({ message: "Structure not found: it was deleted", code: "STRUCTURE_NOT_FOUND" }))
+                : Effect.die(e)
           : Effect.fail(e)
       )
     ) as any

@@ -36,7 +36,7 @@ import {
   type StructureUpdate,
   type StructureValidation
 } from "@troupe/api/structures/Structure"
-import { Context, DateTime, Effect, Layer, Schema, Stream } from "effect"
+import { Context, DateTime, Effect, Layer, Schedule, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import * as Crypto from "node:crypto"
@@ -558,8 +558,21 @@ export class StructureService extends Context.Service<
           return yield* notFoundError(id)
         }
         if (hard) {
-          // records, their versions, changelog and unique values, and the structure's versions go by FK cascade
-          yield* sql`DELETE FROM structures WHERE id = ${existing.id}`.pipe(Effect.orDie)
+          // records, their versions, changelog and unique values, and the structure's versions go by FK cascade. The
+          // cascade locks the records while writes to them wait on the structure's key: PostgreSQL breaks such a
+          // deadlock by failing one side, and this side tries again (the writes are then answered 404)
+          yield* sql`DELETE FROM structures WHERE id = ${existing.id}`.pipe(
+            Effect.retry({
+              while: (e) => e.reason._tag === "DeadlockError",
+              times: 5,
+              schedule: Schedule.exponential("20 millis")
+            }),
+            Effect.catchIf(
+              (e) => e.reason._tag === "DeadlockError",
+              () => Effect.fail(conflict({ message: "Writes to the structure's records kept the delete from finishing; retry it", code: "CONFLICT" }))
+            ),
+            Effect.orDie
+          )
           yield* changed(existing.id)
           return { ...existing, isDeleted: true }
         }
