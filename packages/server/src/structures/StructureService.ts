@@ -569,7 +569,10 @@ export class StructureService extends Context.Service<
             }),
             Effect.catchIf(
               (e) => e.reason._tag === "DeadlockError",
-              () => Effect.fail(conflict({ message: "Writes to the structure's records kept the delete from finishing; retry it", code: "CONFLICT" }))
+              () =>
+                Effect.fail(
+                  conflict({ message: "Writes to the structure's records kept the delete from finishing; retry it", code: "CONFLICT" })
+                )
             ),
             Effect.orDie
           )
