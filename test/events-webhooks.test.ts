@@ -352,6 +352,31 @@ describe("webhooks over HTTP", () => {
       const refused = await server.request("POST", `${hooks()}/${hook.id}/deliveries/${entry.id}/redeliver`, { token })
       expect(refused.status).toBe(409)
     })
+
+    it("redeliveries racing the webhook's delete: 202 or 404 WEBHOOK_NOT_FOUND/DELIVERY_NOT_FOUND, never a 500", async () => {
+      for (let round = 0; round < 5; round++) {
+        const hook = await createHook({ url: `${rx.url}/race-${round}`, events: ["record.created"], filters: { structure: "posts" } })
+        await createRecord("posts", { title: `race ${round}` })
+        let entry: any
+        for (let i = 0; i < 100 && entry === undefined; i++) {
+          entry = (await server.request("GET", `${hooks()}/${hook.id}/deliveries`, { token })).body.data[0]
+          if (entry === undefined) await sleep(50)
+        }
+        expect(entry).toBeDefined()
+        const redeliver = () => server.request("POST", `${hooks()}/${hook.id}/deliveries/${entry.id}/redeliver`, { token })
+        const answers = await Promise.all([
+          ...Array.from({ length: 6 }, redeliver),
+          server.request("DELETE", `${hooks()}/${hook.id}`, { token }),
+          ...Array.from({ length: 6 }, redeliver)
+        ])
+        expect(answers[6]!.status, answers[6]!.text).toBe(204)
+        for (const res of [...answers.slice(0, 6), ...answers.slice(7)]) {
+          expect([202, 404], res.text).toContain(res.status)
+          if (res.status === 404) expect(["WEBHOOK_NOT_FOUND", "DELIVERY_NOT_FOUND"]).toContain(res.body.code)
+        }
+      }
+      expect(server.output()).not.toContain("request failed")
+    })
   })
 })
 

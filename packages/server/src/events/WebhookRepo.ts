@@ -166,7 +166,8 @@ export interface WebhookRepoShape {
   readonly activeIn: (workspaces: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<WebhookRow>, SqlError>
   readonly insertDeliveries: (rows: ReadonlyArray<NewDelivery>) => Effect.Effect<void, SqlError>
   /** Queues `original` again as a new delivery (at the end of the queue) that keeps its delivery id for receivers. */
-  readonly insertRedelivery: (id: string, original: DeliveryRow) => Effect.Effect<void, SqlError>
+  /** The new delivery; undefined when the original is gone */
+  readonly insertRedelivery: (id: string, original: DeliveryRow) => Effect.Effect<DeliveryRow | undefined, SqlError>
   readonly failures: (webhookId: string, limit: number) => Effect.Effect<ReadonlyArray<DeliveryRow>, SqlError>
   readonly deliveries: (
     webhookId: string,
@@ -298,7 +299,9 @@ export class WebhookRepo extends Context.Service<WebhookRepo, WebhookRepoShape>(
         sql`INSERT INTO webhook_deliveries
           (id, webhook_id, event_id, event, payload, status, attempts, next_attempt_at, redelivery_of)
         SELECT ${id}::uuid, webhook_id, event_id, event, payload, 'pending', 0, now(), coalesce(redelivery_of, id)
-        FROM webhook_deliveries WHERE id = ${original.id}::uuid`.pipe(Effect.asVoid)
+        FROM webhook_deliveries WHERE id = ${original.id}::uuid RETURNING *`.pipe(
+          Effect.map((rows) => (rows.length > 0 ? deliveryRow(rows[0]) : undefined))
+        )
 
       const failures = (webhookId: string, limit: number) =>
         sql`SELECT * FROM webhook_deliveries WHERE webhook_id = ${webhookId}::uuid AND status = 'failed'

@@ -29,6 +29,7 @@ import * as Crypto from "node:crypto"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { Notifier } from "../platform/Notifier.ts"
 import { Secrets } from "../platform/Secrets.ts"
+import { isForeignKeyViolation } from "../platform/sqlErrors.ts"
 import { validateEvents, validateFilters } from "./EventFilter.ts"
 import { post } from "./HttpPost.ts"
 import { deliveryHeaders, generateSecret } from "./Signature.ts"
@@ -210,17 +211,14 @@ export class WebhookService extends Context.Service<WebhookService, WebhookServi
         return { data: rows.map(toDelivery), total, page: options.page, limit: options.limit }
       })
 
+      const deliveryNotFound = (deliveryId: string) => notFound({ message: `Delivery ${deliveryId} not found`, code: "DELIVERY_NOT_FOUND" })
       const findDelivery = (id: string, deliveryId: string) =>
         uuidPattern.test(deliveryId)
           ? repo.delivery(id, deliveryId).pipe(
               Effect.orDie,
-              Effect.flatMap((d) =>
-                d === undefined
-                  ? Effect.fail(notFound({ message: `Delivery ${deliveryId} not found`, code: "DELIVERY_NOT_FOUND" }))
-                  : Effect.succeed(d)
-              )
+              Effect.flatMap((d) => (d === undefined ? Effect.fail(deliveryNotFound(deliveryId)) : Effect.succeed(d)))
             )
-          : Effect.fail(notFound({ message: `Delivery ${deliveryId} not found`, code: "DELIVERY_NOT_FOUND" }))
+          : Effect.fail(deliveryNotFound(deliveryId))
 
       const delivery = Effect.fn("WebhookService.delivery")(function* (workspace: string, id: string, deliveryId: string) {
         yield* find(workspace, id)
@@ -238,11 +236,15 @@ export class WebhookService extends Context.Service<WebhookService, WebhookServi
             })
           )
         }
-        const newId = Crypto.randomUUID()
-        yield* repo.insertRedelivery(newId, original).pipe(Effect.orDie)
+        const row = yield* repo.insertRedelivery(Crypto.randomUUID(), original).pipe(
+          // the webhook was deleted meanwhile: its key fails the insert
+          Effect.catchIf(isForeignKeyViolation, () => Effect.fail(webhookNotFound(id))),
+          Effect.orDie
+        )
+        // the original was deleted meanwhile (with its webhook, or by retention)
+        if (row === undefined) return yield* Effect.fail(deliveryNotFound(deliveryId))
         yield* notifier.publish(KICK_TOPIC, id)
-        const row = yield* repo.delivery(id, newId).pipe(Effect.orDie)
-        return toDetail(row!)
+        return toDetail(row)
       })
 
       const test = Effect.fn("WebhookService.test")(function* (

@@ -8,6 +8,7 @@ import {
   StatementTimeoutError,
   UniqueViolation,
   UnknownError,
+  type SqlError,
   type SqlErrorReason
 } from "effect/sql/SqlError"
 
@@ -25,3 +26,7 @@ export const classifyPgError = (cause: unknown, operation: string): SqlErrorReas
   if (code === "57014") return new StatementTimeoutError(props)
   return new UnknownError(props)
 }
+
+/** A foreign key violation (23503): the row the write names was deleted meanwhile. Both drivers keep the code. */
+export const isForeignKeyViolation = (e: SqlError): boolean =>
+  e.reason._tag === "ConstraintError" && (e.reason.cause as { code?: unknown } | undefined)?.code === "23503"

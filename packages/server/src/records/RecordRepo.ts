@@ -10,6 +10,7 @@ import { SqlClient } from "effect/sql"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import { appendEvent, appendEvents, type OutboxEvent } from "../events/Outbox.ts"
 import { iso, json, num } from "../lib/rows.ts"
+import { isForeignKeyViolation } from "../platform/sqlErrors.ts"
 import { liveRecord } from "../query/Live.ts"
 import { decodeRecordRow, type RecordRow } from "../query/RecordRow.ts"
 import { decodeChangelogRow, decodeVersionRow, type StoredChangelogEntry, type StoredVersion } from "./model.ts"
@@ -49,7 +50,7 @@ const make = Effect.gen(function* () {
             ? Effect.fail(conflict({ message: "A unique constraint was violated", code: "DUPLICATE_KEY" }))
             : e.reason._tag === "DeadlockError" || e.reason._tag === "SerializationError" || e.reason._tag === "LockTimeoutError"
               ? Effect.fail(conflict({ message: "The write collided with a concurrent write; retry it", code: "CONFLICT" }))
-              : e.reason._tag === "ConstraintError" && (e.reason.cause as { code?: unknown })?.code === "23503"
+              : isForeignKeyViolation(e)
                 ? Effect.fail(notFound({ message: "Structure not found: it was deleted", code: "STRUCTURE_NOT_FOUND" }))
                 : Effect.die(e)
           : Effect.fail(e)
