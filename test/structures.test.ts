@@ -6,6 +6,7 @@
 import postgres from "postgres"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startServer, type TestServer } from "./support/TestServer.ts"
+import { sleep } from "./support/wait.ts"
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
@@ -630,6 +631,28 @@ describe("delete", () => {
     await api("DELETE", `/structures/${s.id}`)
     expect((await api("DELETE", `/structures/${s.id}?hard=true`)).status).toBe(200)
     expectError(await api("GET", `/structures/${s.id}`), 404, "STRUCTURE_NOT_FOUND")
+  })
+
+  it("changes racing a hard delete: each is made (then gone with it) or a 404, never a 500", async () => {
+    for (let round = 0; round < 12; round++) {
+      const s = await create({ name: unique("Racing Hard"), properties: [{ name: "t", type: "string" }] })
+      const changes = Array.from({ length: 12 }, (_, i) =>
+        i % 3 === 0
+          ? api("DELETE", `/structures/${s.id}`)
+          : i % 3 === 1
+            ? api("PUT", `/structures/${s.id}/metadata`, { migrationJobId: `job-${i}` })
+            : api("PATCH", `/structures/${s.id}`, { description: `d${i}` })
+      )
+      const gone = sleep(round % 3).then(() => api("DELETE", `/structures/${s.id}?hard=true`))
+      const answers = await Promise.all(changes)
+      expect((await gone).status).toBe(200)
+      for (const res of answers) {
+        if (res.status === 404) expectError(res, 404, "STRUCTURE_NOT_FOUND")
+        else expect(res.status, JSON.stringify(res.body)).toBe(200)
+      }
+      expectError(await api("GET", `/structures/${s.id}`), 404, "STRUCTURE_NOT_FOUND")
+    }
+    expect(server.output()).not.toContain("request failed")
   })
 })
 

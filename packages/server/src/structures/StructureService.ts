@@ -581,6 +581,8 @@ export class StructureService extends Context.Service<
         }
         const rows = yield* sql`UPDATE structures SET is_deleted = true, updated_by = ${by.id}, updated_at = now()
         WHERE id = ${existing.id} RETURNING *`.pipe(Effect.orDie)
+        // none: deleted for good since it was read
+        if (rows[0] === undefined) return yield* notFoundError(id)
         yield* changed(existing.id)
         return toStructure(rows[0])
       })
@@ -602,6 +604,8 @@ export class StructureService extends Context.Service<
           SET definition = jsonb_set(definition, '{metadata}', ${JSON.stringify(metadata)}::jsonb),
           updated_by = ${by.id}, updated_at = now()
         WHERE id = ${existing.id} RETURNING *`.pipe(Effect.orDie)
+        // none: deleted for good since it was read
+        if (rows[0] === undefined) return yield* notFoundError(id)
         yield* changed(existing.id)
         return toStructure(rows[0])
       })
