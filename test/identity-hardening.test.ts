@@ -352,3 +352,32 @@ describe("group changes racing a delete", () => {
     }
   })
 })
+
+describe("member changes racing a remove", () => {
+  it("adding a user back while it is removed: 201 or 409, and the remove 204 or 404, never a 500", async () => {
+    for (let round = 0; round < 6; round++) {
+      const username = `racer-${round}-${Math.random().toString(36).slice(2, 8)}`
+      const first = await server.request("POST", `${base}/members`, {
+        token: root,
+        body: { username, password: `pw-${Math.random().toString(36).slice(2)}-long`, role: "viewer" }
+      })
+      expect(first.status, first.text).toBe(201)
+      const userId = first.body.userId as string
+      const requests = Array.from({ length: 12 }, (_, i) =>
+        i % 3 === 0
+          ? server.request("DELETE", `${base}/members/${userId}`, { token: root })
+          : i % 3 === 1
+            ? server.request("POST", `${base}/members`, { token: root, body: { username, role: "viewer" } })
+            : server.request("PUT", `${base}/members/${userId}/role`, { token: root, body: { role: "developer" } })
+      )
+      const answers = await Promise.all(requests)
+      answers.forEach((res, i) => {
+        const ok = i % 3 === 0 ? [204, 404] : i % 3 === 1 ? [201, 409] : [200, 404]
+        expect(ok, res.text).toContain(res.status)
+        if (res.status >= 400) expectError(res, res.status)
+        if (res.status === 201) expect(res.body).toMatchObject({ userId, username, role: "viewer" })
+      })
+    }
+    expect(server.output()).not.toContain("request failed")
+  })
+})

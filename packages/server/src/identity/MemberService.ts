@@ -100,7 +100,7 @@ export class MemberService extends Context.Service<MemberService, MemberServiceS
         // Hash outside the transaction: scrypt takes a good part of a second.
         const hash = input.password === undefined ? undefined : yield* hashPassword(input.password)
         const caller = by.kind === "user" ? by.id : ""
-        const userId = yield* provide(
+        const member = yield* provide(
           identityChange(
             Effect.gen(function* () {
               // one query whether or not the name exists, so the answer's timing tells no more than its words
@@ -126,16 +126,17 @@ export class MemberService extends Context.Service<MemberService, MemberServiceS
                   uniqueOr(() => unavailable(input.username))
                 )
               }
-              yield* sql`
-            INSERT INTO memberships (workspace, user_id, role) VALUES (${workspace}, ${id}, ${input.role})`.pipe(
+              const rows = yield* sql<{ createdAt: Date }>`
+            INSERT INTO memberships (workspace, user_id, role) VALUES (${workspace}, ${id}, ${input.role})
+            RETURNING created_at AS "createdAt"`.pipe(
                 uniqueOr(() => conflict(`User "${input.username}" is already a member of this workspace`))
               )
-              return id
+              return { userId: id, username: input.username, role: input.role, createdAt: rows[0]!.createdAt }
             })
           )
         )
-        const rows = yield* Effect.orDie(select(workspace, userId))
-        return toMember(rows[0]!)
+        // the member as added, not read again: a concurrent remove may have taken it away since
+        return toMember(member)
       })
 
       const get = Effect.fn("MemberService.get")(function* (workspace: string, userId: string) {
