@@ -6,7 +6,7 @@ import { conflict, locked } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Clock, Effect } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
-import * as Crypto from "node:crypto"
+import { uuidv7 } from "../lib/Uuid.ts"
 import type { Secrets } from "../platform/Secrets.ts"
 import { jsonEqual, parseDateTime } from "../structures/Formats.ts"
 import type { StructureService } from "../structures/StructureService.ts"
@@ -319,7 +319,7 @@ export const makePreparation = (deps: {
     data: Record<string, unknown>,
     expiresAt: string | null
   ): NewRecord => ({
-    id: Crypto.randomUUID(),
+    id: uuidv7(),
     workspace: structure.workspaceSlug,
     structure_id: structure.id,
     data: encryptSecrets(structure, data),

@@ -1,7 +1,7 @@
 // The rows one record write adds beside the record itself (version, changelog entry, outbox event), built in
 // memory; RecordRepo inserts any number of each in one statement.
 import type { Structure } from "@troupe/api/structures/Structure"
-import * as Crypto from "node:crypto"
+import { uuidv7 } from "../lib/Uuid.ts"
 import type { OutboxEvent } from "../events/Outbox.ts"
 import type { RecordRow } from "../query/RecordRow.ts"
 import { type Changes, changelogChanges, type Writer } from "./model.ts"
@@ -54,7 +54,7 @@ export const changelogRow = (
   writer: Writer,
   meta: Record<string, unknown> = {}
 ) => ({
-  id: Crypto.randomUUID(),
+  id: uuidv7(),
   record_id: row.id,
   workspace: row.workspace,
   action,
