@@ -226,6 +226,36 @@ describe("record writes under concurrency", () => {
     }
     expect(server.output()).not.toContain("request failed")
   })
+
+  it("writes racing their workspace's delete: the delete answers 204, each write a 2xx, 401, 404 or 409, never a 500", async () => {
+    const root = await server.adminToken()
+    for (let round = 0; round < 3; round++) {
+      const ws = slug("doomed-ws")
+      const made = await server.request("POST", "/workspace/api/v1/workspaces", { token: root, body: { slug: ws, name: "Doomed" } })
+      expectStatus(made, 201)
+      const token = await server.userToken("admin", server.adminPassword, ws)
+      const call = (method: string, path: string, body?: unknown) =>
+        server.request(method, `/workspace/${ws}/api/v1${path}`, { token, ...(body !== undefined ? { body } : {}) })
+      const s = await call("POST", "/structures", { name: "Doomed", recordSlug: "doomed", properties: [{ name: "n", type: "number" }] })
+      expect(s.status, s.text).toBeLessThan(300)
+      const first = await call("POST", "/records", { structureId: s.body.id, data: { n: 0 } })
+      expectStatus(first, 201)
+      const writes = Array.from({ length: 40 }, (_, i) =>
+        i % 2 === 0
+          ? call("POST", "/records", { structureId: s.body.id, data: { n: i } })
+          : call("PATCH", `/records/${first.body.id}`, { data: { n: i } })
+      )
+      const gone = sleep(5).then(() => server.request("DELETE", `/workspace/api/v1/workspaces/${ws}`, { token: root }))
+      const answers = await Promise.all(writes)
+      const deleted = await gone
+      expect(deleted.status, deleted.text).toBe(204)
+      for (const res of answers) {
+        if (res.status >= 400) expect([401, 404, 409], res.text).toContain(res.status)
+        else expect([200, 201], res.text).toContain(res.status)
+      }
+    }
+    expect(server.output()).not.toContain("request failed")
+  })
 })
 
 describe("a node at its entity cap", () => {

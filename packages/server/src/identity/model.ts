@@ -51,13 +51,19 @@ export const requireHolds = (by: Principal, granted: Iterable<string>, refusal: 
 
 /**
  * Runs `change` in a transaction that also bumps the identity version (other nodes refresh), then refreshes this
- * node's cache before answering, so the change holds from the response on.
+ * node's cache before answering, so the change holds from the response on. A transaction PostgreSQL fails to break
+ * a deadlock (a workspace's delete cascading through rows that writes hold) rolled back whole: it runs again.
  */
 export const identityChange = <A, E, R>(change: Effect.Effect<A, E, R>) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const cache = yield* AccessCache
-    const result = yield* sql.withTransaction(Effect.tap(change, () => markIdentityChanged))
+    const result = yield* sql.withTransaction(Effect.tap(change, () => markIdentityChanged)).pipe(
+      Effect.retry({
+        while: (e) => e instanceof SqlError && (e.reason._tag === "DeadlockError" || e.reason._tag === "SerializationError"),
+        times: 3
+      })
+    )
     yield* cache.refresh
     return result
   }).pipe(
