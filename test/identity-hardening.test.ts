@@ -353,6 +353,26 @@ describe("group changes racing a delete", () => {
   })
 })
 
+describe("a group deleted as soon as it exists", () => {
+  it("its create still answers 201 with the group as created", async () => {
+    for (let round = 0; round < 8; round++) {
+      const name = `fleeting-${round}-${Math.random().toString(36).slice(2, 8)}`
+      const created = server.request("POST", g(), { token: root, body: { name, description: "gone soon" } })
+      let deleted = 0
+      for (let tries = 0; tries < 200 && deleted === 0; tries++) {
+        const list = await server.request("GET", `${g()}?limit=100`, { token: root })
+        const found = list.body.data?.find((x: any) => x.name === name)
+        if (found !== undefined) deleted = (await server.request("DELETE", g(`/${found.id}`), { token: root })).status
+      }
+      const res = await created
+      expect(res.status, res.text).toBe(201)
+      expect(res.body).toMatchObject({ name, description: "gone soon", policies: [], members: [] })
+      expect(deleted).toBe(204)
+    }
+    expect(server.output()).not.toContain("request failed")
+  })
+})
+
 describe("member changes racing a remove", () => {
   it("adding a user back while it is removed: 201 or 409, and the remove 204 or 404, never a 500", async () => {
     for (let round = 0; round < 6; round++) {

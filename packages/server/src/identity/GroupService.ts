@@ -165,16 +165,18 @@ export class GroupService extends Context.Service<GroupService, GroupServiceShap
         input: { readonly name: string; readonly description?: string | null }
       ) {
         const id = Crypto.randomUUID()
-        yield* provide(
+        const rows = yield* provide(
           identityChange(
-            sql`
+            sql<GroupRow>`
           INSERT INTO groups (id, workspace, name, description)
-            VALUES (${id}, ${workspace}, ${input.name}, ${input.description ?? null})`.pipe(
+            VALUES (${id}, ${workspace}, ${input.name}, ${input.description ?? null})
+          RETURNING id::text AS id, workspace, name, description, created_at AS "createdAt"`.pipe(
               uniqueOr(() => conflict(`A group named "${input.name}" already exists`))
             )
           )
         )
-        return yield* Effect.orDie(get(workspace, id))
+        // the group as created (no policies, no members yet), not read again: a delete may have come in between
+        return (yield* Effect.orDie(hydrate(rows)))[0]!
       })
 
       const list = Effect.fn("GroupService.list")(function* (workspace: string, page: Page) {
