@@ -14,7 +14,9 @@
 // - Setting `isSecret` on a property that already holds values encrypts them in the same transaction (records and
 //   versions; the versions' and changelog's `changes` are masked); renaming a secret re-encrypts it under its new
 //   path, and unsetting `isSecret` decrypts the values (SecretMigration.ts).
-// Size: over 500 lines, kept whole: create, update (renames, secret migration, reclaimed values), delete, list and validate share the cache and one transaction helper; rows and versions live in StructureRows.ts and StructureVersions.ts.
+// Size: over 500 lines, kept whole: create, update, delete, list and validate share the cache and one transaction
+// helper. Rows and versions live in StructureRows.ts and StructureVersions.ts, the records' side of a definition
+// change in StructureDataMigration.ts and SecretMigration.ts, definition checks beside rules.ts in DefinitionChecks.ts.
 import {
   type BadRequest,
   badRequest,
@@ -28,7 +30,6 @@ import {
 } from "@troupe/api/Errors"
 import type { Principal } from "@troupe/api/Authorization"
 import {
-  type PropertyDefinition,
   type Structure,
   StructureInput,
   type StructureList,
@@ -40,15 +41,17 @@ import { Context, DateTime, Effect, Layer, Schedule, Schema, Stream } from "effe
 import { SqlClient } from "effect/sql"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import * as Crypto from "node:crypto"
-import { json, num } from "../lib/rows.ts"
+import { num } from "../lib/rows.ts"
 import { schemaDetails } from "../platform/HttpEdge.ts"
 import { Notifier } from "../platform/Notifier.ts"
 import { Secrets } from "../platform/Secrets.ts"
-import { checkStructure, type DefinitionProblem, MAX_DEFINITION_DEPTH, mergeStructureUpdate, normalizeStructure, slugify } from "./rules.ts"
+import { idProblems, referencesTo } from "./DefinitionChecks.ts"
+import { checkStructure, type DefinitionProblem, mergeStructureUpdate, normalizeStructure, slugify } from "./rules.ts"
+import { makeDataMigration } from "./StructureDataMigration.ts"
 import { migrateSecrets, secretSteps } from "./SecretMigration.ts"
 import { canonical, defaultMetadata, definitionOf, isObj, toStructure } from "./StructureRows.ts"
 import { pruneVersions, type StructureVersionEntry, versionReads } from "./StructureVersions.ts"
-import { claimKeyOf, claimsOf, clearValidatorCache } from "./Validator.ts"
+import { clearValidatorCache } from "./Validator.ts"
 
 export interface ListQuery {
   readonly page?: number | undefined
@@ -84,54 +87,6 @@ const isUuid = (s: string) => uuidRe.test(s)
 /** The largest page and page size of the structure lists. */
 export const MAX_LIST_PAGE = 1_000_000
 export const MAX_LIST_LIMIT = 500
-
-/**
- * Property ids must be unique within one list (top level, object properties, item schema) to address them. The walk
- * stops below MAX_DEFINITION_DEPTH levels (deeper nesting is a problem checkStructure reports), so no definition can
- * make it recurse without bound.
- */
-const idProblems = (properties: unknown, at = "properties", depth = 0): Array<DefinitionProblem> => {
-  if (!Array.isArray(properties) || depth > MAX_DEFINITION_DEPTH) return []
-  const seen = new Map<string, number>()
-  const out: Array<DefinitionProblem> = []
-  properties.forEach((p, i) => {
-    if (!isObj(p)) return
-    if (typeof p.id === "string" && p.id !== "new" && p.id !== "") {
-      const first = seen.get(p.id)
-      if (first !== undefined) out.push({ field: `${at}[${i}].id`, message: `duplicates the id of ${at}[${first}]` })
-      else seen.set(p.id, i)
-    }
-    if (p.type === "object") out.push(...idProblems(p.properties, `${at}[${i}].properties`, depth + 1))
-    if (p.type === "array") out.push(...idProblems(p.itemSchema, `${at}[${i}].itemSchema`, depth + 1))
-  })
-  return out
-}
-
-interface InboundReference {
-  /** the referencing structure */
-  readonly from: Structure
-  /** path of the reference property in it, e.g. `properties[2]` */
-  readonly at: string
-  readonly targetField: string | undefined
-  readonly displayField: string | undefined
-}
-
-/** Reference properties (nested ones included) of `from` that point at `slug`. */
-const referencesTo = (from: Structure, slug: string): Array<InboundReference> => {
-  const walk = (props: ReadonlyArray<PropertyDefinition> | undefined, at: string): Array<InboundReference> =>
-    (props ?? []).flatMap((p, i): Array<InboundReference> => {
-      const here = `${at}[${i}]`
-      if (p.type === "reference") {
-        return (p.target ?? p.referenceStructure) === slug
-          ? [{ from, at: here, targetField: p.targetField, displayField: p.displayField }]
-          : []
-      }
-      if (p.type === "object") return walk(p.properties, `${here}.properties`)
-      if (p.type === "array") return walk(p.itemSchema, `${here}.itemSchema`)
-      return []
-    })
-  return walk(from.properties, "properties")
-}
 
 const RECORD_COLUMNS = new Set(["id", "createdAt", "updatedAt", "version"])
 
@@ -181,6 +136,7 @@ export class StructureService extends Context.Service<
       const sql = yield* SqlClient.SqlClient
       const notifier = yield* Notifier
       const secrets = yield* Secrets
+      const { migrateRecords, reclaim } = makeDataMigration(sql)
       const byId = new Map<string, Structure>()
       const bySlug = new Map<string, string>()
 
@@ -369,86 +325,6 @@ export class StructureService extends Context.Service<
           const s = rows[0] ? toStructure(rows[0]) : undefined
           if (s === undefined || s.isDeleted) return yield* notFoundError(id)
           return s
-        })
-
-      /** Moves record data when properties are renamed or removed (top level only; see the header). */
-      const migrateRecords = (structureId: string, renames: ReadonlyArray<readonly [string, string]>, removed: ReadonlyArray<string>) =>
-        Effect.gen(function* () {
-          for (const [from, to] of renames) {
-            yield* sql`UPDATE records SET data = (data - ${from}) || jsonb_build_object(${to}::text, data -> ${from})
-            WHERE structure_id = ${structureId} AND data ? ${from}`
-            yield* sql`UPDATE record_unique_values SET field = CASE WHEN field = ${from} THEN ${to} ELSE ${`ref:${to}`} END
-            WHERE structure_id = ${structureId} AND field IN (${from}, ${`ref:${from}`})`
-            yield* sql`UPDATE auto_increments SET field = ${to} WHERE structure_id = ${structureId} AND field = ${from}`
-          }
-          for (const name of removed) {
-            yield* sql`UPDATE records SET data = data - ${name} WHERE structure_id = ${structureId} AND data ? ${name}`
-            yield* sql`DELETE FROM record_unique_values WHERE structure_id = ${structureId} AND field = ${name}`
-            yield* sql`DELETE FROM auto_increments WHERE structure_id = ${structureId} AND field = ${name}`
-          }
-        }).pipe(Effect.orDie)
-
-      /**
-       * Keeps `record_unique_values` in step with the definition (after migrateRecords moved renamed claims): a
-       * property that stops claiming gives its claims up, and one that starts (isUnique set, a reference made
-       * one-to-one) claims the values of every live record now, or the update fails with 409 when records already
-       * share a value.
-       */
-      const reclaim = (before: Structure, after: Structure) =>
-        Effect.gen(function* () {
-          const keyOf = (s: Structure) =>
-            new Map(
-              s.properties.flatMap((p) => {
-                const key = claimKeyOf(p)
-                return key !== undefined ? [[p.id ?? p.name, key.startsWith("ref:") ? "ref" : "value"] as const] : []
-              })
-            )
-          const was = keyOf(before)
-          const kept: Array<string> = []
-          const added: Array<{ key: string; name: string; index: number }> = []
-          after.properties.forEach((p, index) => {
-            const key = claimKeyOf(p)
-            if (key === undefined) return
-            const kind = key.startsWith("ref:") ? "ref" : "value"
-            if (was.get(p.id ?? p.name) === kind) kept.push(key)
-            else added.push({ key, name: p.name, index })
-          })
-          yield* kept.length === 0
-            ? sql`DELETE FROM record_unique_values WHERE structure_id = ${after.id}`
-            : sql`DELETE FROM record_unique_values WHERE structure_id = ${after.id} AND NOT (field IN ${sql.in(kept)})`
-          const claims: Array<{ field: string; value: string; record_id: string }> = []
-          for (const { key, name, index } of added) {
-            // only the field's values, not whole records: the structure may be large
-            const live = yield* sql`SELECT id, jsonb_build_object(${name}::text, data -> ${name}::text) AS v FROM records
-            WHERE structure_id = ${after.id} AND deleted_at IS NULL AND (expires_at IS NULL OR expires_at > now())
-              AND data ? ${name}::text`
-            const holder = new Map<string, string>()
-            for (const row of live) {
-              for (const [k, value] of claimsOf(after, json<Record<string, unknown>>(row.v))) {
-                if (k !== key) continue
-                if (holder.has(value)) {
-                  return yield* conflict({
-                    message: `Records already share a value of "${name}", so it cannot become unique`,
-                    code: "DUPLICATE_KEY",
-                    details: [
-                      {
-                        field: `properties[${index}]`,
-                        property: `properties[${index}]`,
-                        message: `records ${holder.get(value)} and ${row.id} share a value`
-                      }
-                    ]
-                  })
-                }
-                holder.set(value, row.id as string)
-                claims.push({ field: key, value, record_id: row.id as string })
-              }
-            }
-          }
-          for (let at = 0; at < claims.length; at += 5000) {
-            yield* sql`INSERT INTO record_unique_values (structure_id, field, value, record_id)
-            SELECT ${after.id}::uuid, field, value, record_id FROM jsonb_to_recordset(${JSON.stringify(claims.slice(at, at + 5000))}::jsonb)
-              AS v(field text, value text, record_id uuid)`
-          }
         })
 
       /**

@@ -1,0 +1,53 @@
+// Checks of a structure definition that StructureService makes beside rules.ts: unique property ids per list, and
+// the references other structures hold to one (a structure, a slug or a property they name cannot go).
+import type { PropertyDefinition, Structure } from "@troupe/api/structures/Structure"
+import { type DefinitionProblem, MAX_DEFINITION_DEPTH } from "./rules.ts"
+import { isObj } from "./StructureRows.ts"
+
+/**
+ * Property ids must be unique within one list (top level, object properties, item schema) to address them. The walk
+ * stops below MAX_DEFINITION_DEPTH levels (deeper nesting is a problem checkStructure reports), so no definition can
+ * make it recurse without bound.
+ */
+export const idProblems = (properties: unknown, at = "properties", depth = 0): Array<DefinitionProblem> => {
+  if (!Array.isArray(properties) || depth > MAX_DEFINITION_DEPTH) return []
+  const seen = new Map<string, number>()
+  const out: Array<DefinitionProblem> = []
+  properties.forEach((p, i) => {
+    if (!isObj(p)) return
+    if (typeof p.id === "string" && p.id !== "new" && p.id !== "") {
+      const first = seen.get(p.id)
+      if (first !== undefined) out.push({ field: `${at}[${i}].id`, message: `duplicates the id of ${at}[${first}]` })
+      else seen.set(p.id, i)
+    }
+    if (p.type === "object") out.push(...idProblems(p.properties, `${at}[${i}].properties`, depth + 1))
+    if (p.type === "array") out.push(...idProblems(p.itemSchema, `${at}[${i}].itemSchema`, depth + 1))
+  })
+  return out
+}
+
+export interface InboundReference {
+  /** the referencing structure */
+  readonly from: Structure
+  /** path of the reference property in it, e.g. `properties[2]` */
+  readonly at: string
+  readonly targetField: string | undefined
+  readonly displayField: string | undefined
+}
+
+/** Reference properties (nested ones included) of `from` that point at `slug`. */
+export const referencesTo = (from: Structure, slug: string): Array<InboundReference> => {
+  const walk = (props: ReadonlyArray<PropertyDefinition> | undefined, at: string): Array<InboundReference> =>
+    (props ?? []).flatMap((p, i): Array<InboundReference> => {
+      const here = `${at}[${i}]`
+      if (p.type === "reference") {
+        return (p.target ?? p.referenceStructure) === slug
+          ? [{ from, at: here, targetField: p.targetField, displayField: p.displayField }]
+          : []
+      }
+      if (p.type === "object") return walk(p.properties, `${here}.properties`)
+      if (p.type === "array") return walk(p.itemSchema, `${here}.itemSchema`)
+      return []
+    })
+  return walk(from.properties, "properties")
+}
