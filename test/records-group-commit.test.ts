@@ -124,6 +124,32 @@ describe("group commit of record writes", () => {
     expect(after.retried, "a batch with a bad item was written again one by one").toBeGreaterThan(before.retried)
   })
 
+  it("what a create answers (alone, batched or in a bulk) is what a read of the record returns", async () => {
+    const expiresAt = new Date(Date.now() + 3_600_000).toISOString()
+    const singles = await times(12, (i) =>
+      api.call("POST", `/records?ttlSeconds=${600 + i}`, { structureId: items.id, data: { n: i, key: `answer-${i}` }, metadata: { i } })
+    )
+    const bulk = await api.call("POST", "/records/bulk", {
+      structureId: items.id,
+      records: Array.from({ length: 5 }, (_, i) => ({ data: { n: i, key: `answer-bulk-${i}` }, metadata: { source: "bulk" } }))
+    })
+    expectStatus(bulk, 201)
+    const withExpiry = await api.call("POST", `/records?expiresAt=${encodeURIComponent(expiresAt)}`, {
+      structureId: items.id,
+      data: { key: "answer-expiry", n: 1 }
+    })
+    expectStatus(withExpiry, 201)
+    expect(withExpiry.body.expiresAt).toBe(expiresAt)
+    for (const r of singles) expectStatus(r, 201)
+    const answered = [...singles.map((r) => r.body), ...bulk.body.records, withExpiry.body]
+    for (const record of answered) {
+      const read = await api.call("GET", `/records/${record.id}`)
+      expectStatus(read, 200)
+      expect(read.body).toEqual(record)
+    }
+    for (const r of singles) expect(r.body.expiresAt).not.toBeNull()
+  })
+
   it("a batch crossing a unique claim: of many creates claiming one new key, exactly one wins", async () => {
     const results = await times(25, (i) => create({ key: "contested", n: i }))
     const won = results.filter((r) => r.status === 201)

@@ -1,13 +1,15 @@
 // The two statements of a batch of record writes (GroupWrites, RecordBulk): creates, and guarded updates, each ONE
 // statement that writes the record rows and every history row beside them (versions, changelog, outbox events, and
 // for creates the unique claims), atomic without a transaction. A write's data and changes travel once in the
-// statement's JSON; the changelog's and the event's copies are built in SQL (historyOf).
+// statement's JSON; the changelog stores the very `changes` of the version, and the event's copy is built in SQL
+// (historyOf).
 import type { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 import { EVENTS_CHANNEL, type EventPayload, type OutboxEvent } from "../events/Outbox.ts"
 import { notifyAfterCommit } from "../events/Wake.ts"
 import { liveRecord } from "../query/Live.ts"
 import { decodeRecordRow, type RecordRow } from "../query/RecordRow.ts"
+import { iso } from "../lib/rows.ts"
 import type { RecordUpdate } from "./RecordRepo.ts"
 import type { ChangelogRow, NewRecord } from "./RecordRows.ts"
 
@@ -20,7 +22,7 @@ export interface WithHistory {
 
 /**
  * The columns every history row takes from the JSON of a record write (`v` in createRecords, updateRecordsWithHistory).
- * The record's data and its changes go once: the changelog's changes are rebuilt from `changes` in SQL (historyOf),
+ * The record's data and its changes go once: the changelog stores `changes` as the version does (historyOf),
  * and an event payload that carries this very data and these very changes (no secret masked, see eventOf) goes
  * without them, put back in SQL. A third of the JSON of a create, parsed on both sides of the wire.
  */
@@ -59,6 +61,27 @@ export interface Claim {
 export const withXmin = (rows: ReadonlyArray<any>) =>
   new Map(rows.map((r): [string, Versioned] => [String(r.id), { row: decodeRecordRow(r), xmin: String(r.row_xmin) }]))
 
+/**
+ * The row a create wrote, from what it sent and its `created_at`: the statement returns no more (the data going back
+ * over the wire and through both JSON codecs again cost both sides more than the rest of the answer). Only the key
+ * order of `data` may differ from a read's (jsonb sorts keys); a reader of JSON sees the same record.
+ */
+const createdRow = (record: NewRecord, createdAt: string): RecordRow => ({
+  id: record.id,
+  workspace: record.workspace,
+  structureId: record.structure_id,
+  data: record.data,
+  metadata: record.metadata,
+  version: 1,
+  status: "active",
+  createdBy: record.created_by,
+  updatedBy: record.created_by,
+  createdAt,
+  updatedAt: createdAt,
+  deletedAt: null,
+  expiresAt: record.expires_at
+})
+
 export const makeBatchStatements = (sql: SqlClient.SqlClient) => {
   /**
    * The history rows of a record write, as the last CTEs of its statement: from `source` (a CTE with the columns of
@@ -70,10 +93,7 @@ export const makeBatchStatements = (sql: SqlClient.SqlClient) => {
     sql`versioned AS (INSERT INTO record_versions (record_id, version, data, changes, created_by)
       SELECT id, version, data, changes, ${sql(writer)} FROM ${sql(source)}),
     logged AS (INSERT INTO record_changelog (id, record_id, workspace, action, user_id, user_name, changes, metadata, created_at)
-      SELECT log_id, id, workspace, log_action, ${sql(writer)}, log_user_name,
-        (SELECT coalesce(jsonb_object_agg(key, jsonb_build_object('field', key, 'oldValue', value -> 'old', 'newValue', value -> 'new')), '{}')
-          FROM jsonb_each(changes)),
-        log_metadata, now() + (i + ${after}) * interval '1 microsecond'
+      SELECT log_id, id, workspace, log_action, ${sql(writer)}, log_user_name, changes, log_metadata, now() + (i + ${after}) * interval '1 microsecond'
       FROM ${sql(source)}),
     published AS (INSERT INTO events (workspace, type, structure_id, record_slug, record_id, payload)
       SELECT workspace, ev_type, structure_id, ev_slug, id,
@@ -95,15 +115,15 @@ export const makeBatchStatements = (sql: SqlClient.SqlClient) => {
     inserted AS (INSERT INTO records (id, workspace, structure_id, data, metadata, created_by, updated_by, expires_at, created_at, updated_at)
       SELECT id, workspace, structure_id, data, metadata, created_by, created_by, expires_at,
         now() + i * interval '1 microsecond', now() + i * interval '1 microsecond'
-      FROM v ORDER BY i RETURNING *),
+      FROM v ORDER BY i RETURNING id, created_at),
     claimed AS (INSERT INTO record_unique_values (structure_id, field, value, record_id)
       SELECT structure_id, field, value, record_id FROM jsonb_to_recordset(${JSON.stringify(claims)}::jsonb)
         AS c(structure_id uuid, field text, value text, record_id uuid)),
     ${historyOf("v", "created_by", 0)}
-    SELECT * FROM inserted`.pipe(
+    SELECT id, created_at FROM inserted`.pipe(
       Effect.map((returned) => {
-        const rowsById = new Map(returned.map((r: any) => [String(r.id), decodeRecordRow(r)]))
-        return items.map((item) => rowsById.get(item.record.id)!)
+        const createdAt = new Map(returned.map((r: any) => [String(r.id), iso(r.created_at)]))
+        return items.map(({ record }) => createdRow(record, createdAt.get(record.id)!))
       }),
       Effect.tap(() => notifyAfterCommit(sql, EVENTS_CHANNEL))
     )

@@ -4,7 +4,7 @@ import type { Structure } from "@troupe/api/structures/Structure"
 import { uuidv7 } from "../lib/Uuid.ts"
 import type { OutboxEvent } from "../events/Outbox.ts"
 import type { RecordRow } from "../query/RecordRow.ts"
-import { type Changes, changelogChanges, type Writer } from "./model.ts"
+import type { Changes, Writer } from "./model.ts"
 import { maskData } from "../structures/SecretPaths.ts"
 
 /** The event of one record write at `timestamp` (ISO), as webhooks, SSE and triggers receive it (secrets masked). */
@@ -60,7 +60,7 @@ export const changelogRow = (
   action,
   user_id: writer.userId,
   user_name: writer.userName,
-  changes: changelogChanges(changes),
+  changes,
   metadata: changelogMeta(writer, meta)
 })
 export type ChangelogRow = ReturnType<typeof changelogRow>

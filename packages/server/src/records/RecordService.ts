@@ -17,7 +17,7 @@ import { StructureService } from "../structures/StructureService.ts"
 import { makeGroupWrites } from "./GroupWrites.ts"
 import { isExpired } from "../query/Live.ts"
 import { isUuid, type RecordRow } from "../query/RecordRow.ts"
-import type { Writer } from "./model.ts"
+import { changelogChanges, type Writer } from "./model.ts"
 import { maskChanges, maskData } from "../structures/SecretPaths.ts"
 import { makeAtomicBulk } from "./RecordBulk.ts"
 import { RecordFailureHook } from "./RecordFailures.ts"
@@ -241,7 +241,7 @@ export class RecordService extends Context.Service<
             userId: e.user_id,
             userName: e.user_name,
             timestamp: e.created_at,
-            changes: maskChanges(structure, e.changes),
+            changes: maskChanges(structure, changelogChanges(e.changes)),
             metadata: e.metadata
           }))
         }

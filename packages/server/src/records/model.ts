@@ -65,6 +65,19 @@ export const diff = (structure: Structure | undefined, before: Record<string, un
   return changes
 }
 
-/** Changelog form of changes: `{field: {field, oldValue, newValue}}`. */
-export const changelogChanges = (changes: Changes) =>
-  Object.fromEntries(Object.entries(changes).map(([field, c]) => [field, { field, oldValue: c.old, newValue: c.new }]))
+/**
+ * Changelog form of stored changes: `{field: {field, oldValue, newValue}}`. A changelog entry stores its changes as
+ * a version does (`{old, new}`: no JSON to rebuild per row on the write path); entries written before keep this
+ * form and pass unchanged.
+ */
+export const changelogChanges = (changes: unknown): unknown => {
+  if (typeof changes !== "object" || changes === null || Array.isArray(changes)) return changes
+  const out: Record<string, unknown> = {}
+  for (const [field, c] of Object.entries(changes)) {
+    out[field] =
+      typeof c === "object" && c !== null && !("oldValue" in c) && ("old" in c || "new" in c)
+        ? { field, oldValue: (c as { old?: unknown }).old ?? null, newValue: (c as { new?: unknown }).new ?? null }
+        : c
+  }
+  return out
+}

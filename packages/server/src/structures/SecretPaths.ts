@@ -31,7 +31,7 @@ export const maskData = (structure: Structure, data: Record<string, unknown>): R
   return out
 }
 
-/** The values a stored change holds: `{old, new}` in versions, `{field, oldValue, newValue}` in the changelog. */
+/** The values a stored change holds: `{old, new}` (versions, changelog entries), `{field, oldValue, newValue}` (older changelog entries). */
 const changeValueKeys = ["old", "new", "oldValue", "newValue"] as const
 
 /**
