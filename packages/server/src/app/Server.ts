@@ -37,6 +37,7 @@ import { answerClientErrors } from "../platform/ClientErrors.ts"
 import { fastLane, fastServer, FastRoutes } from "../platform/FastRoutes.ts"
 import { ClusterLayer, NodeProbeLayer } from "../platform/Cluster.ts"
 import { DatabaseLayer } from "../platform/Database.ts"
+import { EmbeddedVacuumLayer } from "../platform/EmbeddedVacuum.ts"
 import { draining } from "../platform/Drain.ts"
 import { SystemHandlers } from "../platform/http.ts"
 import { routeLabels, serve } from "../platform/HttpEdge.ts"
@@ -73,7 +74,8 @@ const Entities = Layer.mergeAll(
   RecordKeyEntityLayer,
   TtlSweeperLayer(),
   VersionRetentionLayer(),
-  SchedulerLayer
+  SchedulerLayer,
+  EmbeddedVacuumLayer
 )
 
 /** Domain services, each needing only the database, the cluster and the identity layer below it. */

@@ -62,6 +62,14 @@ const EVENT_RETENTION_DAYS = 3
 /** Delivered and skipped deliveries are kept this long in the log; failed ones twice as long. */
 const DELIVERY_RETENTION_DAYS = 7
 const RELAY_LOCK = 7412007
+/**
+ * PGlite: after a step that relayed events, the next starts at least this long after it. A step is a transaction
+ * of five statements, each a round trip to PGlite's thread, and holds the embedded database (one backend) the whole
+ * time; under a steady write load the relay took a step per batch of creates, more of the database's time than the
+ * creates themselves. Measured with 64 connections of single creates: 1,630/s without the gap, 2,060/s with 25 ms
+ * (2,120/s with 50 ms). An event waits at most this much longer, and only while events keep coming.
+ */
+const EMBEDDED_STEP_GAP_MS = 25
 
 const toEventHead = (r: any): EventHead => ({
   id: String(r.id),
@@ -195,10 +203,19 @@ const runRelay = (dispatcher: Dispatcher) =>
     const step = yield* makeRelayStepWith(backlog)
     const wake = yield* Queue.sliding<void>(1)
     yield* listen(EVENTS_CHANNEL, () => void Queue.offerUnsafe(wake, undefined))
+    const sql = yield* SqlClient.SqlClient
+    const gap = sql.driver === "pglite" ? EMBEDDED_STEP_GAP_MS : 0
     const loop = Effect.gen(function* () {
+      const started = yield* Clock.currentTimeMillis
       const result = yield* step
       if (result.webhookIds.size > 0) yield* dispatcher.kick(result.webhookIds)
-      if (!result.full) yield* Effect.ignore(Effect.timeout(Queue.take(wake), POLL_INTERVAL))
+      if (!result.full) {
+        if (result.count > 0 && gap > 0) {
+          const rest = gap - ((yield* Clock.currentTimeMillis) - started)
+          if (rest > 0) yield* Effect.sleep(rest)
+        }
+        yield* Effect.ignore(Effect.timeout(Queue.take(wake), POLL_INTERVAL))
+      }
     }).pipe(
       Effect.catchCause((cause) =>
         Effect.logWarning("outbox relay step failed; retrying", cause).pipe(
