@@ -7,7 +7,7 @@ import { dueWork, vacuumRound } from "./EmbeddedVacuum.ts"
 import * as PgliteClient from "./PgliteClient.ts"
 
 describe("dueWork", () => {
-  const stats = { table: "t", live: 10_000, dead: 0, insertedSinceVacuum: 0, modifiedSinceAnalyze: 0 }
+  const stats = { table: "t", live: 10_000, dead: 0, insertedSinceVacuum: 0, modifiedSinceAnalyze: 0, xidAge: 1_000 }
   it("follows autovacuum's default thresholds: 50 rows plus a share of the live ones", () => {
     expect(dueWork(stats)).toBeUndefined()
     expect(dueWork({ ...stats, dead: 2_050 })).toBeUndefined()
@@ -15,6 +15,8 @@ describe("dueWork", () => {
     expect(dueWork({ ...stats, insertedSinceVacuum: 3_001 })).toBe("vacuum")
     expect(dueWork({ ...stats, modifiedSinceAnalyze: 1_051 })).toBe("analyze")
     expect(dueWork({ ...stats, modifiedSinceAnalyze: 1_050 })).toBeUndefined()
+    // past autovacuum_freeze_max_age, against transaction id wraparound
+    expect(dueWork({ ...stats, xidAge: 200_000_001 })).toBe("vacuum")
   })
 })
 
