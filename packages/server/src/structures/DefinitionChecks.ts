@@ -1,5 +1,6 @@
 // Checks of a structure definition that StructureService makes beside rules.ts: unique property ids per list, and
-// the references other structures hold to one (a structure, a slug or a property they name cannot go).
+// the references other structures hold to one (a structure, a slug or a property they name cannot go: brokenReferences).
+import type { ErrorDetail } from "@troupe/api/Errors"
 import type { PropertyDefinition, Structure } from "@troupe/api/structures/Structure"
 import { type DefinitionProblem, MAX_DEFINITION_DEPTH } from "./rules.ts"
 import { isObj } from "./StructureRows.ts"
@@ -50,4 +51,40 @@ export const referencesTo = (from: Structure, slug: string): Array<InboundRefere
       return []
     })
   return walk(from.properties, "properties")
+}
+
+/** Columns every record has: a reference may name them whatever the target structure's properties are. */
+const RECORD_COLUMNS = new Set(["id", "createdAt", "updatedAt", "version"])
+
+/**
+ * What other live structures would lose if `before` became `after` (undefined: deleted): references to its
+ * slug, or to fields it no longer has.
+ */
+export const brokenReferences = (others: ReadonlyArray<Structure>, before: Structure, after: Structure | undefined) => {
+  const inbound = others.flatMap((o) => referencesTo(o, before.recordSlug))
+  if (inbound.length === 0) return []
+  if (after === undefined || after.recordSlug !== before.recordSlug) {
+    return inbound.map(
+      (r): ErrorDetail => ({
+        field: after === undefined ? "id" : "recordSlug",
+        property: after === undefined ? "id" : "recordSlug",
+        message: `referenced by ${r.from.recordSlug}.${r.at}`
+      })
+    )
+  }
+  const names = new Set(after.properties.map((p) => p.name))
+  return inbound.flatMap((r) =>
+    [r.targetField, r.displayField].flatMap(
+      (f): Array<ErrorDetail> =>
+        f === undefined || RECORD_COLUMNS.has(f) || names.has(f)
+          ? []
+          : [
+              {
+                field: "properties",
+                property: "properties",
+                message: `'${f}' is used by ${r.from.recordSlug}.${r.at}`
+              }
+            ]
+    )
+  )
 }

@@ -14,9 +14,9 @@
 // - Setting `isSecret` on a property that already holds values encrypts them in the same transaction (records and
 //   versions; the versions' and changelog's `changes` are masked); renaming a secret re-encrypts it under its new
 //   path, and unsetting `isSecret` decrypts the values (SecretMigration.ts).
-// Size: over 500 lines, kept whole: create, update, delete, list and validate share the cache and one transaction
-// helper. Rows and versions live in StructureRows.ts and StructureVersions.ts, the records' side of a definition
-// change in StructureDataMigration.ts and SecretMigration.ts, definition checks beside rules.ts in DefinitionChecks.ts.
+// Around it: rows and versions in StructureRows.ts and StructureVersions.ts, the list in StructureList.ts, the records'
+// side of a definition change in StructureDataMigration.ts and SecretMigration.ts, definition checks beside rules.ts
+// (ids, references other structures hold) in DefinitionChecks.ts.
 import {
   type BadRequest,
   badRequest,
@@ -41,28 +41,17 @@ import { Context, DateTime, Effect, Layer, Schedule, Schema, Stream } from "effe
 import { SqlClient } from "effect/sql"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import * as Crypto from "node:crypto"
-import { num } from "../lib/rows.ts"
 import { schemaDetails } from "../platform/HttpEdge.ts"
 import { Notifier } from "../platform/Notifier.ts"
 import { Secrets } from "../platform/Secrets.ts"
-import { idProblems, referencesTo } from "./DefinitionChecks.ts"
+import { brokenReferences, idProblems } from "./DefinitionChecks.ts"
 import { checkStructure, type DefinitionProblem, mergeStructureUpdate, normalizeStructure, slugify } from "./rules.ts"
 import { makeDataMigration } from "./StructureDataMigration.ts"
+import { type ListQuery, makeStructureList } from "./StructureList.ts"
 import { migrateSecrets, secretSteps } from "./SecretMigration.ts"
 import { canonical, defaultMetadata, definitionOf, isObj, toStructure } from "./StructureRows.ts"
 import { pruneVersions, type StructureVersionEntry, versionReads } from "./StructureVersions.ts"
 import { clearValidatorCache } from "./Validator.ts"
-
-export interface ListQuery {
-  readonly page?: number | undefined
-  readonly limit?: number | undefined
-  readonly search?: string | undefined
-  readonly searchField?: string | undefined
-  readonly "sort[field]"?: string | undefined
-  readonly "sort[direction]"?: string | undefined
-  readonly "filter[status]"?: string | undefined
-  readonly "filter[isDeleted]"?: string | undefined
-}
 
 const notFoundError = (what: string) => notFound({ message: `Structure ${what} not found`, code: "STRUCTURE_NOT_FOUND" })
 
@@ -83,12 +72,6 @@ const writesLocked = () => locked({ message: "Structure writes are locked while 
 
 const uuidRe = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const isUuid = (s: string) => uuidRe.test(s)
-
-/** The largest page and page size of the structure lists. */
-export const MAX_LIST_PAGE = 1_000_000
-export const MAX_LIST_LIMIT = 500
-
-const RECORD_COLUMNS = new Set(["id", "createdAt", "updatedAt", "version"])
 
 type ServiceError = BadRequest | Conflict | NotFound | Locked
 
@@ -213,39 +196,6 @@ export class StructureService extends Context.Service<
           problems.push(...idProblems(isObj(candidate) ? candidate.properties : undefined))
           return { problems, others: structures.filter((s) => s.id !== selfId) }
         })
-
-      /**
-       * What other live structures would lose if `before` became `after` (undefined: deleted): references to its
-       * slug, or to fields it no longer has.
-       */
-      const brokenReferences = (others: ReadonlyArray<Structure>, before: Structure, after: Structure | undefined) => {
-        const inbound = others.flatMap((o) => referencesTo(o, before.recordSlug))
-        if (inbound.length === 0) return []
-        if (after === undefined || after.recordSlug !== before.recordSlug) {
-          return inbound.map(
-            (r): ErrorDetail => ({
-              field: after === undefined ? "id" : "recordSlug",
-              property: after === undefined ? "id" : "recordSlug",
-              message: `referenced by ${r.from.recordSlug}.${r.at}`
-            })
-          )
-        }
-        const names = new Set(after.properties.map((p) => p.name))
-        return inbound.flatMap((r) =>
-          [r.targetField, r.displayField].flatMap(
-            (f): Array<ErrorDetail> =>
-              f === undefined || RECORD_COLUMNS.has(f) || names.has(f)
-                ? []
-                : [
-                    {
-                      field: "properties",
-                      property: "properties",
-                      message: `'${f}' is used by ${r.from.recordSlug}.${r.at}`
-                    }
-                  ]
-          )
-        )
-      }
 
       const referencedConflict = (details: ReadonlyArray<ErrorDetail>) =>
         conflict({ message: "Other structures reference this structure or its fields", code: "CONFLICT", details })
@@ -486,65 +436,7 @@ export class StructureService extends Context.Service<
         return toStructure(rows[0])
       })
 
-      const sortable: Record<string, string> = {
-        name: "name",
-        recordSlug: "record_slug",
-        createdAt: "created_at",
-        updatedAt: "updated_at",
-        version: "version",
-        status: "(definition->>'status')"
-      }
-
-      const list = Effect.fn("StructureService.list")(function* (workspace: string, q: ListQuery) {
-        const bad = (field: string, message: string) =>
-          badRequest({
-            message: `${field} ${message}`,
-            code: "VALIDATION_ERROR",
-            details: [{ field, property: field, message }]
-          })
-        const page = q.page ?? 1
-        if (!Number.isSafeInteger(page) || page < 1 || page > MAX_LIST_PAGE) {
-          return yield* bad("page", `must be a whole number from 1 to ${MAX_LIST_PAGE}`)
-        }
-        const limit = q.limit ?? MAX_LIST_LIMIT
-        if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
-          return yield* bad("limit", `must be a whole number from 1 to ${MAX_LIST_LIMIT}`)
-        }
-        const searchField = q.searchField ?? "name"
-        const sortField = q["sort[field]"] ?? "createdAt"
-        const sortColumn = sortable[sortField]
-        if (sortColumn === undefined) {
-          return yield* bad("sort[field]", `must be one of ${Object.keys(sortable).join(", ")}`)
-        }
-        const desc = (q["sort[direction]"] ?? "asc").toLowerCase() === "desc"
-        const deleted = q["filter[isDeleted]"] === "true" || q["filter[isDeleted]"] === "1"
-        const conditions = [sql`workspace = ${workspace}`, sql`is_deleted = ${deleted}`]
-        if (q["filter[status]"] !== undefined) conditions.push(sql`definition->>'status' = ${q["filter[status]"]}`)
-        if (q.search !== undefined && q.search.length > 0) {
-          const column =
-            searchField === "description"
-              ? sql`coalesce(definition->>'description', '')`
-              : searchField === "id"
-                ? sql`id::text`
-                : searchField === "recordSlug"
-                  ? sql`record_slug`
-                  : searchField === "name"
-                    ? sql`name`
-                    : undefined
-          if (column === undefined) return yield* bad("searchField", "must be one of name, recordSlug, description, id")
-          conditions.push(sql`${column} ILIKE ${`%${q.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`}`)
-        }
-        const where = sql.and(conditions)
-        const order = sql.literal(`${sortColumn} ${desc ? "DESC" : "ASC"}, id ASC`)
-        const [rows, count] = yield* Effect.all(
-          [
-            sql`SELECT * FROM structures WHERE ${where} ORDER BY ${order} LIMIT ${limit} OFFSET ${(page - 1) * limit}`,
-            sql`SELECT count(*)::int AS n FROM structures WHERE ${where}`
-          ],
-          { concurrency: 1 }
-        ).pipe(Effect.orDie)
-        return { data: rows.map(toStructure), meta: { total: num(count[0]!.n), page, pageSize: limit } }
-      })
+      const list = makeStructureList(sql)
 
       const validate = (workspace: string, body: unknown): Effect.Effect<StructureValidation> =>
         Effect.gen(function* () {
