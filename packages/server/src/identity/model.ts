@@ -3,6 +3,7 @@ import type { Principal } from "@troupe/api/Authorization"
 import { type Forbidden, forbidden } from "@troupe/api/Errors"
 import { Effect } from "effect"
 import { SqlError } from "effect/sql/SqlError"
+import { isCollision } from "../platform/sqlErrors.ts"
 import { AccessCache, markIdentityChanged } from "./AccessCache.ts"
 import { SqlClient } from "effect/sql"
 import { notHeld } from "./Permissions.ts"
@@ -60,7 +61,7 @@ export const identityChange = <A, E, R>(change: Effect.Effect<A, E, R>) =>
     const cache = yield* AccessCache
     const result = yield* sql.withTransaction(Effect.tap(change, () => markIdentityChanged)).pipe(
       Effect.retry({
-        while: (e) => e instanceof SqlError && (e.reason._tag === "DeadlockError" || e.reason._tag === "SerializationError"),
+        while: (e) => e instanceof SqlError && isCollision(e),
         times: 3
       })
     )

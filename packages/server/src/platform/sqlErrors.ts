@@ -30,3 +30,9 @@ export const classifyPgError = (cause: unknown, operation: string): SqlErrorReas
 /** A foreign key violation (23503): the row the write names was deleted meanwhile. Both drivers keep the code. */
 export const isForeignKeyViolation = (e: SqlError): boolean =>
   e.reason._tag === "ConstraintError" && (e.reason.cause as { code?: unknown } | undefined)?.code === "23503"
+
+/**
+ * PostgreSQL failed the transaction to resolve a collision with a concurrent one (a deadlock, 40P01, or a
+ * serialisation failure, 40001): nothing of it was written, and running it again may succeed.
+ */
+export const isCollision = (e: SqlError): boolean => e.reason._tag === "DeadlockError" || e.reason._tag === "SerializationError"

@@ -10,7 +10,7 @@ import { SqlClient } from "effect/sql"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import { appendEvent, appendEvents, type OutboxEvent } from "../events/Outbox.ts"
 import { iso, json, num } from "../lib/rows.ts"
-import { isForeignKeyViolation } from "../platform/sqlErrors.ts"
+import { isCollision, isForeignKeyViolation } from "../platform/sqlErrors.ts"
 import { liveRecord } from "../query/Live.ts"
 import { decodeRecordRow, type RecordRow } from "../query/RecordRow.ts"
 import { decodeChangelogRow, decodeVersionRow, type StoredChangelogEntry, type StoredVersion } from "./model.ts"
@@ -48,7 +48,7 @@ const make = Effect.gen(function* () {
         isSqlError(e)
           ? e.reason._tag === "UniqueViolation"
             ? Effect.fail(conflict({ message: "A unique constraint was violated", code: "DUPLICATE_KEY" }))
-            : e.reason._tag === "DeadlockError" || e.reason._tag === "SerializationError" || e.reason._tag === "LockTimeoutError"
+            : isCollision(e) || e.reason._tag === "LockTimeoutError"
               ? Effect.fail(conflict({ message: "The write collided with a concurrent write; retry it", code: "CONFLICT" }))
               : isForeignKeyViolation(e)
                 ? Effect.fail(notFound({ message: "Structure not found: it was deleted", code: "STRUCTURE_NOT_FOUND" }))

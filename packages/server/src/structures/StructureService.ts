@@ -43,6 +43,7 @@ import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import * as Crypto from "node:crypto"
 import { schemaDetails } from "../platform/HttpEdge.ts"
 import { Notifier } from "../platform/Notifier.ts"
+import { isCollision } from "../platform/sqlErrors.ts"
 import { Secrets } from "../platform/Secrets.ts"
 import { brokenReferences, idProblems } from "./DefinitionChecks.ts"
 import { checkStructure, type DefinitionProblem, mergeStructureUpdate, normalizeStructure, slugify } from "./rules.ts"
@@ -389,16 +390,14 @@ export class StructureService extends Context.Service<
           // deadlock by failing one side, and this side tries again (the writes are then answered 404)
           yield* sql`DELETE FROM structures WHERE id = ${existing.id}`.pipe(
             Effect.retry({
-              while: (e) => e.reason._tag === "DeadlockError",
+              while: isCollision,
               times: 5,
               schedule: Schedule.exponential("20 millis")
             }),
-            Effect.catchIf(
-              (e) => e.reason._tag === "DeadlockError",
-              () =>
-                Effect.fail(
-                  conflict({ message: "Writes to the structure's records kept the delete from finishing; retry it", code: "CONFLICT" })
-                )
+            Effect.catchIf(isCollision, () =>
+              Effect.fail(
+                conflict({ message: "Writes to the structure's records kept the delete from finishing; retry it", code: "CONFLICT" })
+              )
             ),
             Effect.orDie
           )
