@@ -4,6 +4,7 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Effect, Exit, Layer, Logger } from "effect"
 import { ServerLayer } from "./app/Server.ts"
+import { stdoutJsonLogger } from "./platform/LogLines.ts"
 
 const program = Layer.launch(ServerLayer).pipe(
   Effect.catchTag("InvalidConfig", (e) =>
@@ -12,7 +13,7 @@ const program = Layer.launch(ServerLayer).pipe(
       process.exit(1)
     })
   ),
-  Effect.provide(Logger.layer([Logger.consoleJson]))
+  Effect.provide(Logger.layer([stdoutJsonLogger()]))
 )
 
 NodeRuntime.runMain(program, {
