@@ -32,6 +32,20 @@ export const isForeignKeyViolation = (e: SqlError): boolean =>
   e.reason._tag === "ConstraintError" && (e.reason.cause as { code?: unknown } | undefined)?.code === "23503"
 
 /**
+ * A record write named a structure deleted for good meanwhile: the create statement's null `structure_id`
+ * (23502 on that column, RecordBatchSql.createRecords), or a foreign key of another table.
+ */
+export const isStructureGone = (e: SqlError): boolean => {
+  if (e.reason._tag !== "ConstraintError") return false
+  const cause = e.reason.cause as { code?: unknown; column?: unknown; message?: unknown } | undefined
+  if (cause?.code === "23503") return true
+  return (
+    cause?.code === "23502" &&
+    (cause.column === "structure_id" || (typeof cause.message === "string" && cause.message.includes('"structure_id"')))
+  )
+}
+
+/**
  * PostgreSQL failed the transaction to resolve a collision with a concurrent one (a deadlock, 40P01, or a
  * serialisation failure, 40001): nothing of it was written, and running it again may succeed.
  */

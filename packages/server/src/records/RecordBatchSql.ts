@@ -103,7 +103,10 @@ export const makeBatchStatements = (sql: SqlClient.SqlClient) => {
   /**
    * New records and everything a create writes beside them in ONE statement (outside a transaction it needs no
    * BEGIN/COMMIT): the rows, their unique claims, version 1, changelog entries and outbox events. A value someone
-   * holds, or two items claim, fails the whole statement with a unique violation: nothing is written. The rows of a
+   * holds, or two items claim, fails the whole statement with a unique violation: nothing is written. Each structure
+   * written to is share-locked once (`structs`: a delete for good waits for the statement, or the statement for the
+   * delete); one deleted for good leaves its records a null `structure_id`, which fails the whole statement as a
+   * foreign key did row by row (sqlErrors.isStructureGone; migration 0009). The rows of a
    * statement share now(): a microsecond apart, they keep their order in `createdAt`, their changelog and the
    * outbox. Returned in the order given.
    */
@@ -112,10 +115,11 @@ export const makeBatchStatements = (sql: SqlClient.SqlClient) => {
       AS v(i int, version int, id uuid, workspace text, structure_id uuid, data jsonb, metadata jsonb, created_by text,
         expires_at timestamptz, changes jsonb, log_id uuid, log_action text, log_user_name text,
         log_metadata jsonb, ev_type text, ev_slug text, ev_slim boolean, payload jsonb)),
+    structs AS (SELECT id FROM structures WHERE id IN (SELECT DISTINCT structure_id FROM v) FOR KEY SHARE),
     inserted AS (INSERT INTO records (id, workspace, structure_id, data, metadata, created_by, updated_by, expires_at, created_at, updated_at)
-      SELECT id, workspace, structure_id, data, metadata, created_by, created_by, expires_at,
+      SELECT v.id, workspace, s.id, data, metadata, created_by, created_by, expires_at,
         now() + i * interval '1 microsecond', now() + i * interval '1 microsecond'
-      FROM v ORDER BY i RETURNING id, created_at),
+      FROM v LEFT JOIN structs s ON s.id = v.structure_id ORDER BY i RETURNING id, created_at),
     claimed AS (INSERT INTO record_unique_values (structure_id, field, value, record_id)
       SELECT structure_id, field, value, record_id FROM jsonb_to_recordset(${JSON.stringify(claims)}::jsonb)
         AS c(structure_id uuid, field text, value text, record_id uuid)),

@@ -87,3 +87,64 @@ layer(Services)("RecordRepo.updateRecordsWithHistory", (it) => {
     })
   )
 })
+
+layer(Services)("RecordRepo.createRecords and a structure deleted for good", (it) => {
+  const countOf = (sql: SqlClient.SqlClient, query: string, id: string) =>
+    Effect.map(sql.unsafe(query, [id]), (rows: ReadonlyArray<any>) => Number(rows[0].n)).pipe(Effect.orDie)
+
+  it.effect("the delete takes the records, their history and their unique values; a create naming it then fails whole, with 404", () =>
+    Effect.gen(function* () {
+      const records = yield* RecordService
+      const repo = yield* RecordRepo
+      const structures = yield* StructureService
+      const sql = yield* SqlClient.SqlClient
+      const make = (slug: string) =>
+        Effect.orDie(
+          structures.create(
+            TEST_WORKSPACE,
+            { name: slug, recordSlug: slug, properties: [{ name: "u", type: "string", isUnique: true }] },
+            owner
+          )
+        )
+      const doomed = yield* make("doomed-keys")
+      const kept = yield* make("kept-keys")
+      const a = yield* records.create(doomed, { data: { u: "a" } }, writer)
+      yield* records.create(doomed, { data: { u: "b" } }, writer)
+      const other = yield* records.create(kept, { data: { u: "a" } }, writer)
+      yield* Effect.orDie(structures.remove(TEST_WORKSPACE, doomed.id, true, owner))
+
+      expect(yield* countOf(sql, "SELECT count(*) AS n FROM records WHERE structure_id = $1", doomed.id)).toBe(0)
+      expect(yield* countOf(sql, "SELECT count(*) AS n FROM record_unique_values WHERE structure_id = $1", doomed.id)).toBe(0)
+      expect(yield* counts(sql, a.row.id)).toStrictEqual({ versions: 0, changelog: 0, events: 1 })
+      expect(yield* countOf(sql, "SELECT count(*) AS n FROM record_unique_values WHERE structure_id = $1", kept.id)).toBe(1)
+      expect((yield* repo.findMany([other.row.id])).get(other.row.id)?.row.data).toStrictEqual({ u: "a" })
+
+      // one statement for both structures: the deleted one fails it, so the other's record is not written either
+      const item = (structure: Structure, u: string) => {
+        const id = crypto.randomUUID()
+        const data = { u }
+        const changes = { u: { old: null, new: u } }
+        const row = { id, workspace: TEST_WORKSPACE, data, version: 1 }
+        return {
+          record: {
+            id,
+            workspace: TEST_WORKSPACE,
+            structure_id: structure.id,
+            data,
+            metadata: {},
+            created_by: writer.userId,
+            expires_at: null
+          },
+          changes,
+          log: changelogRow(row, "create", changes, writer),
+          event: eventOf("record.created", structure, row, null, changes, writer, new Date().toISOString())
+        }
+      }
+      const failed = yield* Effect.flip(repo.atomic(repo.createRecords([item(kept, "x"), item(doomed, "y")], [])))
+      expect(failed).toMatchObject({ statusCode: 404, code: "STRUCTURE_NOT_FOUND" })
+      expect(yield* countOf(sql, "SELECT count(*) AS n FROM records WHERE structure_id = $1", kept.id)).toBe(1)
+      // and through the service, with the structure as it was read before the delete
+      expect(yield* Effect.flip(records.create(doomed, { data: { u: "c" } }, writer))).toMatchObject({ code: "STRUCTURE_NOT_FOUND" })
+    })
+  )
+})

@@ -10,7 +10,7 @@ import { SqlClient } from "effect/sql"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import { appendEvent, appendEvents, type OutboxEvent } from "../events/Outbox.ts"
 import { iso, json, num } from "../lib/rows.ts"
-import { isCollision, isForeignKeyViolation } from "../platform/sqlErrors.ts"
+import { isCollision, isStructureGone } from "../platform/sqlErrors.ts"
 import { liveRecord } from "../query/Live.ts"
 import { decodeRecordRow, type RecordRow } from "../query/RecordRow.ts"
 import { decodeChangelogRow, decodeVersionRow, type StoredChangelogEntry, type StoredVersion } from "./model.ts"
@@ -36,9 +36,8 @@ const make = Effect.gen(function* () {
 
   /**
    * A write that is atomic by itself (one statement, or a transaction): unique violations no check foresaw are 409s,
-   * collisions with a concurrent write too. A foreign key violation can only be a structure deleted for good while
-   * the write was on its way (records' other tables keep no keys to records): 404, as if it had come a moment later.
-   * Other SQL failures are defects (the write may have committed: no caller may retry it blindly).
+   * collisions with a concurrent write too. A structure deleted for good while the write was on its way
+   * (isStructureGone) is a 404, as if the write had come a moment later. Other SQL failures are defects (the write may have committed: no caller may retry it blindly).
    */
   const atomic = <A, E, R>(
     effect: Effect.Effect<A, E, R>
@@ -50,7 +49,7 @@ const make = Effect.gen(function* () {
             ? Effect.fail(conflict({ message: "A unique constraint was violated", code: "DUPLICATE_KEY" }))
             : isCollision(e) || e.reason._tag === "LockTimeoutError"
               ? Effect.fail(conflict({ message: "The write collided with a concurrent write; retry it", code: "CONFLICT" }))
-              : isForeignKeyViolation(e)
+              : isStructureGone(e)
                 ? Effect.fail(notFound({ message: "Structure not found: it was deleted", code: "STRUCTURE_NOT_FOUND" }))
                 : Effect.die(e)
           : Effect.fail(e)

@@ -5,7 +5,7 @@
 // Decisions (the README's "Structures" section has the full list):
 // - A soft-deleted structure is gone for everything but the structure routes: `get`, `getBySlug`, `resolve` and
 //   `all` (what record routes use) answer 404 STRUCTURE_NOT_FOUND for it; `getAny` (GET /structures/{id}, versions)
-//   still shows it with `isDeleted: true`, and `?hard=true` removes it (records, versions go by FK cascade).
+//   still shows it with `isDeleted: true`, and `?hard=true` removes it (its versions by FK cascade, its records and claims by a trigger, migration 0009).
 // - A structure another live structure references cannot be deleted, nor change its recordSlug (409): the
 //   reference would dangle. Renaming or removing a property that another structure's reference names as
 //   targetField / displayField is refused the same way.
@@ -385,8 +385,8 @@ export class StructureService extends Context.Service<
           return yield* notFoundError(id)
         }
         if (hard) {
-          // records, their versions, changelog and unique values, and the structure's versions go by FK cascade. The
-          // cascade locks the records while writes to them wait on the structure's key: PostgreSQL breaks such a
+          // the structure's versions go by FK cascade; its records (with their history) and unique values by the
+          // trigger of migration 0009. The trigger locks the records while writes to them wait on the structure's key: PostgreSQL breaks such a
           // deadlock by failing one side, and this side tries again (the writes are then answered 404)
           yield* sql`DELETE FROM structures WHERE id = ${existing.id}`.pipe(
             Effect.retry({
