@@ -261,6 +261,24 @@ describe("trigger types over HTTP", () => {
       expect((await c.call("DELETE", `/function-triggers/${t.id}`)).status).toBe(200)
     })
 
+    it("an interval trigger stops at once when its function is deleted", async () => {
+      const doomed = await c.createFunction("doomed-audit", AUDIT)
+      const t = await c.createTrigger({
+        name: "every-second-doomed",
+        functionId: doomed.id,
+        executionType: "scheduled",
+        triggerMetadata: { interval: 1, params: { tag: "doomed" } }
+      })
+      await waitAudit("doomed", 1, 10_000)
+      expect((await c.call("DELETE", `/compute-functions/${doomed.id}`)).status).toBe(200)
+      await sleep(300)
+      const runsAt = async () => (await c.call("GET", `/function-runs?triggerId=${t.id}&limit=100`)).body.data.length
+      const atDelete = await runsAt()
+      await sleep(2500)
+      expect(await runsAt()).toBe(atDelete)
+      expect((await c.call("GET", `/function-triggers/${t.id}`)).status).toBe(200)
+    })
+
     it("a once trigger fires once and then stays, marked completed", async () => {
       const at = new Date(Date.now() + 1500).toISOString()
       const t = await c.createTrigger({

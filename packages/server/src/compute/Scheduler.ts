@@ -5,7 +5,8 @@
 // unique on (trigger_id, scheduled_for). So a tick runs exactly once even while two schedulers overlap during a
 // hand-over: the loser's compare-and-set matches nothing, and a duplicate insert is ignored.
 // Changes (create, update, pause, resume, delete) reach the scheduler through the Notifier at once; a full reload
-// every 30 s covers a lost signal.
+// every 30 s covers a lost signal. A tick also checks that the trigger's function still exists, so a deleted
+// function's triggers stop at once, whatever the scheduler holds in memory (its tick then reloads).
 import { Clock, Duration, Effect, Layer, Queue, Schedule, Stream } from "effect"
 import { Singleton } from "effect/cluster"
 import { SqlClient } from "effect/sql"
@@ -68,6 +69,7 @@ const runScheduler = Effect.gen(function* () {
           metadata = CASE WHEN v.complete THEN t.metadata || '{"completed": true}'::jsonb ELSE t.metadata END
         FROM jsonb_to_recordset(${JSON.stringify(moves)}::jsonb) AS v(id uuid, due timestamptz, next timestamptz, complete boolean)
         WHERE t.id = v.id AND t.next_run_at = v.due AND NOT t.paused
+          AND EXISTS (SELECT 1 FROM functions f WHERE f.id = t.function_id)
         RETURNING t.id`
         const ids = new Set(won.map((r: any) => String(r.id)))
         const firedAt = new Date(now).toISOString()
