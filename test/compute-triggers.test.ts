@@ -177,19 +177,49 @@ describe("on-demand triggers, drafts and re-runs", () => {
       const invalidDraft = await c.call("POST", "/drafts", { resourceType: "compute-functions", data: { name: "no-code" } })
       expect((await c.call("POST", `/compute-functions/${invalidDraft.body.id}/publish`)).status).toBe(400)
       expect((await c.call("DELETE", `/drafts/${invalidDraft.body.id}`)).status).toBe(200)
+      // the create's own checks name the field inside the draft too
+      const badCode = await c.call("POST", "/drafts", {
+        resourceType: "compute-functions",
+        data: { name: "old-style", code: "exports.handler = 1" }
+      })
+      const codeRefused = await c.call("POST", `/compute-functions/${badCode.body.id}/publish`)
+      expect(codeRefused.status).toBe(400)
+      expect(codeRefused.body.details[0]).toMatchObject({ field: "data.code", property: "data.code" })
       expect((await c.call("POST", "/drafts", { resourceType: "pages", data: {} })).status).toBe(400)
     })
 
-    it("a trigger draft is published through /function-triggers/{draftId}/publish", async () => {
+    it("a trigger draft is published through /function-triggers/{draftId}/publish; its params to encrypt are never stored or shown in plaintext", async () => {
       const draft = await c.call("POST", "/drafts", {
         resourceType: "function-triggers",
-        data: { name: "drafted-trigger", functionId: echo.id, executionType: "on-demand" }
+        data: {
+          name: "drafted-trigger",
+          functionId: echo.id,
+          executionType: "on-demand",
+          triggerMetadata: { params: { plain: 1, apiKey: { value: "sk-draft-123", encrypt: true } } }
+        }
       })
       expect(draft.status).toBe(201)
+      expect(draft.body.data.triggerMetadata.params.apiKey).toMatchObject({ encrypted: true })
+      expect(draft.body.data.triggerMetadata.params.plain).toBe(1)
+      expect(JSON.stringify(draft.body)).not.toContain("sk-draft-123")
+      const reread = await c.call("GET", `/drafts/${draft.body.id}`)
+      expect(JSON.stringify(reread.body)).not.toContain("sk-draft-123")
+      const listed = await c.call("GET", "/drafts?resourceType=function-triggers")
+      expect(JSON.stringify(listed.body)).not.toContain("sk-draft-123")
+      const edited = await c.call("PUT", `/drafts/${draft.body.id}`, {
+        data: {
+          ...draft.body.data,
+          triggerMetadata: { params: { ...draft.body.data.triggerMetadata.params, other: { value: "sk-other", encrypt: true } } }
+        }
+      })
+      expect(edited.status, edited.text).toBe(200)
+      expect(JSON.stringify(edited.body)).not.toContain("sk-other")
       expect((await c.call("POST", `/compute-functions/${draft.body.id}/publish`)).status).toBe(404)
       const published = await c.call("POST", `/function-triggers/${draft.body.id}/publish`)
       expect(published.status, published.text).toBe(201)
       expect(published.body).toMatchObject({ name: "drafted-trigger", executionType: "on-demand" })
+      const run = await c.waitRun((await c.call("POST", `/function-triggers/${published.body.id}/execute`, {})).body.jobId)
+      expect(run.result.data.trigger).toStrictEqual({ plain: 1, apiKey: "sk-draft-123", other: "sk-other" })
     })
   })
 

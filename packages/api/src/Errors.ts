@@ -105,6 +105,36 @@ export class ServiceUnavailable extends Schema.Error<ServiceUnavailable>("Servic
 export const serviceUnavailable = (i: ErrorInit | string): ServiceUnavailable =>
   new ServiceUnavailable(init(503, "UNAVAILABLE", typeof i === "string" ? { message: i } : i))
 
+/**
+ * The same error (any of the classes above) with each detail's path renamed, e.g. to name a field as the caller's
+ * body spells it; any other failure as it is.
+ */
+export const renameDetails = <E>(e: E, rename: (field: string) => string): E => {
+  const err = e as unknown as {
+    readonly error?: unknown
+    readonly message: string
+    readonly code: string
+    readonly statusCode: number
+    readonly details?: ReadonlyArray<ErrorDetail>
+    readonly requestId?: string
+    readonly constructor: new (fields: object) => E
+  }
+  if (typeof err !== "object" || err === null || typeof err.error !== "string" || !Array.isArray(err.details)) return e
+  if (err.details.length === 0) return e
+  const renamed = err.details.map((d) => {
+    const field = rename(d.field)
+    return { ...d, field, property: field }
+  })
+  return new err.constructor({
+    error: err.error,
+    message: err.message,
+    code: err.code,
+    statusCode: err.statusCode,
+    details: renamed,
+    ...(err.requestId !== undefined ? { requestId: err.requestId } : {})
+  })
+}
+
 /** Body + status helpers for code that builds error bodies outside HttpApi (router-level failures). */
 export const errorBody = (status: number, code: string, message: string, detailList: ReadonlyArray<ErrorDetail> = []) => ({
   error: statusText(status),

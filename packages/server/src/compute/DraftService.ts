@@ -1,6 +1,8 @@
 // Drafts (README "Drafts"): functions and triggers held for review. A draft's
-// data is free-form until it is published (FunctionService / TriggerService check it then). Every route needs the
-// permission of the draft's resource type: functions read:/write:functions, triggers read:/write:triggers.
+// data is free-form until it is published (FunctionService / TriggerService check it then), except that a trigger
+// draft's params written `{value, encrypt: true}` are encrypted as soon as the draft is saved (TriggerParams.seal),
+// so their plaintext is never stored nor shown. Every route needs the permission of the draft's resource type:
+// functions read:/write:functions, triggers read:/write:triggers.
 import { can, type Permission, type Principal } from "@troupe/api/Authorization"
 import type { Draft, DraftResourceType } from "@troupe/api/compute/Compute"
 import { type BadRequest, type Forbidden, forbidden, type NotFound } from "@troupe/api/Errors"
@@ -8,6 +10,7 @@ import { Context, Effect, Layer } from "effect"
 import * as Crypto from "node:crypto"
 import { DraftRepo } from "./DraftRepo.ts"
 import { checkId, draftNotFound } from "./model.ts"
+import { TriggerParams } from "./TriggerParams.ts"
 
 const permissionOf = (type: DraftResourceType, write: boolean): Permission =>
   type === "compute-functions" ? (write ? "write:functions" : "read:functions") : write ? "write:triggers" : "read:triggers"
@@ -21,7 +24,7 @@ export class DraftService extends Context.Service<
       workspace: string,
       input: { resourceType: DraftResourceType; data: Record<string, unknown> },
       by: Principal
-    ) => Effect.Effect<Draft, Forbidden>
+    ) => Effect.Effect<Draft, Forbidden | BadRequest>
     readonly list: (
       workspace: string,
       query: { page?: number | undefined; limit?: number | undefined; resourceType?: DraftResourceType | undefined },
@@ -45,6 +48,20 @@ export class DraftService extends Context.Service<
     DraftService,
     Effect.gen(function* () {
       const repo = yield* DraftRepo
+      const params = yield* TriggerParams
+
+      /** A trigger draft's `triggerMetadata.params`, sealed as a trigger's are; any other data as it came. */
+      const sealed = (workspace: string, type: DraftResourceType, data: Record<string, unknown>) =>
+        Effect.gen(function* () {
+          const metadata = data.triggerMetadata
+          if (type !== "function-triggers" || typeof metadata !== "object" || metadata === null || Array.isArray(metadata)) return data
+          const meta = metadata as Record<string, unknown>
+          if (meta.params === undefined) return data
+          return {
+            ...data,
+            triggerMetadata: { ...meta, params: yield* params.seal(workspace, meta.params, "data.triggerMetadata.params") }
+          }
+        })
 
       const allowed = (by: Principal, type: DraftResourceType, write: boolean) => {
         const permission = permissionOf(type, write)
@@ -63,9 +80,8 @@ export class DraftService extends Context.Service<
       return DraftService.of({
         create: Effect.fn("DraftService.create")(function* (workspace, input, by) {
           yield* allowed(by, input.resourceType, true)
-          return yield* Effect.orDie(
-            repo.insert({ id: Crypto.randomUUID(), workspace, resourceType: input.resourceType, data: input.data, by: by.id })
-          )
+          const data = yield* sealed(workspace, input.resourceType, input.data)
+          return yield* Effect.orDie(repo.insert({ id: Crypto.randomUUID(), workspace, resourceType: input.resourceType, data, by: by.id }))
         }),
         list: Effect.fn("DraftService.list")(function* (workspace, query, by) {
           const page = query.page ?? 1
@@ -77,8 +93,8 @@ export class DraftService extends Context.Service<
         }),
         get: Effect.fn("DraftService.get")((workspace, id, by) => found(workspace, id, by, false)),
         update: Effect.fn("DraftService.update")(function* (workspace, id, data, by) {
-          yield* found(workspace, id, by, true)
-          const draft = yield* Effect.orDie(repo.update(workspace, id, data))
+          const existing = yield* found(workspace, id, by, true)
+          const draft = yield* Effect.orDie(repo.update(workspace, id, yield* sealed(workspace, existing.resourceType, data)))
           if (draft === undefined) return yield* draftNotFound(id)
           return draft
         }),
@@ -91,5 +107,5 @@ export class DraftService extends Context.Service<
     })
   )
 
-  static readonly layer = this.layerNoDeps.pipe(Layer.provide(DraftRepo.layer))
+  static readonly layer = this.layerNoDeps.pipe(Layer.provide([DraftRepo.layer, TriggerParams.layer]))
 }

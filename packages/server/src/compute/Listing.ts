@@ -1,7 +1,7 @@
 // What the function and trigger lists share (search, sort, page), and publishing a draft as either resource: read
 // the draft, check its data with the resource's create schema, create, remove the draft — in one transaction.
 import type { DraftResourceType } from "@troupe/api/compute/Compute"
-import type { BadRequest, NotFound } from "@troupe/api/Errors"
+import { BadRequest, type NotFound, renameDetails } from "@troupe/api/Errors"
 import { Effect, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
@@ -63,6 +63,10 @@ export const listRows = (
     return { rows, total: Number(total[0]?.n ?? 0) }
   })
 
+/** A create's 400 as a publish gives it: each detail names the field inside the draft (`data.<field>`). */
+const underData = (e: BadRequest): BadRequest =>
+  renameDetails(e, (field) => (field.startsWith("data.") || field === "data" ? field : `data.${field}`))
+
 /**
  * Publishes a draft of `type`: its data decoded with the resource's create schema (400 naming `data.<field>`), then
  * `create` and the draft's removal in one transaction (a failed create keeps the draft).
@@ -85,7 +89,7 @@ export const publishDraft =
             const draft = yield* Effect.orDie(drafts.get(workspace, draftId))
             if (draft === undefined || draft.resourceType !== type) return yield* draftNotFound(draftId)
             const input = yield* decode(draft.data, { errors: "all" }).pipe(Effect.mapError((e) => invalidAll(schemaDetails(e, "data"))))
-            const created = yield* create(input)
+            const created = yield* create(input).pipe(Effect.mapError((e) => (e instanceof BadRequest ? underData(e) : e)))
             yield* Effect.orDie(drafts.delete(workspace, draftId))
             return created
           })
