@@ -7,7 +7,8 @@
  */
 import { type Permission, Permissions, type Role } from "../Authorization.ts"
 
-const viewer: ReadonlyArray<Permission> = ["read:structures", "read:records", "read:functions", "read:storage"]
+/** Every `read:*` permission (CONTRACT: viewer = every read). */
+const viewer: ReadonlyArray<Permission> = Permissions.filter((p) => p.startsWith("read:"))
 const developer: ReadonlyArray<Permission> = [
   ...viewer,
   "write:structures",
@@ -16,16 +17,7 @@ const developer: ReadonlyArray<Permission> = [
   "execute:functions",
   "write:storage"
 ]
-const admin: ReadonlyArray<Permission> = [
-  ...developer,
-  "read:webhooks",
-  "write:webhooks",
-  "read:triggers",
-  "write:triggers",
-  "read:service-accounts",
-  "write:service-accounts",
-  "secrets:reveal"
-]
+const admin: ReadonlyArray<Permission> = [...developer, "write:webhooks", "write:triggers", "write:service-accounts", "secrets:reveal"]
 const owner: ReadonlyArray<Permission> = [...Permissions, "workspace:members"]
 
 /** The permissions each role holds. @category models */
