@@ -239,11 +239,18 @@ describe("records", () => {
         `/records?structureId=${s.id}&limit=2&sort=n&cursor=${encodeURIComponent(first.body.pagination.nextCursor)}`
       )
       expect(second.body.results.map((r: any) => r.data.n)).toEqual([3, 4])
+      // uncounted: null where only a count would know, the page's own count where it ends the listing
+      expect(second.body.pagination.total).toBeNull()
+      const uncounted = await api.call("GET", `/records?structureId=${s.id}&limit=2&sort=n`)
+      expect(uncounted.body.pagination).toStrictEqual({ limit: 2, offset: 0, total: null, hasMore: true, nextCursor: expect.any(String) })
       const byOffset = await api.call("GET", `/records?structureId=${s.id}&limit=2&offset=4&sort=n`)
       expect(byOffset.body.results.map((r: any) => r.data.n)).toEqual([5])
-      expect(byOffset.body.pagination).toMatchObject({ hasMore: false, nextCursor: null })
+      expect(byOffset.body.pagination).toMatchObject({ total: 5, hasMore: false, nextCursor: null })
+      const past = await api.call("GET", `/records?structureId=${s.id}&limit=2&offset=40&sort=n`)
+      expect(past.body.pagination).toMatchObject({ total: null, hasMore: false })
       const filtered = await api.call("GET", `/records?structureId=${s.id}&filter=group:even&sort=-n`)
       expect(filtered.body.results.map((r: any) => r.data.n)).toEqual([4, 2])
+      expect(filtered.body.pagination.total).toBe(2)
       const most = await api.call("GET", `/records?structureId=${s.id}&limit=100`)
       expect(most.body.pagination.limit).toBe(100)
       expectError(await api.call("GET", `/records?structureId=${s.id}&limit=1000`), 400, "VALIDATION_ERROR")
@@ -307,12 +314,18 @@ describe("records", () => {
       expect((await api.call("GET", `/records/${other.id}`)).body.data.name).toBe("Elsewhere")
     })
 
-    it("validation failures answer 400 with details naming the property", async () => {
+    it("validation failures answer 400 with details naming the property as the flat body spells it", async () => {
       const res = await api.call("POST", `/structures/${shop.recordSlug}/records`, { title: 5, extra: true })
       expectError(res, 400, "VALIDATION_ERROR")
       const fields = res.body.details.map((d: any) => d.property)
-      expect(fields).toContain("data.title")
-      expect(fields).toContain("data.extra")
+      expect(fields).toContain("title")
+      expect(fields).toContain("extra")
+      expect(res.body.details.map((d: any) => d.field)).toStrictEqual(fields)
+      const made = await api.call("POST", `/structures/${shop.recordSlug}/records`, { title: "flat" })
+      expectStatus(made, 201)
+      const patched = await api.call("PATCH", `/structures/${shop.recordSlug}/records/${made.body.id}`, { title: 6 })
+      expectError(patched, 400, "VALIDATION_ERROR")
+      expect(patched.body.details.map((d: any) => d.property)).toStrictEqual(["title"])
     })
 
     it("GET /records/slug/{slug} and GET /records/{slug}: {data, meta}, pages, bracket filters, sort, fields", async () => {

@@ -2036,7 +2036,7 @@ export interface components {
                 limit: number | ("Infinity" | "-Infinity" | "NaN");
                 nextCursor: string | null;
                 offset: number | ("Infinity" | "-Infinity" | "NaN");
-                total?: number | ("Infinity" | "-Infinity" | "NaN");
+                total: number | ("Infinity" | "-Infinity" | "NaN") | null;
             };
             results: components["schemas"]["DataRecord"][];
         };
@@ -8199,15 +8199,6 @@ export interface operations {
                     "application/json": components["schemas"]["BulkResult"];
                 };
             };
-            /** @description BulkResult */
-            207: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["BulkResult"];
-                };
-            };
             /** @description BadRequest */
             400: {
                 headers: {
@@ -8321,15 +8312,6 @@ export interface operations {
         responses: {
             /** @description BulkResult */
             200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["BulkResult"];
-                };
-            };
-            /** @description BulkResult */
-            207: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8457,15 +8439,6 @@ export interface operations {
         responses: {
             /** @description BulkResult */
             200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["BulkResult"];
-                };
-            };
-            /** @description BulkResult */
-            207: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11321,15 +11294,6 @@ export interface operations {
                     "application/json": components["schemas"]["BulkResult"];
                 };
             };
-            /** @description BulkResult */
-            207: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["BulkResult"];
-                };
-            };
             /** @description BadRequest */
             400: {
                 headers: {
@@ -11452,15 +11416,6 @@ export interface operations {
                     "application/json": components["schemas"]["BulkResult"];
                 };
             };
-            /** @description BulkResult */
-            207: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["BulkResult"];
-                };
-            };
             /** @description BadRequest */
             400: {
                 headers: {
@@ -11576,15 +11531,6 @@ export interface operations {
         responses: {
             /** @description BulkResult */
             200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["BulkResult"];
-                };
-            };
-            /** @description BulkResult */
-            207: {
                 headers: {
                     [name: string]: unknown;
                 };

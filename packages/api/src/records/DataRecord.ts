@@ -38,7 +38,8 @@ export const RecordList = Schema.Struct({
   pagination: Schema.Struct({
     limit: Schema.Number,
     offset: Schema.Number,
-    total: Schema.optionalKey(Schema.Number),
+    /** counted with `includeCount=true`; otherwise known only on the last page of an offset listing, else null */
+    total: Schema.NullOr(Schema.Number),
     hasMore: Schema.Boolean,
     nextCursor: Schema.NullOr(Schema.String)
   })

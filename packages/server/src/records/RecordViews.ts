@@ -20,6 +20,13 @@ import type { RecordService } from "./RecordService.ts"
 
 const slugPattern = /^[a-z0-9]+(-[a-z0-9]+)*$/
 
+/**
+ * `pagination.total` of a generation B page nobody asked to count (`includeCount`): an offset listing's last page
+ * tells it for free (everything before it plus what it holds); past the end, or after a cursor, it is unknown: null.
+ */
+const uncountedTotal = (cursor: boolean, offset: number, shown: number, hasMore: boolean): number | null =>
+  cursor || hasMore || (shown === 0 && offset > 0) ? null : offset + shown
+
 /** Query names of the list routes that are not bracket filters (`field=value`, `field[op]=value`). */
 export const listParams: ReadonlySet<string> = new Set([...reservedParams, "access_token", "includeDeleted", "reason"])
 
@@ -205,7 +212,7 @@ export const recordViews = (records: RecordService["Service"], query: RecordQuer
             pagination: {
               limit,
               offset: cursor ? 0 : offset,
-              ...(result.total !== undefined ? { total: result.total } : {}),
+              total: result.total ?? uncountedTotal(Boolean(cursor), offset, records.length, result.hasMore),
               hasMore: result.hasMore,
               nextCursor: result.nextCursor
             }

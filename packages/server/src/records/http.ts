@@ -1,10 +1,10 @@
 // Record routes of both generations. Handlers only translate: the body and status each route answers with, who is
 // writing, and which read or write service call does the work. Lists are built by RecordViews.listPage, bulk writes
-// by RecordWriter (RecordBulk.ts, which states their rules): a bulk answer is 201 (create) / 200 when every item
-// succeeded, 207 with the same body and `success: false` when some failed.
+// by RecordWriter (RecordBulk.ts, which states their rules): a bulk answer is 201 (create) / 200 whenever some item
+// was written, with `success: false` and per-item `errors` when others were not.
 import { Api } from "@troupe/api/Api"
 import { CurrentPrincipal, type Principal } from "@troupe/api/Authorization"
-import { payloadTooLarge } from "@troupe/api/Errors"
+import { payloadTooLarge, renameDetails } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -87,6 +87,18 @@ export const RecordsHandlers = HttpApiBuilder.group(
       return out
     }
 
+    /**
+     * Generation A bodies are flat: a failure's `details` name the body's own fields (`price`, `records[0].price`,
+     * `updates.price`), not the paths of the generation B record the write went through (`data.price`).
+     */
+    const flatDetails =
+      (rename: (field: string) => string) =>
+      <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+        Effect.mapError(effect, (e) => renameDetails(e, rename))
+    const underBody = flatDetails((f) => f.replace(/^data\./, ""))
+    const underItems = flatDetails((f) => f.replace(/^(records\[\d+\])\.data\./, "$1."))
+    const underUpdates = flatDetails((f) => f.replace(/^records\[\d+\]\.data\./, "updates."))
+
     /** The structure a generation A route names, and the record must belong to it. */
     const ofStructure = (workspace: string, slug: string, id: string) =>
       Effect.gen(function* () {
@@ -114,7 +126,7 @@ export const RecordsHandlers = HttpApiBuilder.group(
             writer
           )
           return respond(200, yield* recordA(structure, written.row, principal, false))
-        })
+        }).pipe(underBody)
       )
 
     const getOne = (workspace: string, id: string, q: Record<string, string | undefined>) =>
@@ -141,9 +153,12 @@ export const RecordsHandlers = HttpApiBuilder.group(
 
     // ------------------------------------------------------------------ bulk
 
-    /** The answer of a bulk request: 201 (create) / 200 when every item succeeded, 207 when some failed. */
+    /**
+     * The answer of a bulk request some item of which was written: 201 (create) / 200, `success` false and `errors`
+     * naming the items that failed (the statuses of the spec have no 207).
+     */
     const bulkAnswer = <A>(outcome: BulkOutcome<A>, okStatus: number, count: string, list: string, shownItems: ReadonlyArray<unknown>) =>
-      respond(outcome.failures.length === 0 ? okStatus : 207, {
+      respond(okStatus, {
         success: outcome.failures.length === 0,
         [count]: outcome.done.length,
         failed: outcome.failures.length,
@@ -377,7 +392,7 @@ export const RecordsHandlers = HttpApiBuilder.group(
                 writer
               )
               return respond(201, yield* recordA(structure, row, principal, false))
-            })
+            }).pipe(underBody)
           )
         )
         .handle("bulkCreateA", ({ params, payload }) =>
@@ -392,7 +407,7 @@ export const RecordsHandlers = HttpApiBuilder.group(
                 gen: "A"
               }
             )
-          )
+          ).pipe(underItems)
         )
         .handle("bulkUpdateA", ({ params, payload }) =>
           withContext(() =>
@@ -407,7 +422,7 @@ export const RecordsHandlers = HttpApiBuilder.group(
                 "records",
                 structure
               )
-            })
+            }).pipe(underUpdates)
           )
         )
         .handle("bulkDeleteA", ({ params, payload }) =>
