@@ -296,6 +296,13 @@ describe("webhooks over HTTP", () => {
       })
       expect(withBody.body.delivered).toBe(true)
       expect(byPath("/t-ok")[1]!.json).toMatchObject({ event: "record.created", data: { hello: 1 } })
+      // an event name that does not exist, or data that is not an object: 400, nothing sent
+      for (const body of [{ event: "nope" }, { event: "record.*" }, { data: "text" }]) {
+        const refused = await server.request("POST", `${hooks()}/${ok.id}/test`, { token, body })
+        expect(refused.status, JSON.stringify(body)).toBe(400)
+        expect(refused.body.code).toBe("VALIDATION_ERROR")
+      }
+      expect(byPath("/t-ok")).toHaveLength(2)
 
       const bad = await createHook({ url: `${rx.url}/fail-test`, events: ["*"] })
       const failed = await server.request("POST", `${hooks()}/${bad.id}/test`, { token, body: {} })

@@ -278,7 +278,7 @@ describe("record constraints", () => {
       const pinned = await create(pin.id, { post: byAnn.id })
 
       const blocked = await api.call("DELETE", `/records/${co.id}`)
-      expectError(blocked, 409, "REFERENCE_RESTRICT")
+      expectError(blocked, 409, "CONFLICT")
       for (const id of [co.id, ann.id, bob.id, byAnn.id]) expectStatus(await api.call("GET", `/records/${id}`), 200)
 
       expectStatus(await api.call("DELETE", `/records/${pinned.id}`), 200)

@@ -85,13 +85,22 @@ describe("records", () => {
       expect(res.body.version).toBe(2)
     })
 
-    it("options.createVersion=false updates in place without a new version", async () => {
+    it("options.createVersion=false updates in place without a new version; the version kept shows the write", async () => {
       const r = await create({ name: "Bed", price: 1 })
       const res = await api.call("PATCH", `/records/${r.id}`, { data: { price: 2 }, options: { createVersion: false } })
       expectStatus(res, 200)
       expect(res.body.version).toBe(1)
       const v1 = await api.call("GET", `/records/${r.id}?version=1`)
       expect(v1.body.data.price).toBe(2)
+      // on a later version: its entry keeps the value before it as `old`, takes the new value, time and writer
+      expectStatus(await api.call("PATCH", `/records/${r.id}`, { data: { price: 3, name: "Bunk" } }), 200)
+      const kept = await api.call("PATCH", `/records/${r.id}`, { data: { price: 4 }, options: { createVersion: false } })
+      expect(kept.body.version).toBe(2)
+      const history = await api.call("GET", `/records/${r.id}/history`)
+      const v2 = history.body.versions.find((v: any) => v.version === 2)
+      expect(v2.data).toEqual({ name: "Bunk", price: 4 })
+      expect(v2.changes).toEqual({ price: { old: 2, new: 4 }, name: { old: "Bed", new: "Bunk" } })
+      expect(v2.updatedAt).toBe(kept.body.updatedAt)
     })
 
     it("GET ?version=n reads that version; a version that does not exist is 404; a bad one 400", async () => {
@@ -103,7 +112,7 @@ describe("records", () => {
       expect(v1.body).toMatchObject({ id: r.id, version: 1, data: { name: "Shelf", price: 1 } })
       const v2 = await api.call("GET", `/records/${r.id}?version=2`)
       expect(v2.body.data.price).toBe(2)
-      expectError(await api.call("GET", `/records/${r.id}?version=9`), 404, "VERSION_NOT_FOUND")
+      expectError(await api.call("GET", `/records/${r.id}?version=9`), 404, "NOT_FOUND")
       expectError(await api.call("GET", `/records/${r.id}?version=abc`), 400, "VALIDATION_ERROR")
       expectError(await api.call("GET", `/records/${r.id}?version=0`), 400, "VALIDATION_ERROR")
       expectError(await api.call("GET", `/records/${r.id}?version=1.5`), 400, "VALIDATION_ERROR")
@@ -177,7 +186,7 @@ describe("records", () => {
       expect(history.body.versions[0]).toMatchObject({ version: 3, restoredFrom: 1 })
       const log = await api.call("GET", `/records/${r.id}/changelog`)
       expect(log.body.entries[0]).toMatchObject({ action: "restore", metadata: { reason: "bad edit", restoredFrom: 1 } })
-      expectError(await api.call("POST", `/records/${r.id}/restore`, { version: 42 }), 404, "VERSION_NOT_FOUND")
+      expectError(await api.call("POST", `/records/${r.id}/restore`, { version: 42 }), 404, "NOT_FOUND")
       expectError(await api.call("POST", `/records/${r.id}/restore`, { version: -1 }), 400, "VALIDATION_ERROR")
       expectError(await api.call("POST", `/records/${r.id}/restore`, { version: "1" }), 400, "VALIDATION_ERROR")
       expect((await api.call("GET", `/records/${r.id}`)).body.version).toBe(3)
@@ -192,6 +201,15 @@ describe("records", () => {
       expect(res.body).toMatchObject({ id: r.id, version: 3, restoredFrom: 1, data: { name: "Mug", price: 1 } })
       const log = await api.call("GET", `/records/${r.id}/changelog?limit=1`)
       expect(log.body.entries[0]).toMatchObject({ action: "revert", metadata: { reason: "oops" } })
+      // no body at all is an empty one: revert, soft delete, then restore, each without a body
+      const bare = await api.call("POST", `/records/${r.id}/revert`)
+      expectStatus(bare, 200)
+      expect(bare.body).toMatchObject({ version: 4, data: { price: 9 } })
+      expectStatus(await api.call("DELETE", `/records/${r.id}`), 200)
+      const back = await api.call("POST", `/records/${r.id}/restore`)
+      expectStatus(back, 200)
+      expect(back.body).toMatchObject({ id: r.id, data: { name: "Mug", price: 9 } })
+      expectError(await api.call("POST", `/records/${r.id}/revert`, "text"), 400, "VALIDATION_ERROR")
     })
 
     it("includeHistory and includeChangelog embed both", async () => {

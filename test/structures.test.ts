@@ -722,14 +722,14 @@ describe("modes and settings", () => {
 
   it("an inactive structure refuses new records with 409 until it is active again", async () => {
     const s = await create({ name: unique("Inactive"), status: "inactive", properties: [] })
-    expectError(await recordFor(s, {}), 409, "STRUCTURE_INACTIVE")
+    expectError(await recordFor(s, {}), 409, "CONFLICT")
     const on = await api("PUT", `/structures/${s.id}`, { status: "active" })
     expect(on.body.status).toBe("active")
     const rec = await recordFor(s, {})
     expectCreated(rec)
     const off = await api("PUT", `/structures/${s.id}`, { status: "inactive" })
     expect(off.body.status).toBe("inactive")
-    expectError(await recordFor(s, {}), 409, "STRUCTURE_INACTIVE")
+    expectError(await recordFor(s, {}), 409, "CONFLICT")
     // existing records stay readable and writable
     expect((await api("GET", `/records/${rec.body.id}`)).status).toBe(200)
     expect((await api("PATCH", `/records/${rec.body.id}`, { data: {} })).status).toBe(200)

@@ -7854,7 +7854,7 @@ export interface operations {
                 "application/json": {
                     reason?: string;
                     version?: number | ("Infinity" | "-Infinity" | "NaN");
-                };
+                } | null;
             };
         };
         responses: {
@@ -7978,7 +7978,7 @@ export interface operations {
             content: {
                 "application/json": {
                     reason?: string;
-                };
+                } | null;
             };
         };
         responses: {
@@ -12556,8 +12556,9 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    data?: unknown;
-                    event?: string;
+                    data?: Record<string, unknown>;
+                    /** @enum {string} */
+                    event?: "webhook.test" | "record.created" | "record.updated" | "record.deleted" | "record.restored" | "record.reverted" | "record.bulk.created" | "record.bulk.updated" | "record.bulk.deleted" | "record.expired" | "function.completed" | "function.failed" | "trigger.fired";
                 } | null;
             };
         };

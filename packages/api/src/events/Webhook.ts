@@ -198,8 +198,10 @@ export const WebhookFailures = Schema.Struct({ failures: Schema.Array(WebhookFai
 
 /** Optional body of a test send. @category models */
 export const WebhookTestRequest = Schema.Struct({
-  event: optional(Schema.String.check(Schema.isMaxLength(200))),
-  data: optional(Schema.Json)
+  /** `webhook.test` (the default) or one of the event names (not a family or `*`: a test sends one event) */
+  event: optional(Schema.Literals(["webhook.test", ...EventNames])),
+  /** the test event's `data`: an object */
+  data: optional(Schema.Record(Schema.String, Schema.Json))
 })
 
 /** @category models */

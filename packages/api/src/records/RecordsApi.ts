@@ -249,7 +249,8 @@ export class RecordsApi extends HttpApiGroup.make("records")
     write(
       HttpApiEndpoint.post("restore", "/records/:id/restore", {
         params: Id,
-        payload: Schema.Struct({ version: Schema.optionalKey(Schema.Number), reason: Schema.optionalKey(Schema.String) }),
+        // every field is optional, and so is the body itself (an empty body decodes as the Null payload)
+        payload: [Schema.Struct({ version: Schema.optionalKey(Schema.Number), reason: Schema.optionalKey(Schema.String) }), Schema.Null],
         success: Schema.Struct({ id: Schema.String, version: Schema.Number, restoredFrom: Schema.NullOr(Schema.Number), data: RecordData }),
         error: errors
       })
@@ -257,7 +258,7 @@ export class RecordsApi extends HttpApiGroup.make("records")
     write(
       HttpApiEndpoint.post("revert", "/records/:id/revert", {
         params: Id,
-        payload: Schema.Struct({ reason: Schema.optionalKey(Schema.String) }),
+        payload: [Schema.Struct({ reason: Schema.optionalKey(Schema.String) }), Schema.Null],
         success: DataRecord,
         error: errors
       })

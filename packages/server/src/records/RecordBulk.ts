@@ -284,7 +284,7 @@ const allFailed = (list: string, errors: ReadonlyArray<BulkFailure>): RecordErro
   const status = statuses.size === 1 ? [...statuses][0]! : 400
   return (errorOf[status] ?? badRequest)({
     message: `All ${errors.length} items failed; nothing was written`,
-    code: codes.size === 1 ? [...codes][0]! : "BULK_FAILED",
+    code: codes.size === 1 ? [...codes][0]! : status === 404 ? "NOT_FOUND" : status === 409 ? "CONFLICT" : "BAD_REQUEST",
     details: errors.flatMap((e) => itemDetails(list, e.index, e.error)).slice(0, 1000)
   })
 }

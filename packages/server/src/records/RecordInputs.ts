@@ -111,7 +111,7 @@ export const validationFailed = (details: ReadonlyArray<ErrorDetail>, message = 
 export const detail = (field: string, message: string): ErrorDetail => ({ field, property: field, message })
 
 export const versionNotFound = (id: string, version: number) =>
-  notFound({ message: `Version ${version} of record ${id} does not exist`, code: "VERSION_NOT_FOUND" })
+  notFound({ message: `Version ${version} of record ${id} does not exist`, code: "NOT_FOUND" })
 
 /** Versions are int4 in the database. */
 export const MAX_VERSION = 2_147_483_647

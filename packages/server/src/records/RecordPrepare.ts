@@ -85,9 +85,7 @@ export const checkMatch = (structure: Structure, match: Record<string, unknown>)
 
 export const writable = (structure: Structure) =>
   structure.status === "inactive"
-    ? Effect.fail(
-        conflict({ message: `Structure "${structure.recordSlug}" is inactive and accepts no new records`, code: "STRUCTURE_INACTIVE" })
-      )
+    ? Effect.fail(conflict({ message: `Structure "${structure.recordSlug}" is inactive and accepts no new records`, code: "CONFLICT" }))
     : structure.metadata?.recordWritesLocked
       ? Effect.fail(locked({ message: "Record writes are locked while a migration runs", code: "RECORD_WRITES_LOCKED" }))
       : Effect.void

@@ -205,9 +205,23 @@ const make = Effect.gen(function* () {
     )
 
   /** An update that keeps its version rewrites that version's data. */
-  const rewriteVersion = (recordId: string, version: number, data: Record<string, unknown>): Sql<void> =>
+  /**
+   * An update that keeps its version (`createVersion: false`) rewrites that version: its data, who wrote it and when,
+   * and its changes, each field's `old` still the value before the version and `new` the value now.
+   */
+  const rewriteVersion = (
+    recordId: string,
+    version: number,
+    data: Record<string, unknown>,
+    changes: Record<string, unknown>,
+    by: string
+  ): Sql<void> =>
     Effect.asVoid(
-      sql`UPDATE record_versions SET data = ${JSON.stringify(data)}::jsonb WHERE record_id = ${recordId} AND version = ${version}`
+      sql`UPDATE record_versions SET data = ${JSON.stringify(data)}::jsonb, created_by = ${by}, created_at = now(),
+        changes = coalesce(changes, '{}'::jsonb) || (SELECT coalesce(jsonb_object_agg(e.key, jsonb_build_object(
+            'old', coalesce(record_versions.changes -> e.key -> 'old', e.value -> 'old'), 'new', e.value -> 'new')), '{}'::jsonb)
+          FROM jsonb_each(${JSON.stringify(changes)}::jsonb) AS e)
+      WHERE record_id = ${recordId} AND version = ${version}`
     )
 
   const findVersion = (recordId: string, version: number): Sql<StoredVersion | undefined> =>

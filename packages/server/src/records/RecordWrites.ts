@@ -166,7 +166,7 @@ export const makeWrites = (deps: {
       }
       // createVersion: false rewrites the version it keeps
       const next = yield* repo.updateRecord(recordUpdate(row, plan, writer))
-      yield* repo.rewriteVersion(row.id, row.version, plan.data)
+      yield* repo.rewriteVersion(row.id, row.version, plan.data, plan.changes, writer.userId)
       yield* repo.insertChangelog([changelogRow(next, action, plan.changes, writer, reasonOf(input.reason))])
       yield* repo.appendEvent(eventOf("record.updated", structure, next, row.data, plan.changes, writer, yield* timestamp))
       return { row: next, structure, previousVersion: row.version }
@@ -259,7 +259,7 @@ export const makeWrites = (deps: {
           if (ref.onDelete === "restrict") {
             return yield* conflict({
               message: `Record ${row.id} is referenced by ${referencing.length} record(s) of "${other.recordSlug}" (${ref.field}, onDelete restrict)`,
-              code: "REFERENCE_RESTRICT",
+              code: "CONFLICT",
               details: referencing.slice(0, 20).map((r) => detail(`${other.recordSlug}.${r.id}.${ref.field}`, "references this record"))
             })
           }

@@ -355,7 +355,7 @@ export const RecordsHandlers = HttpApiBuilder.group(
         .handle("restore", ({ params, payload }) =>
           withContext(({ principal, writer }) =>
             Effect.gen(function* () {
-              const written = yield* writerService.restore(params.workspace, params.id, payload.version, payload.reason, writer)
+              const written = yield* writerService.restore(params.workspace, params.id, payload?.version, payload?.reason, writer)
               const structure = yield* structures.get(params.workspace, written.row.structureId)
               const data = yield* shown(structure, written.row.data, principal, false)
               return respond(200, { id: written.row.id, version: written.row.version, restoredFrom: written.restoredFrom ?? null, data })
@@ -365,7 +365,7 @@ export const RecordsHandlers = HttpApiBuilder.group(
         .handle("revert", ({ params, payload }) =>
           withContext(({ principal, writer }) =>
             Effect.gen(function* () {
-              const written = yield* writerService.revert(params.workspace, params.id, payload.reason, writer)
+              const written = yield* writerService.revert(params.workspace, params.id, payload?.reason, writer)
               const structure = yield* structures.get(params.workspace, written.row.structureId)
               return respond(
                 200,

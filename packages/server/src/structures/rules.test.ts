@@ -4,6 +4,7 @@ import {
   checkStructure,
   type DefinitionProblem,
   mergeStructureUpdate,
+  normalizeProperty,
   normalizeStructure,
   type RuleContext,
   slugify,
@@ -619,5 +620,17 @@ describe("mergeStructureUpdate", () => {
     expect(merged.name).toBe("Articles")
     expect(merged.status).toBe("inactive")
     expect(merged.recordSlug).toBe("posts")
+  })
+})
+
+describe("normalizeProperty: the defaults a stored property shows", () => {
+  it("flags false, exclusive bounds of numbers and datetimes included; given values kept", () => {
+    const number = normalizeProperty({ name: "n", type: "number", minimum: 1 } as any) as any
+    expect(number).toMatchObject({ required: false, nullable: false, isUnique: false, immutable: false })
+    expect([number.exclusiveMinimum, number.exclusiveMaximum]).toStrictEqual([false, false])
+    expect((normalizeProperty({ name: "n", type: "number", exclusiveMinimum: true } as any) as any).exclusiveMinimum).toBe(true)
+    const when = normalizeProperty({ name: "d", type: "datetime" } as any) as any
+    expect([when.exclusiveEarliest, when.exclusiveLatest]).toStrictEqual([false, false])
+    expect((normalizeProperty({ name: "d", type: "datetime", exclusiveLatest: true } as any) as any).exclusiveLatest).toBe(true)
   })
 })

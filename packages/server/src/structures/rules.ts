@@ -762,12 +762,25 @@ export const normalizeProperty = (p: PropertyDefinition): PropertyDefinition => 
         p.autoIncrement === undefined
           ? {}
           : { autoIncrement: { startAt: p.autoIncrement.startAt ?? 1, incrementBy: p.autoIncrement.incrementBy ?? 1 } }
-      return { ...base, type: "number", ...auto, ...computedMode }
+      return {
+        ...base,
+        type: "number",
+        exclusiveMinimum: p.exclusiveMinimum ?? false,
+        exclusiveMaximum: p.exclusiveMaximum ?? false,
+        ...auto,
+        ...computedMode
+      }
     }
     case "boolean":
       return { ...base, type: "boolean", ...computedMode }
     case "datetime":
-      return { ...base, type: "datetime", ...computedMode }
+      return {
+        ...base,
+        type: "datetime",
+        exclusiveEarliest: p.exclusiveEarliest ?? false,
+        exclusiveLatest: p.exclusiveLatest ?? false,
+        ...computedMode
+      }
     case "array": {
       const itemSchema = p.itemSchema === undefined ? {} : { itemSchema: p.itemSchema.map(normalizeProperty) }
       return { ...base, type: "array", items: p.items, isStrict: p.isStrict ?? true, uniqueItems: p.uniqueItems ?? false, ...itemSchema }
