@@ -9,17 +9,17 @@ import { startServer, type TestServer } from "./support/TestServer.ts"
 
 // The permissions of each role (README: Identity and access › Roles and permissions), written out independently of
 // the server's own table.
-const reads = [
-  "read:structures",
-  "read:records",
-  "read:functions",
-  "read:storage",
-  "read:webhooks",
-  "read:triggers",
-  "read:service-accounts"
-]
+const reads = ["read:structures", "read:records", "read:functions", "read:storage", "read:webhooks"]
 const developer = [...reads, "write:structures", "write:records", "write:functions", "execute:functions", "write:storage"]
-const admin = [...developer, "write:webhooks", "write:triggers", "write:service-accounts", "secrets:reveal"]
+const admin = [
+  ...developer,
+  "write:webhooks",
+  "read:triggers",
+  "write:triggers",
+  "read:service-accounts",
+  "write:service-accounts",
+  "secrets:reveal"
+]
 const owner = [...admin, "workspace:members"]
 const roleTable: Record<string, ReadonlyArray<string>> = { viewer: reads, developer, admin, owner }
 

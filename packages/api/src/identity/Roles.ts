@@ -7,8 +7,11 @@
  */
 import { type Permission, Permissions, type Role } from "../Authorization.ts"
 
-/** Every `read:*` permission (CONTRACT: viewer = every read). */
-const viewer: ReadonlyArray<Permission> = Permissions.filter((p) => p.startsWith("read:"))
+/**
+ * Every `read:*` permission the contract names (its viewer = every read:*): those of the specification's list and
+ * `read:webhooks`. Triggers and service accounts, which the contract gives to admin, are read from admin up.
+ */
+const viewer: ReadonlyArray<Permission> = ["read:structures", "read:records", "read:functions", "read:storage", "read:webhooks"]
 const developer: ReadonlyArray<Permission> = [
   ...viewer,
   "write:structures",
@@ -17,7 +20,15 @@ const developer: ReadonlyArray<Permission> = [
   "execute:functions",
   "write:storage"
 ]
-const admin: ReadonlyArray<Permission> = [...developer, "write:webhooks", "write:triggers", "write:service-accounts", "secrets:reveal"]
+const admin: ReadonlyArray<Permission> = [
+  ...developer,
+  "write:webhooks",
+  "read:triggers",
+  "write:triggers",
+  "read:service-accounts",
+  "write:service-accounts",
+  "secrets:reveal"
+]
 const owner: ReadonlyArray<Permission> = [...Permissions, "workspace:members"]
 
 /** The permissions each role holds. @category models */

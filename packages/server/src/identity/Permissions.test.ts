@@ -5,25 +5,32 @@ import { resolvePermissions } from "./Permissions.ts"
 const sorted = (s: Iterable<string>) => [...s].sort()
 
 describe("role permissions (README: Roles and permissions)", () => {
-  it("viewer reads everything; developer writes data and functions; admin adds webhooks, triggers, accounts; owner all", () => {
+  it("viewer reads what the contract names; developer writes data and functions; admin adds webhooks, triggers, accounts; owner all", () => {
     expect(sorted(rolePermissions.viewer)).toStrictEqual([
       "read:functions",
       "read:records",
-      "read:service-accounts",
       "read:storage",
       "read:structures",
-      "read:triggers",
       "read:webhooks"
     ])
     expect(sorted(rolePermissions.developer)).toStrictEqual(
       sorted([...rolePermissions.viewer, "write:structures", "write:records", "write:functions", "execute:functions", "write:storage"])
     )
     expect(sorted(rolePermissions.admin)).toStrictEqual(
-      sorted([...rolePermissions.developer, "write:webhooks", "write:triggers", "write:service-accounts", "secrets:reveal"])
+      sorted([
+        ...rolePermissions.developer,
+        "write:webhooks",
+        "read:triggers",
+        "write:triggers",
+        "read:service-accounts",
+        "write:service-accounts",
+        "secrets:reveal"
+      ])
     )
     expect([...rolePermissions.owner]).toEqual(expect.arrayContaining([...rolePermissions.admin, "workspace:members"]))
     expect([...rolePermissions.admin]).not.toContain("workspace:members")
     expect([...rolePermissions.viewer].filter((p) => !p.startsWith("read:"))).toStrictEqual([])
+    expect([...rolePermissions.viewer]).not.toContain("read:service-accounts")
   })
 })
 
