@@ -264,7 +264,9 @@ describe("record constraints", () => {
         `/structures/${post.recordSlug}/records?populate=author&query=${encodeURIComponent("title=='expanded'")}`
       )
       expectStatus(populated, 200)
-      expect(populated.body.records[0].author).toMatchObject({ id: ann.id, name: "Ann" })
+      // a populated record is flat, with every system field a generation A record shows
+      expect(populated.body.records[0].author).toMatchObject({ id: ann.id, name: "Ann", version: 1 })
+      for (const key of ["createdAt", "updatedAt", "createdBy", "updatedBy"]) expect(populated.body.records[0].author).toHaveProperty(key)
       expectError(await api.call("GET", `/records/${p.id}?expand=title`), 400)
     })
 

@@ -683,6 +683,30 @@ describe("records", () => {
       expectStatus(await api.call("GET", `/records/${r.id}`), 200)
     })
 
+    it("a boolean parameter that is neither true nor false is a 400 naming it, and nothing is done", async () => {
+      const s = await createStructure(api, { name: "Flags", recordSlug: slug("flags"), properties: [{ name: "n", type: "number" }] })
+      const r = await create({ n: 1 }, s.recordSlug)
+      const checks: Array<[string, string, string, unknown?]> = [
+        ["GET", `/records?structureId=${s.id}&includeCount=maybe`, "includeCount"],
+        ["GET", `/records?structureId=${s.id}&all=yes`, "all"],
+        ["GET", `/records/slug/${s.recordSlug}?all=yes`, "all"],
+        ["GET", `/structures/${s.recordSlug}/records?all=2`, "all"],
+        ["GET", `/records/${r.id}?includeHistory=maybe`, "includeHistory"],
+        ["GET", `/records/${r.id}?reveal=on`, "reveal"],
+        ["PATCH", `/records/${r.id}?clearTtl=maybe`, "clearTtl", { data: { n: 2 } }],
+        ["DELETE", `/records/${r.id}?permanent=maybe`, "permanent"],
+        ["DELETE", `/structures/${s.recordSlug}/records/${r.id}?permanent=maybe`, "permanent"]
+      ]
+      for (const [method, path, name, body] of checks) {
+        const res = await api.call(method, path, body)
+        expectError(res, 400, "VALIDATION_ERROR")
+        expect(res.body.details[0].field, `${method} ${path}`).toBe(name)
+      }
+      const after = await api.call("GET", `/records/${r.id}?includeHistory=false&all=0`)
+      expect(after.body).toMatchObject({ version: 1, data: { n: 1 } })
+      expect(after.body.history).toBeUndefined()
+    })
+
     it("invalid ids, unknown structures, malformed bodies, NUL in URLs: never a 500", async () => {
       expectError(await api.call("GET", "/records/00000000-0000-0000-0000-000000000000"), 404, "RECORD_NOT_FOUND")
       expectError(await api.call("PATCH", "/records/not-a-uuid", { data: {} }), 404, "RECORD_NOT_FOUND")

@@ -21,7 +21,7 @@ import { num } from "../lib/rows.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { applyVirtual, recordMode, referenceFields } from "../structures/Validator.ts"
 import { liveRecord, visibleRecord } from "./Live.ts"
-import { decodeRecordRow, isUuid, type RecordRow } from "./RecordRow.ts"
+import { decodeRecordRow, isUuid, type RecordRow, toRecordA } from "./RecordRow.ts"
 import { maskData } from "../structures/SecretPaths.ts"
 
 /** A referenced record's data as any reader sees it: secrets masked, virtual computed fields added. */
@@ -94,6 +94,13 @@ export const intParam = (name: string, raw: string | undefined, fallback: number
   if (n < min) return Effect.fail(badParam(name, `${name} must be at least ${min}`))
   if (!Number.isSafeInteger(n) || n > max) return Effect.fail(badParam(name, `${name} must be at most ${max}`))
   return Effect.succeed(n)
+}
+
+/** A boolean query parameter: `true`/`1`, `false`/`0`, absent or empty (false); anything else is a 400 naming it. */
+export const flagParam = (name: string, raw: string | undefined) => {
+  if (raw === undefined || raw === "" || raw === "false" || raw === "0") return Effect.succeed(false)
+  if (raw === "true" || raw === "1") return Effect.succeed(true)
+  return Effect.fail(badParam(name, `${name} must be true or false`))
 }
 
 export class RecordQuery extends Context.Service<
@@ -234,13 +241,8 @@ export class RecordQuery extends Context.Service<
             })
             const found = yield* loadTargets(target, ref.targetField, keys)
             const now = new Date(yield* Clock.currentTimeMillis)
-            const flat = (t: RecordRow) => ({
-              ...shownOf(target, t, now),
-              id: t.id,
-              createdAt: t.createdAt,
-              updatedAt: t.updatedAt,
-              version: t.version
-            })
+            // the populated record flat, as generation A shows any record
+            const flat = (t: RecordRow) => toRecordA(t, shownOf(target, t, now))
             for (const r of rows) {
               const v = r[field]
               if (Array.isArray(v)) r[field] = v.map((k) => (typeof k === "string" && found.has(k) ? flat(found.get(k)!) : k))

@@ -7,7 +7,6 @@ import { can, type Principal } from "@troupe/api/Authorization"
 import { badRequest, notFound } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Clock, Effect, Result } from "effect"
-import { flag } from "../lib/rows.ts"
 import * as Ast from "../query/Ast.ts"
 import { parseExpressionA } from "../query/ExpressionParser.ts"
 import { parseBracketParams, parseFilterB, parseSort, reservedParams } from "../query/FilterParser.ts"
@@ -15,7 +14,7 @@ import type { StructureService } from "../structures/StructureService.ts"
 import { applyVirtual } from "../structures/Validator.ts"
 import { isUuid, type RecordRow, toRecordA, toRecordB } from "../query/RecordRow.ts"
 import { maskData } from "../structures/SecretPaths.ts"
-import { csvParam, fromResult, intParam, type ListSpec, queryError, type RecordQuery } from "../query/RecordQuery.ts"
+import { csvParam, flagParam, fromResult, intParam, type ListSpec, queryError, type RecordQuery } from "../query/RecordQuery.ts"
 import type { RecordService } from "./RecordService.ts"
 
 const slugPattern = /^[a-z0-9]+(-[a-z0-9]+)*$/
@@ -179,6 +178,10 @@ export const recordViews = (records: RecordService["Service"], query: RecordQuer
       if (q.search) conditions.push(Ast.search(q.search, csvParam(q.searchFields).map(Ast.fieldRef)))
       const sort = yield* fromResult("sort", parseSort(q.sort ?? shape.sort))
       const cursor = route === "B" ? q.cursor : undefined
+      const all = yield* flagParam("all", q.all)
+      const includeCount = route === "B" ? yield* flagParam("includeCount", q.includeCount) : true
+      const includeDeleted = route === "A" ? all : (yield* flagParam("includeDeleted", q.includeDeleted)) || all
+      const reveal = yield* flagParam("reveal", q.reveal)
       const { result, items } = yield* listRows(
         {
           workspace,
@@ -189,12 +192,12 @@ export const recordViews = (records: RecordService["Service"], query: RecordQuer
           limit,
           offset,
           ...(route === "B" ? { cursor } : {}),
-          includeCount: route === "B" ? flag(q.includeCount) : true,
+          includeCount,
           // generation A knows `all` only
-          includeDeleted: route === "A" ? flag(q.all) : flag(q.includeDeleted) || flag(q.all)
+          includeDeleted
         },
         principal,
-        flag(q.reveal),
+        reveal,
         route === "A" ? [] : csvParam(q.expand)
       )
       if (route === "A") {

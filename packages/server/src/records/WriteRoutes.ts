@@ -5,9 +5,8 @@
 import { can, type Principal } from "@troupe/api/Authorization"
 import { badRequest, forbidden } from "@troupe/api/Errors"
 import { Effect } from "effect"
-import { flag } from "../lib/rows.ts"
 import type { FastAnswer, FastTable } from "../platform/FastRoutes.ts"
-import { RecordQuery } from "../query/RecordQuery.ts"
+import { flagParam, RecordQuery } from "../query/RecordQuery.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import type { Writer } from "./model.ts"
 import { RecordWriter } from "./RecordEntity.ts"
@@ -100,7 +99,10 @@ export const writeAnswers = Effect.gen(function* () {
         },
         writer
       )
-      return { status: 201, body: yield* shownRecord("B", structure, row, principal, flag(q.reveal)) } satisfies FastAnswer
+      return {
+        status: 201,
+        body: yield* shownRecord("B", structure, row, principal, yield* flagParam("reveal", q.reveal))
+      } satisfies FastAnswer
     })
 
   /** PATCH /records/{id} */
@@ -126,7 +128,7 @@ export const writeAnswers = Effect.gen(function* () {
           skipValidation: payload.options?.skipValidation,
           ttlSeconds: yield* numberParam("ttlSeconds", q.ttlSeconds),
           expiresAt: q.expiresAt,
-          clearTtl: flag(q.clearTtl),
+          clearTtl: yield* flagParam("clearTtl", q.clearTtl),
           reason: payload.reason
         },
         writer
@@ -134,7 +136,9 @@ export const writeAnswers = Effect.gen(function* () {
       const structure = yield* structures.get(workspace, written.row.structureId)
       return {
         status: 200,
-        body: yield* shownRecord("B", structure, written.row, principal, flag(q.reveal), { previousVersion: written.previousVersion })
+        body: yield* shownRecord("B", structure, written.row, principal, yield* flagParam("reveal", q.reveal), {
+          previousVersion: written.previousVersion
+        })
       } satisfies FastAnswer
     })
 

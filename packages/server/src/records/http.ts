@@ -9,7 +9,6 @@ import type { Structure } from "@troupe/api/structures/Structure"
 import { Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { flag } from "../lib/rows.ts"
 import * as Ast from "../query/Ast.ts"
 import { parseExpressionA } from "../query/ExpressionParser.ts"
 import { StructureService } from "../structures/StructureService.ts"
@@ -17,7 +16,7 @@ import { isUuid, type RecordRow, toRecordB } from "../query/RecordRow.ts"
 import type { BulkFailure, BulkOutcome } from "./RecordBulk.ts"
 import { RecordWriter } from "./RecordEntity.ts"
 import { MAX_BULK_ITEMS } from "./RecordInputs.ts"
-import { csvParam, fromResult, intParam, RecordQuery } from "../query/RecordQuery.ts"
+import { csvParam, flagParam, fromResult, intParam, RecordQuery } from "../query/RecordQuery.ts"
 import { type RecordError, recordNotFound, RecordService } from "./RecordService.ts"
 import { type ListQuery, type ListRoute, recordViews } from "./RecordViews.ts"
 import { badParam, ifMatch, numberParam, writeAnswers, writerOf } from "./WriteRoutes.ts"
@@ -136,13 +135,16 @@ export const RecordsHandlers = HttpApiBuilder.group(
           const { row, structure } =
             version !== undefined
               ? yield* records.getVersion(workspace, id, version)
-              : yield* records.get(workspace, id, { includeDeleted: flag(q.includeDeleted) || flag(q.all) })
-          const data = yield* shown(structure, row.data, principal, flag(q.reveal))
+              : yield* records.get(workspace, id, {
+                  includeDeleted: (yield* flagParam("includeDeleted", q.includeDeleted)) || (yield* flagParam("all", q.all))
+                })
+          const data = yield* shown(structure, row.data, principal, yield* flagParam("reveal", q.reveal))
           const expand = csvParam(q.expand)
           if (expand.length > 0) yield* query.expand(structure, [{ id: row.id, data }], expand)
           const extra: Record<string, unknown> = {}
-          if (flag(q.includeHistory)) extra.history = (yield* records.history(workspace, id)).versions
-          if (flag(q.includeChangelog)) extra.changelog = (yield* records.changelog(workspace, id, {})).entries
+          if (yield* flagParam("includeHistory", q.includeHistory)) extra.history = (yield* records.history(workspace, id)).versions
+          if (yield* flagParam("includeChangelog", q.includeChangelog))
+            extra.changelog = (yield* records.changelog(workspace, id, {})).entries
           return toRecordB(row, data, extra)
         })
       )
@@ -324,16 +326,25 @@ export const RecordsHandlers = HttpApiBuilder.group(
               const structure = yield* structures.get(params.workspace, written.row.structureId)
               return respond(
                 200,
-                yield* recordB(structure, written.row, principal, flag(q.reveal), { previousVersion: written.previousVersion })
+                yield* recordB(structure, written.row, principal, yield* flagParam("reveal", q.reveal), {
+                  previousVersion: written.previousVersion
+                })
               )
             })
           )
         )
         .handle("delete", ({ params, query: q }) =>
           withContext(({ writer }) =>
-            Effect.map(writerService.remove(params.workspace, params.id, flag(q.permanent), writer, q.reason), (r) =>
-              respond(200, { success: true, id: r.id, deletedAt: r.deletedAt })
-            )
+            Effect.gen(function* () {
+              const r = yield* writerService.remove(
+                params.workspace,
+                params.id,
+                yield* flagParam("permanent", q.permanent),
+                writer,
+                q.reason
+              )
+              return respond(200, { success: true, id: r.id, deletedAt: r.deletedAt })
+            })
           )
         )
         .handle("history", ({ params }) =>
@@ -439,7 +450,7 @@ export const RecordsHandlers = HttpApiBuilder.group(
           withContext(({ principal }) =>
             Effect.gen(function* () {
               const { structure, row } = yield* ofStructure(params.workspace, params.slug, params.id)
-              const flat = yield* recordA(structure, row, principal, flag(q.reveal))
+              const flat = yield* recordA(structure, row, principal, yield* flagParam("reveal", q.reveal))
               const populate = csvParam(q.populate)
               if (populate.length > 0) yield* query.populate(structure, [flat], populate)
               return respond(200, flat)
@@ -451,8 +462,9 @@ export const RecordsHandlers = HttpApiBuilder.group(
         .handle("deleteA", ({ params, query: q }) =>
           withContext(({ writer }) =>
             Effect.gen(function* () {
+              const permanent = yield* flagParam("permanent", q.permanent)
               yield* ofStructure(params.workspace, params.slug, params.id)
-              const r = yield* writerService.remove(params.workspace, params.id, flag(q.permanent), writer, q.reason)
+              const r = yield* writerService.remove(params.workspace, params.id, permanent, writer, q.reason)
               return respond(200, { success: true, id: r.id, deletedAt: r.deletedAt })
             })
           )
