@@ -68,6 +68,20 @@ describe("realtime (SSE)", () => {
     expect(post.status).toBe(405)
   })
 
+  it("400 for a resume id that is not an event id (query or header); a whole number resumes", async () => {
+    const byQuery = await openSse(eventsUrl("?lastEventId=abc"), { authorization: `Bearer ${token}` })
+    expect(byQuery.status).toBe(400)
+    expect(byQuery.errorBody).toMatchObject({ code: "VALIDATION_ERROR", details: [{ field: "query.lastEventId" }] })
+    for (const bad of ["-5", "1.5"]) {
+      const byHeader = await openSse(eventsUrl(), { authorization: `Bearer ${token}`, "last-event-id": bad })
+      expect(byHeader.status, bad).toBe(400)
+      expect(byHeader.errorBody.details[0].field).toBe("headers.last-event-id")
+    }
+    const fine = await openSse(eventsUrl("?lastEventId=0"), { authorization: `Bearer ${token}` })
+    expect(fine.status).toBe(200)
+    fine.close()
+  })
+
   it("streams text/event-stream with retry:, then each event with id: = event id and the event as JSON", async () => {
     const sse = await connect()
     expect(sse.status).toBe(200)

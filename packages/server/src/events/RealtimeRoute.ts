@@ -91,7 +91,16 @@ export const RealtimeRoute = HttpRouter.use((router) =>
           )
         }
         const structures = new Set(list([...url.searchParams.getAll("structure"), ...url.searchParams.getAll("structureId")]))
-        const lastEventId = request.headers["last-event-id"] ?? url.searchParams.get("lastEventId") ?? undefined
+        const fromHeader = request.headers["last-event-id"]
+        const lastEventId = (fromHeader ?? url.searchParams.get("lastEventId") ?? "").trim() || undefined
+        // an event id is the decimal id this stream sent; anything else would silently replay nothing
+        if (lastEventId !== undefined && !/^\d{1,18}$/.test(lastEventId)) {
+          const field = fromHeader !== undefined ? "headers.last-event-id" : "query.lastEventId"
+          const message = "must be the id of an event this stream sent (a whole number)"
+          return yield* Effect.fail(
+            badRequest({ message: `${field} ${message}`, code: "VALIDATION_ERROR", details: [{ field, property: field, message }] })
+          )
+        }
 
         const computeEvents = can(principal, "read:functions")
         // Once a second: the caller as the node's AccessCache sees it now. Gone: the stream ends. A new picture
@@ -115,7 +124,7 @@ export const RealtimeRoute = HttpRouter.use((router) =>
             workspace,
             structures,
             events,
-            lastEventId: lastEventId !== undefined && lastEventId.trim().length > 0 ? lastEventId.trim() : undefined,
+            lastEventId,
             computeEvents
           })
           .pipe(Stream.map(formatEvent))

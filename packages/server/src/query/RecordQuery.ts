@@ -83,7 +83,8 @@ export interface ListResult {
   readonly nextCursor: string | null
 }
 
-const badParam = (field: string, message: string) =>
+/** A 400 naming one request parameter. */
+export const badParam = (field: string, message: string) =>
   badRequest({ message, code: "VALIDATION_ERROR", details: [{ field, property: field, message } satisfies ErrorDetail] })
 
 /** A whole number parameter between `min` and `max` (the documented bounds): anything else is a 400 naming it. */

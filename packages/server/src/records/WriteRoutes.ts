@@ -3,10 +3,10 @@
 // whichever lane a request takes. Also the request pieces every record write reads: who is writing (`writerOf`),
 // `If-Match`, numeric query parameters, skipValidation's permission.
 import { can, type Principal } from "@troupe/api/Authorization"
-import { badRequest, forbidden } from "@troupe/api/Errors"
+import { forbidden } from "@troupe/api/Errors"
 import { Effect } from "effect"
 import type { FastAnswer, FastTable } from "../platform/FastRoutes.ts"
-import { flagParam, RecordQuery } from "../query/RecordQuery.ts"
+import { badParam, flagParam, RecordQuery } from "../query/RecordQuery.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import type { Writer } from "./model.ts"
 import { RecordWriter } from "./RecordEntity.ts"
@@ -20,9 +20,6 @@ const header = (headers: RequestHeaders, name: string) => {
   const value = headers[name]
   return typeof value === "string" ? value : value?.[0]
 }
-
-export const badParam = (field: string, message: string) =>
-  badRequest({ message, code: "VALIDATION_ERROR", details: [{ field, property: field, message }] })
 
 export const numberParam = (name: string, raw: string | undefined) => {
   if (raw === undefined || raw === "") return Effect.succeed(undefined)

@@ -16,10 +16,10 @@ import { isUuid, type RecordRow, toRecordB } from "../query/RecordRow.ts"
 import type { BulkFailure, BulkOutcome } from "./RecordBulk.ts"
 import { RecordWriter } from "./RecordEntity.ts"
 import { MAX_BULK_ITEMS } from "./RecordInputs.ts"
-import { csvParam, flagParam, fromResult, intParam, RecordQuery } from "../query/RecordQuery.ts"
+import { badParam, csvParam, flagParam, fromResult, intParam, RecordQuery } from "../query/RecordQuery.ts"
 import { type RecordError, recordNotFound, RecordService } from "./RecordService.ts"
 import { type ListQuery, type ListRoute, recordViews } from "./RecordViews.ts"
-import { badParam, ifMatch, numberParam, writeAnswers, writerOf } from "./WriteRoutes.ts"
+import { ifMatch, numberParam, writeAnswers, writerOf } from "./WriteRoutes.ts"
 import type { FastAnswer } from "../platform/FastRoutes.ts"
 
 /** Generation A bodies are flat: these system fields of a record read back are ignored unless the structure declares them. */
