@@ -394,7 +394,7 @@ describe("trigger types over HTTP", () => {
       expect((await c.call("DELETE", `/compute-functions/${doomed.id}`)).status).toBe(200)
       const orphan = await server.request("POST", `/workspace/${server.workspace}/api/v1/http-triggers/doomed`, { token, body: {} })
       expect(orphan.status).toBe(400)
-      expect(orphan.body.code).toBe("FUNCTION_NOT_FOUND")
+      expect(orphan.body.code).toBe("BAD_REQUEST")
       expect((await server.request("POST", url, { body: {} })).status).toBe(401)
       const bad = await server.request("POST", url, { token, raw: "{oops", headers: { "content-type": "application/json" } })
       expect(bad.status).toBe(400)

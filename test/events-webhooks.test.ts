@@ -126,7 +126,7 @@ describe("webhooks over HTTP", () => {
       for (const id of ["00000000-0000-4000-8000-000000000000", "not-a-uuid"]) {
         const res = await server.request("GET", `${hooks()}/${id}`, { token })
         expect(res.status).toBe(404)
-        expect(res.body).toMatchObject({ error: "Not Found", statusCode: 404, code: "WEBHOOK_NOT_FOUND", details: [] })
+        expect(res.body).toMatchObject({ error: "Not Found", statusCode: 404, code: "NOT_FOUND", details: [] })
         expect(typeof res.body.requestId).toBe("string")
       }
       expect((await server.request("GET", `${hooks()}/not-a-uuid/failures`, { token })).status).toBe(404)
@@ -360,7 +360,7 @@ describe("webhooks over HTTP", () => {
       expect(refused.status).toBe(409)
     })
 
-    it("redeliveries racing the webhook's delete: 202 or 404 WEBHOOK_NOT_FOUND/DELIVERY_NOT_FOUND, never a 500", async () => {
+    it("redeliveries racing the webhook's delete: 202 or 404 NOT_FOUND, never a 500", async () => {
       for (let round = 0; round < 5; round++) {
         const hook = await createHook({ url: `${rx.url}/race-${round}`, events: ["record.created"], filters: { structure: "posts" } })
         await createRecord("posts", { title: `race ${round}` })
@@ -379,7 +379,7 @@ describe("webhooks over HTTP", () => {
         expect(answers[6]!.status, answers[6]!.text).toBe(204)
         for (const res of [...answers.slice(0, 6), ...answers.slice(7)]) {
           expect([202, 404], res.text).toContain(res.status)
-          if (res.status === 404) expect(["WEBHOOK_NOT_FOUND", "DELIVERY_NOT_FOUND"]).toContain(res.body.code)
+          if (res.status === 404) expect(res.body.code).toBe("NOT_FOUND")
         }
       }
       expect(server.output()).not.toContain("request failed")

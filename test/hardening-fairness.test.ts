@@ -51,7 +51,7 @@ describe("hardening: fairness and secrets", () => {
   })
 
   describe("webhooks", () => {
-    it("a workspace holds at most TROUPE_WEBHOOKS_PER_WORKSPACE webhooks: one more is 409 WEBHOOK_LIMIT_REACHED", async () => {
+    it("a workspace holds at most TROUPE_WEBHOOKS_PER_WORKSPACE webhooks: one more is 409 CONFLICT", async () => {
       const create = (i: number) =>
         server.request("POST", `${server.base}/webhooks`, {
           token,
@@ -65,7 +65,7 @@ describe("hardening: fairness and secrets", () => {
         ids.push(res.body.id)
       }
       const refused = await create(3)
-      expectContractError(refused, 409, "WEBHOOK_LIMIT_REACHED")
+      expectContractError(refused, 409, "CONFLICT")
       expect(refused.body.message).toMatch(/3 webhooks/)
       // a deleted one frees its place
       expect((await server.request("DELETE", `${server.base}/webhooks/${ids[0]}`, { token })).status).toBe(204)

@@ -359,14 +359,14 @@ describe("members", () => {
     expectError(
       await server.request("PUT", `/workspace/solo/api/v1/members/${adminId}/role`, { token: solo, body: { role: "admin" } }),
       409,
-      "LAST_OWNER"
+      "CONFLICT"
     )
-    expectError(await server.request("DELETE", `/workspace/solo/api/v1/members/${adminId}`, { token: solo }), 409, "LAST_OWNER")
+    expectError(await server.request("DELETE", `/workspace/solo/api/v1/members/${adminId}`, { token: solo }), 409, "CONFLICT")
     // with a second owner, the first may step down
     const other = await createUser(server, solo, "owner", "solo")
     const down = await server.request("PUT", `/workspace/solo/api/v1/members/${adminId}/role`, { token: solo, body: { role: "viewer" } })
     expect(down.status).toBe(200)
-    expectError(await server.request("DELETE", `/workspace/solo/api/v1/members/${other.userId}`, { token: other.token }), 409, "LAST_OWNER")
+    expectError(await server.request("DELETE", `/workspace/solo/api/v1/members/${other.userId}`, { token: other.token }), 409, "CONFLICT")
   })
 
   it("users change their own password; service accounts have none", async () => {

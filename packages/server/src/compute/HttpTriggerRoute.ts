@@ -48,11 +48,11 @@ export const HttpTriggerRoute = HttpRouter.use((router) =>
         }
         const trigger = path === "" ? undefined : yield* Effect.orDie(triggers.byPath(workspace, path))
         if (trigger === undefined || trigger.executionType !== "http-trigger") {
-          return yield* notFound({ message: `No HTTP trigger at /${path}`, code: "TRIGGER_NOT_FOUND" })
+          return yield* notFound({ message: `No HTTP trigger at /${path}` })
         }
         const fn = trigger.functionId === null ? undefined : yield* Effect.orDie(functions.get(workspace, trigger.functionId))
         if (fn === undefined) {
-          return yield* badRequest({ message: `Function not found for trigger: ${trigger.id}`, code: "FUNCTION_NOT_FOUND" })
+          return yield* badRequest({ message: `Function not found for trigger: ${trigger.id}` })
         }
         const text =
           request.method === "GET" || request.method === "HEAD"

@@ -25,7 +25,7 @@ export interface RunListQuery {
 
 const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
-const rerunError = (message: string) => badRequest({ message, code: "RERUN_FAILED" })
+const rerunError = (message: string) => badRequest({ message })
 
 export class RunService extends Context.Service<
   RunService,
@@ -150,7 +150,7 @@ export class RunService extends Context.Service<
           ["triggerId", query.triggerId]
         ] as const) {
           if (value !== undefined && !isUuid(value)) {
-            return yield* badRequest({ message: `Invalid ${name}: ${value.slice(0, 64)}`, code: "INVALID_ID" })
+            return yield* badRequest({ message: `Invalid ${name}: ${value.slice(0, 64)}` })
           }
         }
         const page = query.page ?? 1

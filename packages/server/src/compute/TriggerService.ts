@@ -120,9 +120,7 @@ export class TriggerService extends Context.Service<
         })
 
       const system = (row: TriggerRow, what: string) =>
-        row.isSystem
-          ? Effect.fail(badRequest({ message: `default-trigger is the system trigger and cannot be ${what}`, code: "SYSTEM_TRIGGER" }))
-          : Effect.void
+        row.isSystem ? Effect.fail(badRequest({ message: `default-trigger is the system trigger and cannot be ${what}` })) : Effect.void
 
       const functionExists = (workspace: string, id: string) =>
         Effect.gen(function* () {
@@ -196,7 +194,7 @@ export class TriggerService extends Context.Service<
         })
 
       const pathTaken = (path: string | null) =>
-        conflict({ message: `Another trigger of this workspace already has the path "/${path ?? ""}"`, code: "PATH_CONFLICT" })
+        conflict({ message: `Another trigger of this workspace already has the path "/${path ?? ""}"` })
 
       /** Unique violations: the name, or (for HTTP triggers) the path. */
       const onUnique =
@@ -314,8 +312,7 @@ export class TriggerService extends Context.Service<
           yield* system(row, paused ? "paused" : "resumed")
           if (row.executionType !== "scheduled") {
             return yield* badRequest({
-              message: `Only scheduled triggers can be ${paused ? "paused" : "resumed"}; this one is ${row.executionType}`,
-              code: "NOT_SCHEDULED"
+              message: `Only scheduled triggers can be ${paused ? "paused" : "resumed"}; this one is ${row.executionType}`
             })
           }
           let next: string | null = null
@@ -344,18 +341,16 @@ export class TriggerService extends Context.Service<
         const row = yield* found(workspace, id)
         if (row.isSystem) {
           return yield* badRequest({
-            message: "default-trigger runs test executions only: use POST /compute-functions/test",
-            code: "SYSTEM_TRIGGER"
+            message: "default-trigger runs test executions only: use POST /compute-functions/test"
           })
         }
         if (row.executionType !== "on-demand") {
           return yield* badRequest({
-            message: `Execute works only for on-demand triggers; this one is ${row.executionType}`,
-            code: "NOT_ON_DEMAND"
+            message: `Execute works only for on-demand triggers; this one is ${row.executionType}`
           })
         }
         const fn = row.functionId === null ? undefined : yield* Effect.orDie(functions.get(workspace, row.functionId))
-        if (fn === undefined) return yield* badRequest({ message: `Function not found for trigger: ${row.id}`, code: "FUNCTION_NOT_FOUND" })
+        if (fn === undefined) return yield* badRequest({ message: `Function not found for trigger: ${row.id}` })
         return yield* runs.enqueue({
           workspace,
           functionId: fn.id,

@@ -42,14 +42,14 @@ export const invalidAll = (problems: ReadonlyArray<ErrorDetail>): BadRequest =>
 
 /** A path id that is no UUID is a 400 (invalid id format), an unknown one a 404. */
 export const checkId = (kind: string, id: string): Effect.Effect<void, BadRequest> =>
-  isUuid(id) ? Effect.void : Effect.fail(badRequest({ message: `Invalid ${kind} ID: ${id.slice(0, 64)}`, code: "INVALID_ID" }))
+  isUuid(id) ? Effect.void : Effect.fail(badRequest({ message: `Invalid ${kind} ID: ${id.slice(0, 64)}` }))
 
-export const functionNotFound = (id: string) => notFound({ message: `Function ${id} not found`, code: "FUNCTION_NOT_FOUND" })
-export const triggerNotFound = (id: string) => notFound({ message: `Trigger ${id} not found`, code: "TRIGGER_NOT_FOUND" })
-export const draftNotFound = (id: string) => notFound({ message: `Draft ${id} not found`, code: "DRAFT_NOT_FOUND" })
-export const runNotFound = (id: string) => notFound({ message: `Function run ${id} not found`, code: "RUN_NOT_FOUND" })
+export const functionNotFound = (id: string) => notFound({ message: `Function ${id} not found` })
+export const triggerNotFound = (id: string) => notFound({ message: `Trigger ${id} not found` })
+export const draftNotFound = (id: string) => notFound({ message: `Draft ${id} not found` })
+export const runNotFound = (id: string) => notFound({ message: `Function run ${id} not found` })
 export const nameTaken = (kind: "Function" | "Trigger", name: string) =>
-  conflict({ message: `${kind} name "${name}" already exists in this workspace`, code: "NAME_CONFLICT" })
+  conflict({ message: `${kind} name "${name}" already exists in this workspace` })
 
 // ------------------------------------------------------------------------------------------------ functions
 

@@ -1,7 +1,7 @@
 // Webhook management (README "Webhooks"): create, list, get, update, delete, failures, the delivery log,
 // redelivery and test sends. Deliveries themselves are made by WebhookDispatcher; this service only queues them and
 // signals the dispatcher (which may run on another node) through the Notifier.
-// - A workspace holds at most TROUPE_WEBHOOKS_PER_WORKSPACE webhooks (100): one more is 409 WEBHOOK_LIMIT_REACHED.
+// - A workspace holds at most TROUPE_WEBHOOKS_PER_WORKSPACE webhooks (100): one more is 409 CONFLICT.
 // - Signing secrets are stored encrypted (SigningSecret.ts); the plaintext is answered once, on create or when a
 //   PATCH sets it, and decrypted again only to sign.
 import type {
@@ -87,7 +87,7 @@ export class WebhookService extends Context.Service<WebhookService, WebhookServi
       const sealed = yield* encryptStoredSecrets(secrets).pipe(Effect.orDie)
       if (sealed > 0) yield* Effect.logInfo(`webhooks: encrypted ${sealed} signing secret(s) stored in plaintext`)
 
-      const webhookNotFound = (id: string) => notFound({ message: `Webhook ${id} not found`, code: "WEBHOOK_NOT_FOUND" })
+      const webhookNotFound = (id: string) => notFound({ message: `Webhook ${id} not found` })
       const invalid = (problems: ReadonlyArray<ErrorDetail>) =>
         badRequest({ message: problems.map((p) => `${p.field}: ${p.message}`).join("; "), code: "VALIDATION_ERROR", details: problems })
 
@@ -142,8 +142,7 @@ export class WebhookService extends Context.Service<WebhookService, WebhookServi
             conflict({
               message:
                 `This workspace already has ${config.webhooksPerWorkspace} webhooks, the most it may hold; ` +
-                "delete one before creating another",
-              code: "WEBHOOK_LIMIT_REACHED"
+                "delete one before creating another"
             })
           )
         }
@@ -211,7 +210,7 @@ export class WebhookService extends Context.Service<WebhookService, WebhookServi
         return { data: rows.map(toDelivery), total, page: options.page, limit: options.limit }
       })
 
-      const deliveryNotFound = (deliveryId: string) => notFound({ message: `Delivery ${deliveryId} not found`, code: "DELIVERY_NOT_FOUND" })
+      const deliveryNotFound = (deliveryId: string) => notFound({ message: `Delivery ${deliveryId} not found` })
       const findDelivery = (id: string, deliveryId: string) =>
         uuidPattern.test(deliveryId)
           ? repo.delivery(id, deliveryId).pipe(
@@ -231,8 +230,7 @@ export class WebhookService extends Context.Service<WebhookService, WebhookServi
         if (!hook.enabled || hook.status !== "active") {
           return yield* Effect.fail(
             conflict({
-              message: `Webhook ${id} is ${hook.status}; PATCH {"enabled": true} before redelivering`,
-              code: "WEBHOOK_NOT_ACTIVE"
+              message: `Webhook ${id} is ${hook.status}; PATCH {"enabled": true} before redelivering`
             })
           )
         }

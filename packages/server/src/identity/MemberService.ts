@@ -152,7 +152,7 @@ export class MemberService extends Context.Service<MemberService, MemberServiceS
             SELECT user_id::text AS "userId" FROM memberships
               WHERE workspace = ${workspace} AND role = 'owner' FOR UPDATE`
           if (owners.length === 1 && owners[0]!.userId === userId) {
-            return yield* Effect.fail(conflict({ message: "A workspace must keep at least one owner", code: "LAST_OWNER" }))
+            return yield* Effect.fail(conflict({ message: "A workspace must keep at least one owner" }))
           }
         })
 
