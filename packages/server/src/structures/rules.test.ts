@@ -1,15 +1,7 @@
 import type { PropertyDefinition, StructureInput } from "@troupe/api/structures/Structure"
 import { describe, expect, it } from "@effect/vitest"
-import {
-  checkStructure,
-  type DefinitionProblem,
-  mergeStructureUpdate,
-  normalizeProperty,
-  normalizeStructure,
-  type RuleContext,
-  slugify,
-  type StructureLike
-} from "./rules.ts"
+import { checkStructure, type DefinitionProblem, type RuleContext, slugify, type StructureLike } from "./rules.ts"
+import { mergeStructureUpdate, normalizeProperty, normalizeStructure } from "./StructureDefaults.ts"
 
 const workspace = (...structures: Array<StructureLike>) => {
   const bySlug = new Map(structures.map((s) => [s.recordSlug, s]))
