@@ -18,7 +18,9 @@ const admin = [
   "write:triggers",
   "read:service-accounts",
   "write:service-accounts",
-  "secrets:reveal"
+  "secrets:reveal",
+  "read:cors",
+  "write:cors"
 ]
 const owner = [...admin, "workspace:members"]
 const roleTable: Record<string, ReadonlyArray<string>> = { viewer: reads, developer, admin, owner }

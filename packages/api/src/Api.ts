@@ -12,6 +12,7 @@ import { MembersApi } from "./identity/MembersApi.ts"
 import { OidcApi } from "./identity/OidcApi.ts"
 import { documentPermissions } from "./identity/OpenApiPermissions.ts"
 import { ServiceAccountsApi } from "./identity/ServiceAccountsApi.ts"
+import { SettingsApi } from "./identity/SettingsApi.ts"
 import { WorkspacesApi } from "./identity/WorkspacesApi.ts"
 import { QueryApi } from "./query/QueryApi.ts"
 import { RecordsApi } from "./records/RecordsApi.ts"
@@ -29,6 +30,7 @@ export class Api extends HttpApi.make("troupe")
   .add(QueryApi)
   .add(WebhooksApi)
   .add(ComputeFunctionsApi, FunctionsApi, DraftsApi, FunctionTriggersApi, FunctionRunsApi)
+  .add(SettingsApi)
   .annotateMerge(
     OpenApi.annotations({
       title: "Troupe API",

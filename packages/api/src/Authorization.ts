@@ -33,7 +33,9 @@ export const Permissions = [
   "write:triggers",
   "read:service-accounts",
   "write:service-accounts",
-  "secrets:reveal"
+  "secrets:reveal",
+  "read:cors",
+  "write:cors"
 ] as const
 export type Permission = (typeof Permissions)[number] | "platform:admin" | "workspace:members"
 

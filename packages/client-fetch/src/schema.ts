@@ -1019,6 +1019,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/workspace/{workspace}/api/v1/settings/cors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Requires permission `read:cors`. Counts against the workspace's `reads` rate limit. */
+        get: operations["settings.getCors"];
+        /**
+         * @description Replaces the workspace's allowed origins (at most 100, each scheme://host[:port]: no path, no credentials, no `*`). They hold on every node within moments; the answer is the list as stored (canonical, each once).
+         *
+         *     Requires permission `write:cors`. Counts against the workspace's `writes` rate limit.
+         */
+        put: operations["settings.setCors"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/workspace/{workspace}/api/v1/structures": {
         parameters: {
             query?: never;
@@ -8879,7 +8901,7 @@ export interface operations {
                     description?: string | null;
                     grant_types?: string | string[];
                     name: string;
-                    permissions?: ("read:structures" | "write:structures" | "read:records" | "write:records" | "read:functions" | "write:functions" | "execute:functions" | "read:storage" | "write:storage" | "read:webhooks" | "write:webhooks" | "read:triggers" | "write:triggers" | "read:service-accounts" | "write:service-accounts" | "secrets:reveal")[];
+                    permissions?: ("read:structures" | "write:structures" | "read:records" | "write:records" | "read:functions" | "write:functions" | "execute:functions" | "read:storage" | "write:storage" | "read:webhooks" | "write:webhooks" | "read:triggers" | "write:triggers" | "read:service-accounts" | "write:service-accounts" | "secrets:reveal" | "read:cors" | "write:cors")[];
                     /** @enum {string} */
                     role?: "viewer" | "developer" | "admin" | "owner";
                     scope?: string;
@@ -9344,6 +9366,123 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "settings.getCors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        allowedOrigins: string[];
+                    };
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "settings.setCors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    allowedOrigins: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        allowedOrigins: string[];
+                    };
+                };
+            };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
                 };
             };
             /** @description TooManyRequests */

@@ -27,7 +27,9 @@ const admin: ReadonlyArray<Permission> = [
   "write:triggers",
   "read:service-accounts",
   "write:service-accounts",
-  "secrets:reveal"
+  "secrets:reveal",
+  "read:cors",
+  "write:cors"
 ]
 const owner: ReadonlyArray<Permission> = [...Permissions, "workspace:members"]
 

@@ -17,6 +17,7 @@ import { RealtimeRoute, realtimeRoutes } from "../events/RealtimeRoute.ts"
 import { Authenticator } from "../identity/Authenticate.ts"
 import { IdentityHandlers } from "../identity/http.ts"
 import { IdentityLayer } from "../identity/IdentityLayer.ts"
+import { CorsOrigins } from "../identity/CorsOrigins.ts"
 import { QueryHandlers } from "../query/http.ts"
 import { QueryIndexesLayer } from "../query/QueryIndexes.ts"
 import { QueryPool } from "../query/QueryPool.ts"
@@ -34,6 +35,7 @@ import { StructureService } from "../structures/StructureService.ts"
 import { VersionRetentionLayer } from "../structures/VersionRetention.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { answerClientErrors } from "../platform/ClientErrors.ts"
+import { corsPolicy, withCors } from "../platform/Cors.ts"
 import { fastLane, fastServer, FastRoutes } from "../platform/FastRoutes.ts"
 import { ClusterLayer, NodeProbeLayer } from "../platform/Cluster.ts"
 import { DatabaseLayer } from "../platform/Database.ts"
@@ -86,6 +88,7 @@ const Domains = ComputeLayer.pipe(
   // record events and failed writes reach event-driven triggers (read by the relay and by RecordService)
   Layer.provideMerge(EventTriggersLayer),
   Layer.provideMerge(StructureService.layer),
+  Layer.provideMerge(CorsOrigins.layer),
   Layer.provideMerge(Notifier.layer)
 )
 
@@ -121,8 +124,11 @@ const HttpLive = Layer.unwrap(
         maxJsonDepth: config.maxJsonDepth
       })
     )
+    // CORS (platform/Cors.ts): decided as a request enters, before either lane sees it
+    const cors = corsPolicy({ node: config.corsOrigins, workspaces: yield* CorsOrigins, routeOf, anyHeaderRoutes: HTTP_TRIGGER_PATHS })
+    const NodeServer = withCors(FastServer, cors, yield* Effect.context<never>())
     return serve(Api, Routes, rawRoutes, routeOf).pipe(
-      Layer.provide(NodeHttpServer.layer(() => answerClientErrors(new FastServer()), { port: config.port, host: config.host }))
+      Layer.provide(NodeHttpServer.layer(() => answerClientErrors(new NodeServer()), { port: config.port, host: config.host }))
     )
   })
 ).pipe(

@@ -24,7 +24,9 @@ describe("role permissions (README: Roles and permissions)", () => {
         "write:triggers",
         "read:service-accounts",
         "write:service-accounts",
-        "secrets:reveal"
+        "secrets:reveal",
+        "read:cors",
+        "write:cors"
       ])
     )
     expect([...rolePermissions.owner]).toEqual(expect.arrayContaining([...rolePermissions.admin, "workspace:members"]))

@@ -6,6 +6,7 @@ import { Effect, Layer, Option } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig } from "../platform/AppConfig.ts"
+import { CorsOrigins } from "./CorsOrigins.ts"
 import { clientAddress } from "../platform/ClientAddress.ts"
 import { GroupService } from "./GroupService.ts"
 import { MemberService } from "./MemberService.ts"
@@ -235,5 +236,23 @@ export const GroupsHandlers = HttpApiBuilder.group(
   })
 )
 
+export const SettingsHandlers = HttpApiBuilder.group(
+  Api,
+  "settings",
+  Effect.fn(function* (handlers) {
+    const cors = yield* CorsOrigins
+    return handlers
+      .handle("getCors", ({ params }) => cors.get(params.workspace))
+      .handle("setCors", ({ params, payload }) => withPrincipal((p) => cors.set(params.workspace, payload.allowedOrigins, p)))
+  })
+)
+
 /** Every identity group's handlers. */
-export const IdentityHandlers = Layer.mergeAll(OidcHandlers, WorkspacesHandlers, MembersHandlers, ServiceAccountsHandlers, GroupsHandlers)
+export const IdentityHandlers = Layer.mergeAll(
+  OidcHandlers,
+  WorkspacesHandlers,
+  MembersHandlers,
+  ServiceAccountsHandlers,
+  GroupsHandlers,
+  SettingsHandlers
+)

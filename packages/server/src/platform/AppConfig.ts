@@ -3,6 +3,7 @@
 // value counts as unset. Secrets (DATABASE_URL, keys, passwords, the metrics token) stay Redacted until used.
 import { Config, Context, Data, Duration, Effect, Layer, type LogLevel, Option, Redacted, Schema } from "effect"
 import * as Os from "node:os"
+import { parseNodeOrigins } from "./Cors.ts"
 
 export class InvalidConfig extends Data.TaggedError("InvalidConfig")<{ readonly variable: string; readonly reason: string }> {
   override get message() {
@@ -182,6 +183,13 @@ const config = Effect.gen(function* () {
     {} as Record<string, string>
   )
   const otelServiceName = yield* text("OTEL_SERVICE_NAME", "troupe")
+  // Browser apps (docs/browser.md): origins allowed on every route of the node, or `*`; none by default.
+  const corsOrigins = yield* Effect.flatMap(text("TROUPE_CORS_ORIGINS", ""), (raw) => {
+    const parsed = parseNodeOrigins(raw)
+    return typeof parsed === "string"
+      ? Effect.fail(new InvalidConfig({ variable: "TROUPE_CORS_ORIGINS", reason: parsed }))
+      : Effect.succeed(parsed)
+  })
   return {
     port,
     host,
@@ -214,6 +222,7 @@ const config = Effect.gen(function* () {
     otlpEndpoint,
     otlpHeaders,
     otelServiceName,
+    corsOrigins,
     ...tuning
   } as const
 })

@@ -292,5 +292,7 @@ export const allPermissions = [
   "write:triggers",
   "read:service-accounts",
   "write:service-accounts",
-  "secrets:reveal"
+  "secrets:reveal",
+  "read:cors",
+  "write:cors"
 ] as const
