@@ -239,9 +239,16 @@ export const withCors = (Base: typeof Http.Server, policy: CorsPolicy, context: 
           const res = args[1] as Http.ServerResponse
           const raw = req.url ?? "/"
           const method = req.headers["access-control-request-method"]
-          if (req.method === "OPTIONS" && method !== undefined && !suspectUrl(raw)) {
-            answerPreflight(req, res, origin, method, raw)
-            return true
+          if (req.method === "OPTIONS" && method !== undefined) {
+            // a target the edge refuses (NUL, lone surrogates) is left to it: its 400, without a grant
+            if (suspectUrl(raw)) return super.emit(event, ...args)
+            try {
+              answerPreflight(req, res, origin, method, raw)
+              return true
+            } catch {
+              // not answered (nothing of it written): the stack answers it, without a grant
+              return res.headersSent || super.emit(event, ...args)
+            }
           }
           res.setHeader("vary", "Origin")
           const allowed = policy.allowOrigin(origin, canonicalUrl(raw))
