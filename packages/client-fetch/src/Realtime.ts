@@ -1,13 +1,20 @@
 /**
- * The workspace's server-sent events (`GET /realtime/workspace/{ws}/api/v1/events`) on the `eventsource` package,
- * with a custom fetch so the token travels as an `Authorization: Bearer` header (never in the URL), asked from the
- * token source at every (re)connection. Each message is parsed into a typed `TroupeEvent`.
+ * The workspace's server-sent events (`GET /realtime/workspace/{ws}/api/v1/events`), each message parsed into a typed
+ * `TroupeEvent`, on one of two EventSources:
+ * - in Node (no EventSource of its own), or whenever `fetch` is given: the `eventsource` package, with a custom fetch
+ *   so the token travels as an `Authorization: Bearer` header (never in the URL);
+ * - in a browser: the browser's own `EventSource`, which cannot send headers, so the token travels as
+ *   `?access_token=` (CONTRACT §9; the server keeps query strings out of its logs). Cross-origin, the node must
+ *   allow the page's origin (docs/browser.md).
+ * The token is asked from the token source at every (re)connection.
  *
  * Reconnection: when a stream ends, EventSource reconnects by itself after the server's `retry:` (2 s) and sends
  * `Last-Event-ID`, so the server replays what came after the last event received, without gaps or repeats. When
  * a connection is refused (401 after a token expired, 429, 5xx, a network error), EventSource gives up; this
- * helper then opens a new one after a growing delay (1 s, 2 s, ... 30 s), with the same `Last-Event-ID`, after
- * invalidating the token source on a 401.
+ * helper then opens a new one after a growing delay (1 s, 2 s, ... 30 s), resuming after the last event received
+ * (`Last-Event-ID`, or `?lastEventId=` for the browser's EventSource), after invalidating the token source on a 401
+ * (the browser's EventSource does not say which status refused it: its token source is asked again, and renews a
+ * token that is about to expire).
  *
  * ```ts
  * const sub = subscribeEvents({ baseUrl, workspace: "default", token, events: ["record.*"],
@@ -17,7 +24,8 @@
  *
  * @since 0.1.0
  */
-import { EventSource, type FetchLike } from "eventsource"
+import type { FetchLike } from "eventsource"
+import { FetchEventSource } from "./FetchEventSource.ts"
 import { type TokenInput, toTokenSource } from "./TokenSource.ts"
 
 /** A record event's `data`. @category models */
@@ -114,11 +122,31 @@ export interface SubscribeOptions {
   readonly onError?: ((error: SubscriptionError) => void) | undefined
   /** a connection is open */
   readonly onOpen?: (() => void) | undefined
-  /** the fetch to use (default: the global one) */
+  /** the fetch to use (default: the global one); given, the token travels as a header on the `eventsource` package */
   readonly fetch?: typeof globalThis.fetch | undefined
   /** the longest wait between two reconnection attempts after a refusal (default 30000 ms) */
   readonly maxRetryDelayMs?: number | undefined
+  /**
+   * An EventSource class that takes the URL alone (the token then travels as `?access_token=`); default: the
+   * runtime's own (`globalThis.EventSource`, as browsers have) when there is one and no `fetch` is given.
+   */
+  readonly EventSource?: EventSourceClass | undefined
 }
+
+/** What the helper uses of an EventSource. @category models */
+export interface EventSourceLike {
+  readonly readyState: number
+  onopen: ((event: any) => void) | null
+  onmessage: ((message: { readonly data: string; readonly lastEventId: string }) => void) | null
+  onerror: ((event: { readonly code?: number | undefined; readonly message?: string | undefined }) => void) | null
+  close(): void
+}
+
+/** An EventSource constructor that takes the URL alone, as the browser's. @category models */
+export type EventSourceClass = new (url: string) => EventSourceLike
+
+/** The readyState of an EventSource that gave up. */
+const CLOSED = 2
 
 /** @category errors */
 export class SubscriptionError extends Error {
@@ -176,8 +204,13 @@ export const subscribeEvents = (options: SubscribeOptions): Subscription => {
   const doFetch = options.fetch ?? globalThis.fetch
   const maxDelay = options.maxRetryDelayMs ?? 30_000
   const url = eventsUrl(options)
+  const native =
+    options.EventSource ??
+    (options.fetch === undefined || FetchEventSource === undefined
+      ? (globalThis as { EventSource?: EventSourceClass }).EventSource
+      : undefined)
   let lastEventId = options.lastEventId
-  let source: EventSource | undefined
+  let source: EventSourceLike | undefined
   let timer: ReturnType<typeof setTimeout> | undefined
   let closed = false
   let failures = 0
@@ -193,15 +226,30 @@ export const subscribeEvents = (options: SubscribeOptions): Subscription => {
     return response
   }
 
+  /** The browser's EventSource: the token (and where to resume) in the query, as it sends no headers of ours. */
+  const openNative = async (Native: EventSourceClass) => {
+    const token = await tokens.getToken()
+    const withToken = new URL(url)
+    withToken.searchParams.set("access_token", token)
+    if (lastEventId !== undefined) withToken.searchParams.set("lastEventId", lastEventId)
+    return new Native(withToken.toString())
+  }
+
   const stop = () => {
     closed = true
     if (timer !== undefined) clearTimeout(timer)
     source?.close()
   }
 
-  const open = () => {
-    if (closed) return
-    const es = new EventSource(url, { fetch: authFetch })
+  const retry = (status: number | undefined) => {
+    if (status === 401) tokens.invalidate()
+    failures++
+    const delay = Math.min(maxDelay, 1000 * 2 ** Math.min(failures - 1, 10))
+    timer = setTimeout(open, delay)
+  }
+
+  const attach = (es: EventSourceLike) => {
+    if (closed) return es.close()
     source = es
     es.onopen = () => {
       failures = 0
@@ -213,7 +261,7 @@ export const subscribeEvents = (options: SubscribeOptions): Subscription => {
       if (parsed.event === "stream.closed") {
         const closedBy = parsed as StreamClosed
         if (closedBy.reason === "token_expired") {
-          // the stream ends; EventSource reconnects and authFetch asks for a new token
+          // the stream ends; the next connection asks the source for a new token
           tokens.invalidate()
           return
         }
@@ -226,15 +274,31 @@ export const subscribeEvents = (options: SubscribeOptions): Subscription => {
     }
     es.onerror = (event) => {
       if (closed) return
-      const status = event.code ?? (es.readyState === es.CLOSED ? lastStatus : undefined)
+      const status = event.code ?? (native === undefined && es.readyState === CLOSED ? lastStatus : undefined)
       options.onError?.(new SubscriptionError(event.message ?? "event stream error", status, false))
       // CONNECTING: EventSource retries by itself. CLOSED: it gave up (a refusal); start a new one.
-      if (es.readyState !== es.CLOSED) return
-      if (status === 401) tokens.invalidate()
-      failures++
-      const delay = Math.min(maxDelay, 1000 * 2 ** Math.min(failures - 1, 10))
-      timer = setTimeout(open, delay)
+      if (es.readyState !== CLOSED) return
+      // the browser's own reconnection would resume from an older URL's lastEventId: close it for good
+      es.close()
+      retry(status)
     }
+  }
+
+  const open = () => {
+    if (closed) return
+    if (native === undefined) {
+      if (FetchEventSource === undefined) throw new Error("subscribeEvents: this runtime has no EventSource; pass one in `EventSource`")
+      return attach(new FetchEventSource(url, { fetch: authFetch }) as unknown as EventSourceLike)
+    }
+    openNative(native).then(attach, (error: unknown) => {
+      if (closed) return
+      const message = error instanceof Error ? error.message : String(error)
+      // a token source that cannot give a token (a handed-in token gone): nothing to retry until the app signs in
+      const fatal = (error as { error?: unknown }).error === "login_required"
+      options.onError?.(new SubscriptionError(message, undefined, fatal))
+      if (fatal) stop()
+      else retry(undefined)
+    })
   }
 
   open()
