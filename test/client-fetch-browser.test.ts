@@ -54,7 +54,13 @@ describe("@troupe/client-fetch in browsers", () => {
       Fs.copyFileSync(Path.join(pkg, "package.json"), Path.join(copy, "package.json"))
       await promisify(execFile)(
         process.execPath,
-        [Path.join(root, "node_modules/typescript/bin/tsc"), "-p", Path.join(pkg, "tsconfig.build.json"), "--outDir", Path.join(copy, "dist")],
+        [
+          Path.join(root, "node_modules/typescript/bin/tsc"),
+          "-p",
+          Path.join(pkg, "tsconfig.build.json"),
+          "--outDir",
+          Path.join(copy, "dist")
+        ],
         { cwd: root }
       )
       // its dependencies, as an install would place them
@@ -90,7 +96,11 @@ describe("tokens for browsers", () => {
     expect(await signIn({ ...options, password: "right-password" })).toEqual({ accessToken: "t1", expiresAt: 101_000, scope: "openid" })
     expect(issued[0]!.get("grant_type")).toBe("password")
     expect(issued[0]!.get("scope")).toBe("openid workspace:board")
-    await expect(signIn({ ...options, password: "wrong" })).rejects.toMatchObject({ name: "TokenError", status: 400, error: "invalid_grant" })
+    await expect(signIn({ ...options, password: "wrong" })).rejects.toMatchObject({
+      name: "TokenError",
+      status: 400,
+      error: "invalid_grant"
+    })
     const source = passwordGrant({ ...options, password: "right-password", renewBeforeSeconds: 10 })
     expect(await source.getToken()).toBe("t3")
     now += 89_000
