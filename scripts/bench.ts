@@ -117,7 +117,9 @@ const sections: Array<[name: string, script: string]> = [
   ["validator", "scripts/bench-validator.ts"],
   ["events", "scripts/bench-events.ts"],
   // compute targets with their own node and baseline; `npm run bench -- --runs 100000` is passed on to it
-  ["compute", "scripts/bench/compute.ts"]
+  ["compute", "scripts/bench/compute.ts"],
+  // preflights beside GET /health, and the grant's headers on the fast lane (issue 32)
+  ["cors", "scripts/bench/cors.ts"]
 ]
 
 const main = async () => {
