@@ -2,7 +2,7 @@
 // validation errors shown by each field, and live updates from the workspace's event stream. Everything it shows
 // comes from Troupe, on another origin, through CORS.
 import { render } from "preact"
-import { useCallback, useEffect, useState } from "preact/hooks"
+import { useCallback, useEffect, useRef, useState } from "preact/hooks"
 import {
   config,
   endSession,
@@ -143,8 +143,12 @@ const Board = ({ onSignOut }: { onSignOut: () => void }) => {
   const [live, setLive] = useState(false)
   const [editing, setEditing] = useState<Task | undefined>()
 
+  // answers can come back out of order (a search typed letter by letter, live events): only the latest is shown
+  const latest = useRef(0)
   const reload = useCallback(async () => {
+    const asked = ++latest.current
     const answer = await listTasks(status, search)
+    if (asked !== latest.current) return
     if ("message" in answer) setProblem(answer)
     else {
       setProblem(undefined)
