@@ -218,6 +218,8 @@ export class RunWorker extends Context.Service<
             input = decrypted.success
           }
           const context: BridgeContext = { workspace: run.workspace, principal, runId: run.id, depth: run.depth }
+          // a test execution's own code, hashed when it was stored (RunSpec)
+          const testHash = run.code === null ? undefined : (run.functionCodeHash ?? sha256(run.code))
           const bridge = bridgeFor(context, {
             http: (request) =>
               typeof request.url !== "string" || typeof (request.method ?? "GET") !== "string"
@@ -228,13 +230,13 @@ export class RunWorker extends Context.Service<
           const outcome: SandboxOutcome = yield* sandbox.execute({
             workspace: run.workspace,
             code: claimed.code,
-            codeHash: claimed.functionCodeHash ?? sha256(claimed.code),
+            codeHash: testHash ?? claimed.functionCodeHash ?? sha256(claimed.code),
             triggerParams: triggerParams.success ?? {},
             executionParams: input ?? {},
             bridge,
             nested
           })
-          const isTest = run.code !== null
+          const isTest = testHash !== undefined
           return {
             id: run.id,
             status: outcome.status,
@@ -244,7 +246,7 @@ export class RunWorker extends Context.Service<
             durationMs: outcome.durationMs,
             memoryUsageBytes: outcome.memoryUsageBytes,
             cpuUsageSeconds: outcome.cpuUsageSeconds,
-            functionCodeHash: isTest ? sha256(run.code!) : claimed.functionCodeHash,
+            functionCodeHash: isTest ? testHash : claimed.functionCodeHash,
             functionVersion: isTest ? "test" : claimed.functionVersion === null ? null : String(claimed.functionVersion)
           }
         })
