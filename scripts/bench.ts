@@ -27,7 +27,8 @@ const embedded = process.env.BENCH_PROFILE === "embedded"
 if (process.env.BENCH_PROFILE && !["embedded", "postgres"].includes(process.env.BENCH_PROFILE)) {
   throw new Error(`BENCH_PROFILE: expected embedded or postgres, got ${process.env.BENCH_PROFILE}`)
 }
-const only = process.env.BENCH_ONLY?.split(",") ?? (embedded ? ["create record", "get by id", "patch", "list after bulk"] : undefined)
+const only =
+  process.env.BENCH_ONLY?.split(",") ?? (embedded ? ["create record", "get by id", "patch", "list page", "list after bulk"] : undefined)
 /** unmeasured seconds per target before its rounds (JIT, pools, plan caches, on both sides alike) */
 const warmup = Number(process.env.BENCH_WARMUP ?? 2)
 const baseUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"

@@ -48,8 +48,12 @@ const versusTroupe =
     return [a.troupe, b.troupe, `Troupe's ${baseline}`]
   }
 
-/** No cliff after a bulk write: a page of the 20,000 records just created, against reads by id of this run. */
-const listAfterBulk: Target = { name: "list after bulk", pair: versusTroupe("list after bulk", "get by id"), atLeast: 0.25 }
+/**
+ * No cliff after a bulk write: a page of the 20,000 records just created, against the same page of the bench's own
+ * structure measured just before the bulk (an index walk either way costs about the same; a sort of the 20,000 rows
+ * a hundred times more). Not against reads by id: those are batched per statement, a page is a statement of its own.
+ */
+const listAfterBulk: Target = { name: "list after bulk", pair: versusTroupe("list after bulk", "list page"), atLeast: 0.5 }
 
 const postgresTargets: ReadonlyArray<Target> = [
   { name: "create record", pair: rate("create record", "ceiling"), atLeast: 0.4 },
