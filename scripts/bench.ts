@@ -17,6 +17,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { freePort, freshDatabase, request, startNode } from "../test/support/TestServer.ts"
+import { machineLine, type Measured, printTargets } from "./bench/targets.ts"
 
 const root = Path.resolve(import.meta.dirname, "..")
 const duration = Number(process.env.BENCH_DURATION ?? 10)
@@ -26,7 +27,8 @@ const embedded = process.env.BENCH_PROFILE === "embedded"
 if (process.env.BENCH_PROFILE && !["embedded", "postgres"].includes(process.env.BENCH_PROFILE)) {
   throw new Error(`BENCH_PROFILE: expected embedded or postgres, got ${process.env.BENCH_PROFILE}`)
 }
-const only = process.env.BENCH_ONLY?.split(",") ?? (embedded ? ["create record", "get by id", "patch"] : undefined)
+const only =
+  process.env.BENCH_ONLY?.split(",") ?? (embedded ? ["create record", "get by id", "patch", "list page", "list after bulk"] : undefined)
 /** unmeasured seconds per target before its rounds (JIT, pools, plan caches, on both sides alike) */
 const warmup = Number(process.env.BENCH_WARMUP ?? 2)
 const baseUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
@@ -54,6 +56,8 @@ export interface Scenario {
   readonly itemsPerRequest?: number
   /** at least this many seconds per round (slow requests need a few to finish) */
   readonly minDuration?: number
+  /** run right before the scenario's first request (its warm-up), when the scenario is selected */
+  readonly prepare?: () => Promise<void>
 }
 
 interface Figures {
@@ -190,12 +194,13 @@ const scenariosSection = async () => {
       request
     })
     const rows: Array<Array<string>> = []
-    /** Troupe's and the ceiling's median req/s by scenario, for the ratios printed after the table */
-    const measured = new Map<string, { troupe: number; ceiling: number; items: number }>()
+    /** Troupe's and the baselines' medians by scenario, for the targets printed after the table */
+    const measured = new Map<string, Measured>()
     for (const scenario of list) {
       if (only && !only.includes(scenario.name)) continue
       const conns = scenario.connections ?? connections
       const seconds = Math.max(duration, scenario.minDuration ?? 0)
+      if (scenario.prepare) await scenario.prepare()
       // Troupe, then each baseline, in every round: a drift of the box (WAL, autovacuum, load) hits them alike
       const targets = [scenario.troupe, ...baselines.map((b) => b.pick(scenario))]
       if (warmup > 0) for (const target of targets) if (target) await drive(target, conns, warmup)
@@ -204,10 +209,14 @@ const scenariosSection = async () => {
         for (const [j, target] of targets.entries()) if (target) figures[j]!.push(await drive(target, conns, seconds))
       }
       const rps = figures.map((f) => (f.length ? median(f.map((x) => x.rps)) : NaN))
-      const ceilingAt = baselines.findIndex((b) => b.name === "ceiling")
+      const at = (name: string) => baselines.findIndex((b) => b.name === name) + 1
+      const p99Of = (j: number) => (j > 0 && figures[j]!.length > 0 ? median(figures[j]!.map((x) => x.p99)) : NaN)
       measured.set(scenario.name, {
         troupe: rps[0]!,
-        ceiling: ceilingAt < 0 ? NaN : rps[ceilingAt + 1]!,
+        troupeP99: median(figures[0]!.map((x) => x.p99)),
+        raw: at("raw") > 0 ? rps[at("raw")]! : NaN,
+        ceiling: at("ceiling") > 0 ? rps[at("ceiling")]! : NaN,
+        ceilingP99: p99Of(at("ceiling")),
         items: scenario.itemsPerRequest ?? 1
       })
       const latency = (f: Array<Figures>) => (f.length ? `${median(f.map((x) => x.p50))}/${median(f.map((x) => x.p99))}` : "-")
@@ -248,7 +257,7 @@ const scenariosSection = async () => {
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
     const line = (cells: Array<string>) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`
     const where = embedded ? `Troupe on embedded PGlite${ceiling ? ", ceiling on PostgreSQL" : ""}` : "PostgreSQL"
-    console.log(`\n${duration} s x ${rounds} rounds (medians), ${where}, node ${process.version}\n`)
+    console.log(`\n${duration} s x ${rounds} rounds (medians), ${where}; ${machineLine()}\n`)
     console.log(line(header))
     console.log(`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`)
     for (const row of rows) console.log(line(row))
@@ -262,6 +271,7 @@ const scenariosSection = async () => {
         `${name}: ${items.toFixed(0)} items/s = ${((items / single) * 100).toFixed(0)} % of the ceiling's single-INSERT creates (${single.toFixed(0)}/s)`
       )
     }
+    printTargets(measured, embedded)
   } finally {
     for (const stop of stops) await stop()
   }

@@ -27,6 +27,7 @@ import * as Path from "node:path"
 import postgres from "postgres"
 import { defaultLimits, type HostBridge, Sandbox, type SandboxJob, type SandboxLimits } from "../../packages/server/src/compute/Sandbox.ts"
 import { freePort, freshDatabase, startNode, type TestNode } from "../../test/support/TestServer.ts"
+import { machineLine } from "./targets.ts"
 
 const root = Path.resolve(import.meta.dirname, "../..")
 const argRuns = (() => {
@@ -600,7 +601,7 @@ const main = async () => {
   const header = ["item", "measure", "troupe", "baseline", "result", "target", "met"]
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
   const line = (cells: Array<string>) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`
-  console.log(`\ncompute, PostgreSQL, node ${process.version}, ${((Date.now() - started) / 1000).toFixed(0)} s\n`)
+  console.log(`\ncompute, PostgreSQL, ${((Date.now() - started) / 1000).toFixed(0)} s; ${machineLine()}\n`)
   console.log(line(header))
   console.log(`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`)
   for (const r of rows) console.log(line(r))

@@ -3,6 +3,7 @@
 // structure, the token and the seeded records are made through Troupe's own API (so the embedded profile, Troupe on
 // PGlite, seeds the same way); the raw baseline writes into the same structure of the same database.
 import type { Scenario, Target } from "../bench.ts"
+import { listAfterBulkScenario, listPageScenario } from "./list-after-bulk.ts"
 import { queryScenarios } from "./query.ts"
 
 export interface Context {
@@ -196,6 +197,9 @@ export const scenarios = async (ctx: Context): Promise<Array<Scenario>> => {
     },
     // filtered, sorted pages on 100k (and 1M with BENCH_LARGE=1) records (scripts/bench/query.ts), seeded by the
     // raw baseline straight into Troupe's PostgreSQL database: not in the embedded profile
-    ...(await queryScenarios(ctx))
+    ...(await queryScenarios(ctx)),
+    // right after 20,000 records are bulk-created, a page of them, beside the same page of bench-item just before
+    listPageScenario(ctx, token),
+    listAfterBulkScenario(ctx, token)
   ]
 }

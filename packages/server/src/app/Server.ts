@@ -22,6 +22,7 @@ import { QueryHandlers } from "../query/http.ts"
 import { QueryIndexesLayer } from "../query/QueryIndexes.ts"
 import { QueryPool } from "../query/QueryPool.ts"
 import { fastQueryRoutes } from "../query/FastQuery.ts"
+import { fastRunRoutes } from "../compute/FastRuns.ts"
 import { QueryService } from "../query/QueryService.ts"
 import { RecordEntityLayer, RecordKeyEntityLayer, RecordWriter } from "../records/RecordEntity.ts"
 import { fastReadRoutes } from "../records/FastRead.ts"
@@ -135,7 +136,7 @@ const HttpLive = Layer.unwrap(
   Layer.provide(
     Layer.effect(
       FastRoutes,
-      Effect.map(Effect.all([fastReadRoutes, fastWriteRoutes, fastQueryRoutes]), (tables) => Object.assign({}, ...tables))
+      Effect.map(Effect.all([fastReadRoutes, fastWriteRoutes, fastQueryRoutes, fastRunRoutes]), (tables) => Object.assign({}, ...tables))
     )
   )
 )

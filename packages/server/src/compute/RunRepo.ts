@@ -113,8 +113,15 @@ export class RunRepo extends Context.Service<
   {
     /** Inserts queued runs and wakes every node (on commit). */
     readonly enqueue: (runs: ReadonlyArray<NewRun>) => Effect.Effect<ReadonlyArray<RunRow>, SqlError>
-    /** Inserts a run already claimed by `owner` (it runs on this node at once). */
-    readonly startNow: (run: NewRun, owner: string, leaseMs: number) => Effect.Effect<ClaimedRun, SqlError>
+    /**
+     * Inserts runs submitted together in one statement: each `running` with `owner`'s lease (it runs on this node at
+     * once) or, with a null owner, `queued` (every node woken on commit); with the code and trigger params each runs
+     * with, in the order given (undefined for a run that was not stored).
+     */
+    readonly store: (
+      items: ReadonlyArray<{ readonly run: NewRun; readonly owner: string | null }>,
+      leaseMs: number
+    ) => Effect.Effect<ReadonlyArray<ClaimedRun | undefined>, SqlError>
     /** Claims up to `n` queued runs, oldest first. */
     readonly claim: (owner: string, n: number, leaseMs: number) => Effect.Effect<ReadonlyArray<ClaimedRun>, SqlError>
     readonly renew: (owner: string, ids: ReadonlyArray<string>, leaseMs: number) => Effect.Effect<void, SqlError>
@@ -218,12 +225,15 @@ export class RunRepo extends Context.Service<
         LEFT JOIN functions f ON f.id = r.function_id LEFT JOIN triggers t ON t.id = r.trigger_id
         WHERE ${idIn("r.id", ids)}`
 
-      /** One statement: the run row (claimed by `owner`), its trigger.fired event when a trigger fired it, and the
-       * code and trigger params it runs with. */
-      const startNow = (run: NewRun, owner: string, leaseMs: number) =>
+      /** One statement: the run rows (claimed or queued), their trigger.fired events when a trigger fired them, and
+       * the code and trigger params they run with. */
+      const store = (items: ReadonlyArray<{ readonly run: NewRun; readonly owner: string | null }>, leaseMs: number) =>
         Effect.gen(function* () {
-          const fired = run.fired === undefined ? [] : [firedEvent(run, new Date(yield* Clock.currentTimeMillis).toISOString())]
-          const rows = yield* sql`WITH r AS (${insertSql(rowsOf([run], "running", owner), leaseMs)}),
+          if (items.length === 0) return []
+          const at = new Date(yield* Clock.currentTimeMillis).toISOString()
+          const fired = items.flatMap(({ run }) => (run.fired === undefined ? [] : [firedEvent(run, at)]))
+          const rows = items.flatMap(({ run, owner }) => rowsOf([run], owner === null ? "queued" : "running", owner))
+          const stored = yield* sql`WITH r AS (${insertSql(rows, leaseMs)}),
           ev AS (
             INSERT INTO events (workspace, type, payload)
             SELECT workspace, type, payload FROM jsonb_to_recordset(${JSON.stringify(fired)}::jsonb)
@@ -232,10 +242,10 @@ export class RunRepo extends Context.Service<
           )
           SELECT ${sql.unsafe(CLAIMED_COLUMNS)}, (SELECT count(*) FROM ev) AS fired_events
           FROM r LEFT JOIN functions f ON f.id = r.function_id LEFT JOIN triggers t ON t.id = r.trigger_id`
-          const row = rows[0]
-          if (row === undefined) return yield* Effect.die(new Error(`run ${run.id} was not stored`))
           if (fired.length > 0) yield* notifyAfterCommit(sql, EVENTS_CHANNEL)
-          return claimed(row)
+          if (stored.some((r) => r.status === "queued")) yield* notifyAfterCommit(sql, RUNS_CHANNEL)
+          const byId = new Map(stored.map((r) => [String(r.id), claimed(r)] as const))
+          return items.map(({ run }) => byId.get(run.id))
         })
 
       const claim = (owner: string, n: number, leaseMs: number) =>
@@ -330,7 +340,7 @@ export class RunRepo extends Context.Service<
 
       return RunRepo.of({
         enqueue,
-        startNow,
+        store,
         claim,
         renew,
         finish,

@@ -83,6 +83,36 @@ export interface ListResult {
   readonly nextCursor: string | null
 }
 
+/**
+ * The statement of one list page (limit + 1 rows, to tell a next page) and the filter it pages (for counts): what the
+ * list routes run, exported so that tests can EXPLAIN it.
+ */
+export const listStatements = (sql: SqlClient.SqlClient, spec: ListSpec) =>
+  Effect.gen(function* () {
+    const ctx = contextOf(spec.structure, spec.workspace)
+    const where = yield* fromResult(spec.whereParam, compileWhere(sql, spec.where, ctx))
+    const order = yield* fromResult("sort", compileOrderBy(sql, spec.sort, ctx))
+    const scope = [
+      spec.structure ? sql`r.structure_id = ${spec.structure.id}` : sql`r.workspace = ${spec.workspace}`,
+      visibleRecord(sql, spec.includeDeleted, "r")
+    ]
+    if (!spec.structure)
+      scope.push(sql`r.structure_id IN (SELECT id FROM structures WHERE workspace = ${spec.workspace} AND NOT is_deleted)`)
+    const filtered = sql.and([...scope, where])
+    const page = [filtered]
+    if (spec.cursor !== undefined && spec.cursor !== "") {
+      page.push(yield* fromResult("cursor", compileCursor(sql, spec.cursor, spec.sort, ctx)))
+    }
+    const cursorSelect = yield* fromResult("sort", compileCursorSelect(sql, spec.sort, ctx))
+    const offset = spec.cursor ? 0 : spec.offset
+    return {
+      ctx,
+      filtered,
+      page: sql`SELECT r.*, ${cursorSelect} AS qcursor FROM records r
+          WHERE ${sql.and(page)} ORDER BY ${order} LIMIT ${spec.limit + 1} OFFSET ${offset}`
+    }
+  })
+
 /** A 400 naming one request parameter. */
 export const badParam = (field: string, message: string) =>
   badRequest({ message, code: "VALIDATION_ERROR", details: [{ field, property: field, message } satisfies ErrorDetail] })
@@ -132,27 +162,8 @@ export class RecordQuery extends Context.Service<
 
       const list = (spec: ListSpec) =>
         Effect.gen(function* () {
-          const ctx = contextOf(spec.structure, spec.workspace)
-          const where = yield* fromResult(spec.whereParam, compileWhere(sql, spec.where, ctx))
-          const order = yield* fromResult("sort", compileOrderBy(sql, spec.sort, ctx))
-          const scope = [
-            spec.structure ? sql`r.structure_id = ${spec.structure.id}` : sql`r.workspace = ${spec.workspace}`,
-            visibleRecord(sql, spec.includeDeleted, "r")
-          ]
-          if (!spec.structure)
-            scope.push(sql`r.structure_id IN (SELECT id FROM structures WHERE workspace = ${spec.workspace} AND NOT is_deleted)`)
-          const filtered = sql.and([...scope, where])
-          const page = [filtered]
-          if (spec.cursor !== undefined && spec.cursor !== "") {
-            page.push(yield* fromResult("cursor", compileCursor(sql, spec.cursor, spec.sort, ctx)))
-          }
-          const cursorSelect = yield* fromResult("sort", compileCursorSelect(sql, spec.sort, ctx))
-          const offset = spec.cursor ? 0 : spec.offset
-          const rows = yield* pool.run(
-            spec.whereParam,
-            pool.sql`SELECT r.*, ${cursorSelect} AS qcursor FROM records r
-          WHERE ${sql.and(page)} ORDER BY ${order} LIMIT ${spec.limit + 1} OFFSET ${offset}`
-          )
+          const { ctx, filtered, page } = yield* listStatements(pool.sql, spec)
+          const rows = yield* pool.run(spec.whereParam, page)
           const hasMore = rows.length > spec.limit
           const shown = hasMore ? rows.slice(0, spec.limit) : rows
           let nextCursor: string | null = null

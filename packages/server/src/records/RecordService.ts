@@ -9,7 +9,7 @@
 // file is the public service: its interface, the reads, and the assembly.
 import { type ErrorDetail, serviceUnavailable } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
-import { Clock, Context, Effect, Exit, Layer, type Result } from "effect"
+import { Clock, Context, Effect, Exit, Layer, Result } from "effect"
 import * as GroupCommit from "../lib/GroupCommit.ts"
 import { Secrets } from "../platform/Secrets.ts"
 import { spanMethods } from "../platform/Tracing.ts"
@@ -19,6 +19,7 @@ import { isExpired } from "../query/Live.ts"
 import { isUuid, type RecordRow } from "../query/RecordRow.ts"
 import { changelogChanges, type Writer } from "./model.ts"
 import { maskChanges, maskData } from "../structures/SecretPaths.ts"
+import { makePlannerStats } from "./PlannerStats.ts"
 import { makeAtomicBulk } from "./RecordBulk.ts"
 import { RecordFailureHook } from "./RecordFailures.ts"
 import {
@@ -161,6 +162,7 @@ export class RecordService extends Context.Service<
       const upserts = makeUpserts({ repo, prep, writes })
       const grouped = yield* makeGroupWrites({ repo, prep, writes, structures })
       const bulk = makeAtomicBulk({ repo, prep, writes })
+      const planner = yield* makePlannerStats(repo.sql)
 
       // ---------------------------------------------------------------- reads
 
@@ -253,7 +255,7 @@ export class RecordService extends Context.Service<
 
       return RecordService.of({
         create: Effect.fn("RecordService.create")((structure: Structure, input: CreateInput, writer: Writer) =>
-          grouped.create(structure, input, writer)
+          Effect.tap(grouped.create(structure, input, writer), () => planner.wrote(structure.id, 1, true))
         ),
         update: Effect.fn("RecordService.update")((workspace: string, id: string, input: UpdateInput, writer: Writer) =>
           grouped.update(workspace, id, input, writer)
@@ -274,9 +276,14 @@ export class RecordService extends Context.Service<
         history,
         changelog,
         reveal: hot.reveal,
-        createAll: Effect.fn("RecordService.createAll")(bulk.createAll),
+        createAll: Effect.fn("RecordService.createAll")((structure: Structure, items: ReadonlyArray<CreateInput>, writer: Writer) =>
+          Effect.tap(bulk.createAll(structure, items, writer), (done) => planner.wrote(structure.id, done.length))
+        ),
         createSome: Effect.fn("RecordService.createSome")((structure: Structure, items: ReadonlyArray<CreateInput>, writer: Writer) =>
-          bulk.createSome(structure, items, writer, (input) => grouped.create(structure, input, writer))
+          Effect.tap(
+            bulk.createSome(structure, items, writer, (input) => grouped.create(structure, input, writer)),
+            (outcomes) => planner.wrote(structure.id, outcomes.filter(Result.isSuccess).length)
+          )
         ),
         updateAll: Effect.fn("RecordService.updateAll")(bulk.updateAll),
         removeAll: Effect.fn("RecordService.removeAll")(bulk.removeAll),
