@@ -133,6 +133,8 @@ export const TemplateVersion = Schema.Struct({
   variables: Schema.Array(Schema.String),
   createdAt: Timestamp
 }).annotate({ identifier: "NotificationTemplateVersion" })
+/** @category models */
+export type TemplateVersion = typeof TemplateVersion.Type
 
 /** @category models */
 export const TemplateVersionList = Schema.Struct({ versions: Schema.Array(TemplateVersion) })
