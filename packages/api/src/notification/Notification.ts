@@ -224,6 +224,8 @@ export const MessageList = Schema.Struct({
   page: Schema.Int,
   limit: Schema.Int
 }).annotate({ identifier: "NotificationMessageList" })
+/** @category models */
+export type MessageList = typeof MessageList.Type
 
 const pageField = (maximum: number, description: string) =>
   optional(

@@ -3,10 +3,11 @@
 // no file system (includes look in an empty in-memory map) and parse/render/memory limits so a template cannot
 // stall a node. The `html` part renders with every output HTML-escaped (`{{ x | raw }}` opts out); subject and text
 // render as written. A message with HTML and no text gets a plain-text part converted from its HTML.
-import { badRequest, type BadRequest } from "@troupe/api/Errors"
+import type { BadRequest } from "@troupe/api/Errors"
 import { Effect } from "effect"
 import { convert } from "html-to-text"
 import { Liquid, type Template } from "liquidjs"
+import { invalid } from "./Problems.ts"
 
 /** The parts of a message a template (or a send) gives. */
 export interface Parts {
@@ -27,9 +28,6 @@ const limits = { parseLimit: 1_000_000, renderLimit: 2_000, memoryLimit: 32 * 10
 const common = { strictVariables: true, strictFilters: true, ownPropertyOnly: true, templates: {}, ...limits }
 const plain = new Liquid(common)
 const escaping = new Liquid({ ...common, outputEscape: "escape" })
-
-const invalid = (field: string, message: string) =>
-  badRequest({ message: `${field}: ${message}`, code: "VALIDATION_ERROR", details: [{ field, property: field, message }] })
 
 const firstLine = (e: unknown) => (e instanceof Error ? e.message : String(e)).split("\n")[0]!
 
