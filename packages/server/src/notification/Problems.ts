@@ -8,7 +8,7 @@ export const invalid = (field: string, message: string): BadRequest => invalidAl
 /** Several problems in one 400. */
 export const invalidAll = (problems: ReadonlyArray<readonly [string, string]>): BadRequest =>
   badRequest({
-    message: problems.map(([field, message]) => `${field}: ${message}`).join("; "),
+    message: problems.map(([field, message]) => (message.startsWith(field) ? message : `${field}: ${message}`)).join("; "),
     code: "VALIDATION_ERROR",
     details: details(problems)
   })
