@@ -67,6 +67,10 @@ export default Effect.gen(function* () {
     lease_owner text,
     lease_expires_at timestamptz,
     created_by text,
+    -- the function run that sent it, and that run's depth: its notification.* events carry them so a trigger chain
+    -- that keeps sending stops at the depth limit, as record writes do
+    run_id uuid,
+    run_depth integer,
     created_at timestamptz NOT NULL DEFAULT now(),
     sent_at timestamptz
   )`

@@ -183,15 +183,17 @@ export class NotificationRepo extends Context.Service<
             template_name: m.templateName,
             template_version: m.templateVersion,
             message_id: m.messageId,
-            created_by: m.createdBy
+            created_by: m.createdBy,
+            run_id: m.runId,
+            run_depth: m.runDepth
           }))
           yield* sql`INSERT INTO notification_messages (id, workspace, channel, status, to_list, cc_list, bcc_list, from_address,
-            subject, text_body, html_body, template_id, template_name, template_version, message_id, created_by)
+            subject, text_body, html_body, template_id, template_name, template_version, message_id, created_by, run_id, run_depth)
           SELECT id, workspace, channel, 'queued', to_list, cc_list, bcc_list, from_address, subject, text_body, html_body,
-            template_id, template_name, template_version, message_id, created_by
+            template_id, template_name, template_version, message_id, created_by, run_id, run_depth
           FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS v(id uuid, workspace text, channel text, to_list jsonb,
             cc_list jsonb, bcc_list jsonb, from_address text, subject text, text_body text, html_body text, template_id uuid,
-            template_name text, template_version int, message_id text, created_by text)`
+            template_name text, template_version int, message_id text, created_by text, run_id uuid, run_depth int)`
           yield* notifyAfterCommit(sql, NOTIFICATIONS_CHANNEL)
         })
 
@@ -307,7 +309,9 @@ export class NotificationRepo extends Context.Service<
                 'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'workspace', workspace,
                 'data', jsonb_build_object('id', id, 'channel', channel, 'to', to_list, 'subject', subject, 'status', status,
                   'attempts', attempts, 'error', last_error, 'providerMessageId', provider_message_id,
-                  'templateId', template_id, 'templateName', template_name, 'templateVersion', template_version))
+                  'templateId', template_id, 'templateName', template_name, 'templateVersion', template_version)
+                  || CASE WHEN run_id IS NULL THEN '{}'::jsonb
+                     ELSE jsonb_build_object('metadata', jsonb_build_object('runId', run_id, 'depth', run_depth)) END)
               FROM done WHERE status IN ('sent', 'failed')
               ORDER BY id
               RETURNING id

@@ -31,9 +31,11 @@ export const MAX_BODY_BYTES = 256 * 1024
 /** One SMS (ten concatenated segments, as providers cap it). */
 export const MAX_SMS_CHARS = 1600
 
-/** Who asked for a send (stored as the message's `created_by`). */
+/** Who asked for a send (stored as the message's `created_by`), and the function run it came from. */
 export interface Sender {
   readonly id: string
+  readonly runId?: string | undefined
+  readonly depth?: number | undefined
 }
 
 export interface AcceptedSend {
@@ -192,7 +194,9 @@ export class NotificationService extends Context.Service<
             templateName: template?.name ?? null,
             templateVersion: template?.version ?? null,
             messageId: messageIdFor(id, from),
-            createdBy: by.id
+            createdBy: by.id,
+            runId: by.runId ?? null,
+            runDepth: by.depth ?? null
           }
           return yield* store(message, "email", input, key)
         })
@@ -222,7 +226,9 @@ export class NotificationService extends Context.Service<
             templateName: template?.name ?? null,
             templateVersion: template?.version ?? null,
             messageId: null,
-            createdBy: by.id
+            createdBy: by.id,
+            runId: by.runId ?? null,
+            runDepth: by.depth ?? null
           }
           return yield* store(message, "sms", input, key)
         })

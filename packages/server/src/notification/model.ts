@@ -146,6 +146,9 @@ export interface NewMessage {
   readonly templateVersion: number | null
   readonly messageId: string | null
   readonly createdBy: string | null
+  /** the function run that sent it, and its depth */
+  readonly runId: string | null
+  readonly runDepth: number | null
 }
 
 /** How an attempt ended, as the worker records it. */
