@@ -23,7 +23,15 @@ const closers: Array<() => Promise<unknown>> = []
 beforeAll(async () => {
   const pems = await generate([{ name: "commonName", value: "localhost" }], {
     keyType: "ec",
-    extensions: [{ name: "subjectAltName", altNames: [{ type: 7, ip: "127.0.0.1" }, { type: 2, value: "localhost" }] }]
+    extensions: [
+      {
+        name: "subjectAltName",
+        altNames: [
+          { type: 7, ip: "127.0.0.1" },
+          { type: 2, value: "localhost" }
+        ]
+      }
+    ]
   })
   tls = { key: pems.private, cert: pems.cert }
   Fs.writeFileSync(Path.join(dir, "ca.pem"), pems.cert)
@@ -83,7 +91,11 @@ describe("the development inbox (no provider configured)", () => {
     expect(template.status).toBe(201)
     expect(template.body).toMatchObject({ name: "welcome", version: 1, variables: ["code", "user"], text: null })
 
-    const sent = await ws.call("POST", "/email", { to: "ann@example.com", template: "welcome", variables: { user: { name: "<Ann & Bo>" }, code: 42 } })
+    const sent = await ws.call("POST", "/email", {
+      to: "ann@example.com",
+      template: "welcome",
+      variables: { user: { name: "<Ann & Bo>" }, code: 42 }
+    })
     expect(sent.status).toBe(202)
     expect(sent.body).toEqual({ id: sent.body.id, status: "queued" })
     const message = await ws.status(sent.body.id, ["captured"])
@@ -111,7 +123,11 @@ describe("the development inbox (no provider configured)", () => {
     expect(updated.body).toMatchObject({ version: 2, html: null, text: "Code {{ code }}" })
     const versions = await ws.call("GET", `/templates/welcome/versions`)
     expect(versions.body.versions.map((v: any) => v.version)).toEqual([2, 1])
-    const second = await ws.call("POST", "/email", { to: "ann@example.com", template: template.body.id, variables: { user: { name: "A" }, code: 7 } })
+    const second = await ws.call("POST", "/email", {
+      to: "ann@example.com",
+      template: template.body.id,
+      variables: { user: { name: "A" }, code: 7 }
+    })
     expect((await ws.status(second.body.id, ["captured"])).templateVersion).toBe(2)
 
     const preview = await ws.call("POST", `/templates/${template.body.id}/preview`, { variables: { user: { name: "Z" }, code: 1 } })
@@ -132,7 +148,12 @@ describe("bad input", () => {
       ["/email", "second of a list", { to: ["a@example.com", "b@@example.com"], text: "x" }, "to[1]"],
       ["/email", "a domain without a dot", { to: "a@localhost", text: "x" }, "to"],
       ["/email", "a local part over 64 octets", { to: `${"x".repeat(65)}@example.com`, text: "x" }, "to"],
-      ["/email", "an address over 254 octets", { to: `a@${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(63)}.${"e".repeat(63)}.com`, text: "x" }, "to"],
+      [
+        "/email",
+        "an address over 254 octets",
+        { to: `a@${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(63)}.${"e".repeat(63)}.com`, text: "x" },
+        "to"
+      ],
       ["/email", "a bad cc", { to: "a@example.com", cc: ["c@example.com", "oops"], text: "x" }, "cc[1]"],
       ["/email", "51 recipients", { to: many, text: "x" }, "to"],
       ["/email", "a bad sender", { to: "a@example.com", from: "Me <me@>", text: "x" }, "from"],
@@ -154,7 +175,10 @@ describe("bad input", () => {
     for (const [path, what, body, field] of cases) {
       const res = await ws.call("POST", path, body)
       expect(res.status, `${what}: ${res.text}`).toBe(400)
-      expect(res.body.details.map((d: any) => d.field), what).toContain(field)
+      expect(
+        res.body.details.map((d: any) => d.field),
+        what
+      ).toContain(field)
     }
     const taken = await ws.call("POST", "/templates", { name: "hello", channel: "email", text: "again" })
     expect(taken.status).toBe(409)
@@ -281,7 +305,10 @@ describe("email over SMTP", () => {
     closers.push(mail.close, hooks.close)
     const ws = await workspace("retry")
     await ws.call("PUT", "/settings", smtpSettings(mail))
-    await server.request("POST", `/workspace/${ws.slug}/api/v1/webhooks`, { token: ws.token, body: { url: hooks.url, events: ["notification.failed"] } })
+    await server.request("POST", `/workspace/${ws.slug}/api/v1/webhooks`, {
+      token: ws.token,
+      body: { url: hooks.url, events: ["notification.failed"] }
+    })
     mail.answer = (m, n) => (m.envelopeTo.includes("nobody@example.com") ? 550 : n === 1 ? 451 : 250)
 
     const flaky = await ws.call("POST", "/email", { to: "ann@example.com", subject: "Flaky", text: "second time lucky" })
@@ -367,9 +394,11 @@ describe("fairness", () => {
     await a.call("PUT", "/settings", smtpSettings(slow))
     await b.call("PUT", "/settings", smtpSettings(fast))
     const backlog = 15
-    for (let i = 0; i < backlog; i++) expect((await a.call("POST", "/email", { to: "a@example.com", subject: `A${i}`, text: "slow" })).status).toBe(202)
+    for (let i = 0; i < backlog; i++)
+      expect((await a.call("POST", "/email", { to: "a@example.com", subject: `A${i}`, text: "slow" })).status).toBe(202)
     const quick = []
-    for (let i = 0; i < 3; i++) quick.push((await b.call("POST", "/email", { to: "b@example.com", subject: `B${i}`, text: "fast" })).body.id)
+    for (let i = 0; i < 3; i++)
+      quick.push((await b.call("POST", "/email", { to: "b@example.com", subject: `B${i}`, text: "fast" })).body.id)
     for (const id of quick) expect((await b.status(id, ["sent", "failed"])).status).toBe("sent")
     // B is done while A's backlog is not: A holds at most its share of the node's slots (3 of 8)
     const aSent = (await a.call("GET", "/messages?status=sent")).body.total

@@ -43,7 +43,10 @@ const replies: Record<number, string> = {
 }
 
 export const startMailServer = async (
-  options: { readonly tls?: { readonly key: string; readonly cert: string }; readonly auth?: { readonly user: string; readonly pass: string } } = {}
+  options: {
+    readonly tls?: { readonly key: string; readonly cert: string }
+    readonly auth?: { readonly user: string; readonly pass: string }
+  } = {}
 ): Promise<MailServer> => {
   const attempts: Array<Mail> = []
   const state = { answer: (() => 250) as MailServer["answer"], delayMs: 0 }

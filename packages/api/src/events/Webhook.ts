@@ -28,9 +28,11 @@ export const EventNames = [
 export type EventName = (typeof EventNames)[number]
 
 /** What a webhook may subscribe to: an event name, a family wildcard, or `*` for every event. @category models */
-export const WebhookEventName = Schema.Literals([...EventNames, "record.*", "record.bulk.*", "function.*", "notification.*", "*"]).annotate({
-  description: "An event name (record.created, ...), a family (record.*, function.*) or * for all"
-})
+export const WebhookEventName = Schema.Literals([...EventNames, "record.*", "record.bulk.*", "function.*", "notification.*", "*"]).annotate(
+  {
+    description: "An event name (record.created, ...), a family (record.*, function.*) or * for all"
+  }
+)
 /** @category models */
 export type WebhookEventName = typeof WebhookEventName.Type
 

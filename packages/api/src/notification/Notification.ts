@@ -228,9 +228,7 @@ export const MessageList = Schema.Struct({
 export type MessageList = typeof MessageList.Type
 
 const pageField = (maximum: number, description: string) =>
-  optional(
-    Schema.FiniteFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum })).annotate({ description })
-  )
+  optional(Schema.FiniteFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum })).annotate({ description }))
 
 /** @category models */
 export const PageQuery = {

@@ -113,7 +113,18 @@ const make = Layer.effectContext(
       const timestamp = typeof e.payload.timestamp === "string" ? e.payload.timestamp : e.createdAt
       const data = isObject(e.payload.data) ? e.payload.data : {}
       if (workspaceTriggerEvents.has(event)) {
-        return [{ workspace: e.workspace, recordSlug: null, event, timestamp, parentDepth: depthOf(e.payload), eventId: e.id, recordId: null, data }]
+        return [
+          {
+            workspace: e.workspace,
+            recordSlug: null,
+            event,
+            timestamp,
+            parentDepth: depthOf(e.payload),
+            eventId: e.id,
+            recordId: null,
+            data
+          }
+        ]
       }
       if (e.recordSlug === null) return []
       const base = { workspace: e.workspace, recordSlug: e.recordSlug, event, timestamp, parentDepth: depthOf(e.payload), eventId: e.id }

@@ -50,7 +50,9 @@ export interface Mailbox {
 }
 
 /** Parses `name@example.com` or `Display Name <name@example.com>`; a problem in words when it is neither. */
-export const parseMailbox = (raw: string): { readonly ok: true; readonly mailbox: Mailbox } | { readonly ok: false; readonly problem: string } => {
+export const parseMailbox = (
+  raw: string
+): { readonly ok: true; readonly mailbox: Mailbox } | { readonly ok: false; readonly problem: string } => {
   const text = raw.trim()
   const named = /^(.*?)\s*<([^<>]+)>$/.exec(text)
   const address = named === null ? text : named[2]!.trim()

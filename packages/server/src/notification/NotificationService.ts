@@ -60,7 +60,12 @@ export type SendError = BadRequest | Unprocessable
 export class NotificationService extends Context.Service<
   NotificationService,
   {
-    readonly sendEmail: (workspace: string, input: EmailRequest, by: Sender, idempotencyKey?: string) => Effect.Effect<AcceptedSend, SendError>
+    readonly sendEmail: (
+      workspace: string,
+      input: EmailRequest,
+      by: Sender,
+      idempotencyKey?: string
+    ) => Effect.Effect<AcceptedSend, SendError>
     readonly sendSms: (workspace: string, input: SmsRequest, by: Sender, idempotencyKey?: string) => Effect.Effect<AcceptedSend, SendError>
     readonly list: (
       workspace: string,
@@ -121,7 +126,10 @@ export class NotificationService extends Context.Service<
               if (!(yield* claimIdempotencyKey(sql, message.workspace, key, hash))) {
                 const stored = yield* storedOutcome(sql, message.workspace, key)
                 if (stored === undefined || stored.requestHash !== hash) {
-                  return yield* unprocessable({ message: "This Idempotency-Key was used with a different request", code: "IDEMPOTENCY_KEY_REUSED" })
+                  return yield* unprocessable({
+                    message: "This Idempotency-Key was used with a different request",
+                    code: "IDEMPOTENCY_KEY_REUSED"
+                  })
                 }
                 const body = stored.body as { id: string }
                 return { id: body.id, status: "queued" as const, replayed: true }
@@ -163,7 +171,8 @@ export class NotificationService extends Context.Service<
           }
           if (lists.to.length === 0) problems.push(["to", "to must name at least one address"])
           const count = lists.to.length + lists.cc.length + lists.bcc.length
-          if (count > MAX_RECIPIENTS) problems.push(["to", `at most ${MAX_RECIPIENTS} recipients per message (to, cc and bcc together); got ${count}`])
+          if (count > MAX_RECIPIENTS)
+            problems.push(["to", `at most ${MAX_RECIPIENTS} recipients per message (to, cc and bcc together); got ${count}`])
           if (input.from !== undefined) {
             const from = parseMailbox(input.from)
             if (!from.ok) problems.push(["from", `from ${from.problem}`])
@@ -209,7 +218,8 @@ export class NotificationService extends Context.Service<
           const { parts, template } = yield* partsOf(workspace, "sms", input)
           const text = parts.text ?? ""
           if (text.trim() === "") return yield* invalid("text", "an SMS needs text (or a template that gives it)")
-          if (text.length > MAX_SMS_CHARS) return yield* invalid("text", `an SMS is at most ${MAX_SMS_CHARS} characters; got ${text.length}`)
+          if (text.length > MAX_SMS_CHARS)
+            return yield* invalid("text", `an SMS is at most ${MAX_SMS_CHARS} characters; got ${text.length}`)
           const provider = yield* providers.resolve(workspace, "sms")
           const message: NewMessage = {
             id: uuidv7(),
@@ -238,7 +248,9 @@ export class NotificationService extends Context.Service<
         q: { channel?: string | undefined; status?: string | undefined; to?: string | undefined; page: number; limit: number }
       ) =>
         Effect.map(
-          Effect.orDie(repo.listMessages(workspace, { channel: q.channel, status: q.status, to: q.to, limit: q.limit, offset: (q.page - 1) * q.limit })),
+          Effect.orDie(
+            repo.listMessages(workspace, { channel: q.channel, status: q.status, to: q.to, limit: q.limit, offset: (q.page - 1) * q.limit })
+          ),
           ({ rows, total }) => ({ data: rows.map(toMessage), total, page: q.page, limit: q.limit })
         )
 

@@ -58,15 +58,17 @@ export class NotificationWorker extends Context.Service<
       // SQL failures are retried (an outcome must not be lost while the lease holds); the lease otherwise expires
       // and the message is sent again
       const writeBatch = (batch: ReadonlyArray<Pending>) =>
-        repo.finish(
-          owner,
-          batch.map((p) => p.outcome)
-        ).pipe(
-          Effect.tapError((e) => Effect.logWarning("notifications: recording outcomes failed; retrying", e)),
-          Effect.retry(Schedule.spaced("500 millis").pipe(Schedule.upTo({ duration: Duration.millis(leaseMs) }))),
-          Effect.ignore,
-          Effect.andThen(Effect.forEach(batch, (p) => Deferred.succeed(p.done, undefined), { discard: true }))
-        )
+        repo
+          .finish(
+            owner,
+            batch.map((p) => p.outcome)
+          )
+          .pipe(
+            Effect.tapError((e) => Effect.logWarning("notifications: recording outcomes failed; retrying", e)),
+            Effect.retry(Schedule.spaced("500 millis").pipe(Schedule.upTo({ duration: Duration.millis(leaseMs) }))),
+            Effect.ignore,
+            Effect.andThen(Effect.forEach(batch, (p) => Deferred.succeed(p.done, undefined), { discard: true }))
+          )
       yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.takeAll(finishing), writeBatch)))
 
       const record = (outcome: Outcome) =>
@@ -141,8 +143,7 @@ export class NotificationWorker extends Context.Service<
 
       // in the layer's scope: a node shutting down interrupts its sends; their leases expire and another node
       // (or this one, restarted) sends them
-      const start = (row: MessageRow) =>
-        Effect.forkIn(Effect.flatMap(attempt(row), record).pipe(Effect.ensuring(release(row))), layerScope)
+      const start = (row: MessageRow) => Effect.forkIn(Effect.flatMap(attempt(row), record).pipe(Effect.ensuring(release(row))), layerScope)
 
       // ---------------------------------------------------------------- the loop
 
@@ -198,7 +199,9 @@ export class NotificationWorker extends Context.Service<
 
       const sweep = repo.requeueLost(100).pipe(
         Effect.tap((n) => (n > 0 ? Effect.logWarning(`notifications: ${n} message(s) of a lost node queued again`) : Effect.void)),
-        Effect.catchCause((cause) => (Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.logWarning("notifications: lost-lease sweep failed", cause))),
+        Effect.catchCause((cause) =>
+          Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.logWarning("notifications: lost-lease sweep failed", cause)
+        ),
         Effect.repeat(Schedule.spaced(SWEEP_INTERVAL))
       )
       yield* Effect.forkScoped(sweep)

@@ -129,9 +129,7 @@ export class Providers extends Context.Service<
         Effect.forkIn(
           Effect.andThen(
             Effect.sleep(Duration.millis(n.timeoutMs + 1000)),
-            Effect.all(
-              [entry.email, entry.sms].filter((p) => p.source === "workspace").map((p) => p.transport?.close ?? Effect.void)
-            )
+            Effect.all([entry.email, entry.sms].filter((p) => p.source === "workspace").map((p) => p.transport?.close ?? Effect.void))
           ),
           scope
         )

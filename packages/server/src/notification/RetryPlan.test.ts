@@ -12,10 +12,12 @@ describe("retryDelay", () => {
         seen.push(Option.map(d, Duration.toMillis))
       }
       assert.deepStrictEqual(seen, [Option.some(1000), Option.some(5000), Option.some(15000), Option.none()])
-    }))
+    })
+  )
 
   it.effect("no delays: no retry", () =>
     Effect.gen(function* () {
       assert.isTrue(Option.isNone(yield* retryDelay([], 1)))
-    }))
+    })
+  )
 })

@@ -2,7 +2,7 @@
 // default 1, 5, 15 s) as the same `Schedule` the webhook dispatcher retries with, stepped once per attempt made. The
 // delay is stored as the row's next attempt time rather than slept in memory, so a waiting message holds no slot and
 // any node may make the next attempt.
-import { Duration, Effect, Option, Pull, Schedule } from "effect"
+import { type Duration, Effect, Option, Pull, Schedule } from "effect"
 import { retrySchedule } from "../events/WebhookDispatcher.ts"
 
 /** The delay before attempt `attempts + 1`, after `attempts` failed ones; none when the schedule is exhausted. */

@@ -74,7 +74,10 @@ export class SettingsService extends Context.Service<
           return {
             email: email === null ? null : { smtpUrl: maskUrl(yield* open(workspace, "smtpUrl", email.smtpUrl)), from: email.from },
             sms: sms === null ? null : { url: sms.url, accountSid: sms.accountSid, authToken: MASK, from: sms.from },
-            active: { email: (yield* providers.resolve(workspace, "email")).source, sms: (yield* providers.resolve(workspace, "sms")).source },
+            active: {
+              email: (yield* providers.resolve(workspace, "email")).source,
+              sms: (yield* providers.resolve(workspace, "sms")).source
+            },
             updatedAt: stored?.updatedAt ?? null
           }
         })
@@ -121,7 +124,12 @@ export class SettingsService extends Context.Service<
             } else if (token === "" || token.length > 500) problems.push(["sms.authToken", "must be 1 to 500 characters"])
             const sender = senderProblem(s.from)
             if (sender !== undefined) problems.push(["sms.from", sender])
-            sms = { url: s.url, accountSid: s.accountSid, authToken: secrets.encrypt(token, secretContext(workspace, "authToken")), from: s.from }
+            sms = {
+              url: s.url,
+              accountSid: s.accountSid,
+              authToken: secrets.encrypt(token, secretContext(workspace, "authToken")),
+              from: s.from
+            }
           }
           if (problems.length > 0) return yield* invalidAll(problems)
           yield* Effect.orDie(repo.putSettings(workspace, email, sms))
@@ -161,7 +169,14 @@ export class SettingsService extends Context.Service<
           )
           const durationMs = (yield* Clock.currentTimeMillis) - start
           return Result.isSuccess(sent)
-            ? { ...base, delivered: true, status: "sent" as const, error: null, providerMessageId: sent.success.providerMessageId, durationMs }
+            ? {
+                ...base,
+                delivered: true,
+                status: "sent" as const,
+                error: null,
+                providerMessageId: sent.success.providerMessageId,
+                durationMs
+              }
             : { ...base, delivered: false, status: "failed" as const, error: sent.failure.reason, durationMs }
         })
 

@@ -51,32 +51,34 @@ const queueId = (response: unknown): string | null => {
 }
 
 /** Connects to a checked public address of `host` (production guard of workspace-configured servers). */
-const guardedSocket = (timeoutMs: number): SMTPTransportGetSocket => (options, callback) => {
-  const host = options.host ?? ""
-  Dns.lookup(host, { all: true }, (err, addresses) => {
-    if (err) return callback(Object.assign(err, { code: "EDNS" }))
-    const refused = addresses.find((a) => isPrivateAddress(a.address))
-    if (refused !== undefined || addresses.length === 0) {
-      return callback(
-        Object.assign(new Error(`${host} resolves to a private address (${refused?.address ?? "none"}), refused in production`), {
-          code: "EPRIVATE"
-        })
-      )
-    }
-    const socket = Net.connect({ host: addresses[0]!.address, port: Number(options.port ?? 587), timeout: timeoutMs })
-    const fail = (e: Error) => callback(Object.assign(e, { code: "ECONNECTION" }))
-    socket.once("error", fail)
-    socket.once("timeout", () => {
-      socket.destroy()
-      fail(new Error(`connection to ${host} timed out`))
+const guardedSocket =
+  (timeoutMs: number): SMTPTransportGetSocket =>
+  (options, callback) => {
+    const host = options.host ?? ""
+    Dns.lookup(host, { all: true }, (err, addresses) => {
+      if (err) return callback(Object.assign(err, { code: "EDNS" }))
+      const refused = addresses.find((a) => isPrivateAddress(a.address))
+      if (refused !== undefined || addresses.length === 0) {
+        return callback(
+          Object.assign(new Error(`${host} resolves to a private address (${refused?.address ?? "none"}), refused in production`), {
+            code: "EPRIVATE"
+          })
+        )
+      }
+      const socket = Net.connect({ host: addresses[0]!.address, port: Number(options.port ?? 587), timeout: timeoutMs })
+      const fail = (e: Error) => callback(Object.assign(e, { code: "ECONNECTION" }))
+      socket.once("error", fail)
+      socket.once("timeout", () => {
+        socket.destroy()
+        fail(new Error(`connection to ${host} timed out`))
+      })
+      socket.once("connect", () => {
+        socket.off("error", fail)
+        socket.setTimeout(0)
+        callback(null, { connection: socket })
+      })
     })
-    socket.once("connect", () => {
-      socket.off("error", fail)
-      socket.setTimeout(0)
-      callback(null, { connection: socket })
-    })
-  })
-}
+  }
 
 export interface SmtpTransportConfig {
   readonly options: SmtpOptions

@@ -27,12 +27,25 @@ export class TemplateService extends Context.Service<
   TemplateService,
   {
     readonly create: (workspace: string, input: TemplateInput, by: Principal) => Effect.Effect<Template, BadRequest | Conflict>
-    readonly update: (workspace: string, id: string, input: TemplateInput, by: Principal) => Effect.Effect<Template, BadRequest | NotFound | Conflict>
+    readonly update: (
+      workspace: string,
+      id: string,
+      input: TemplateInput,
+      by: Principal
+    ) => Effect.Effect<Template, BadRequest | NotFound | Conflict>
     readonly remove: (workspace: string, id: string) => Effect.Effect<void, NotFound>
     readonly get: (workspace: string, id: string) => Effect.Effect<Template, NotFound>
-    readonly list: (workspace: string, page: number, limit: number) => Effect.Effect<{ data: ReadonlyArray<Template>; total: number; page: number; limit: number }>
+    readonly list: (
+      workspace: string,
+      page: number,
+      limit: number
+    ) => Effect.Effect<{ data: ReadonlyArray<Template>; total: number; page: number; limit: number }>
     readonly versions: (workspace: string, id: string) => Effect.Effect<{ versions: ReadonlyArray<TemplateVersion> }, NotFound>
-    readonly preview: (workspace: string, id: string, variables: Readonly<Record<string, unknown>>) => Effect.Effect<Parts, BadRequest | NotFound>
+    readonly preview: (
+      workspace: string,
+      id: string,
+      variables: Readonly<Record<string, unknown>>
+    ) => Effect.Effect<Parts, BadRequest | NotFound>
     /** A template by id or name, parsed: undefined when the workspace has none by that name. */
     readonly resolve: (workspace: string, idOrName: string) => Effect.Effect<ResolvedTemplate | undefined>
   }

@@ -74,7 +74,8 @@ export const render = (compiled: Compiled, variables: Readonly<Record<string, un
       } catch (e) {
         const message = firstLine(e)
         const name = missingVariable(message)
-        if (name !== undefined) return yield* invalid(`variables.${name}`, `the template's ${field} uses "${name}", which variables do not give`)
+        if (name !== undefined)
+          return yield* invalid(`variables.${name}`, `the template's ${field} uses "${name}", which variables do not give`)
         return yield* invalid(field, `the template's ${field} failed to render: ${message}`)
       }
     }
@@ -82,8 +83,7 @@ export const render = (compiled: Compiled, variables: Readonly<Record<string, un
   })
 
 /** The plain-text part of an HTML-only message. */
-export const textFromHtml = (html: string): string =>
-  convert(html, { wordwrap: 78, selectors: [{ selector: "img", format: "skip" }] })
+export const textFromHtml = (html: string): string => convert(html, { wordwrap: 78, selectors: [{ selector: "img", format: "skip" }] })
 
 /** The parts as sent: a text part always (converted from the HTML when only HTML is given). */
 export const withText = (parts: Parts): Parts =>

@@ -12,7 +12,10 @@ import { TemplateService } from "./TemplateService.ts"
 const as = <A, E, R>(f: (p: Principal) => Effect.Effect<A, E, R>) => Effect.flatMap(Effect.service(CurrentPrincipal), f)
 
 const accepted = (a: AcceptedSend) =>
-  HttpServerResponse.jsonUnsafe({ id: a.id, status: a.status }, { status: 202, headers: a.replayed ? { "idempotent-replayed": "true" } : {} })
+  HttpServerResponse.jsonUnsafe(
+    { id: a.id, status: a.status },
+    { status: 202, headers: a.replayed ? { "idempotent-replayed": "true" } : {} }
+  )
 
 export const NotificationHandlers = HttpApiBuilder.group(
   Api,
@@ -39,7 +42,13 @@ export const NotificationHandlers = HttpApiBuilder.group(
         as((p) => Effect.map(messages.sendSms(params.workspace, payload, p, headers["idempotency-key"]), accepted))
       )
       .handle("listMessages", ({ params, query }) =>
-        messages.list(params.workspace, { channel: query.channel, status: query.status, to: query.to, page: query.page ?? 1, limit: query.limit ?? 50 })
+        messages.list(params.workspace, {
+          channel: query.channel,
+          status: query.status,
+          to: query.to,
+          page: query.page ?? 1,
+          limit: query.limit ?? 50
+        })
       )
       .handle("getMessage", ({ params }) => messages.get(params.workspace, params.id))
   })

@@ -168,10 +168,16 @@ const config = Effect.gen(function* () {
   // outbox worker's knobs.
   const notification = {
     /** smtp(s)://user:password@host:port; unset with no workspace settings: email is captured */
-    smtpUrl: yield* optional("TROUPE_SMTP_URL", Config.map(matching("TROUPE_SMTP_URL", /^smtps?:\/\/\S+$/, "Expected an smtp:// or smtps:// URL"), Redacted.make)),
+    smtpUrl: yield* optional(
+      "TROUPE_SMTP_URL",
+      Config.map(matching("TROUPE_SMTP_URL", /^smtps?:\/\/\S+$/, "Expected an smtp:// or smtps:// URL"), Redacted.make)
+    ),
     smtpFrom: yield* optional("TROUPE_SMTP_FROM", Config.String("TROUPE_SMTP_FROM")),
     /** http(s)://accountSid:authToken@provider/…/Messages.json; unset with no workspace settings: SMS is captured */
-    smsUrl: yield* optional("TROUPE_SMS_URL", Config.map(matching("TROUPE_SMS_URL", /^https?:\/\/\S+$/, "Expected an http(s) URL"), Redacted.make)),
+    smsUrl: yield* optional(
+      "TROUPE_SMS_URL",
+      Config.map(matching("TROUPE_SMS_URL", /^https?:\/\/\S+$/, "Expected an http(s) URL"), Redacted.make)
+    ),
     smsFrom: yield* optional("TROUPE_SMS_FROM", Config.String("TROUPE_SMS_FROM")),
     /** messages one node sends at once, and at most this many of one workspace */
     concurrency: yield* int("TROUPE_NOTIFY_CONCURRENCY", 32, 1, 1024),

@@ -38,9 +38,7 @@ export const storedOutcome = (
   key: string
 ): Effect.Effect<StoredOutcome | undefined, SqlError> =>
   Effect.map(sql`SELECT * FROM idempotency_keys WHERE workspace = ${workspace} AND key = ${key}`, (rows) =>
-    rows[0] === undefined
-      ? undefined
-      : { requestHash: String(rows[0].request_hash), status: num(rows[0].status), body: json(rows[0].body) }
+    rows[0] === undefined ? undefined : { requestHash: String(rows[0].request_hash), status: num(rows[0].status), body: json(rows[0].body) }
   )
 
 export const storeOutcome = (
