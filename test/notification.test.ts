@@ -9,6 +9,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { generate } from "selfsigned"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { computeClient, fn } from "./support/compute.ts"
 import { createAccount, createUser } from "./support/IdentityHelpers.ts"
 import { type MailServer, startMailServer, startSilentServer, startSmsProvider } from "./support/MailServer.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
@@ -405,4 +406,47 @@ describe("fairness", () => {
     expect(aSent).toBeLessThan(backlog)
     await slow.waitFor((all) => all.length >= backlog, 90_000, "the backlog")
   }, 180_000)
+})
+
+describe("functions and triggers", () => {
+  it("sends from a function (api.sendEmail, api.sendSms) and fires notification_sent triggers", async () => {
+    const mail = await startMailServer()
+    closers.push(mail.close)
+    const ws = await workspace("fn")
+    await ws.call("PUT", "/settings", smtpSettings(mail))
+    const c = computeClient(server, ws.token, ws.slug)
+    // a notification_sent trigger whose function texts the on-call number (SMS is captured: no SMS provider)
+    const relay = await c.createFunction(
+      "relay",
+      fn(`const m = executionParams.data
+return await api.sendSms({ to: "+14155550100", text: "sent: " + m.subject + " to " + m.to.join(",") })`)
+    )
+    const trigger = await c.createTrigger({
+      name: "on-sent",
+      functionId: relay.id,
+      executionType: "event-driven",
+      triggerMetadata: { event: "notification.sent" }
+    })
+    expect(trigger.triggerMetadata.event).toBe("notification_sent")
+
+    const run = await c.runCode(
+      fn(`const a = await api.sendEmail({ to: "ann@example.com", subject: "From a function", text: "hi" }, { idempotencyKey: "fn-1" })
+const b = await api.sendEmail({ to: "ann@example.com", subject: "From a function", text: "hi" }, { idempotencyKey: "fn-1" })
+let refused
+try { await api.sendEmail({ to: "not-an-address", text: "x" }) } catch (e) { refused = e.details[0].field }
+return { a, same: a.id === b.id, refused }`)
+    )
+    expect(run.status).toBe("completed")
+    expect(run.result).toMatchObject({ a: { status: "queued" }, same: true, refused: "to" })
+    const email = await ws.status(run.result.a.id, ["sent", "failed"])
+    expect(email.status).toBe("sent")
+    expect(mail.accepted().some((m) => m.parsed.subject === "From a function")).toBe(true)
+
+    const sms = await eventually(async () => {
+      const list = await ws.call("GET", "/messages?channel=sms")
+      return list.body.data[0]
+    }, 60_000)
+    expect(sms).toMatchObject({ channel: "sms", to: ["+14155550100"] })
+    expect((await ws.status(sms.id, ["captured"])).text).toBe("sent: From a function to ann@example.com")
+  }, 120_000)
 })
