@@ -142,7 +142,18 @@ export const TemplateVersionList = Schema.Struct({ versions: Schema.Array(Templa
 /** @category models */
 export const PreviewRequest = Schema.Struct({ variables: optional(JsonObject) }).annotate({ identifier: "NotificationPreviewRequest" })
 
+/** `POST /templates/preview`: unsaved sources rendered as a send would render them (the console's live preview). */
+export const DraftPreviewRequest = Schema.Struct({
+  channel: Channel,
+  subject: optional(Schema.NullOr(Schema.String)),
+  text: optional(Schema.NullOr(Schema.String)),
+  html: optional(Schema.NullOr(Schema.String)),
+  variables: optional(JsonObject)
+}).annotate({ identifier: "NotificationDraftPreviewRequest" })
 /** @category models */
+export type DraftPreviewRequest = typeof DraftPreviewRequest.Type
+
+/** What a send would carry: the text part is made from the HTML when the template has none. @category models */
 export const Rendered = Schema.Struct({
   subject: Schema.NullOr(Schema.String),
   text: Schema.NullOr(Schema.String),

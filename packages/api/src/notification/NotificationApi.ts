@@ -12,6 +12,7 @@ import { BadRequest, Conflict, NotFound, Unprocessable } from "../Errors.ts"
 import { WorkspaceParams } from "../Workspace.ts"
 import {
   Accepted,
+  DraftPreviewRequest,
   EmailRequest,
   MessageDetail,
   MessageList,
@@ -69,6 +70,14 @@ export class NotificationApi extends HttpApiGroup.make("notification")
     })
       .annotate(RequiredPermission, "write:notifications")
       .annotate(RateClass, "writes"),
+    HttpApiEndpoint.post("previewDraft", "/templates/preview", {
+      params: WorkspaceParams,
+      payload: DraftPreviewRequest,
+      success: Rendered,
+      error: BadRequest
+    })
+      .annotate(RequiredPermission, "read:notifications")
+      .annotate(RateClass, "reads"),
     HttpApiEndpoint.get("getTemplate", "/templates/:id", { params: idParams, success: Template, error: NotFound })
       .annotate(RequiredPermission, "read:notifications")
       .annotate(RateClass, "reads"),

@@ -4,14 +4,14 @@
 // Parsed templates are cached per (id, version), so a send renders without parsing.
 import type { Principal } from "@troupe/api/Authorization"
 import { type BadRequest, type Conflict, conflict, type NotFound, notFound } from "@troupe/api/Errors"
-import type { Template, TemplateInput, TemplateVersion } from "@troupe/api/notification/Notification"
+import type { DraftPreviewRequest, Template, TemplateInput, TemplateVersion } from "@troupe/api/notification/Notification"
 import { Context, Effect, Layer } from "effect"
 import { isSqlError } from "effect/sql/SqlError"
 import { uuidv7 } from "../lib/Uuid.ts"
 import { type TemplateRow, toTemplate, toTemplateVersion } from "./model.ts"
 import { NotificationRepo, type TemplateFields } from "./NotificationRepo.ts"
 import { invalid } from "./Problems.ts"
-import { type Compiled, compile, type Parts, render } from "./Templates.ts"
+import { type Compiled, compile, type Parts, render, withText } from "./Templates.ts"
 
 /** Most bytes of one part of a template. */
 const MAX_SOURCE_BYTES = 256 * 1024
@@ -46,6 +46,8 @@ export class TemplateService extends Context.Service<
       id: string,
       variables: Readonly<Record<string, unknown>>
     ) => Effect.Effect<Parts, BadRequest | NotFound>
+    /** Unsaved sources, checked and rendered as a save and a send would. */
+    readonly previewDraft: (input: DraftPreviewRequest) => Effect.Effect<Parts, BadRequest>
     /** A template by id or name, parsed: undefined when the workspace has none by that name. */
     readonly resolve: (workspace: string, idOrName: string) => Effect.Effect<ResolvedTemplate | undefined>
   }
@@ -144,7 +146,16 @@ export class TemplateService extends Context.Service<
         })
 
       const preview = (workspace: string, id: string, variables: Readonly<Record<string, unknown>>) =>
-        Effect.flatMap(found(workspace, id), (row) => Effect.flatMap(compiledOf(row), (compiled) => render(compiled, variables)))
+        Effect.flatMap(found(workspace, id), (row) =>
+          Effect.flatMap(compiledOf(row), (compiled) => Effect.map(render(compiled, variables), withText))
+        )
+
+      const previewDraft = (input: DraftPreviewRequest) =>
+        Effect.gen(function* () {
+          const fields = yield* fieldsOf({ ...input, name: "preview" })
+          const compiled = yield* compile(fields)
+          return withText(yield* render(compiled, input.variables ?? {}))
+        })
 
       const resolve = (workspace: string, idOrName: string) =>
         Effect.gen(function* () {
@@ -161,6 +172,7 @@ export class TemplateService extends Context.Service<
         list,
         versions,
         preview,
+        previewDraft,
         resolve
       })
     })

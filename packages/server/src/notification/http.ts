@@ -30,6 +30,7 @@ export const NotificationHandlers = HttpApiBuilder.group(
       .handle("testSettings", ({ params, payload }) => settings.test(params.workspace, payload.channel, payload.to))
       .handle("listTemplates", ({ params, query }) => templates.list(params.workspace, query.page ?? 1, query.limit ?? 50))
       .handle("createTemplate", ({ params, payload }) => as((p) => templates.create(params.workspace, payload, p)))
+      .handle("previewDraft", ({ payload }) => templates.previewDraft(payload))
       .handle("getTemplate", ({ params }) => templates.get(params.workspace, params.id))
       .handle("updateTemplate", ({ params, payload }) => as((p) => templates.update(params.workspace, params.id, payload, p)))
       .handle("deleteTemplate", ({ params }) => templates.remove(params.workspace, params.id))
