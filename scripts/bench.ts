@@ -117,7 +117,9 @@ const sections: Array<[name: string, script: string]> = [
   ["validator", "scripts/bench-validator.ts"],
   ["events", "scripts/bench-events.ts"],
   // compute targets with their own node and baseline; `npm run bench -- --runs 100000` is passed on to it
-  ["compute", "scripts/bench/compute.ts"]
+  ["compute", "scripts/bench/compute.ts"],
+  // notification targets (issue 30): accepted sends beside creates, end to end beside nodemailer, queue-to-sent
+  ["notification", "scripts/bench/notification.ts"]
 ]
 
 const main = async () => {
