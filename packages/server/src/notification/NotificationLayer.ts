@@ -9,7 +9,8 @@ import { SettingsService } from "./SettingsService.ts"
 import { TemplateService } from "./TemplateService.ts"
 
 /** Provides NotificationService, TemplateService, SettingsService and NotificationWorker. */
-export const NotificationLayer = Layer.mergeAll(SettingsService.layer, NotificationService.layer, NotificationWorker.layer).pipe(
+export const NotificationLayer = Layer.mergeAll(SettingsService.layer, NotificationService.layer).pipe(
+  Layer.provideMerge(NotificationWorker.layer),
   Layer.provideMerge(TemplateService.layer),
   Layer.provideMerge(Providers.layer),
   Layer.provideMerge(NotificationRepo.layer)

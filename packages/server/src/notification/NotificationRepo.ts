@@ -69,8 +69,14 @@ export class NotificationRepo extends Context.Service<
     readonly findTemplate: (workspace: string, idOrName: string) => Sql<TemplateRow | undefined>
     readonly listTemplates: (workspace: string, limit: number, offset: number) => Sql<{ rows: ReadonlyArray<TemplateRow>; total: number }>
     readonly templateVersions: (id: string) => Sql<ReadonlyArray<typeof TemplateVersionRowDb.Type>>
-    /** Inserts queued messages (in the caller's transaction) and wakes the workers after commit. */
-    readonly insertMessages: (messages: ReadonlyArray<NewMessage>) => Sql<void>
+    /**
+     * Inserts messages (in the caller's transaction): queued, waking the workers after commit, or (`lease`, for the
+     * ids it names) already leased by the inserting node, which sends them itself.
+     */
+    readonly insertMessages: (
+      messages: ReadonlyArray<NewMessage>,
+      lease?: { readonly owner: string; readonly leaseMs: number; readonly ids: ReadonlySet<string> }
+    ) => Sql<void>
     readonly getMessage: (workspace: string, id: string) => Sql<MessageRow | undefined>
     readonly listMessages: (workspace: string, filter: MessageFilter) => Sql<{ rows: ReadonlyArray<MessageRow>; total: number }>
     /** Claims due queued messages for `owner` (status `sending`, leased). */
@@ -165,10 +171,14 @@ export class NotificationRepo extends Context.Service<
           (rows) => rows.map((r) => decodeTemplateVersionRow(r))
         )
 
-      const insertMessages = (messages: ReadonlyArray<NewMessage>) =>
+      const insertMessages = (
+        messages: ReadonlyArray<NewMessage>,
+        lease?: { readonly owner: string; readonly leaseMs: number; readonly ids: ReadonlySet<string> }
+      ) =>
         Effect.gen(function* () {
           if (messages.length === 0) return
           const rows = messages.map((m) => ({
+            lease_owner: lease?.ids.has(m.id) === true ? lease.owner : null,
             id: m.id,
             workspace: m.workspace,
             channel: m.channel,
@@ -188,13 +198,17 @@ export class NotificationRepo extends Context.Service<
             run_depth: m.runDepth
           }))
           yield* sql`INSERT INTO notification_messages (id, workspace, channel, status, to_list, cc_list, bcc_list, from_address,
-            subject, text_body, html_body, template_id, template_name, template_version, message_id, created_by, run_id, run_depth)
-          SELECT id, workspace, channel, 'queued', to_list, cc_list, bcc_list, from_address, subject, text_body, html_body,
-            template_id, template_name, template_version, message_id, created_by, run_id, run_depth
+            subject, text_body, html_body, template_id, template_name, template_version, message_id, created_by, run_id, run_depth,
+            lease_owner, lease_expires_at)
+          SELECT id, workspace, channel, CASE WHEN lease_owner IS NULL THEN 'queued' ELSE 'sending' END, to_list, cc_list,
+            bcc_list, from_address, subject, text_body, html_body, template_id, template_name, template_version, message_id,
+            created_by, run_id, run_depth, lease_owner,
+            CASE WHEN lease_owner IS NULL THEN NULL ELSE now() + make_interval(secs => ${(lease?.leaseMs ?? 0) / 1000}) END
           FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS v(id uuid, workspace text, channel text, to_list jsonb,
             cc_list jsonb, bcc_list jsonb, from_address text, subject text, text_body text, html_body text, template_id uuid,
-            template_name text, template_version int, message_id text, created_by text, run_id uuid, run_depth int)`
-          yield* notifyAfterCommit(sql, NOTIFICATIONS_CHANNEL)
+            template_name text, template_version int, message_id text, created_by text, run_id uuid, run_depth int,
+            lease_owner text)`
+          if (rows.some((r) => r.lease_owner === null)) yield* notifyAfterCommit(sql, NOTIFICATIONS_CHANNEL)
         })
 
       const getMessage = (workspace: string, id: string) =>

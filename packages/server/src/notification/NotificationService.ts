@@ -2,20 +2,24 @@
 // its field), rendered (a template by id or name, strict variables; a text part made from the HTML when only HTML is
 // given), given a Message-ID that every attempt reuses, and stored as one `queued` row: the answer (202) follows the
 // commit, and the outbox worker of some node sends it. Rows of concurrent sends without an Idempotency-Key are
-// written together (lib/GroupCommit: one INSERT for whatever queued while the last ran); a send with a key claims the
+// written together (lib/GroupCommit: one INSERT for whatever queued while the last ran), each already leased by this
+// node when its worker has a free slot (then sent here at once, no claim); a send with a key claims the
 // key in the same transaction as its row, so the key answers that message for 24 hours (records' upsert does the
 // same) and the same key with another request is a 422.
 import { type BadRequest, type NotFound, notFound, type Unprocessable, unprocessable } from "@troupe/api/Errors"
 import type { EmailRequest, MessageDetail, MessageList, SmsRequest } from "@troupe/api/notification/Notification"
-import { Context, Effect, Exit, Layer } from "effect"
+import { Clock, Context, Effect, Exit, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import * as GroupCommit from "../lib/GroupCommit.ts"
+import { isoString } from "../lib/rows.ts"
 import { uuidv7 } from "../lib/Uuid.ts"
+import { AppConfig } from "../platform/AppConfig.ts"
 import { claimIdempotencyKey, storedOutcome, storeOutcome } from "../platform/IdempotencyKeys.ts"
 import { canonicalJson } from "../structures/Formats.ts"
 import { emailProblem, parseMailbox, phoneProblem } from "./Addresses.ts"
-import { type NewMessage, toMessage, toMessageDetail } from "./model.ts"
+import { type MessageRow, type NewMessage, toMessage, toMessageDetail } from "./model.ts"
+import { NotificationWorker } from "./NotificationWorker.ts"
 import { NotificationRepo } from "./NotificationRepo.ts"
 import { invalid, invalidAll } from "./Problems.ts"
 import { Providers } from "./Providers.ts"
@@ -57,6 +61,37 @@ const listOf = (value: string | ReadonlyArray<string> | undefined) =>
 
 export type SendError = BadRequest | Unprocessable
 
+/** A message waiting for the group commit; `local`: this node's worker reserved a slot to send it at once. */
+interface Pending {
+  readonly message: NewMessage
+  readonly local: boolean
+}
+
+/** The row of a message stored leased by this node, as the worker reads rows (no read back). */
+const leasedRow = (m: NewMessage, at: string): MessageRow => ({
+  id: m.id,
+  workspace: m.workspace,
+  channel: m.channel,
+  status: "sending",
+  to_list: m.to,
+  cc_list: m.cc,
+  bcc_list: m.bcc,
+  from_address: m.from,
+  subject: m.subject,
+  text_body: m.text,
+  html_body: m.html,
+  template_id: m.templateId,
+  template_name: m.templateName,
+  template_version: m.templateVersion,
+  message_id: m.messageId,
+  attempts: 0,
+  last_error: null,
+  provider_message_id: null,
+  next_attempt_at: null,
+  created_at: at,
+  sent_at: null
+})
+
 export class NotificationService extends Context.Service<
   NotificationService,
   {
@@ -81,16 +116,49 @@ export class NotificationService extends Context.Service<
       const repo = yield* NotificationRepo
       const templates = yield* TemplateService
       const providers = yield* Providers
+      const worker = yield* NotificationWorker
+      const leaseMs = (yield* AppConfig).notification.leaseMs
 
-      // Sends without a key: one INSERT for the batch; a failed batch is written again row by row.
-      const inserts = yield* GroupCommit.make<NewMessage, void, Error>({
+      // Sends without a key: one INSERT for the batch; a failed batch is written again row by row. A message for which
+      // this node's worker had a free slot is stored already leased by it and sent here at once (no NOTIFY, no claim).
+      const lease = (items: ReadonlyArray<Pending>) => ({
+        owner: worker.owner,
+        leaseMs,
+        ids: new Set(items.filter((i) => i.local).map((i) => i.message.id))
+      })
+      const started = (items: ReadonlyArray<Pending>) =>
+        Effect.gen(function* () {
+          const at = isoString(new Date(yield* Clock.currentTimeMillis))
+          for (const item of items) if (item.local) yield* worker.begin(leasedRow(item.message, at))
+        })
+      const inserts = yield* GroupCommit.make<Pending, void, Error>({
         maxBatch: 256,
         concurrency: sql.driver === "pglite" ? 1 : 2,
         run: (items) =>
-          repo.insertMessages(items).pipe(
-            Effect.as(items.map(() => Exit.void)),
-            Effect.catch(() => Effect.forEach(items, (item) => Effect.exit(Effect.orDie(repo.insertMessages([item])))))
-          ),
+          repo
+            .insertMessages(
+              items.map((i) => i.message),
+              lease(items)
+            )
+            .pipe(
+              Effect.andThen(started(items)),
+              Effect.as(items.map(() => Exit.void)),
+              Effect.catch(() =>
+                Effect.forEach(items, (item) =>
+                  Effect.exit(
+                    repo.insertMessages([item.message], lease([item])).pipe(
+                      Effect.andThen(started([item])),
+                      Effect.orDie,
+                      Effect.onExit((exit) =>
+                        Exit.isFailure(exit) && item.local
+                          ? Effect.sync(() => worker.unreserve(item.message.id, item.message.workspace))
+                          : Effect.void
+                      )
+                    )
+                  )
+                )
+              )
+            ),
         onShutdown: () => new Error("the node stopped before the message was stored")
       })
 
@@ -118,7 +186,9 @@ export class NotificationService extends Context.Service<
       /** Stores the message; with a key, in one transaction with the key's claim and answer. */
       const store = (message: NewMessage, route: string, request: unknown, key: string | undefined) => {
         const accepted: AcceptedSend = { id: message.id, status: "queued", replayed: false }
-        if (key === undefined) return Effect.as(Effect.orDie(inserts.submit(message)), accepted)
+        if (key === undefined) {
+          return Effect.as(Effect.orDie(inserts.submit({ message, local: worker.reserve(message.id, message.workspace) })), accepted)
+        }
         const hash = Crypto.createHash("sha256").update(canonicalJson({ route, request })).digest("hex")
         return sql
           .withTransaction(

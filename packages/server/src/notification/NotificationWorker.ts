@@ -4,6 +4,8 @@
 //   slots (TROUPE_NOTIFY_CONCURRENCY), visiting the workspaces in turn and holding at most
 //   TROUPE_NOTIFY_WORKSPACE_CONCURRENCY of one workspace: a workspace's backlog or slow provider fills only its own
 //   share of the slots, and the next claim goes on with the others.
+// - A send accepted by this node while it has a free slot is stored already leased by it (NotificationService) and
+//   handed over with `begin`: no NOTIFY, no claim; the claim loop serves the rest.
 // - Each message goes to its channel's provider (Providers: the workspace's, the node's, or none: `captured`). Sent,
 //   failed and captured messages, and those to retry (temporary failure, attempts left: back to `queued` with the
 //   next attempt time of RetryPlan), are recorded in batches with their notification.* events: whatever finished
@@ -28,6 +30,17 @@ export class NotificationWorker extends Context.Service<
   {
     /** Messages this node holds now (claimed, not yet recorded). */
     readonly inHand: Effect.Effect<number>
+    /**
+     * Takes a slot for a message this node is about to store, when it has one free (and the workspace is under its
+     * cap): the message is then stored already leased by this node and sent here at once, with no claim.
+     */
+    readonly reserve: (id: string, workspace: string) => boolean
+    /** Gives back a reserved slot (the message was not stored). */
+    readonly unreserve: (id: string, workspace: string) => void
+    /** Sends a reserved message once its row committed. */
+    readonly begin: (row: MessageRow) => Effect.Effect<void>
+    /** This node's lease owner name. */
+    readonly owner: string
   }
 >()("@troupe/server/notification/NotificationWorker") {
   static readonly layer = Layer.effect(
@@ -132,14 +145,23 @@ export class NotificationWorker extends Context.Service<
           )
         )
 
-      const release = (row: MessageRow) =>
-        Effect.sync(() => {
-          if (!held.delete(row.id)) return
-          const n = (busy.get(row.workspace) ?? 1) - 1
-          if (n <= 0) busy.delete(row.workspace)
-          else busy.set(row.workspace, n)
-          poke()
-        })
+      const take = (id: string, workspace: string) => {
+        held.set(id, workspace)
+        busy.set(workspace, (busy.get(workspace) ?? 0) + 1)
+      }
+      const give = (id: string, workspace: string) => {
+        if (!held.delete(id)) return
+        const n = (busy.get(workspace) ?? 1) - 1
+        if (n <= 0) busy.delete(workspace)
+        else busy.set(workspace, n)
+        poke()
+      }
+      const release = (row: MessageRow) => Effect.sync(() => give(row.id, row.workspace))
+      const reserve = (id: string, workspace: string) => {
+        if (held.size >= concurrency || (busy.get(workspace) ?? 0) >= workspaceConcurrency) return false
+        take(id, workspace)
+        return true
+      }
 
       // in the layer's scope: a node shutting down interrupts its sends; their leases expire and another node
       // (or this one, restarted) sends them
@@ -161,8 +183,7 @@ export class NotificationWorker extends Context.Service<
         const seen = notices
         const claimed = yield* repo.claim({ owner, cursor, busy, cap: workspaceConcurrency, n: free, leaseMs })
         for (const row of claimed) {
-          held.set(row.id, row.workspace)
-          busy.set(row.workspace, (busy.get(row.workspace) ?? 0) + 1)
+          take(row.id, row.workspace)
           yield* start(row)
         }
         // go on after the last workspace served, so the next claim starts with the others
@@ -206,7 +227,13 @@ export class NotificationWorker extends Context.Service<
       )
       yield* Effect.forkScoped(sweep)
 
-      return NotificationWorker.of({ inHand: Effect.sync(() => held.size) })
+      return NotificationWorker.of({
+        inHand: Effect.sync(() => held.size),
+        reserve,
+        unreserve: give,
+        begin: (row) => Effect.asVoid(start(row)),
+        owner
+      })
     })
   )
 }
