@@ -4,6 +4,7 @@
 // then 201, 400); the development inbox when no provider is set; every bad input a 400 naming its field; the
 // Idempotency-Key; permissions; the per-workspace limit; and one workspace's slow backlog not holding another's.
 // Each scenario runs in a workspace of its own (settings are per workspace), on one node.
+import { execFile } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -448,5 +449,47 @@ return { a, same: a.id === b.id, refused }`)
     }, 60_000)
     expect(sms).toMatchObject({ channel: "sms", to: ["+14155550100"] })
     expect((await ws.status(sms.id, ["captured"])).text).toBe("sent: From a function to ann@example.com")
+  }, 120_000)
+})
+
+describe("the CLI", () => {
+  it("troupe notify email|sms queue a message and --wait follows it to its end", async () => {
+    const ws = await workspace("cli")
+    const bin = Path.join(import.meta.dirname, "../packages/cli/bin/troupe.mjs")
+    const env = {
+      ...process.env,
+      TROUPE_URL: server.baseUrl,
+      TROUPE_WORKSPACE: ws.slug,
+      TROUPE_TOKEN: ws.token,
+      TROUPE_CONFIG: Path.join(dir, "cli.json")
+    }
+    const troupe = (args: ReadonlyArray<string>) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        execFile(process.execPath, [bin, ...args], { env }, (error, stdout, stderr) =>
+          resolve({ code: error === null ? 0 : ((error as { code?: number }).code ?? 1), stdout, stderr })
+        )
+      })
+    const email = await troupe([
+      "notify",
+      "email",
+      "--to",
+      "ann@example.com",
+      "--subject",
+      "From the CLI",
+      "--text",
+      "hello",
+      "--wait",
+      "--json"
+    ])
+    expect(email.code, email.stderr).toBe(0)
+    expect(JSON.parse(email.stdout)).toMatchObject({ status: "captured", subject: "From the CLI", to: ["ann@example.com"] })
+    await ws.call("POST", "/templates", { name: "otp", channel: "sms", text: "Code {{ code }}" })
+    const sms = await troupe(["notify", "sms", "--to", "+14155550100", "--template", "otp", "--var", "code=991"])
+    expect(sms.code, sms.stderr).toBe(0)
+    const id = sms.stdout.trim().split(" ")[0]!
+    expect((await ws.status(id, ["captured"])).text).toBe("Code 991")
+    const bad = await troupe(["notify", "sms", "--to", "12345", "--text", "x"])
+    expect(bad.code).not.toBe(0)
+    expect(bad.stderr).toContain("E.164")
   }, 120_000)
 })
