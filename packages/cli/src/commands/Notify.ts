@@ -16,7 +16,7 @@ const common = {
   template: Flag.String("template").pipe(Flag.withDescription("A template's name or id (instead of the text)"), Flag.optional),
   vars: Flag.KeyValuePair("var").pipe(Flag.withDescription("A template variable: --var name=Ann (repeatable)"), Flag.optional),
   key: Flag.String("idempotency-key").pipe(Flag.withDescription("Sends once for this key (24 hours)"), Flag.optional),
-  wait: Flag.Boolean("wait").pipe(Flag.withDescription("Wait until the message is sent, failed or captured"))
+  wait: Flag.Boolean("wait").pipe(Flag.withDefault(false), Flag.withDescription("Wait until the message is sent, failed or captured"))
 }
 
 /** Sends, then (with --wait) reads the message until it is final. */
