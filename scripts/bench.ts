@@ -123,7 +123,9 @@ const sections: Array<[name: string, script: string]> = [
   // compute targets with their own node and baseline; `npm run bench -- --runs 100000` is passed on to it
   ["compute", "scripts/bench/compute.ts"],
   // preflights beside GET /health, and the grant's headers on the fast lane (issue 32)
-  ["cors", "scripts/bench/cors.ts"]
+  ["cors", "scripts/bench/cors.ts"],
+  // notification targets (issue 30): accepted sends beside creates, end to end beside nodemailer, queue-to-sent
+  ["notification", "scripts/bench/notification.ts"]
 ]
 
 const main = async () => {

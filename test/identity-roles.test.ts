@@ -9,8 +9,16 @@ import { startServer, type TestServer } from "./support/TestServer.ts"
 
 // The permissions of each role (README: Identity and access › Roles and permissions), written out independently of
 // the server's own table.
-const reads = ["read:structures", "read:records", "read:functions", "read:storage", "read:webhooks"]
-const developer = [...reads, "write:structures", "write:records", "write:functions", "execute:functions", "write:storage"]
+const reads = ["read:structures", "read:records", "read:functions", "read:storage", "read:webhooks", "read:notifications"]
+const developer = [
+  ...reads,
+  "write:structures",
+  "write:records",
+  "write:functions",
+  "execute:functions",
+  "write:storage",
+  "write:notifications"
+]
 const admin = [
   ...developer,
   "write:webhooks",
@@ -20,7 +28,8 @@ const admin = [
   "write:service-accounts",
   "secrets:reveal",
   "read:cors",
-  "write:cors"
+  "write:cors",
+  "manage:notifications"
 ]
 const owner = [...admin, "workspace:members"]
 const roleTable: Record<string, ReadonlyArray<string>> = { viewer: reads, developer, admin, owner }

@@ -8,6 +8,7 @@ import { HttpApi, OpenApi } from "effect/http-api"
 import { ComputeFunctionsApi, DraftsApi, FunctionRunsApi, FunctionsApi, FunctionTriggersApi } from "./compute/ComputeApi.ts"
 import { WebhooksApi } from "./events/WebhooksApi.ts"
 import { GroupsApi } from "./identity/GroupsApi.ts"
+import { NotificationApi } from "./notification/NotificationApi.ts"
 import { MembersApi } from "./identity/MembersApi.ts"
 import { OidcApi } from "./identity/OidcApi.ts"
 import { documentPermissions } from "./identity/OpenApiPermissions.ts"
@@ -31,6 +32,7 @@ export class Api extends HttpApi.make("troupe")
   .add(WebhooksApi)
   .add(ComputeFunctionsApi, FunctionsApi, DraftsApi, FunctionTriggersApi, FunctionRunsApi)
   .add(SettingsApi)
+  .add(NotificationApi)
   .annotateMerge(
     OpenApi.annotations({
       title: "Troupe API",

@@ -35,7 +35,10 @@ export const Permissions = [
   "write:service-accounts",
   "secrets:reveal",
   "read:cors",
-  "write:cors"
+  "write:cors",
+  "read:notifications",
+  "write:notifications",
+  "manage:notifications"
 ] as const
 export type Permission = (typeof Permissions)[number] | "platform:admin" | "workspace:members"
 
@@ -72,7 +75,7 @@ export const RequiredPermission = Context.Reference<Permission | undefined>("@tr
 })
 
 /** Rate classes, each with its own per-minute budget per workspace (README "Rate limits"). @category models */
-export type RateClassName = "reads" | "writes" | "bulk" | "functions" | "queries"
+export type RateClassName = "reads" | "writes" | "bulk" | "functions" | "queries" | "notifications"
 
 /** The rate class of an endpoint, as an endpoint annotation. @category annotations */
 export const RateClass = Context.Reference<RateClassName | undefined>("@troupe/api/RateClass", { defaultValue: () => undefined })

@@ -8,6 +8,7 @@ import { backup, restore } from "./commands/Backup.ts"
 import { functions } from "./commands/Functions.ts"
 import { login, logout, whoami } from "./commands/Login.ts"
 import { exportRecords, importRecords } from "./commands/Records.ts"
+import { notify } from "./commands/Notify.ts"
 import { runs } from "./commands/Runs.ts"
 import { structures, types } from "./commands/Structures.ts"
 import { Json } from "./Output.ts"
@@ -20,6 +21,19 @@ export const troupe = Command.make("troupe").pipe(
     "The command line for a Troupe server. It talks to the server only through its HTTP API, with the token " +
       "`troupe login` stored. Every command takes --json; exit codes: 0 done, 1 failed, 2 usage error."
   ),
-  Command.withSubcommands([login, logout, whoami, types, structures, exportRecords, importRecords, functions, runs, backup, restore]),
+  Command.withSubcommands([
+    login,
+    logout,
+    whoami,
+    types,
+    structures,
+    exportRecords,
+    importRecords,
+    functions,
+    runs,
+    notify,
+    backup,
+    restore
+  ]),
   Command.withGlobalFlags([Json])
 )

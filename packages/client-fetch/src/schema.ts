@@ -58,6 +58,197 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/notification/workspace/{workspace}/api/v1/email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Requires permission `write:notifications`. Counts against the workspace's `notifications` rate limit. */
+        post: operations["notification.email"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/notification/workspace/{workspace}/api/v1/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Requires permission `read:notifications`. Counts against the workspace's `reads` rate limit. */
+        get: operations["notification.listMessages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/notification/workspace/{workspace}/api/v1/messages/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Requires permission `read:notifications`. Counts against the workspace's `reads` rate limit. */
+        get: operations["notification.getMessage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/notification/workspace/{workspace}/api/v1/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Requires permission `manage:notifications`. Counts against the workspace's `reads` rate limit. */
+        get: operations["notification.getSettings"];
+        /** @description Requires permission `manage:notifications`. Counts against the workspace's `writes` rate limit. */
+        put: operations["notification.putSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/notification/workspace/{workspace}/api/v1/settings/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Requires permission `manage:notifications`. Counts against the workspace's `notifications` rate limit. */
+        post: operations["notification.testSettings"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/notification/workspace/{workspace}/api/v1/sms": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Requires permission `write:notifications`. Counts against the workspace's `notifications` rate limit. */
+        post: operations["notification.sms"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/notification/workspace/{workspace}/api/v1/templates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Requires permission `read:notifications`. Counts against the workspace's `reads` rate limit. */
+        get: operations["notification.listTemplates"];
+        put?: never;
+        /** @description Requires permission `write:notifications`. Counts against the workspace's `writes` rate limit. */
+        post: operations["notification.createTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/notification/workspace/{workspace}/api/v1/templates/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Requires permission `read:notifications`. Counts against the workspace's `reads` rate limit. */
+        get: operations["notification.getTemplate"];
+        /** @description Requires permission `write:notifications`. Counts against the workspace's `writes` rate limit. */
+        put: operations["notification.updateTemplate"];
+        post?: never;
+        /** @description Requires permission `write:notifications`. Counts against the workspace's `writes` rate limit. */
+        delete: operations["notification.deleteTemplate"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/notification/workspace/{workspace}/api/v1/templates/{id}/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Requires permission `read:notifications`. Counts against the workspace's `reads` rate limit. */
+        post: operations["notification.previewTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/notification/workspace/{workspace}/api/v1/templates/{id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Requires permission `read:notifications`. Counts against the workspace's `reads` rate limit. */
+        get: operations["notification.templateVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/notification/workspace/{workspace}/api/v1/templates/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Requires permission `read:notifications`. Counts against the workspace's `reads` rate limit. */
+        post: operations["notification.previewDraft"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/oidc/jwks": {
         parameters: {
             query?: never;
@@ -1789,6 +1980,18 @@ export interface components {
         DraftUpdate: {
             data: Record<string, unknown>;
         };
+        EmailRequest: {
+            bcc?: string | string[];
+            cc?: string | string[];
+            from?: string;
+            html?: string;
+            subject?: string;
+            /** @description A template's id or name */
+            template?: string;
+            text?: string;
+            to: string | string[];
+            variables?: Record<string, unknown>;
+        };
         FlatRecord: Record<string, unknown>;
         FlatRecordList: {
             limit: number | ("Infinity" | "-Infinity" | "NaN");
@@ -1952,6 +2155,176 @@ export interface components {
             message: string;
             requestId?: string;
             statusCode: number;
+        };
+        NotificationAccepted: {
+            id: string;
+            /** @enum {string} */
+            status: "queued" | "sending" | "sent" | "failed" | "captured";
+        };
+        NotificationDraftPreviewRequest: {
+            /** @enum {string} */
+            channel: "email" | "sms";
+            html?: string | null;
+            subject?: string | null;
+            text?: string | null;
+            variables?: Record<string, unknown>;
+        };
+        NotificationMessage: {
+            attempts: number;
+            bcc: string[];
+            cc: string[];
+            /** @enum {string} */
+            channel: "email" | "sms";
+            /** @description ISO-8601 timestamp */
+            createdAt: string;
+            from: string | null;
+            id: string;
+            lastError: string | null;
+            nextAttemptAt: string | null;
+            providerMessageId: string | null;
+            sentAt: string | null;
+            /** @enum {string} */
+            status: "queued" | "sending" | "sent" | "failed" | "captured";
+            subject: string | null;
+            templateId: string | null;
+            templateName: string | null;
+            templateVersion: number | null;
+            to: string[];
+        };
+        NotificationMessageDetail: {
+            attempts: number;
+            bcc: string[];
+            cc: string[];
+            /** @enum {string} */
+            channel: "email" | "sms";
+            /** @description ISO-8601 timestamp */
+            createdAt: string;
+            from: string | null;
+            html: string | null;
+            id: string;
+            lastError: string | null;
+            messageId: string | null;
+            nextAttemptAt: string | null;
+            providerMessageId: string | null;
+            sentAt: string | null;
+            /** @enum {string} */
+            status: "queued" | "sending" | "sent" | "failed" | "captured";
+            subject: string | null;
+            templateId: string | null;
+            templateName: string | null;
+            templateVersion: number | null;
+            text: string | null;
+            to: string[];
+        };
+        NotificationMessageList: {
+            data: components["schemas"]["NotificationMessage"][];
+            limit: number;
+            page: number;
+            total: number;
+        };
+        NotificationPreviewRequest: {
+            variables?: Record<string, unknown>;
+        };
+        NotificationRendered: {
+            html: string | null;
+            subject: string | null;
+            text: string | null;
+        };
+        NotificationSettings: {
+            active: {
+                /** @enum {string} */
+                email: "workspace" | "node" | "capture";
+                /** @enum {string} */
+                sms: "workspace" | "node" | "capture";
+            };
+            email: {
+                /** @description Default sender: "name@example.com" or "Name <name@example.com>" */
+                from: string;
+                /** @description smtp://user:password@host:587 (STARTTLS when offered) or smtps://…:465; the password reads back as ******** */
+                smtpUrl: string;
+            } | null;
+            sms: {
+                accountSid: string;
+                /** @description Reads back as ********; sending ******** keeps the stored token */
+                authToken: string;
+                /** @description Sender number (E.164) or name */
+                from: string;
+                /** @description The provider's Messages endpoint (Twilio's form: To, From, Body) */
+                url: string;
+            } | null;
+            updatedAt: string | null;
+        };
+        NotificationSettingsInput: {
+            email?: {
+                /** @description Default sender: "name@example.com" or "Name <name@example.com>" */
+                from: string;
+                /** @description smtp://user:password@host:587 (STARTTLS when offered) or smtps://…:465; the password reads back as ******** */
+                smtpUrl: string;
+            } | null;
+            sms?: {
+                accountSid: string;
+                /** @description Reads back as ********; sending ******** keeps the stored token */
+                authToken: string;
+                /** @description Sender number (E.164) or name */
+                from: string;
+                /** @description The provider's Messages endpoint (Twilio's form: To, From, Body) */
+                url: string;
+            } | null;
+        };
+        NotificationTemplate: {
+            /** @enum {string} */
+            channel: "email" | "sms";
+            /** @description ISO-8601 timestamp */
+            createdAt: string;
+            html: string | null;
+            id: string;
+            name: string;
+            subject: string | null;
+            text: string | null;
+            /** @description ISO-8601 timestamp */
+            updatedAt: string;
+            /** @description Top-level variables the template reads */
+            variables: string[];
+            version: number;
+        };
+        NotificationTemplateInput: {
+            /** @enum {string} */
+            channel: "email" | "sms";
+            html?: string | null;
+            name: string;
+            subject?: string | null;
+            text?: string | null;
+        };
+        NotificationTemplateList: {
+            data: components["schemas"]["NotificationTemplate"][];
+            limit: number;
+            page: number;
+            total: number;
+        };
+        NotificationTemplateVersion: {
+            /** @description ISO-8601 timestamp */
+            createdAt: string;
+            html: string | null;
+            subject: string | null;
+            text: string | null;
+            variables: string[];
+            version: number;
+        };
+        NotificationTestRequest: {
+            /** @enum {string} */
+            channel: "email" | "sms";
+            /** @description An email address or an E.164 number */
+            to: string;
+        };
+        NotificationTestResult: {
+            delivered: boolean;
+            durationMs: number | ("Infinity" | "-Infinity" | "NaN");
+            error: string | null;
+            /** @enum {string} */
+            provider: "workspace" | "node" | "capture";
+            providerMessageId: string | null;
+            /** @enum {string} */
+            status: "sent" | "captured" | "failed";
         };
         NumberProperty: {
             autoIncrement?: {
@@ -2206,6 +2579,14 @@ export interface components {
                 pageSize: number | ("Infinity" | "-Infinity" | "NaN");
                 total: number | ("Infinity" | "-Infinity" | "NaN");
             };
+        };
+        SmsRequest: {
+            /** @description A template's id or name */
+            template?: string;
+            text?: string;
+            /** @description E.164 number, e.g. +14155550100 */
+            to: string;
+            variables?: Record<string, unknown>;
         };
         StringProperty: {
             /** @enum {string} */
@@ -2587,6 +2968,954 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+        };
+    };
+    "notification.email": {
+        parameters: {
+            query?: never;
+            header?: {
+                "idempotency-key"?: string;
+            };
+            path: {
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmailRequest"];
+            };
+        };
+        responses: {
+            /** @description NotificationAccepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationAccepted"];
+                };
+            };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnprocessableEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "notification.listMessages": {
+        parameters: {
+            query?: {
+                channel?: "email" | "sms";
+                limit?: string;
+                page?: string;
+                status?: "queued" | "sending" | "sent" | "failed" | "captured";
+                to?: string;
+            };
+            header?: never;
+            path: {
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description NotificationMessageList */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationMessageList"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "notification.getMessage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description NotificationMessageDetail */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationMessageDetail"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "notification.getSettings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description NotificationSettings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationSettings"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "notification.putSettings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NotificationSettingsInput"];
+            };
+        };
+        responses: {
+            /** @description NotificationSettings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationSettings"];
+                };
+            };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "notification.testSettings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NotificationTestRequest"];
+            };
+        };
+        responses: {
+            /** @description NotificationTestResult */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationTestResult"];
+                };
+            };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "notification.sms": {
+        parameters: {
+            query?: never;
+            header?: {
+                "idempotency-key"?: string;
+            };
+            path: {
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SmsRequest"];
+            };
+        };
+        responses: {
+            /** @description NotificationAccepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationAccepted"];
+                };
+            };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnprocessableEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "notification.listTemplates": {
+        parameters: {
+            query?: {
+                limit?: string;
+                page?: string;
+            };
+            header?: never;
+            path: {
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description NotificationTemplateList */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationTemplateList"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "notification.createTemplate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NotificationTemplateInput"];
+            };
+        };
+        responses: {
+            /** @description NotificationTemplate */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationTemplate"];
+                };
+            };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConflictEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "notification.getTemplate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description NotificationTemplate */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationTemplate"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "notification.updateTemplate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NotificationTemplateInput"];
+            };
+        };
+        responses: {
+            /** @description NotificationTemplate */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationTemplate"];
+                };
+            };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConflictEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "notification.deleteTemplate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description <No Content> */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "notification.previewTemplate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NotificationPreviewRequest"] | null;
+            };
+        };
+        responses: {
+            /** @description NotificationRendered */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationRendered"];
+                };
+            };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "notification.templateVersions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        versions: components["schemas"]["NotificationTemplateVersion"][];
+                    };
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "notification.previewDraft": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NotificationDraftPreviewRequest"];
+            };
+        };
+        responses: {
+            /** @description NotificationRendered */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationRendered"];
+                };
+            };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
                 };
             };
         };
@@ -8901,7 +10230,7 @@ export interface operations {
                     description?: string | null;
                     grant_types?: string | string[];
                     name: string;
-                    permissions?: ("read:structures" | "write:structures" | "read:records" | "write:records" | "read:functions" | "write:functions" | "execute:functions" | "read:storage" | "write:storage" | "read:webhooks" | "write:webhooks" | "read:triggers" | "write:triggers" | "read:service-accounts" | "write:service-accounts" | "secrets:reveal" | "read:cors" | "write:cors")[];
+                    permissions?: ("read:structures" | "write:structures" | "read:records" | "write:records" | "read:functions" | "write:functions" | "execute:functions" | "read:storage" | "write:storage" | "read:webhooks" | "write:webhooks" | "read:triggers" | "write:triggers" | "read:service-accounts" | "write:service-accounts" | "secrets:reveal" | "read:cors" | "write:cors" | "read:notifications" | "write:notifications" | "manage:notifications")[];
                     /** @enum {string} */
                     role?: "viewer" | "developer" | "admin" | "owner";
                     scope?: string;
@@ -12035,7 +13364,7 @@ export interface operations {
             content: {
                 "application/json": {
                     enabled?: boolean;
-                    events: ("record.created" | "record.updated" | "record.deleted" | "record.restored" | "record.reverted" | "record.bulk.created" | "record.bulk.updated" | "record.bulk.deleted" | "record.expired" | "function.completed" | "function.failed" | "trigger.fired" | "record.*" | "record.bulk.*" | "function.*" | "*")[];
+                    events: ("record.created" | "record.updated" | "record.deleted" | "record.restored" | "record.reverted" | "record.bulk.created" | "record.bulk.updated" | "record.bulk.deleted" | "record.expired" | "function.completed" | "function.failed" | "trigger.fired" | "notification.sent" | "notification.failed" | "record.*" | "record.bulk.*" | "function.*" | "notification.*" | "*")[];
                     filters?: Record<string, unknown> | null;
                     name?: string;
                     /** @description Signing secret; generated (whsec_...) when omitted */
@@ -12274,7 +13603,7 @@ export interface operations {
             content: {
                 "application/json": {
                     enabled?: boolean;
-                    events?: ("record.created" | "record.updated" | "record.deleted" | "record.restored" | "record.reverted" | "record.bulk.created" | "record.bulk.updated" | "record.bulk.deleted" | "record.expired" | "function.completed" | "function.failed" | "trigger.fired" | "record.*" | "record.bulk.*" | "function.*" | "*")[];
+                    events?: ("record.created" | "record.updated" | "record.deleted" | "record.restored" | "record.reverted" | "record.bulk.created" | "record.bulk.updated" | "record.bulk.deleted" | "record.expired" | "function.completed" | "function.failed" | "trigger.fired" | "notification.sent" | "notification.failed" | "record.*" | "record.bulk.*" | "function.*" | "notification.*" | "*")[];
                     filters?: Record<string, unknown> | null;
                     name?: string;
                     secret?: string;
@@ -12697,7 +14026,7 @@ export interface operations {
                 "application/json": {
                     data?: Record<string, unknown>;
                     /** @enum {string} */
-                    event?: "webhook.test" | "record.created" | "record.updated" | "record.deleted" | "record.restored" | "record.reverted" | "record.bulk.created" | "record.bulk.updated" | "record.bulk.deleted" | "record.expired" | "function.completed" | "function.failed" | "trigger.fired";
+                    event?: "webhook.test" | "record.created" | "record.updated" | "record.deleted" | "record.restored" | "record.reverted" | "record.bulk.created" | "record.bulk.updated" | "record.bulk.deleted" | "record.expired" | "function.completed" | "function.failed" | "trigger.fired" | "notification.sent" | "notification.failed";
                 } | null;
             };
         };

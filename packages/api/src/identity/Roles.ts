@@ -11,14 +11,22 @@ import { type Permission, Permissions, type Role } from "../Authorization.ts"
  * Every `read:*` permission the contract names (its viewer = every read:*): those of the specification's list and
  * `read:webhooks`. Triggers and service accounts, which the contract gives to admin, are read from admin up.
  */
-const viewer: ReadonlyArray<Permission> = ["read:structures", "read:records", "read:functions", "read:storage", "read:webhooks"]
+const viewer: ReadonlyArray<Permission> = [
+  "read:structures",
+  "read:records",
+  "read:functions",
+  "read:storage",
+  "read:webhooks",
+  "read:notifications"
+]
 const developer: ReadonlyArray<Permission> = [
   ...viewer,
   "write:structures",
   "write:records",
   "write:functions",
   "execute:functions",
-  "write:storage"
+  "write:storage",
+  "write:notifications"
 ]
 const admin: ReadonlyArray<Permission> = [
   ...developer,
@@ -29,7 +37,9 @@ const admin: ReadonlyArray<Permission> = [
   "write:service-accounts",
   "secrets:reveal",
   "read:cors",
-  "write:cors"
+  "write:cors",
+  // notification provider settings (SMTP and SMS credentials)
+  "manage:notifications"
 ]
 const owner: ReadonlyArray<Permission> = [...Permissions, "workspace:members"]
 
@@ -50,6 +60,7 @@ export const PolicyResources = [
   "service-accounts",
   "storage",
   "secrets",
+  "notifications",
   "*"
 ] as const
 export type PolicyResource = (typeof PolicyResources)[number]
@@ -62,7 +73,8 @@ const nouns: Record<Exclude<PolicyResource, "*" | "secrets">, string> = {
   "function-triggers": "triggers",
   webhooks: "webhooks",
   "service-accounts": "service-accounts",
-  storage: "storage"
+  storage: "storage",
+  notifications: "notifications"
 }
 
 const single = (action: PolicyAction, resource: Exclude<PolicyResource, "*">): Array<Permission> => {
@@ -78,6 +90,7 @@ const single = (action: PolicyAction, resource: Exclude<PolicyResource, "*">): A
     out.push(`write:${noun}`)
   }
   if (executable && (action === "execute" || action === "manage")) out.push("execute:functions")
+  if (resource === "notifications" && action === "manage") out.push("manage:notifications")
   return out as Array<Permission>
 }
 

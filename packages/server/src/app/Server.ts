@@ -18,6 +18,8 @@ import { Authenticator } from "../identity/Authenticate.ts"
 import { IdentityHandlers } from "../identity/http.ts"
 import { IdentityLayer } from "../identity/IdentityLayer.ts"
 import { CorsOrigins } from "../identity/CorsOrigins.ts"
+import { NotificationHandlers } from "../notification/http.ts"
+import { NotificationLayer } from "../notification/NotificationLayer.ts"
 import { QueryHandlers } from "../query/http.ts"
 import { QueryIndexesLayer } from "../query/QueryIndexes.ts"
 import { QueryPool } from "../query/QueryPool.ts"
@@ -67,7 +69,8 @@ const Handlers = Layer.mergeAll(
   RecordsHandlers,
   WebhooksHandlers,
   QueryHandlers,
-  ComputeHandlers
+  ComputeHandlers,
+  NotificationHandlers
 )
 
 /** Every cluster entity and singleton hosted by this node. */
@@ -83,7 +86,9 @@ const Entities = Layer.mergeAll(
 
 /** Domain services, each needing only the database, the cluster and the identity layer below it. */
 const Domains = ComputeLayer.pipe(
-  Layer.provideMerge(Layer.mergeAll(RecordWriter.layer, RecordQuery.layer, EventsLayer, QueryService.layer, QueryIndexesLayer)),
+  Layer.provideMerge(
+    Layer.mergeAll(RecordWriter.layer, RecordQuery.layer, EventsLayer, QueryService.layer, QueryIndexesLayer, NotificationLayer)
+  ),
   Layer.provideMerge(QueryPool.layer),
   Layer.provideMerge(RecordService.layer),
   // record events and failed writes reach event-driven triggers (read by the relay and by RecordService)

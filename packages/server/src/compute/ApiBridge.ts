@@ -18,6 +18,9 @@ import { fromResult, RecordQuery } from "../query/RecordQuery.ts"
 import { RecordService } from "../records/RecordService.ts"
 import { recordViews } from "../records/RecordViews.ts"
 import { StructureService } from "../structures/StructureService.ts"
+import { makeNotificationCalls } from "../notification/FunctionCalls.ts"
+import type { NotificationService } from "../notification/NotificationService.ts"
+import type { RateLimiter } from "../identity/RateLimiter.ts"
 import type { FunctionHttpError, FunctionHttpRequest, FunctionHttpResponse } from "./FunctionHttp.ts"
 import type { BridgeAnswer, HostBridge } from "./Sandbox.ts"
 
@@ -99,6 +102,7 @@ export const makeBridgeFactory = Effect.gen(function* () {
   const run = Effect.runPromiseWith(context)
   const { resolve, shown, listRows } = recordViews(records, query, structures)
   const decodeAggregate = Schema.decodeUnknownEffect(AggregateRequest)
+  const notificationCalls = yield* makeNotificationCalls
 
   return (ctx: BridgeContext, extras: BridgeExtras): HostBridge => {
     const { workspace, principal } = ctx
@@ -287,7 +291,9 @@ export const makeBridgeFactory = Effect.gen(function* () {
       incrementField: increment(1),
       decrementField: increment(-1),
       http,
-      invokeTrigger: (name, params) => Effect.flatMap(text("name", name), (n) => extras.invokeTrigger(n, params ?? {}))
+      invokeTrigger: (name, params) => Effect.flatMap(text("name", name), (n) => extras.invokeTrigger(n, params ?? {})),
+      // notifications: api.sendEmail, api.sendSms (notification/FunctionCalls.ts)
+      ...notificationCalls(ctx)
     }
 
     const answer = (method: string, args: ReadonlyArray<unknown>): Effect.Effect<BridgeAnswer> => {
@@ -323,4 +329,11 @@ export const makeBridgeFactory = Effect.gen(function* () {
 export type BridgeFactory = Effect.Success<typeof makeBridgeFactory>
 
 /** The services a bridge needs, for layers that build one. */
-export type BridgeServices = RecordService | RecordWriter | RecordQuery | StructureService | QueryService
+export type BridgeServices =
+  | RecordService
+  | RecordWriter
+  | RecordQuery
+  | StructureService
+  | QueryService
+  | NotificationService
+  | RateLimiter

@@ -20,7 +20,7 @@ import { type NewRun, RunRepo } from "./RunRepo.ts"
 import { makeNewRun, type RunSpec } from "./RunSpec.ts"
 import { TriggerParams } from "./TriggerParams.ts"
 import { TriggerRepo } from "./TriggerRepo.ts"
-import { EVENT_TRIGGERS_TOPIC } from "./TriggerService.ts"
+import { EVENT_TRIGGERS_TOPIC, workspaceTriggerEvents } from "./TriggerService.ts"
 
 /** The trigger event (underscore spelling) each relayed event type fires. */
 const triggerEventOf: Readonly<Record<string, string>> = {
@@ -29,7 +29,9 @@ const triggerEventOf: Readonly<Record<string, string>> = {
   "record.deleted": "record_deleted",
   "record.restored": "record_restored",
   "record.reverted": "record_reverted",
-  "record.expired": "record_deleted"
+  "record.expired": "record_deleted",
+  "notification.sent": "notification_sent",
+  "notification.failed": "notification_failed"
 }
 
 /** The trigger events of each kind of failed write (both spellings of the create failure). */
@@ -43,7 +45,8 @@ const isObject = (u: unknown): u is Record<string, any> => typeof u === "object"
 
 interface Firing {
   readonly workspace: string
-  readonly recordSlug: string
+  /** null for the events of a whole workspace (workspaceTriggerEvents) */
+  readonly recordSlug: string | null
   readonly event: string
   readonly recordId: string | null
   readonly timestamp: string
@@ -106,10 +109,25 @@ const make = Layer.effectContext(
 
     const firingsOf = (e: StoredEvent): Array<Firing> => {
       const event = triggerEventOf[e.type]
-      if (event === undefined || e.recordSlug === null) return []
+      if (event === undefined) return []
       const timestamp = typeof e.payload.timestamp === "string" ? e.payload.timestamp : e.createdAt
-      const base = { workspace: e.workspace, recordSlug: e.recordSlug, event, timestamp, parentDepth: depthOf(e.payload), eventId: e.id }
       const data = isObject(e.payload.data) ? e.payload.data : {}
+      if (workspaceTriggerEvents.has(event)) {
+        return [
+          {
+            workspace: e.workspace,
+            recordSlug: null,
+            event,
+            timestamp,
+            parentDepth: depthOf(e.payload),
+            eventId: e.id,
+            recordId: null,
+            data
+          }
+        ]
+      }
+      if (e.recordSlug === null) return []
+      const base = { workspace: e.workspace, recordSlug: e.recordSlug, event, timestamp, parentDepth: depthOf(e.payload), eventId: e.id }
       const record = isObject(data.record) ? data.record : { id: e.recordId }
       if (event === "record_created" || event === "record_deleted") return [{ ...base, recordId: e.recordId, data: record }]
       const before = isObject(data.previous) ? { id: record.id, structureId: record.structureId, data: data.previous.data } : null

@@ -119,7 +119,10 @@ const BRIDGE_METHODS = new Set([
   "incrementField",
   "decrementField",
   "invokeTrigger",
-  "http"
+  "http",
+  // notifications (notification/FunctionCalls.ts)
+  "sendEmail",
+  "sendSms"
 ])
 const SCRIPT_CACHE_SIZE = 16
 const LOG_LEVELS = new Set(["debug", "info", "warn", "error"])

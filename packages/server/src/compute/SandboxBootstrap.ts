@@ -453,6 +453,8 @@ return (function init(hostCall, hostSync, execJson, trigJson, maxResultBytes, ma
     incrementField: (recordId, field, value) => callHost("incrementField", [recordId, field, value]),
     decrementField: (recordId, field, value) => callHost("decrementField", [recordId, field, value]),
     invokeTrigger: (name, params) => callHost("invokeTrigger", [name, params]),
+    sendEmail: (message, options) => callHost("sendEmail", [message, options]),
+    sendSms: (message, options) => callHost("sendSms", [message, options]),
     httpGet: async (url, options) => httpResult(await http("GET", url, undefined, options)),
     httpDelete: async (url, options) => httpResult(await http("DELETE", url, undefined, options)),
     httpPost: async (url, body, options) => httpResult(await http("POST", url, body, options)),

@@ -38,9 +38,14 @@ export const TriggerEvents = [
   "record_create_failed",
   "record_created_failed",
   "record_updated_failed",
-  "record_deleted_failed"
+  "record_deleted_failed",
+  "notification_sent",
+  "notification_failed"
 ] as const
 const triggerEvents: ReadonlySet<string> = new Set(TriggerEvents)
+
+/** Events of a whole workspace rather than of a structure's records: their triggers name no recordSlug. */
+export const workspaceTriggerEvents: ReadonlySet<string> = new Set(["notification_sent", "notification_failed"])
 
 /** `record.created` is accepted for `record_created`. */
 const eventName = (raw: string) => raw.trim().replace(/\./g, "_")
@@ -152,7 +157,9 @@ export class TriggerService extends Context.Service<
               event = eventName(metadata.event)
               metadata.event = event
             }
-            if (typeof metadata.recordSlug !== "string" || metadata.recordSlug.trim() === "") {
+            if (event !== null && workspaceTriggerEvents.has(event)) {
+              delete metadata.recordSlug
+            } else if (typeof metadata.recordSlug !== "string" || metadata.recordSlug.trim() === "") {
               problems.push(detail("triggerMetadata.recordSlug", "recordSlug is required: the slug of a structure"))
             } else {
               const structure = yield* Effect.result(structures.getBySlug(workspace, metadata.recordSlug.trim()))

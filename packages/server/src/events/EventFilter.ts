@@ -71,7 +71,7 @@ export const validateFilters = (
 export const validateEvents = (names: ReadonlyArray<string>): Array<ErrorDetail> =>
   details(
     names.flatMap((n, i) =>
-      n === "*" || knownEventNames.has(n) || n === "record.*" || n === "record.bulk.*" || n === "function.*"
+      n === "*" || knownEventNames.has(n) || n === "record.*" || n === "record.bulk.*" || n === "function.*" || n === "notification.*"
         ? []
         : [[`events[${i}]`, `unknown event "${n}"`] as const]
     )

@@ -15,6 +15,8 @@ export interface PostResult {
   /** why it failed (transport error, timeout or `HTTP <status>`), null on success */
   readonly error: string | null
   readonly durationMs: number
+  /** the answer's body as text, cut at 64 KiB (SMS providers answer their message id or their reason in it) */
+  readonly body: string
 }
 
 const agentOptions = { keepAlive: true, maxSockets: 256, maxFreeSockets: 64 }
@@ -48,6 +50,7 @@ interface Attempt {
   readonly statusText: string
   readonly error: string | null
   readonly reused: boolean
+  readonly body: string
 }
 
 const once = (
@@ -62,11 +65,12 @@ const once = (
     const client = url.protocol === "https:" ? Https : Http
     let settled = false
     let reused = false
-    const finish = (a: Omit<Attempt, "reused">) => {
+    const chunks: Array<Buffer> = []
+    const finish = (a: Omit<Attempt, "reused" | "body">) => {
       if (settled) return
       settled = true
       clearTimeout(timer)
-      resolve({ ...a, reused })
+      resolve({ ...a, reused, body: Buffer.concat(chunks).toString("utf8") })
     }
     const req = client.request(
       url,
@@ -83,6 +87,7 @@ const once = (
         const done = () => finish({ status, statusText: res.statusMessage ?? "", error: null })
         res.on("data", (chunk: Buffer) => {
           size += chunk.length
+          if (size <= MAX_RESPONSE_BYTES) chunks.push(chunk)
           if (size > MAX_RESPONSE_BYTES) {
             done()
             res.destroy()
@@ -112,10 +117,10 @@ export const post = (
   options: { readonly timeoutMs: number; readonly allowPrivate: boolean }
 ): Effect.Effect<PostResult> =>
   Effect.gen(function* () {
-    if (!URL.canParse(url)) return { ok: false, status: null, error: "invalid url", durationMs: 0 }
+    if (!URL.canParse(url)) return { ok: false, status: null, error: "invalid url", durationMs: 0, body: "" }
     const target = new URL(url)
     if (!options.allowPrivate && isPrivateAddress(target.hostname)) {
-      return { ok: false, status: null, error: "url points to a private address", durationMs: 0 }
+      return { ok: false, status: null, error: "url points to a private address", durationMs: 0, body: "" }
     }
     const start = performance.now()
     const send = Effect.tryPromise({
@@ -127,5 +132,5 @@ export const post = (
     const durationMs = Math.round((performance.now() - start) * 100) / 100
     const ok = attempt.status !== null && attempt.status >= 200 && attempt.status < 300
     const error = ok ? null : (attempt.error ?? `HTTP ${attempt.status}${attempt.statusText ? ` ${attempt.statusText}` : ""}`)
-    return { ok, status: attempt.status, error, durationMs }
-  }).pipe(Effect.catch((e) => Effect.succeed({ ok: false, status: null, error: String(e), durationMs: 0 })))
+    return { ok, status: attempt.status, error, durationMs, body: attempt.body }
+  }).pipe(Effect.catch((e) => Effect.succeed({ ok: false, status: null, error: String(e), durationMs: 0, body: "" })))

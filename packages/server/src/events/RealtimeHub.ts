@@ -31,6 +31,8 @@ export interface SubscribeOptions {
   readonly lastEventId?: string | undefined
   /** compute events (`function.*`, `trigger.fired`) reach only subscribers who may read functions */
   readonly computeEvents?: boolean | undefined
+  /** notification events (`notification.*`: recipients, subjects) reach only subscribers who may read notifications */
+  readonly notificationEvents?: boolean | undefined
 }
 
 /** Events about functions and triggers rather than records. */
@@ -56,8 +58,10 @@ export const eventFilter = (options: SubscribeOptions) => {
   const structures = options.structures !== undefined && options.structures.size > 0 ? options.structures : undefined
   const names = options.events !== undefined && options.events.length > 0 ? options.events : undefined
   const compute = options.computeEvents !== false
+  const notifications = options.notificationEvents !== false
   return (e: StoredEvent): boolean => {
     if (!compute && isComputeEvent(e.type)) return false
+    if (!notifications && e.type.startsWith("notification.")) return false
     if (structures !== undefined) {
       const slug = e.recordSlug ?? (typeof e.payload.structure === "string" ? e.payload.structure : undefined)
       if (!(slug !== undefined && structures.has(slug)) && !(e.structureId !== null && structures.has(e.structureId))) return false

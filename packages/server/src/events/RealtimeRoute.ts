@@ -45,11 +45,13 @@ const expiryOf = (token: string): number | undefined => {
   }
 }
 
-/** Whether `principal` (undefined: gone) may still read a stream opened with `computeEvents`. */
-const stillAllowed = (principal: Principal | undefined, computeEvents: boolean): StreamClosed | undefined =>
+/** Whether `principal` (undefined: gone) may still read a stream opened with `computeEvents` / `notificationEvents`. */
+const stillAllowed = (principal: Principal | undefined, computeEvents: boolean, notificationEvents: boolean): StreamClosed | undefined =>
   principal === undefined
     ? closedBecause("access_revoked")
-    : !can(principal, "read:records") || (computeEvents && !can(principal, "read:functions"))
+    : !can(principal, "read:records") ||
+        (computeEvents && !can(principal, "read:functions")) ||
+        (notificationEvents && !can(principal, "read:notifications"))
       ? closedBecause("permission_removed")
       : undefined
 
@@ -103,6 +105,7 @@ export const RealtimeRoute = HttpRouter.use((router) =>
         }
 
         const computeEvents = can(principal, "read:functions")
+        const notificationEvents = can(principal, "read:notifications")
         // Once a second: the caller as the node's AccessCache sees it now. Gone: the stream ends. A new picture
         // (the cache reloaded after some identity change): this token is verified again in full, which also catches
         // what concerns the token alone (a rotated secret, a changed password).
@@ -113,7 +116,7 @@ export const RealtimeRoute = HttpRouter.use((router) =>
           if (now === seen) return undefined
           seen = now
           return yield* authenticator.authenticate(token, { workspace, permission: "read:records" }).pipe(
-            Effect.map((p) => stillAllowed(p, computeEvents)),
+            Effect.map((p) => stillAllowed(p, computeEvents, notificationEvents)),
             Effect.catch((e) => Effect.succeed(closedBecause(e.statusCode === 401 ? "access_revoked" : "permission_removed")))
           )
         })
@@ -125,7 +128,8 @@ export const RealtimeRoute = HttpRouter.use((router) =>
             structures,
             events,
             lastEventId,
-            computeEvents
+            computeEvents,
+            notificationEvents
           })
           .pipe(Stream.map(formatEvent))
         const heartbeats = Stream.tick(`${heartbeat} seconds`).pipe(

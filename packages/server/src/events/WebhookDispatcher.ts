@@ -75,7 +75,7 @@ export const makeDispatcher: Effect.Effect<Dispatcher, never, Scope.Scope | Webh
       const secret = yield* openSigningSecret(secrets, row.webhookId, target.secret).pipe(Effect.option)
       if (secret._tag === "None") {
         // the key that sealed it is gone (TROUPE_ENCRYPTION_KEY replaced without the old one): nothing to sign with
-        const failed: PostResult = { ok: false, status: null, error: "signing secret cannot be decrypted", durationMs: 0 }
+        const failed: PostResult = { ok: false, status: null, error: "signing secret cannot be decrypted", durationMs: 0, body: "" }
         return failed
       }
       const body = JSON.stringify(row.payload)

@@ -8,13 +8,22 @@ describe("role permissions (README: Roles and permissions)", () => {
   it("viewer reads what the contract names; developer writes data and functions; admin adds webhooks, triggers, accounts; owner all", () => {
     expect(sorted(rolePermissions.viewer)).toStrictEqual([
       "read:functions",
+      "read:notifications",
       "read:records",
       "read:storage",
       "read:structures",
       "read:webhooks"
     ])
     expect(sorted(rolePermissions.developer)).toStrictEqual(
-      sorted([...rolePermissions.viewer, "write:structures", "write:records", "write:functions", "execute:functions", "write:storage"])
+      sorted([
+        ...rolePermissions.viewer,
+        "write:structures",
+        "write:records",
+        "write:functions",
+        "execute:functions",
+        "write:storage",
+        "write:notifications"
+      ])
     )
     expect(sorted(rolePermissions.admin)).toStrictEqual(
       sorted([
@@ -26,7 +35,8 @@ describe("role permissions (README: Roles and permissions)", () => {
         "write:service-accounts",
         "secrets:reveal",
         "read:cors",
-        "write:cors"
+        "write:cors",
+        "manage:notifications"
       ])
     )
     expect([...rolePermissions.owner]).toEqual(expect.arrayContaining([...rolePermissions.admin, "workspace:members"]))

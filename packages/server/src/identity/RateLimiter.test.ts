@@ -5,7 +5,7 @@ import { TestClock } from "effect/testing"
 import { MigratedPglite } from "../../../../test/support/TestDatabase.ts"
 import { makeRateLimiter } from "./RateLimiter.ts"
 
-const limits = { reads: 5, writes: 3, bulk: 0, functions: 1, queries: 1 }
+const limits = { reads: 5, writes: 3, bulk: 0, functions: 1, queries: 1, notifications: 2 }
 const windowMs = 60_000
 
 const status = <A, E>(e: Effect.Effect<A, E>) =>

@@ -101,7 +101,8 @@ const config = Effect.gen(function* () {
     writes: yield* int("TROUPE_LIMIT_WRITES", 1000),
     bulk: yield* int("TROUPE_LIMIT_BULK", 100),
     functions: yield* int("TROUPE_LIMIT_FUNCTIONS", 500),
-    queries: yield* int("TROUPE_LIMIT_QUERIES", 500)
+    queries: yield* int("TROUPE_LIMIT_QUERIES", 500),
+    notifications: yield* int("TROUPE_LIMIT_NOTIFICATIONS", 600)
   }
   const webhookRetryDelays = yield* read(
     "TROUPE_WEBHOOK_RETRY_DELAYS",
@@ -164,6 +165,29 @@ const config = Effect.gen(function* () {
     clusterHealthCheckSeconds: yield* seconds("TROUPE_CLUSTER_HEALTH_CHECK_SECONDS", 1),
     clusterRefreshSeconds: yield* seconds("TROUPE_CLUSTER_REFRESH_SECONDS", 1)
   }
+  // Notifications (docs/notifications.md): the node's providers, used by workspaces that configured none, and the
+  // outbox worker's knobs.
+  const notification = {
+    /** smtp(s)://user:password@host:port; unset with no workspace settings: email is captured */
+    smtpUrl: yield* optional(
+      "TROUPE_SMTP_URL",
+      Config.map(matching("TROUPE_SMTP_URL", /^smtps?:\/\/\S+$/, "Expected an smtp:// or smtps:// URL"), Redacted.make)
+    ),
+    smtpFrom: yield* optional("TROUPE_SMTP_FROM", Config.String("TROUPE_SMTP_FROM")),
+    /** http(s)://accountSid:authToken@provider/…/Messages.json; unset with no workspace settings: SMS is captured */
+    smsUrl: yield* optional(
+      "TROUPE_SMS_URL",
+      Config.map(matching("TROUPE_SMS_URL", /^https?:\/\/\S+$/, "Expected an http(s) URL"), Redacted.make)
+    ),
+    smsFrom: yield* optional("TROUPE_SMS_FROM", Config.String("TROUPE_SMS_FROM")),
+    /** messages one node sends at once, and at most this many of one workspace */
+    concurrency: yield* int("TROUPE_NOTIFY_CONCURRENCY", 32, 1, 1024),
+    workspaceConcurrency: yield* int("TROUPE_NOTIFY_WORKSPACE_CONCURRENCY", 8, 1, 1024),
+    /** one attempt (connect, greeting, each SMTP command, an HTTP exchange) gives up after this */
+    timeoutMs: Math.round((yield* seconds("TROUPE_NOTIFY_TIMEOUT_SECONDS", 30)) * 1000),
+    /** a message being sent is leased for this long (renewed); a dead node's messages are taken over after it */
+    leaseMs: Math.round((yield* seconds("TROUPE_NOTIFY_LEASE_SECONDS", 15)) * 1000)
+  }
   const logLevel = yield* read("TROUPE_LOG_LEVEL", Config.Literals(["debug", "info", "warn", "error", "none"], "TROUPE_LOG_LEVEL"), "info")
   // Observability (README, "What to watch on /metrics"): the scrape token, and OTLP trace export.
   /** when set, GET /metrics answers only `Authorization: Bearer <this>` */
@@ -223,6 +247,7 @@ const config = Effect.gen(function* () {
     otlpHeaders,
     otelServiceName,
     corsOrigins,
+    notification,
     ...tuning
   } as const
 })

@@ -9,7 +9,8 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import { appendEvent, appendEvents, type OutboxEvent } from "../events/Outbox.ts"
-import { iso, json, num } from "../lib/rows.ts"
+import { iso } from "../lib/rows.ts"
+import * as IdempotencyKeys from "../platform/IdempotencyKeys.ts"
 import { isCollision, isStructureGone } from "../platform/sqlErrors.ts"
 import { liveRecord } from "../query/Live.ts"
 import { decodeRecordRow, type RecordRow } from "../query/RecordRow.ts"
@@ -304,32 +305,13 @@ const make = Effect.gen(function* () {
       (rows) => Number(rows[0]!.value)
     )
 
-  // ---------------------------------------------------------------- idempotency keys
+  // ---------------------------------------------------------------- idempotency keys (platform/IdempotencyKeys.ts)
 
-  /**
-   * Claims an Idempotency-Key for a request (a claim older than 24 hours is taken over); false when it is held, the
-   * stored outcome then being `storedOutcome`'s.
-   */
   const claimIdempotencyKey = (workspace: string, key: string, requestHash: string): Sql<boolean> =>
-    Effect.map(
-      sql`INSERT INTO idempotency_keys (workspace, key, request_hash, status, body)
-      VALUES (${workspace}, ${key}, ${requestHash}, 0, 'null'::jsonb)
-      ON CONFLICT (workspace, key) DO UPDATE SET request_hash = EXCLUDED.request_hash, status = 0, body = 'null'::jsonb, created_at = now()
-        WHERE idempotency_keys.created_at <= now() - interval '24 hours'
-      RETURNING key`,
-      (rows) => rows.length > 0
-    )
-
-  const storedOutcome = (workspace: string, key: string): Sql<{ requestHash: string; status: number; body: unknown } | undefined> =>
-    Effect.map(sql`SELECT * FROM idempotency_keys WHERE workspace = ${workspace} AND key = ${key}`, (rows) =>
-      rows[0] === undefined
-        ? undefined
-        : { requestHash: String(rows[0].request_hash), status: num(rows[0].status), body: json(rows[0].body) }
-    )
-
+    IdempotencyKeys.claimIdempotencyKey(sql, workspace, key, requestHash)
+  const storedOutcome = (workspace: string, key: string) => IdempotencyKeys.storedOutcome(sql, workspace, key)
   const storeOutcome = (workspace: string, key: string, status: number, body: unknown): Sql<void> =>
-    Effect.asVoid(sql`UPDATE idempotency_keys SET status = ${status}, body = ${JSON.stringify(body)}::jsonb
-      WHERE workspace = ${workspace} AND key = ${key}`)
+    IdempotencyKeys.storeOutcome(sql, workspace, key, status, body)
 
   return {
     /** The client's own: `driver` and `withTransaction` for callers that need them. */

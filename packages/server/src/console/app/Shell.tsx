@@ -5,6 +5,7 @@ import type { ComponentChildren } from "preact"
 import { ActivityScreen } from "./screens/ActivityScreen.tsx"
 import { FunctionsScreen } from "./screens/FunctionsScreen.tsx"
 import { MembersScreen } from "./screens/MembersScreen.tsx"
+import { NotificationsScreen } from "./screens/NotificationsScreen.tsx"
 import { QueryScreen } from "./screens/QueryScreen.tsx"
 import { RecordsScreen } from "./screens/RecordsScreen.tsx"
 import { RunsScreen } from "./screens/RunsScreen.tsx"
@@ -31,6 +32,7 @@ const screens: ReadonlyArray<Screen> = [
   { key: "triggers", label: "Triggers", needs: ["read:triggers"], render: (r) => <TriggersScreen route={r} /> },
   { key: "runs", label: "Runs", needs: ["read:functions"], render: (r) => <RunsScreen route={r} /> },
   { key: "webhooks", label: "Webhooks", needs: ["read:webhooks"], render: (r) => <WebhooksScreen route={r} /> },
+  { key: "notifications", label: "Notifications", needs: ["read:notifications"], render: (r) => <NotificationsScreen route={r} /> },
   {
     key: "service-accounts",
     label: "Service accounts",
