@@ -227,6 +227,8 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           "log",
           "math",
           "queryRecords",
+          "sendEmail",
+          "sendSms",
           "updateRecord",
           "uuid"
         ])
