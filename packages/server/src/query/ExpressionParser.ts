@@ -129,7 +129,7 @@ class Parser {
     let end = t.end
     while (this.isOp("-") && this.peek().start === end) {
       const after = this.peek(1)
-      if ((after.kind !== "ident" && after.kind !== "number") || after.start !== end + 1) break
+      if ((after.kind !== "ident" && after.kind !== "number" && after.kind !== "word") || after.start !== end + 1) break
       this.next()
       this.next()
       text += `-${after.text}`
@@ -372,7 +372,8 @@ class Parser {
       if (t.text.trim() === "") this.fail(`Expected a structure ${context}`, t)
       return t.text
     }
-    if (t.kind !== "ident" || reserved.has(t.text.toUpperCase())) {
+    const slugStart = t.kind === "word" || (t.kind === "number" && !t.text.includes("."))
+    if (!slugStart && (t.kind !== "ident" || reserved.has(t.text.toUpperCase()))) {
       this.fail(`Expected a structure ${context}, found ${describe(t)}`)
     }
     return this.hyphenated(t)

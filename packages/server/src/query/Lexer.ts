@@ -1,7 +1,7 @@
 // Tokens of the gen-A expression language and the query language. The two differ only in what `"..."` means
 // (a string in gen A, a quoted identifier in the query language) and in `:name` parameters (query language only).
 
-export type TokenKind = "ident" | "qident" | "string" | "number" | "param" | "op" | "eof"
+export type TokenKind = "ident" | "qident" | "string" | "number" | "word" | "param" | "op" | "eof"
 
 export interface Token {
   readonly kind: TokenKind
@@ -25,6 +25,7 @@ export class LexError {
 
 const identStart = /[A-Za-z_$]/
 const identPart = /[A-Za-z0-9_$]/
+const wordAt = /[A-Za-z0-9_$]+/y
 const numberAt = /\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?/y
 const twoCharOps: ReadonlySet<string> = new Set(["==", "!=", "<>", ">=", "<=", "&&", "||"])
 const oneCharOps: ReadonlySet<string> = new Set(["=", ">", "<", "!", "(", ")", ",", "*", "-", "+", "[", "]"])
@@ -80,7 +81,16 @@ export const tokenize = (input: string, dialect: Dialect): Array<Token> => {
       numberAt.lastIndex = i
       const m = numberAt.exec(input)!
       i += m[0].length
-      if (i < input.length && identPart.test(input[i]!)) throw new LexError(`Unexpected character '${input[i]}'`, i)
+      if (i < input.length && identPart.test(input[i]!)) {
+        // A part of a structure slug that starts with digits (`3d-models`, `items-3d`, `acc-09cb14e9`): a word,
+        // which only a slug may be (the parser refuses it anywhere else).
+        wordAt.lastIndex = start
+        const word = dialect === "query" ? wordAt.exec(input) : null
+        if (word === null || word[0].length < m[0].length) throw new LexError(`Unexpected character '${input[i]}'`, i)
+        i = start + word[0].length
+        tokens.push({ kind: "word", text: word[0], start, end: i })
+        continue
+      }
       tokens.push({ kind: "number", text: m[0], start, end: i })
       continue
     }

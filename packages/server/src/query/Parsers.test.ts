@@ -421,6 +421,16 @@ describe("parseQueryLanguage", () => {
     expect(q.offset).toBe(6)
   })
 
+  it("reads a slug of every valid shape whole, parts that start with digits included", () => {
+    const slugs = ["books", "3d", "2024", "1e5", "1e-5", "items-3d", "3d-models", "acc-items-09cb14e9", "items-2024"]
+    for (const slug of [...slugs, "2024-items", "v2-items", "a-1-b-2c", "x-0x1f", "9e-items"]) {
+      expect(ok(parseQueryLanguage(`FROM ${slug} WHERE n = 1 LIMIT 2`)).from).toBe(slug)
+      expect(ok(parseQueryLanguage(`FROM posts INCLUDE author FROM ${slug}`)).include[0]!.from).toBe(slug)
+    }
+    expect(err(parseQueryLanguage("FROM books WHERE n = 3d")).message).toContain("found '3d'")
+    expect(err(parseQueryLanguage("FROM 1.5abc")).message).toContain("Unexpected character 'a'")
+  })
+
   it("parses FROM targets and INCLUDE", () => {
     expect(ok(parseQueryLanguage("FROM blog-posts")).from).toBe("blog-posts")
     expect(ok(parseQueryLanguage("FROM 'Blog Posts'")).from).toBe("Blog Posts")
