@@ -13,7 +13,8 @@ const program = Layer.launch(ServerLayer).pipe(
       process.exit(1)
     })
   ),
-  Effect.provide(Logger.layer([stdoutJsonLogger()]))
+  // JSON lines for machines; on a terminal, Effect's readable lines
+  Effect.provide(Logger.layer([process.stdout.isTTY ? Logger.consolePretty() : stdoutJsonLogger()]))
 )
 
 NodeRuntime.runMain(program, {

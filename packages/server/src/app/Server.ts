@@ -45,6 +45,7 @@ import { DatabaseLayer } from "../platform/Database.ts"
 import { EmbeddedVacuumLayer } from "../platform/EmbeddedVacuum.ts"
 import { draining } from "../platform/Drain.ts"
 import { SystemHandlers } from "../platform/http.ts"
+import { StartLineLayer } from "../platform/StartLine.ts"
 import { routeLabels, serve } from "../platform/HttpEdge.ts"
 import { MetricsScrape } from "../platform/Metrics.ts"
 import { Notifier } from "../platform/Notifier.ts"
@@ -134,6 +135,7 @@ const HttpLive = Layer.unwrap(
     const cors = corsPolicy({ node: config.corsOrigins, workspaces: yield* CorsOrigins, routeOf, anyHeaderRoutes: HTTP_TRIGGER_PATHS })
     const NodeServer = withCors(FastServer, cors, yield* Effect.context<never>())
     return serve(Api, Routes, rawRoutes, routeOf).pipe(
+      Layer.merge(StartLineLayer),
       Layer.provide(NodeHttpServer.layer(() => answerClientErrors(new NodeServer()), { port: config.port, host: config.host }))
     )
   })

@@ -14,6 +14,7 @@ import migration0008 from "../migrations/0008_records_gin_direct.ts"
 import migration0009 from "../migrations/0009_records_structure_keys.ts"
 import migration0012 from "../migrations/0012_notification.ts"
 import migration0014 from "../migrations/0014_cors.ts"
+import migration0015 from "../migrations/0015_datetime_basic.ts"
 import { AppConfig } from "./AppConfig.ts"
 import * as PgliteClient from "./PgliteClient.ts"
 
@@ -29,7 +30,8 @@ export const migrations = {
   "0008_records_gin_direct": migration0008,
   "0009_records_structure_keys": migration0009,
   "0012_notification": migration0012,
-  "0014_cors": migration0014
+  "0014_cors": migration0014,
+  "0015_datetime_basic": migration0015
 }
 
 const runMigrations = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

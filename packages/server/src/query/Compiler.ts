@@ -8,6 +8,7 @@ import { Statement } from "effect/sql"
 import * as Ast from "./Ast.ts"
 import { QueryFieldError } from "./QueryErrors.ts"
 import { tryParse } from "../lib/tryParse.ts"
+import { extendedDateTime } from "../structures/Formats.ts"
 
 type Sql = Statement.Constructor
 type Fragment = Statement.Fragment
@@ -293,7 +294,7 @@ const datetimePattern = new RegExp(
 
 /** ISO 8601 date or date-time that PostgreSQL will certainly accept (real calendar day, sane offset). */
 export const isDateTime = (s: string): boolean => {
-  const m = datetimePattern.exec(s)
+  const m = datetimePattern.exec(extendedDateTime(s))
   if (m === null) return false
   const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])]
   if (month < 1 || month > 12 || day < 1) return false

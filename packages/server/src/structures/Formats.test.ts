@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { codePointLength, isDate, isEmail, isUrl, isUuid, parseDateTime } from "./Formats.ts"
+import { codePointLength, extendedDateTime, isDate, isEmail, isUrl, isUuid, parseDateTime } from "./Formats.ts"
 import { compilePattern, nativeSafe } from "./Pattern.ts"
 
 describe("formats", () => {
@@ -49,6 +49,24 @@ describe("formats", () => {
       "2024-05-01Tx",
       "nope"
     ]) {
+      expect(parseDateTime(s), s).toBeUndefined()
+    }
+  })
+
+  it("datetime takes the ISO 8601 basic form as well", () => {
+    const same: ReadonlyArray<readonly [string, string]> = [
+      ["20250101T120000Z", "2025-01-01T12:00:00Z"],
+      ["20250101", "2025-01-01"],
+      ["20250101T1200", "2025-01-01T12:00"],
+      ["20250101T120000.250+0130", "2025-01-01T12:00:00.250+01:30"],
+      ["20250101T120000,5-05", "2025-01-01T12:00:00,5-05"]
+    ]
+    for (const [basic, extended] of same) {
+      expect(extendedDateTime(basic)).toBe(extended)
+      expect(parseDateTime(basic), basic).toBe(parseDateTime(extended))
+      expect(parseDateTime(basic), basic).toBeDefined()
+    }
+    for (const s of ["20250230T120000Z", "20250101T250000Z", "2025011T1200Z", "20250101120000Z", "20250101T12:00Z", "2025-0101"]) {
       expect(parseDateTime(s), s).toBeUndefined()
     }
   })

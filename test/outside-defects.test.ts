@@ -1,0 +1,68 @@
+// Defects found by using the product from outside (issue 33), end to end on one node: a structure slug whose parts
+// start with digits in the query language, a datetime in ISO 8601 basic form, and the line the node logs when it
+// listens. Each case failed before its fix.
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type Client, client, createStructure, expectStatus } from "./support/records.ts"
+import { startServer, type TestServer } from "./support/TestServer.ts"
+
+let server: TestServer
+let api: Client
+
+beforeAll(async () => {
+  server = await startServer({ env: { TROUPE_LOG_LEVEL: "info" } })
+  api = client(server, await server.adminToken())
+}, 300_000)
+
+afterAll(async () => {
+  await server?.close()
+})
+
+const suffix = Date.now().toString(36)
+
+describe("defects found from outside", () => {
+  it("the node logs where it listens, the console and docs URLs and its database", () => {
+    const line = `Troupe listening on ${server.baseUrl} (console ${server.baseUrl}/console, API reference ${server.baseUrl}/docs, database: `
+    expect(server.output()).toContain(line)
+  })
+
+  it("the query language reads slugs whose parts start with digits", async () => {
+    for (const recordSlug of [`items-3d-${suffix}`, `3d-models-${suffix}`, `acc-items-09cb14e9-${suffix}`, `2024-${suffix}`]) {
+      await createStructure(api, { name: recordSlug, recordSlug, properties: [{ name: "n", type: "number" }] })
+      expectStatus(await api.call("POST", "/records", { structureId: recordSlug, data: { n: 1 } }), 201)
+      const res = await api.call("POST", "/query", { query: `FROM ${recordSlug} WHERE n = 1` })
+      expectStatus(res, 200)
+      expect(res.body.results).toHaveLength(1)
+    }
+  })
+
+  it("a datetime in ISO 8601 basic form is accepted, compared and indexed like the extended form", async () => {
+    const recordSlug = `when-${suffix}`
+    await createStructure(api, {
+      name: recordSlug,
+      recordSlug,
+      properties: [
+        { name: "at", type: "datetime", indexed: true },
+        { name: "label", type: "string" }
+      ]
+    })
+    for (const [label, at] of [
+      ["basic", "20250101T120000Z"],
+      ["basic-offset", "20250101T1400+0100"],
+      ["extended", "2025-01-02T12:00:00Z"]
+    ]) {
+      expectStatus(await api.call("POST", "/records", { structureId: recordSlug, data: { label, at } }), 201)
+    }
+    const after = await api.call("POST", "/query", {
+      query: `FROM ${recordSlug} WHERE at > '20250101T130000Z' ORDER BY at`
+    })
+    expectStatus(after, 200)
+    expect(after.body.results.map((r: any) => r.data.label)).toEqual(["extended"])
+    const between = await api.call("POST", "/query", {
+      query: `FROM ${recordSlug} WHERE at BETWEEN '2025-01-01T11:00:00Z' AND '20250101T131500Z' ORDER BY at`
+    })
+    expectStatus(between, 200)
+    expect(between.body.results.map((r: any) => r.data.label)).toEqual(["basic", "basic-offset"])
+    const bad = await api.call("POST", "/records", { structureId: recordSlug, data: { label: "x", at: "20251301T120000Z" } })
+    expectStatus(bad, 400)
+  })
+})
