@@ -65,4 +65,45 @@ describe("defects found from outside", () => {
     const bad = await api.call("POST", "/records", { structureId: recordSlug, data: { label: "x", at: "20251301T120000Z" } })
     expectStatus(bad, 400)
   })
+
+  it("/docs and /openapi.json are compressed and carry an ETag; a revalidation is a 304", async () => {
+    for (const [path, encoding] of [
+      ["/docs", "br"],
+      ["/openapi.json", "gzip"]
+    ] as const) {
+      const plain = await fetch(server.baseUrl + path, { headers: { "accept-encoding": "identity" } })
+      const plainBytes = (await plain.arrayBuffer()).byteLength
+      expect(plain.headers.get("content-encoding")).toBeNull()
+      const etag = plain.headers.get("etag")
+      expect(etag).toMatch(/^"[\w-]+"$/)
+      expect(plain.headers.get("cache-control")).toBe("no-cache")
+      const packed = await fetch(server.baseUrl + path, { headers: { "accept-encoding": encoding } })
+      expect(packed.headers.get("content-encoding")).toBe(encoding)
+      expect(packed.headers.get("etag")).toBe(etag)
+      expect(Number(packed.headers.get("content-length"))).toBeLessThan(plainBytes / 3)
+      expect((await packed.arrayBuffer()).byteLength).toBe(plainBytes) // fetch decodes it
+      const again = await fetch(server.baseUrl + path, { headers: { "if-none-match": etag!, "accept-encoding": encoding } })
+      expect(again.status).toBe(304)
+    }
+  })
+
+  it("API answers over the threshold are compressed when the client accepts it, small ones never", async () => {
+    const recordSlug = `big-${suffix}`
+    await createStructure(api, { name: recordSlug, recordSlug, properties: [{ name: "text", type: "string" }] })
+    const created = await api.call("POST", "/records", { structureId: recordSlug, data: { text: "x" } })
+    expectStatus(created, 201)
+    const rows = Array.from({ length: 40 }, (_, i) => ({ data: { text: `a record with some text, number ${i}` } }))
+    expectStatus(await api.call("POST", "/records/bulk", { structureId: recordSlug, records: rows }), 201)
+    const headers = { authorization: `Bearer ${api.token}`, "accept-encoding": "gzip, br" }
+    // a list page (the fast lane) and the structures (the Effect stack)
+    const list = await fetch(`${server.baseUrl}${server.base}/records/slug/${recordSlug}`, { headers })
+    expect(list.headers.get("content-encoding")).toBe("br")
+    expect(list.headers.get("vary")).toContain("accept-encoding")
+    expect((await list.json()).data.length).toBeGreaterThan(10)
+    const stack = await fetch(`${server.baseUrl}${server.base}/structures`, { headers: { ...headers, "accept-encoding": "gzip" } })
+    expect(stack.headers.get("content-encoding")).toBe("gzip")
+    const one = await fetch(`${server.baseUrl}${server.base}/records/${created.body.id}`, { headers })
+    expect(one.status).toBe(200)
+    expect(one.headers.get("content-encoding")).toBeNull()
+  })
 })

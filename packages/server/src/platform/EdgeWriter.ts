@@ -10,6 +10,7 @@ import { HttpApiError } from "effect/http-api"
 import * as Crypto from "node:crypto"
 import type * as Http from "node:http"
 import { redactUrl } from "../lib/redactUrl.ts"
+import { writeEncodedJson } from "./Compression.ts"
 
 /** A failure as the contract answers it. */
 export interface EdgeFailure {
@@ -37,11 +38,8 @@ export const requestIdOf = (incoming: string | ReadonlyArray<string> | undefined
   typeof incoming === "string" && /^[\w.:-]{1,128}$/.test(incoming) ? incoming : Crypto.randomUUID()
 
 /** A JSON answer on a node response (the fast lane and Node's refusals; the stack answers through HttpServerResponse). */
-export const writeJson = (res: Http.ServerResponse, status: number, body: unknown, headers: Record<string, string>) => {
-  const text = JSON.stringify(body)
-  res.writeHead(status, { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(text) })
-  res.end(text)
-}
+export const writeJson = (res: Http.ServerResponse, status: number, body: unknown, headers: Record<string, string>) =>
+  writeEncodedJson(res, status, JSON.stringify(body), headers)
 
 /** A failure's contract answer on a node response. */
 export const writeFailure = (res: Http.ServerResponse, failure: EdgeFailure, requestId: string) =>

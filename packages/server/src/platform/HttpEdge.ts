@@ -9,6 +9,7 @@ import { Cause, Effect, Layer, Schema, SchemaIssue } from "effect"
 import { FindMyWay, HttpIncomingMessage, HttpMiddleware, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApi } from "effect/http-api"
 import { AppConfig } from "./AppConfig.ts"
+import { encodeAnswer } from "./Compression.ts"
 import { canonicalUrl, declaredBody } from "./EdgeInput.ts"
 import { formProblems, jsonBodyRefusal, urlProblems, urlRefusal } from "./InputGuards.ts"
 import { contractBody, edgeLog, failureOf, requestIdOf, schemaDetails } from "./EdgeWriter.ts"
@@ -217,6 +218,7 @@ export const serve = <E, R>(
             response = withRequestId(response, requestId)
           }
         }
+        response = encodeAnswer(request, pathOf(url), response)
         const elapsed = performance.now() - start
         recordRequest(context, request.method, routeOf(request.method, url), response.status, elapsed / 1000, "stack")
         yield* log.request(requestId, request.method, url, response.status, elapsed)
@@ -231,6 +233,11 @@ export const serve = <E, R>(
   )
 
 const decoder = new TextDecoder()
+
+const pathOf = (url: string) => {
+  const q = url.indexOf("?")
+  return q === -1 ? url : url.slice(0, q)
+}
 
 /**
  * Declared errors are encoded by HttpApi as ordinary responses: stamp the request id into their contract body. A
