@@ -99,7 +99,7 @@ describe("defects found from outside", () => {
     const list = await fetch(`${server.baseUrl}${server.base}/records/slug/${recordSlug}`, { headers })
     expect(list.headers.get("content-encoding")).toBe("br")
     expect(list.headers.get("vary")).toContain("accept-encoding")
-    expect((await list.json()).data.length).toBeGreaterThan(10)
+    expect(((await list.json()) as { data: Array<unknown> }).data.length).toBeGreaterThan(10)
     const stack = await fetch(`${server.baseUrl}${server.base}/structures`, { headers: { ...headers, "accept-encoding": "gzip" } })
     expect(stack.headers.get("content-encoding")).toBe("gzip")
     const one = await fetch(`${server.baseUrl}${server.base}/records/${created.body.id}`, { headers })
