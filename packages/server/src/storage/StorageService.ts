@@ -48,6 +48,7 @@ const invalid = (field: string, problem: string) =>
   badRequest({ message: `Invalid ${field}: ${field} ${problem}`, code: "VALIDATION_ERROR", details: details([[field, problem]]) })
 
 const MAX_PARTS = 16
+const KNOWN_FIELDS: ReadonlySet<string> = new Set(["folder", "name", "metadata"])
 const MAX_FIELD_BYTES = 80 * 1024
 
 export class StorageService extends Context.Service<
@@ -191,6 +192,8 @@ export class StorageService extends Context.Service<
           const onPart = (part: Multipart.Part): Effect.Effect<void, UploadError> =>
             Effect.gen(function* () {
               if (part._tag === "Field") {
+                if (part.key === "file") return yield* invalid("file", "must be a file part (with a filename)")
+                if (!KNOWN_FIELDS.has(part.key)) return yield* invalid(part.key, "is not a known field (folder, name, metadata, file)")
                 if (fields.has(part.key)) return yield* invalid(part.key, "must be given once")
                 fields.set(part.key, part.value)
                 return
