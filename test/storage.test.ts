@@ -8,6 +8,7 @@ import * as Http from "node:http"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { computeClient, fn } from "./support/compute.ts"
 import { createUser } from "./support/IdentityHelpers.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 import { eventually, sleep } from "./support/wait.ts"
@@ -470,5 +471,59 @@ describe("storage quota, permissions and events", () => {
     } finally {
       await hooks.close()
     }
+  })
+})
+
+describe("storage in functions", () => {
+  it("api.storage.write, list, get, read and remove act as the run's principal; file_uploaded fires triggers", async () => {
+    const ws = await workspace("fn")
+    const c = computeClient(server, ws.token, ws.slug)
+    // a file_uploaded trigger whose function records what it saw in a second file
+    const relay = await c.createFunction(
+      "on-upload",
+      fn(`const f = executionParams.data
+if (f.folder === "seen") return { skipped: true }
+await api.storage.write({ name: "seen-" + f.name, folder: "seen", text: f.id })
+return { ok: true }`)
+    )
+    const trigger = await c.createTrigger({
+      name: "on-upload",
+      functionId: relay.id,
+      executionType: "event-driven",
+      triggerMetadata: { event: "file.uploaded" }
+    })
+    expect(trigger.triggerMetadata.event).toBe("file_uploaded")
+
+    const run = await c.runCode(
+      fn(`const a = await api.storage.write({ name: "hello.txt", folder: "fn", text: "héllo from a function", metadata: { by: "fn" } })
+const b = await api.storage.write({ name: "bin.dat", folder: "fn", base64: "AAECAw==", contentType: "application/x-bin" })
+const listed = await api.storage.list({ folder: "fn" })
+const meta = await api.storage.get(a.id)
+const text = await api.storage.read(a.id)
+const b64 = await api.storage.read(b.id, { encoding: "base64" })
+let refused
+try { await api.storage.write({ name: "a/b", text: "x" }) } catch (e) { refused = e.details[0].field }
+let missing
+try { await api.storage.get("00000000-0000-4000-8000-000000000000") } catch (e) { missing = e.statusCode }
+const removed = await api.storage.remove(b.id)
+return { a, total: listed.total, same: meta.id === a.id, text, b64, refused, missing, removed }`)
+    )
+    expect(run.status, JSON.stringify(run.error)).toBe("completed")
+    expect(run.result).toMatchObject({
+      a: { name: "hello.txt", folder: "fn", contentType: "text/plain; charset=utf-8", metadata: { by: "fn" } },
+      total: 2,
+      same: true,
+      text: "héllo from a function",
+      b64: "AAECAw==",
+      refused: "name",
+      missing: 404,
+      removed: { success: true }
+    })
+    expect((await ws.download(run.result.a.id)).bytes.toString()).toBe("héllo from a function")
+    const seen = await eventually(async () => {
+      const list = await ws.call("GET", "/files?folder=seen")
+      return list.body.total >= 1 ? list.body.data : undefined
+    }, 60_000)
+    expect(seen.map((f: any) => f.name)).toContain("seen-hello.txt")
   })
 })
