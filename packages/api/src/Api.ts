@@ -14,6 +14,7 @@ import { OidcApi } from "./identity/OidcApi.ts"
 import { documentPermissions } from "./identity/OpenApiPermissions.ts"
 import { ServiceAccountsApi } from "./identity/ServiceAccountsApi.ts"
 import { SettingsApi } from "./identity/SettingsApi.ts"
+import { StorageApi, StorageSignedApi } from "./storage/StorageApi.ts"
 import { WorkspacesApi } from "./identity/WorkspacesApi.ts"
 import { QueryApi } from "./query/QueryApi.ts"
 import { RecordsApi } from "./records/RecordsApi.ts"
@@ -33,6 +34,7 @@ export class Api extends HttpApi.make("troupe")
   .add(ComputeFunctionsApi, FunctionsApi, DraftsApi, FunctionTriggersApi, FunctionRunsApi)
   .add(SettingsApi)
   .add(NotificationApi)
+  .add(StorageApi, StorageSignedApi)
   .annotateMerge(
     OpenApi.annotations({
       title: "Troupe API",

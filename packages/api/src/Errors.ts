@@ -83,6 +83,12 @@ export const payloadTooLarge = (i: ErrorInit | string): PayloadTooLarge =>
   new PayloadTooLarge(init(413, "PAYLOAD_TOO_LARGE", typeof i === "string" ? { message: i } : i))
 
 /** @category errors */
+export class RangeNotSatisfiable extends Schema.Error<RangeNotSatisfiable>("RangeNotSatisfiable")(fields, { httpApiStatus: 416 }) {}
+/** Builds a 416 RangeNotSatisfiable (default code `RANGE_NOT_SATISFIABLE`). @category constructors */
+export const rangeNotSatisfiable = (i: ErrorInit | string): RangeNotSatisfiable =>
+  new RangeNotSatisfiable(init(416, "RANGE_NOT_SATISFIABLE", typeof i === "string" ? { message: i } : i))
+
+/** @category errors */
 export class Unprocessable extends Schema.Error<Unprocessable>("Unprocessable")(fields, { httpApiStatus: 422 }) {}
 /** Builds a 422 Unprocessable (default code `UNPROCESSABLE`). @category constructors */
 export const unprocessable = (i: ErrorInit | string): Unprocessable =>
@@ -159,6 +165,7 @@ export const statusText = (status: number): string =>
       410: "Gone",
       413: "Payload Too Large",
       415: "Unsupported Media Type",
+      416: "Range Not Satisfiable",
       422: "Unprocessable Entity",
       423: "Locked",
       429: "Too Many Requests",

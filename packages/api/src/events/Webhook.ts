@@ -22,17 +22,25 @@ export const EventNames = [
   "function.failed",
   "trigger.fired",
   "notification.sent",
-  "notification.failed"
+  "notification.failed",
+  "file.uploaded",
+  "file.deleted"
 ] as const
 /** @category models */
 export type EventName = (typeof EventNames)[number]
 
 /** What a webhook may subscribe to: an event name, a family wildcard, or `*` for every event. @category models */
-export const WebhookEventName = Schema.Literals([...EventNames, "record.*", "record.bulk.*", "function.*", "notification.*", "*"]).annotate(
-  {
-    description: "An event name (record.created, ...), a family (record.*, function.*) or * for all"
-  }
-)
+export const WebhookEventName = Schema.Literals([
+  ...EventNames,
+  "record.*",
+  "record.bulk.*",
+  "function.*",
+  "notification.*",
+  "file.*",
+  "*"
+]).annotate({
+  description: "An event name (record.created, ...), a family (record.*, function.*) or * for all"
+})
 /** @category models */
 export type WebhookEventName = typeof WebhookEventName.Type
 

@@ -21,6 +21,8 @@ import { CorsOrigins } from "../identity/CorsOrigins.ts"
 import { NotificationHandlers } from "../notification/http.ts"
 import { NotificationLayer } from "../notification/NotificationLayer.ts"
 import { QueryHandlers } from "../query/http.ts"
+import { StorageHandlers, StorageSignedHandlers } from "../storage/http.ts"
+import { StorageLayer } from "../storage/StorageLayer.ts"
 import { QueryIndexesLayer } from "../query/QueryIndexes.ts"
 import { QueryPool } from "../query/QueryPool.ts"
 import { fastQueryRoutes } from "../query/FastQuery.ts"
@@ -71,7 +73,9 @@ const Handlers = Layer.mergeAll(
   WebhooksHandlers,
   QueryHandlers,
   ComputeHandlers,
-  NotificationHandlers
+  NotificationHandlers,
+  StorageHandlers,
+  StorageSignedHandlers
 )
 
 /** Every cluster entity and singleton hosted by this node. */
@@ -88,7 +92,15 @@ const Entities = Layer.mergeAll(
 /** Domain services, each needing only the database, the cluster and the identity layer below it. */
 const Domains = ComputeLayer.pipe(
   Layer.provideMerge(
-    Layer.mergeAll(RecordWriter.layer, RecordQuery.layer, EventsLayer, QueryService.layer, QueryIndexesLayer, NotificationLayer)
+    Layer.mergeAll(
+      RecordWriter.layer,
+      RecordQuery.layer,
+      EventsLayer,
+      QueryService.layer,
+      QueryIndexesLayer,
+      NotificationLayer,
+      StorageLayer
+    )
   ),
   Layer.provideMerge(QueryPool.layer),
   Layer.provideMerge(RecordService.layer),

@@ -20,6 +20,7 @@ import { recordViews } from "../records/RecordViews.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { makeNotificationCalls } from "../notification/FunctionCalls.ts"
 import type { NotificationService } from "../notification/NotificationService.ts"
+import { makeStorageCalls } from "../storage/FunctionCalls.ts"
 import type { RateLimiter } from "../identity/RateLimiter.ts"
 import type { FunctionHttpError, FunctionHttpRequest, FunctionHttpResponse } from "./FunctionHttp.ts"
 import type { BridgeAnswer, HostBridge } from "./Sandbox.ts"
@@ -103,6 +104,7 @@ export const makeBridgeFactory = Effect.gen(function* () {
   const { resolve, shown, listRows } = recordViews(records, query, structures)
   const decodeAggregate = Schema.decodeUnknownEffect(AggregateRequest)
   const notificationCalls = yield* makeNotificationCalls
+  const storageCalls = yield* makeStorageCalls
 
   return (ctx: BridgeContext, extras: BridgeExtras): HostBridge => {
     const { workspace, principal } = ctx
@@ -293,7 +295,9 @@ export const makeBridgeFactory = Effect.gen(function* () {
       http,
       invokeTrigger: (name, params) => Effect.flatMap(text("name", name), (n) => extras.invokeTrigger(n, params ?? {})),
       // notifications: api.sendEmail, api.sendSms (notification/FunctionCalls.ts)
-      ...notificationCalls(ctx)
+      ...notificationCalls(ctx),
+      // files: api.storage.* (storage/FunctionCalls.ts)
+      ...storageCalls(ctx)
     }
 
     const answer = (method: string, args: ReadonlyArray<unknown>): Effect.Effect<BridgeAnswer> => {

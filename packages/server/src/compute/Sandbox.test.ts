@@ -229,6 +229,7 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           "queryRecords",
           "sendEmail",
           "sendSms",
+          "storage",
           "updateRecord",
           "uuid"
         ])

@@ -122,7 +122,13 @@ const BRIDGE_METHODS = new Set([
   "http",
   // notifications (notification/FunctionCalls.ts)
   "sendEmail",
-  "sendSms"
+  "sendSms",
+  // files (storage/FunctionCalls.ts)
+  "storageList",
+  "storageGet",
+  "storageRead",
+  "storageWrite",
+  "storageRemove"
 ])
 const SCRIPT_CACHE_SIZE = 16
 const LOG_LEVELS = new Set(["debug", "info", "warn", "error"])

@@ -40,12 +40,19 @@ export const TriggerEvents = [
   "record_updated_failed",
   "record_deleted_failed",
   "notification_sent",
-  "notification_failed"
+  "notification_failed",
+  "file_uploaded",
+  "file_deleted"
 ] as const
 const triggerEvents: ReadonlySet<string> = new Set(TriggerEvents)
 
 /** Events of a whole workspace rather than of a structure's records: their triggers name no recordSlug. */
-export const workspaceTriggerEvents: ReadonlySet<string> = new Set(["notification_sent", "notification_failed"])
+export const workspaceTriggerEvents: ReadonlySet<string> = new Set([
+  "notification_sent",
+  "notification_failed",
+  "file_uploaded",
+  "file_deleted"
+])
 
 /** `record.created` is accepted for `record_created`. */
 const eventName = (raw: string) => raw.trim().replace(/\./g, "_")

@@ -71,7 +71,13 @@ export const validateFilters = (
 export const validateEvents = (names: ReadonlyArray<string>): Array<ErrorDetail> =>
   details(
     names.flatMap((n, i) =>
-      n === "*" || knownEventNames.has(n) || n === "record.*" || n === "record.bulk.*" || n === "function.*" || n === "notification.*"
+      n === "*" ||
+      knownEventNames.has(n) ||
+      n === "record.*" ||
+      n === "record.bulk.*" ||
+      n === "function.*" ||
+      n === "notification.*" ||
+      n === "file.*"
         ? []
         : [[`events[${i}]`, `unknown event "${n}"`] as const]
     )

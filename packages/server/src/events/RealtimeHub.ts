@@ -62,7 +62,7 @@ export const eventFilter = (options: SubscribeOptions) => {
   return (e: StoredEvent): boolean => {
     if (!compute && isComputeEvent(e.type)) return false
     if (!notifications && e.type.startsWith("notification.")) return false
-    if (structures !== undefined) {
+    if (structures !== undefined && !e.type.startsWith("file.")) {
       const slug = e.recordSlug ?? (typeof e.payload.structure === "string" ? e.payload.structure : undefined)
       if (!(slug !== undefined && structures.has(slug)) && !(e.structureId !== null && structures.has(e.structureId))) return false
     }

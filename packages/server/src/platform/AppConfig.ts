@@ -140,6 +140,19 @@ const config = Effect.gen(function* () {
     )
   )
   const maxBodyBytes = yield* int("TROUPE_MAX_BODY_BYTES", 10 * 1024 * 1024, 1024)
+  // Storage (docs/storage.md): where the bytes live, the per-file limit and the workspace quota.
+  const storage = {
+    /** s3://bucket[/prefix]; unset: disk under TROUPE_DATA_DIR (embedded) or the database (PostgreSQL) */
+    url: yield* optional(
+      "TROUPE_STORAGE",
+      matching("TROUPE_STORAGE", /^s3:\/\/[a-z0-9][a-z0-9.-]{1,62}(\/\S*)?$/, "Expected s3://bucket[/prefix]")
+    ),
+    s3Endpoint: yield* optional("TROUPE_S3_ENDPOINT", matching("TROUPE_S3_ENDPOINT", /^https?:\/\/\S+$/, "Expected an http(s) URL")),
+    s3Region: yield* text("TROUPE_S3_REGION", "us-east-1"),
+    maxFileBytes: yield* int("TROUPE_STORAGE_MAX_FILE_BYTES", 100 * 1024 * 1024, 1),
+    /** 0 = no quota */
+    quotaBytes: yield* int("TROUPE_STORAGE_QUOTA_BYTES", 0, 0)
+  }
   // Tuning knobs of single domains (README, Configuration).
   const tuning = {
     limitWindowSeconds: yield* int("TROUPE_LIMIT_WINDOW_SECONDS", 60, 1),
@@ -248,6 +261,7 @@ const config = Effect.gen(function* () {
     otelServiceName,
     corsOrigins,
     notification,
+    storage,
     ...tuning
   } as const
 })

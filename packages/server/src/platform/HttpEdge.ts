@@ -17,8 +17,15 @@ import { recordRequest, UNMATCHED } from "./Metrics.ts"
 
 export { schemaDetails } from "./EdgeWriter.ts"
 
-/** Paths whose bodies are not JSON: form-encoded tokens, raw HTTP triggers. */
-const nonJsonBodies = [/^\/oidc\/token(\?|$)/, /^\/workspace\/[^/]+\/api\/v1\/(webhook|http-triggers)\//]
+/** Paths whose bodies are not JSON: form-encoded tokens, raw HTTP triggers, storage uploads (multipart). */
+const nonJsonBodies = [
+  /^\/oidc\/token(\?|$)/,
+  /^\/workspace\/[^/]+\/api\/v1\/(webhook|http-triggers)\//,
+  /^\/storage\/workspace\/[^/]+\/api\/v1\/upload(\?|$)/
+]
+
+/** Storage uploads may be as large as a file may be (the service streams them and enforces the exact limit). */
+const uploadPath = /^\/storage\/workspace\/[^/]+\/api\/v1\/upload(\?|$)/
 
 const isJson = (contentType: string | undefined) =>
   contentType !== undefined && /^application\/([\w.+-]+\+)?json\b/i.test(contentType.trim())
@@ -145,6 +152,7 @@ export const serve = <E, R>(
       const context = yield* Effect.context<never>()
       const log = edgeLog(context)
       const maxBody = config.maxBodyBytes
+      const uploadLimit = Math.max(maxBody, config.storage.maxFileBytes + 1024 * 1024)
       const maxDepth = config.maxJsonDepth
 
       /** The input guards: the request target, then a JSON or form body (read here; the handler reads it again from the request's cache). */
@@ -177,10 +185,11 @@ export const serve = <E, R>(
         const request = url === original.url ? original : original.modify({ url })
 
         let response: HttpServerResponse.HttpServerResponse
-        const body = declaredBody(request.headers, maxBody)
+        const limit = request.method === "POST" && uploadPath.test(url) ? uploadLimit : maxBody
+        const body = declaredBody(request.headers, limit)
         const hasBody = body !== "none"
         if (body === "tooLarge") {
-          response = errorResponse(413, "PAYLOAD_TOO_LARGE", `Request body exceeds ${maxBody} bytes`, requestId)
+          response = errorResponse(413, "PAYLOAD_TOO_LARGE", `Request body exceeds ${limit} bytes`, requestId)
         } else if (
           hasBody &&
           (request.method === "POST" || request.method === "PUT" || request.method === "PATCH") &&

@@ -1,0 +1,94 @@
+// The embedded node's store: one file per key under <TROUPE_DATA_DIR>/storage/blobs (or a temporary directory when
+// the database is in memory). A put writes `tmp/<random>`, fsyncs it, then renames it onto `blobs/<key>` (rename is
+// atomic on one file system), so a crash never leaves a half file under a live key; leftovers in `tmp/` are removed
+// when the store opens (one process owns an embedded data directory).
+import { Effect, Layer, Stream } from "effect"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { AppConfig } from "../platform/AppConfig.ts"
+import { BlobStore, BlobStoreError, metered } from "./BlobStore.ts"
+
+const fail = (reason: string) => (cause: unknown) => new BlobStoreError({ reason, cause })
+
+/** A key is a uuid (the file id, or id + variant): never a path. */
+const safeKey = (key: string) => /^[0-9a-f-]{36}(\.[a-z0-9]+)?$/.test(key)
+
+export const makeDiskStore = (root: string) =>
+  Effect.gen(function* () {
+    const blobs = Path.join(root, "blobs")
+    const tmp = Path.join(root, "tmp")
+    yield* Effect.tryPromise({
+      try: async () => {
+        await Fs.promises.rm(tmp, { recursive: true, force: true })
+        await Fs.promises.mkdir(blobs, { recursive: true })
+        await Fs.promises.mkdir(tmp, { recursive: true })
+      },
+      catch: fail(`cannot prepare ${root}`)
+    })
+    const pathOf = (key: string) => {
+      if (!safeKey(key)) throw new Error(`bad blob key ${key}`)
+      return Path.join(blobs, key)
+    }
+    return BlobStore.of({
+      kind: "disk",
+      put: (key, body, maxBytes) =>
+        Effect.gen(function* () {
+          const target = pathOf(key)
+          const temp = Path.join(tmp, key)
+          const handle = yield* Effect.acquireRelease(
+            Effect.tryPromise({ try: () => Fs.promises.open(temp, "wx"), catch: fail("cannot create a temporary file") }),
+            (h) => Effect.promise(() => h.close()).pipe(Effect.ignore)
+          )
+          const result = yield* metered(body, maxBytes, (chunk) =>
+            Effect.tryPromise({ try: () => handle.write(chunk).then(() => undefined), catch: fail("write failed") })
+          )
+          yield* Effect.tryPromise({ try: () => handle.sync(), catch: fail("fsync failed") })
+          yield* Effect.tryPromise({ try: () => Fs.promises.rename(temp, target), catch: fail("rename failed") })
+          return result
+        }).pipe(
+          Effect.scoped,
+          // failed, cut off or interrupted: the temporary file goes (the handle is closed by then)
+          Effect.onExit((exit) =>
+            exit._tag === "Failure"
+              ? Effect.promise(() => Fs.promises.rm(Path.join(tmp, key), { force: true })).pipe(Effect.ignore)
+              : Effect.void
+          )
+        ),
+      get: (key, range) =>
+        Stream.suspend(() =>
+          Stream.fromAsyncIterable(
+            Fs.createReadStream(
+              pathOf(key),
+              range === undefined ? { highWaterMark: 256 * 1024 } : { start: range.start, end: range.end, highWaterMark: 256 * 1024 }
+            ) as AsyncIterable<Uint8Array>,
+            fail("read failed")
+          )
+        ),
+      delete: (key) => Effect.tryPromise({ try: () => Fs.promises.rm(pathOf(key), { force: true }), catch: fail("delete failed") }),
+      stat: (key) =>
+        Effect.tryPromise({
+          try: () =>
+            Fs.promises.stat(pathOf(key)).then(
+              (s) => ({ size: s.size }),
+              (e: NodeJS.ErrnoException) => {
+                if (e.code === "ENOENT") return undefined
+                throw e
+              }
+            ),
+          catch: fail("stat failed")
+        })
+    })
+  })
+
+/** The disk store under the data directory (a temporary one for `memory://`). */
+export const DiskStoreLayer = Layer.effect(
+  BlobStore,
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const root = config.dataDir.startsWith("memory://")
+      ? Fs.mkdtempSync(Path.join(Os.tmpdir(), "troupe-storage-"))
+      : Path.join(config.dataDir, "storage")
+    return yield* makeDiskStore(root)
+  })
+)

@@ -1,0 +1,185 @@
+// SQL of the storage service: file metadata, the per-workspace usage row the quota is checked against, and the
+// file.* events. An upload's metadata row, its usage increment and its `file.uploaded` event commit together,
+// after the usage row is locked (`FOR UPDATE`): two uploads racing for the last bytes of a quota are serialised
+// there, so the sum of committed files never passes it. A delete removes the row, gives the bytes back and
+// appends `file.deleted` in one transaction.
+import type { StoredFile } from "@troupe/api/storage/Storage"
+import { Context, Data, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import { appendEvent } from "../events/Outbox.ts"
+
+export class QuotaExceeded extends Data.TaggedError("QuotaExceeded")<{ readonly used: number; readonly quota: number }> {}
+
+export interface FileRow extends StoredFile {
+  readonly workspace: string
+  readonly blobKey: string
+}
+
+export interface NewFile {
+  readonly id: string
+  readonly workspace: string
+  readonly name: string
+  readonly folder: string
+  readonly contentType: string
+  readonly size: number
+  readonly sha256: string
+  readonly metadata: Record<string, unknown>
+  readonly blobKey: string
+  readonly createdBy: string | null
+}
+
+export interface FileFilter {
+  readonly folder?: string | undefined
+  readonly prefix?: string | undefined
+  readonly contentType?: string | undefined
+  readonly search?: string | undefined
+  readonly limit: number
+  readonly offset: number
+}
+
+const iso = (v: unknown) => (v instanceof Date ? v : new Date(String(v))).toISOString()
+const jsonObject = (v: unknown): Record<string, unknown> => (typeof v === "string" ? JSON.parse(v) : (v ?? {})) as Record<string, unknown>
+
+const toRow = (r: any): FileRow => ({
+  id: String(r.id),
+  workspace: r.workspace,
+  name: r.name,
+  folder: r.folder,
+  contentType: r.content_type,
+  size: Number(r.size),
+  checksum: `sha256:${r.sha256}`,
+  metadata: jsonObject(r.metadata) as StoredFile["metadata"],
+  createdAt: iso(r.created_at),
+  createdBy: r.created_by ?? null,
+  blobKey: r.blob_key
+})
+
+/** The wire form (CONTRACT §8.1). */
+export const toFile = (r: FileRow): StoredFile => ({
+  id: r.id,
+  name: r.name,
+  folder: r.folder,
+  contentType: r.contentType,
+  size: r.size,
+  checksum: r.checksum,
+  metadata: r.metadata,
+  createdAt: r.createdAt,
+  createdBy: r.createdBy
+})
+
+const event = (type: "file.uploaded" | "file.deleted", row: FileRow) => ({
+  workspace: row.workspace,
+  type,
+  payload: { event: type, timestamp: new Date().toISOString(), workspace: row.workspace, data: toFile(row) }
+})
+
+/** `LIKE` pattern text with its wildcards escaped. */
+const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`)
+
+type Sql<A> = Effect.Effect<A, SqlError>
+
+export class StorageRepo extends Context.Service<
+  StorageRepo,
+  {
+    /** Inserts the file within the quota (0 = none), with its usage and event, or fails with QuotaExceeded. */
+    readonly insert: (file: NewFile, quota: number) => Effect.Effect<FileRow, SqlError | QuotaExceeded>
+    readonly find: (workspace: string, id: string) => Sql<FileRow | undefined>
+    readonly list: (workspace: string, filter: FileFilter) => Sql<{ rows: ReadonlyArray<FileRow>; total: number }>
+    readonly update: (
+      workspace: string,
+      id: string,
+      patch: { name?: string | undefined; folder?: string | undefined; metadata?: Record<string, unknown> | undefined }
+    ) => Sql<FileRow | undefined>
+    readonly remove: (workspace: string, id: string) => Sql<FileRow | undefined>
+    readonly usage: (workspace: string) => Sql<{ files: number; bytes: number }>
+    /** The URL-signing key (settings row, encrypted by the caller), made by the first node that asks. */
+    readonly signingKey: (make: () => string) => Sql<string>
+  }
+>()("@troupe/server/storage/StorageRepo") {
+  static readonly layer = Layer.effect(
+    StorageRepo,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      return StorageRepo.of({
+        insert: (f, quota) =>
+          sql.withTransaction(
+            Effect.gen(function* () {
+              yield* sql`INSERT INTO storage_usage (workspace) VALUES (${f.workspace}) ON CONFLICT (workspace) DO NOTHING`
+              const used = yield* sql<{ bytes: unknown }>`SELECT bytes FROM storage_usage WHERE workspace = ${f.workspace} FOR UPDATE`
+              const bytes = Number(used[0]?.bytes ?? 0)
+              if (quota > 0 && bytes + f.size > quota) return yield* new QuotaExceeded({ used: bytes, quota })
+              const rows =
+                yield* sql`INSERT INTO storage_files (id, workspace, name, folder, content_type, size, sha256, metadata, blob_key, created_by)
+                VALUES (${f.id}, ${f.workspace}, ${f.name}, ${f.folder}, ${f.contentType}, ${f.size}, ${f.sha256},
+                  ${JSON.stringify(f.metadata)}::jsonb, ${f.blobKey}, ${f.createdBy})
+                RETURNING *`
+              yield* sql`UPDATE storage_usage SET files = files + 1, bytes = bytes + ${f.size} WHERE workspace = ${f.workspace}`
+              const row = toRow(rows[0])
+              yield* appendEvent(sql, event("file.uploaded", row))
+              return row
+            })
+          ),
+        find: (workspace, id) =>
+          Effect.map(sql`SELECT * FROM storage_files WHERE workspace = ${workspace} AND id = ${id}::uuid`, (rows) =>
+            rows[0] === undefined ? undefined : toRow(rows[0])
+          ),
+        list: (workspace, f) =>
+          Effect.gen(function* () {
+            const conditions = [sql`workspace = ${workspace}`]
+            if (f.folder !== undefined) conditions.push(sql`folder = ${f.folder}`)
+            if (f.prefix !== undefined) conditions.push(sql`name LIKE ${`${likeEscape(f.prefix)}%`}`)
+            if (f.contentType !== undefined) {
+              conditions.push(
+                f.contentType.endsWith("/")
+                  ? sql`content_type LIKE ${`${likeEscape(f.contentType)}%`}`
+                  : sql`(content_type = ${f.contentType} OR content_type LIKE ${`${likeEscape(f.contentType)};%`})`
+              )
+            }
+            if (f.search !== undefined) {
+              const pattern = `%${likeEscape(f.search.toLowerCase())}%`
+              conditions.push(sql`(lower(name) LIKE ${pattern} OR lower(folder) LIKE ${pattern})`)
+            }
+            const where = sql.and(conditions)
+            const rows = yield* sql`SELECT * FROM storage_files WHERE ${where}
+              ORDER BY created_at DESC, id DESC LIMIT ${f.limit} OFFSET ${f.offset}`
+            const count = yield* sql<{ n: unknown }>`SELECT count(*)::int AS n FROM storage_files WHERE ${where}`
+            return { rows: rows.map(toRow), total: Number(count[0]?.n ?? 0) }
+          }),
+        update: (workspace, id, patch) =>
+          Effect.map(
+            sql`UPDATE storage_files SET
+                name = COALESCE(${patch.name ?? null}, name),
+                folder = COALESCE(${patch.folder ?? null}, folder),
+                metadata = COALESCE(${patch.metadata === undefined ? null : JSON.stringify(patch.metadata)}::jsonb, metadata),
+                updated_at = now()
+              WHERE workspace = ${workspace} AND id = ${id}::uuid RETURNING *`,
+            (rows) => (rows[0] === undefined ? undefined : toRow(rows[0]))
+          ),
+        remove: (workspace, id) =>
+          sql.withTransaction(
+            Effect.gen(function* () {
+              const rows = yield* sql`DELETE FROM storage_files WHERE workspace = ${workspace} AND id = ${id}::uuid RETURNING *`
+              if (rows[0] === undefined) return undefined
+              const row = toRow(rows[0])
+              yield* sql`UPDATE storage_usage SET files = GREATEST(files - 1, 0), bytes = GREATEST(bytes - ${row.size}, 0)
+                WHERE workspace = ${workspace}`
+              yield* appendEvent(sql, event("file.deleted", row))
+              return row
+            })
+          ),
+        usage: (workspace) =>
+          Effect.map(
+            sql<{ files: unknown; bytes: unknown }>`SELECT files, bytes FROM storage_usage WHERE workspace = ${workspace}`,
+            (rows) => ({ files: Number(rows[0]?.files ?? 0), bytes: Number(rows[0]?.bytes ?? 0) })
+          ),
+        signingKey: (make) =>
+          Effect.gen(function* () {
+            yield* sql`INSERT INTO settings (key, value) VALUES ('storage_url_key', ${make()}) ON CONFLICT (key) DO NOTHING`
+            const rows = yield* sql<{ value: string }>`SELECT value FROM settings WHERE key = 'storage_url_key'`
+            return rows[0]!.value
+          })
+      })
+    })
+  )
+}

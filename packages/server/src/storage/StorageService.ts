@@ -1,0 +1,449 @@
+// The storage service (CONTRACT §8.1, docs/storage.md). Upload: the multipart body is parsed as it arrives; the
+// `file` part streams straight into the BlobStore (sha256 and size computed on the way, cut off at
+// TROUPE_STORAGE_MAX_FILE_BYTES), the fields before and after it are read, and only then is the metadata row
+// inserted with the quota check in one transaction. Any failure on the way (bad field, second file, truncated
+// body, client gone, quota) removes the bytes: nothing is left behind. Downloads answer like a CDN: ETag,
+// If-None-Match, one byte range, nosniff, and attachment for types a browser would run.
+import type { Principal } from "@troupe/api/Authorization"
+import {
+  type BadRequest,
+  badRequest,
+  details,
+  type Forbidden,
+  forbidden,
+  type NotFound,
+  notFound,
+  type PayloadTooLarge,
+  payloadTooLarge,
+  type RangeNotSatisfiable,
+  type TooManyRequests,
+  tooManyRequests
+} from "@troupe/api/Errors"
+import type { FileList, FilePatch, StorageUsage, StoredFile } from "@troupe/api/storage/Storage"
+import * as NodeMultipart from "@effect/platform-node/NodeMultipart"
+import { Context, Effect, Layer, Option, Stream } from "effect"
+import { type HttpServerRequest, HttpServerResponse, Multipart } from "effect/http"
+import { fileTypeFromBuffer } from "file-type"
+import * as Crypto from "node:crypto"
+import type { Readable } from "node:stream"
+import { AppConfig } from "../platform/AppConfig.ts"
+import { Secrets } from "../platform/Secrets.ts"
+import { BlobStore } from "./BlobStore.ts"
+import {
+  checkFolder,
+  cleanContentType,
+  contentDisposition,
+  isGeneric,
+  isUuid,
+  mustDownload,
+  nameProblem,
+  parseMetadata,
+  parseRange
+} from "./Rules.ts"
+import { type FileRow, type QuotaExceeded, StorageRepo, toFile } from "./StorageRepo.ts"
+
+type UploadError = BadRequest | PayloadTooLarge | TooManyRequests
+
+const invalid = (field: string, problem: string) =>
+  badRequest({ message: `Invalid ${field}: ${field} ${problem}`, code: "VALIDATION_ERROR", details: details([[field, problem]]) })
+
+const MAX_PARTS = 16
+const KNOWN_FIELDS: ReadonlySet<string> = new Set(["folder", "name", "metadata"])
+const MAX_FIELD_BYTES = 80 * 1024
+
+export class StorageService extends Context.Service<
+  StorageService,
+  {
+    readonly upload: (
+      workspace: string,
+      principal: Principal,
+      request: HttpServerRequest.HttpServerRequest
+    ) => Effect.Effect<StoredFile, UploadError>
+    readonly list: (
+      workspace: string,
+      q: {
+        folder?: string | undefined
+        prefix?: string | undefined
+        contentType?: string | undefined
+        search?: string | undefined
+        page: number
+        limit: number
+      }
+    ) => Effect.Effect<FileList>
+    readonly get: (workspace: string, id: string) => Effect.Effect<StoredFile, BadRequest | NotFound>
+    readonly update: (workspace: string, id: string, patch: FilePatch) => Effect.Effect<StoredFile, BadRequest | NotFound>
+    readonly remove: (workspace: string, id: string) => Effect.Effect<{ success: boolean; message: string }, BadRequest | NotFound>
+    readonly usage: (workspace: string) => Effect.Effect<StorageUsage>
+    readonly download: (
+      workspace: string,
+      id: string,
+      request: HttpServerRequest.HttpServerRequest,
+      attachment: boolean
+    ) => Effect.Effect<HttpServerResponse.HttpServerResponse, BadRequest | NotFound | RangeNotSatisfiable>
+    readonly signedUrl: (
+      workspace: string,
+      id: string,
+      expiresIn: number,
+      request: HttpServerRequest.HttpServerRequest
+    ) => Effect.Effect<{ url: string; expiresAt: string }, BadRequest | NotFound>
+    /** Checks a signed URL's expiry and HMAC (403 when expired or altered). */
+    readonly verifySignature: (
+      workspace: string,
+      id: string,
+      expires: string,
+      signature: string
+    ) => Effect.Effect<void, BadRequest | Forbidden>
+    /** Reads a whole file (functions' `api.storage.read`), refusing files over `maxBytes`. */
+    readonly readAll: (
+      workspace: string,
+      id: string,
+      maxBytes: number
+    ) => Effect.Effect<{ file: StoredFile; bytes: Uint8Array }, BadRequest | NotFound | PayloadTooLarge>
+    /** Stores bytes held in memory (functions' `api.storage.write`). */
+    readonly write: (
+      workspace: string,
+      principal: Principal,
+      input: {
+        name: string
+        folder?: string | undefined
+        contentType?: string | undefined
+        metadata?: Record<string, unknown> | undefined
+        bytes: Uint8Array
+      }
+    ) => Effect.Effect<StoredFile, UploadError>
+  }
+>()("@troupe/server/storage/StorageService") {
+  static readonly layer = Layer.effect(
+    StorageService,
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      const repo = yield* StorageRepo
+      const store = yield* BlobStore
+      const secrets = yield* Secrets
+      const maxFile = config.storage.maxFileBytes
+      const quota = config.storage.quotaBytes
+
+      const die = <A, E, R>(e: Effect.Effect<A, E, R>) => Effect.orDie(e)
+
+      // the URL-signing key: one per cluster, in `settings`, encrypted with the node's key
+      const urlKey = yield* Effect.cached(
+        die(
+          Effect.flatMap(
+            repo.signingKey(() => secrets.encrypt(Crypto.randomBytes(32).toString("base64"), "storage_url_key")),
+            (stored) => secrets.decrypt(stored, "storage_url_key")
+          )
+        ).pipe(Effect.map((b64) => Buffer.from(b64, "base64")))
+      )
+      const sign = (workspace: string, id: string, expires: number) =>
+        Effect.map(urlKey, (key) => Crypto.createHmac("sha256", key).update(`${workspace}\n${id}\n${expires}`).digest("base64url"))
+
+      const findRow = (workspace: string, id: string) =>
+        Effect.gen(function* () {
+          if (!isUuid(id))
+            return yield* badRequest({
+              message: `Invalid file id: ${id.slice(0, 64)}`,
+              code: "VALIDATION_ERROR",
+              details: details([["id", "must be a UUID"]])
+            })
+          const row = yield* die(repo.find(workspace, id))
+          if (row === undefined) return yield* notFound({ message: `File not found: ${id}` })
+          return row
+        })
+
+      /** The type kept: the client's when specific, else sniffed from the first bytes, else octet-stream. */
+      const typeOf = (client: string | undefined, head: Uint8Array) =>
+        Effect.gen(function* () {
+          const clean = cleanContentType(client)
+          if (!isGeneric(clean)) return clean!
+          const sniffed = yield* Effect.promise(() => fileTypeFromBuffer(head).catch(() => undefined))
+          return sniffed?.mime ?? clean ?? "application/octet-stream"
+        })
+
+      const commit = (row: Omit<Parameters<typeof repo.insert>[0], "contentType">, clientType: string | undefined, head: Uint8Array) =>
+        Effect.gen(function* () {
+          const contentType = yield* typeOf(clientType, head)
+          return yield* repo.insert({ ...row, contentType }, quota).pipe(
+            Effect.catchTag("QuotaExceeded", (q: QuotaExceeded) =>
+              Effect.fail(
+                tooManyRequests({ message: `Storage quota exceeded: ${q.used} of ${q.quota} bytes used, the file has ${row.size}` })
+              )
+            ),
+            Effect.catchTag("SqlError", (e) => Effect.die(e))
+          )
+        })
+
+      const quotaFull = (workspace: string) =>
+        Effect.gen(function* () {
+          if (quota === 0) return
+          const used = yield* die(repo.usage(workspace))
+          if (used.bytes >= quota)
+            return yield* tooManyRequests({ message: `Storage quota exceeded: ${used.bytes} of ${quota} bytes used` })
+        })
+
+      const upload = (id: string, workspace: string, principal: Principal, request: HttpServerRequest.HttpServerRequest) =>
+        Effect.gen(function* () {
+          const type = request.headers["content-type"] ?? ""
+          if (!/^multipart\/form-data\s*;/i.test(type) || !/boundary=/i.test(type)) {
+            return yield* badRequest({ message: "The body must be multipart/form-data with a boundary", code: "VALIDATION_ERROR" })
+          }
+          yield* quotaFull(workspace)
+          const fields = new Map<string, string>()
+          let stored: { size: number; sha256: string; head: Uint8Array; filename: string; contentType: string | undefined } | undefined
+          const onPart = (part: Multipart.Part): Effect.Effect<void, UploadError> =>
+            Effect.gen(function* () {
+              if (part._tag === "Field") {
+                if (part.key === "file") return yield* invalid("file", "must be a file part (with a filename)")
+                if (!KNOWN_FIELDS.has(part.key)) return yield* invalid(part.key, "is not a known field (folder, name, metadata, file)")
+                if (fields.has(part.key)) return yield* invalid(part.key, "must be given once")
+                fields.set(part.key, part.value)
+                return
+              }
+              if (part.key !== "file") return yield* invalid(part.key, 'is not a known field (the file goes in a part named "file")')
+              if (stored !== undefined) return yield* invalid("file", "must be given once")
+              const source = NodeMultipart.fileToReadable(part as unknown as Parameters<typeof NodeMultipart.fileToReadable>[0]) as Readable
+              const result = yield* store.put(id, source as AsyncIterable<Uint8Array>, maxFile).pipe(
+                Effect.catchTags({
+                  BlobTooLarge: () =>
+                    Effect.fail(payloadTooLarge({ message: `The file exceeds TROUPE_STORAGE_MAX_FILE_BYTES (${maxFile} bytes)` })),
+                  BodyError: (e) => Effect.fail(bodyProblem(e.cause)),
+                  BlobStoreError: (e) => Effect.die(e)
+                })
+              )
+              stored = { ...result, filename: part.name, contentType: part.contentType }
+            })
+          yield* request.multipartStream.pipe(
+            Stream.mapError(bodyProblem),
+            Stream.runForEach(onPart),
+            Effect.provide(
+              Multipart.limitsServices({
+                maxParts: MAX_PARTS,
+                maxFieldSize: MAX_FIELD_BYTES,
+                maxFileSize: maxFile + 1,
+                maxTotalSize: maxFile + 1024 * 1024
+              })
+            )
+          )
+          if (stored === undefined) return yield* invalid("file", 'is required: send the bytes in a multipart part named "file"')
+          const folder = checkFolder(fields.get("folder") ?? "")
+          if ("problem" in folder) return yield* invalid("folder", folder.problem)
+          const name = fields.get("name") ?? stored.filename
+          const badName = nameProblem(name)
+          if (badName !== undefined) return yield* invalid("name", badName)
+          const metadataText = fields.get("metadata")
+          const metadata = metadataText === undefined ? { metadata: {} } : parseMetadata(metadataText)
+          if ("problem" in metadata) return yield* invalid("metadata", metadata.problem)
+          const row = yield* commit(
+            {
+              id,
+              workspace,
+              name,
+              folder: folder.folder,
+              size: stored.size,
+              sha256: stored.sha256,
+              metadata: metadata.metadata,
+              blobKey: id,
+              createdBy: principal.id
+            },
+            stored.contentType,
+            stored.head
+          )
+          return toFile(row)
+        })
+
+      const serve = (row: FileRow, request: HttpServerRequest.HttpServerRequest, attachment: boolean) =>
+        Effect.gen(function* () {
+          const etag = `"${row.checksum.slice("sha256:".length)}"`
+          const headers: Record<string, string> = {
+            etag,
+            "accept-ranges": "bytes",
+            "x-content-type-options": "nosniff",
+            "content-disposition": contentDisposition(attachment || mustDownload(row.contentType) ? "attachment" : "inline", row.name),
+            "cache-control": "private, no-cache"
+          }
+          const inm = request.headers["if-none-match"]
+          if (inm?.split(",").some((t) => t.trim() === "*" || t.trim().replace(/^W\//, "") === etag)) {
+            return HttpServerResponse.empty({ status: 304, headers })
+          }
+          const ifRange = request.headers["if-range"]
+          const range =
+            ifRange !== undefined && ifRange.trim() !== etag ? { _tag: "Whole" as const } : parseRange(request.headers.range, row.size)
+          if (range._tag === "Malformed") {
+            return yield* badRequest({
+              message: "Invalid Range header: expected bytes=start-end, bytes=start- or bytes=-suffix",
+              code: "VALIDATION_ERROR",
+              details: details([["range", "is malformed"]])
+            })
+          }
+          if (range._tag === "Unsatisfiable") {
+            return HttpServerResponse.jsonUnsafe(
+              {
+                error: "Range Not Satisfiable",
+                message: `The range is outside the file's ${row.size} bytes`,
+                code: "RANGE_NOT_SATISFIABLE",
+                statusCode: 416,
+                details: []
+              },
+              { status: 416, headers: { "content-range": `bytes */${row.size}` } }
+            )
+          }
+          if (row.size === 0)
+            return HttpServerResponse.uint8Array(new Uint8Array(0), { status: 200, headers, contentType: row.contentType })
+          const [start, end] = range._tag === "Part" ? [range.start, range.end] : [0, row.size - 1]
+          const body = store.get(row.blobKey, { start, end }).pipe(Stream.orDie)
+          return HttpServerResponse.stream(body, {
+            status: range._tag === "Part" ? 206 : 200,
+            headers: range._tag === "Part" ? { ...headers, "content-range": `bytes ${start}-${end}/${row.size}` } : headers,
+            contentType: row.contentType,
+            contentLength: end - start + 1
+          })
+        })
+
+      const baseUrl = (request: HttpServerRequest.HttpServerRequest) => {
+        if (Option.isSome(config.configuredPublicUrl)) return config.configuredPublicUrl.value.replace(/\/+$/, "")
+        const host = request.headers.host
+        return host !== undefined && /^[A-Za-z0-9.:[\]-]{1,255}$/.test(host) ? `http://${host}` : config.publicUrl
+      }
+
+      return StorageService.of({
+        upload: (workspace, principal, request) =>
+          Effect.suspend(() => {
+            const id = Crypto.randomUUID()
+            // any failure after the bytes were stored (bad field, second file, quota, client gone) removes them:
+            // the metadata row never committed
+            return upload(id, workspace, principal, request).pipe(
+              Effect.onExit((exit) => (exit._tag === "Failure" ? Effect.ignore(store.delete(id)) : Effect.void))
+            )
+          }),
+        list: (workspace, q) =>
+          Effect.gen(function* () {
+            const folder = q.folder === undefined ? undefined : checkFolder(q.folder)
+            const { rows, total } = yield* die(
+              repo.list(workspace, {
+                folder: folder === undefined ? undefined : "folder" in folder ? folder.folder : q.folder,
+                prefix: q.prefix,
+                contentType: q.contentType,
+                search: q.search,
+                limit: q.limit,
+                offset: (q.page - 1) * q.limit
+              })
+            )
+            return { data: rows.map(toFile), total, page: q.page, limit: q.limit }
+          }),
+        get: (workspace, id) => Effect.map(findRow(workspace, id), toFile),
+        update: (workspace, id, patch) =>
+          Effect.gen(function* () {
+            yield* findRow(workspace, id)
+            let folder: string | undefined
+            if (patch.folder !== undefined) {
+              const checked = checkFolder(patch.folder)
+              if ("problem" in checked) return yield* invalid("folder", checked.problem)
+              folder = checked.folder
+            }
+            if (patch.name !== undefined) {
+              const problem = nameProblem(patch.name)
+              if (problem !== undefined) return yield* invalid("name", problem)
+            }
+            if (patch.metadata !== undefined && JSON.stringify(patch.metadata).length > 64 * 1024) {
+              return yield* invalid("metadata", "must be at most 65536 bytes")
+            }
+            const row = yield* die(
+              repo.update(workspace, id, { name: patch.name, folder, metadata: patch.metadata as Record<string, unknown> | undefined })
+            )
+            if (row === undefined) return yield* notFound({ message: `File not found: ${id}` })
+            return toFile(row)
+          }),
+        remove: (workspace, id) =>
+          Effect.gen(function* () {
+            yield* findRow(workspace, id)
+            const row = yield* die(repo.remove(workspace, id))
+            if (row === undefined) return yield* notFound({ message: `File not found: ${id}` })
+            yield* store
+              .delete(row.blobKey)
+              .pipe(Effect.catchCause((cause) => Effect.logWarning(`storage: removing the bytes of ${id} failed`, cause)))
+            return { success: true, message: `File ${id} deleted` }
+          }),
+        usage: (workspace) => Effect.map(die(repo.usage(workspace)), (u) => ({ ...u, quotaBytes: quota })),
+        download: (workspace, id, request, attachment) => Effect.flatMap(findRow(workspace, id), (row) => serve(row, request, attachment)),
+        signedUrl: (workspace, id, expiresIn, request) =>
+          Effect.gen(function* () {
+            const row = yield* findRow(workspace, id)
+            const expires = Math.floor(Date.now() / 1000) + expiresIn
+            const signature = yield* sign(workspace, row.id, expires)
+            const url = `${baseUrl(request)}/storage/workspace/${encodeURIComponent(workspace)}/api/v1/signed/${row.id}?expires=${expires}&signature=${signature}`
+            return { url, expiresAt: new Date(expires * 1000).toISOString() }
+          }),
+        verifySignature: (workspace, id, expires, signature) =>
+          Effect.gen(function* () {
+            if (!/^\d{1,12}$/.test(expires)) return yield* invalid("expires", "must be unix seconds")
+            const at = Number(expires)
+            if (at < Date.now() / 1000) return yield* forbidden({ message: "The signed URL has expired", code: "PERMISSION_DENIED" })
+            const wanted = Buffer.from(yield* sign(workspace, id, at))
+            const given = Buffer.from(signature)
+            if (given.length !== wanted.length || !Crypto.timingSafeEqual(given, wanted)) {
+              return yield* forbidden({ message: "The signed URL is not valid", code: "PERMISSION_DENIED" })
+            }
+          }),
+        readAll: (workspace, id, maxBytes) =>
+          Effect.gen(function* () {
+            const row = yield* findRow(workspace, id)
+            if (row.size > maxBytes)
+              return yield* payloadTooLarge({ message: `The file has ${row.size} bytes; at most ${maxBytes} can be read here` })
+            const chunks =
+              row.size === 0 ? [] : yield* Stream.runCollect(store.get(row.blobKey, { start: 0, end: row.size - 1 })).pipe(Effect.orDie)
+            return { file: toFile(row), bytes: Buffer.concat(Array.from(chunks)) }
+          }),
+        write: (workspace, principal, input) =>
+          Effect.gen(function* () {
+            const folder = checkFolder(input.folder ?? "")
+            if ("problem" in folder) return yield* invalid("folder", folder.problem)
+            const badName = nameProblem(input.name)
+            if (badName !== undefined) return yield* invalid("name", badName)
+            yield* quotaFull(workspace)
+            const id = Crypto.randomUUID()
+            const bytes = input.bytes
+            const source = (async function* () {
+              yield bytes
+            })()
+            const result = yield* store.put(id, source, maxFile).pipe(
+              Effect.catchTags({
+                BlobTooLarge: () =>
+                  Effect.fail(payloadTooLarge({ message: `The file exceeds TROUPE_STORAGE_MAX_FILE_BYTES (${maxFile} bytes)` })),
+                BodyError: (e) => Effect.die(e),
+                BlobStoreError: (e) => Effect.die(e)
+              })
+            )
+            const row = yield* commit(
+              {
+                id,
+                workspace,
+                name: input.name,
+                folder: folder.folder,
+                size: result.size,
+                sha256: result.sha256,
+                metadata: input.metadata ?? {},
+                blobKey: id,
+                createdBy: principal.id
+              },
+              input.contentType,
+              result.head
+            ).pipe(Effect.onError(() => Effect.ignore(store.delete(id))))
+            return toFile(row)
+          })
+      })
+    })
+  )
+}
+
+/** A body that broke off or could not be parsed: 400 (413 when a parser limit on size was hit). */
+const bodyProblem = (cause: unknown): BadRequest | PayloadTooLarge => {
+  if (Multipart.isMultipartError(cause)) {
+    const tag = cause.reason._tag
+    if (tag === "FileTooLarge" || tag === "BodyTooLarge")
+      return payloadTooLarge({ message: "The upload exceeds TROUPE_STORAGE_MAX_FILE_BYTES" })
+    if (tag === "TooManyParts")
+      return badRequest({ message: `Invalid multipart body: at most ${MAX_PARTS} parts`, code: "VALIDATION_ERROR" })
+    if (tag === "FieldTooLarge")
+      return badRequest({ message: `Invalid multipart body: a field exceeds ${MAX_FIELD_BYTES} bytes`, code: "VALIDATION_ERROR" })
+  }
+  return badRequest({ message: "Invalid multipart body: it is malformed or was cut off before its end", code: "VALIDATION_ERROR" })
+}

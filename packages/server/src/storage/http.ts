@@ -1,0 +1,66 @@
+// Handlers of the storage groups: the caller from CurrentPrincipal, then one service call each. Upload reads the
+// raw request (its multipart body is streamed by the service, never decoded whole); downloads answer raw
+// responses (streamed bytes, ranges, 304).
+import { Api } from "@troupe/api/Api"
+import { CurrentPrincipal } from "@troupe/api/Authorization"
+import { Effect } from "effect"
+import { HttpServerRequest } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import { StorageService } from "./StorageService.ts"
+
+const yes = (v: string | undefined) => v === "true" || v === "1"
+
+export const StorageHandlers = HttpApiBuilder.group(
+  Api,
+  "storage",
+  Effect.fn(function* (handlers) {
+    const storage = yield* StorageService
+    return handlers
+      .handleRaw("upload", ({ params }) =>
+        Effect.gen(function* () {
+          const principal = yield* CurrentPrincipal
+          const request = yield* HttpServerRequest.HttpServerRequest
+          return yield* storage.upload(params.workspace, principal, request)
+        })
+      )
+      .handle("listFiles", ({ params, query }) =>
+        storage.list(params.workspace, {
+          folder: query.folder,
+          prefix: query.prefix,
+          contentType: query.contentType,
+          search: query.search,
+          page: query.page ?? 1,
+          limit: query.limit ?? 50
+        })
+      )
+      .handle("usage", ({ params }) => storage.usage(params.workspace))
+      .handle("download", ({ params, query }) =>
+        Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) =>
+          storage.download(params.workspace, params.id, request, yes(query.download))
+        )
+      )
+      .handle("fileMetadata", ({ params }) => storage.get(params.workspace, params.id))
+      .handle("updateFile", ({ params, payload }) => storage.update(params.workspace, params.id, payload))
+      .handle("deleteFile", ({ params }) => storage.remove(params.workspace, params.id))
+      .handle("signedUrl", ({ params, payload }) =>
+        Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) =>
+          storage.signedUrl(params.workspace, params.id, payload?.expiresIn ?? 3600, request)
+        )
+      )
+  })
+)
+
+export const StorageSignedHandlers = HttpApiBuilder.group(
+  Api,
+  "storageSigned",
+  Effect.fn(function* (handlers) {
+    const storage = yield* StorageService
+    return handlers.handle("signedDownload", ({ params, query }) =>
+      Effect.gen(function* () {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        yield* storage.verifySignature(params.workspace, params.id, query.expires, query.signature)
+        return yield* storage.download(params.workspace, params.id, request, yes(query.download))
+      })
+    )
+  })
+)
