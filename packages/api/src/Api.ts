@@ -17,6 +17,7 @@ import { SettingsApi } from "./identity/SettingsApi.ts"
 import { WorkspacesApi } from "./identity/WorkspacesApi.ts"
 import { QueryApi } from "./query/QueryApi.ts"
 import { RecordsApi } from "./records/RecordsApi.ts"
+import { SearchApi } from "./search/SearchApi.ts"
 import { StructuresApi } from "./structures/StructuresApi.ts"
 import { ClusterApi, SystemApi } from "./System.ts"
 
@@ -33,6 +34,7 @@ export class Api extends HttpApi.make("troupe")
   .add(ComputeFunctionsApi, FunctionsApi, DraftsApi, FunctionTriggersApi, FunctionRunsApi)
   .add(SettingsApi)
   .add(NotificationApi)
+  .add(SearchApi)
   .annotateMerge(
     OpenApi.annotations({
       title: "Troupe API",

@@ -33,6 +33,8 @@ import { RecordsHandlers } from "../records/http.ts"
 import { RecordQuery } from "../query/RecordQuery.ts"
 import { RecordService } from "../records/RecordService.ts"
 import { TtlSweeperLayer } from "../records/TtlSweeper.ts"
+import { SearchHandlers } from "../search/http.ts"
+import { SearchLayer } from "../search/SearchLayer.ts"
 import { StructuresHandlers } from "../structures/http.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { VersionRetentionLayer } from "../structures/VersionRetention.ts"
@@ -70,7 +72,8 @@ const Handlers = Layer.mergeAll(
   WebhooksHandlers,
   QueryHandlers,
   ComputeHandlers,
-  NotificationHandlers
+  NotificationHandlers,
+  SearchHandlers
 )
 
 /** Every cluster entity and singleton hosted by this node. */
@@ -87,7 +90,15 @@ const Entities = Layer.mergeAll(
 /** Domain services, each needing only the database, the cluster and the identity layer below it. */
 const Domains = ComputeLayer.pipe(
   Layer.provideMerge(
-    Layer.mergeAll(RecordWriter.layer, RecordQuery.layer, EventsLayer, QueryService.layer, QueryIndexesLayer, NotificationLayer)
+    Layer.mergeAll(
+      RecordWriter.layer,
+      RecordQuery.layer,
+      EventsLayer,
+      QueryService.layer,
+      QueryIndexesLayer,
+      NotificationLayer,
+      SearchLayer
+    )
   ),
   Layer.provideMerge(QueryPool.layer),
   Layer.provideMerge(RecordService.layer),

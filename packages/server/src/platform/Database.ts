@@ -12,6 +12,7 @@ import migration0006 from "../migrations/0006_identity_acks.ts"
 import migration0007 from "../migrations/0007_record_history_keys.ts"
 import migration0008 from "../migrations/0008_records_gin_direct.ts"
 import migration0009 from "../migrations/0009_records_structure_keys.ts"
+import migration0011 from "../migrations/0011_search.ts"
 import migration0012 from "../migrations/0012_notification.ts"
 import migration0014 from "../migrations/0014_cors.ts"
 import { AppConfig } from "./AppConfig.ts"
@@ -28,6 +29,7 @@ export const migrations = {
   "0007_record_history_keys": migration0007,
   "0008_records_gin_direct": migration0008,
   "0009_records_structure_keys": migration0009,
+  "0011_search": migration0011,
   "0012_notification": migration0012,
   "0014_cors": migration0014
 }
