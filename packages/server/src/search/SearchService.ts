@@ -191,8 +191,8 @@ export class SearchService extends Context.Service<
           .map((b) => {
             const q = tsqueryText(b.terms)
             return sql`SELECT r.id, r.workspace, r.structure_id, r.data, r.metadata, r.version, r.status, r.created_by,
-                r.updated_by, r.created_at, r.updated_at, r.deleted_at, r.expires_at, ${b.lang}::regconfig AS lang,
-                ${q}::tsquery AS hq,
+                r.updated_by, r.created_at, r.updated_at, r.deleted_at, r.expires_at, ${b.lang}::text AS lang,
+                ${q}::text AS hq,
                 (CASE WHEN r.search_vector @@ ${tsqueryText(b.terms, "A")}::tsquery THEN 3
                   WHEN r.search_vector @@ ${tsqueryText(b.terms, "AB")}::tsquery THEN 2
                   WHEN r.search_vector @@ ${tsqueryText(b.terms, "ABC")}::tsquery THEN 1 ELSE 0 END)
@@ -205,8 +205,8 @@ export class SearchService extends Context.Service<
           .reduce((a, b) => sql`${a} UNION ALL ${b}`)
         const rows = (yield* sql`WITH m AS (SELECT x.*, count(*) OVER () AS total FROM (${union}) x
             ORDER BY x.score DESC, x.id LIMIT ${request.limit} OFFSET ${request.offset})
-          SELECT m.*, (SELECT jsonb_object_agg(f ->> 'name', ts_headline(m.lang,
-                translate(left(m.data ->> (f ->> 'name'), 100000), ${START_MARK + STOP_MARK}, ''), m.hq, ${HEADLINE_OPTIONS}))
+          SELECT m.*, (SELECT jsonb_object_agg(f ->> 'name', ts_headline(m.lang::regconfig,
+                translate(left(m.data ->> (f ->> 'name'), 100000), ${START_MARK + STOP_MARK}, ''), m.hq::tsquery, ${HEADLINE_OPTIONS}))
               FROM search_configs c, jsonb_array_elements(c.fields) f
               WHERE c.structure_id = m.structure_id AND jsonb_typeof(m.data -> (f ->> 'name')) = 'string') AS highlights
           FROM m ORDER BY m.score DESC, m.id`.pipe(Effect.orDie)) as Array<any>

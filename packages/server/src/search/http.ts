@@ -9,6 +9,8 @@ export const SearchHandlers = HttpApiBuilder.group(
   "search",
   Effect.fn(function* (handlers) {
     const service = yield* SearchService
-    return handlers.handle("search", ({ params, query }) => service.search(params.workspace, query))
+    return handlers.handle("search", ({ params, query }) =>
+      service.search(params.workspace, query).pipe(Effect.tapDefect((d) => Effect.logError("search failed", d)))
+    )
   })
 )
