@@ -3,7 +3,9 @@
 // included), highlights, languages, secrets, deleted and expired records, the document following updates,
 // restores and reverts, permissions, narrowing and paging, bad input (always a 4xx), the structure settings, and
 // re-indexing after a change of searchFields under concurrent writes.
+import { createTroupeClient } from "../packages/client-fetch/src/TroupeClient.ts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { computeClient, fn } from "./support/compute.ts"
 import { createUser } from "./support/IdentityHelpers.ts"
 import { type Client, client, createServiceAccountClient, createStructure, expectError, expectStatus, slug } from "./support/records.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
@@ -357,4 +359,27 @@ describe("re-indexing", () => {
     expect(total).toBe(2000)
     expect((await search({ q: "item", structures: s.recordSlug })).body.total).toBe(2000)
   }, 240_000)
+})
+
+describe("clients", () => {
+  it("search() of @troupe/client-fetch and api.search in functions", async () => {
+    const s = await createStructure(api, { name: slug("clients"), properties: [{ name: "t", type: "string" }] })
+    const id = await create(s.id, { t: "pangolin scales" })
+    const troupe = createTroupeClient({ baseUrl: server.baseUrl, workspace: server.workspace, token: api.token })
+    const { data, error } = await troupe.search({ q: "pangolin", structures: [s.recordSlug], limit: 5 })
+    expect(error).toBeUndefined()
+    expect(data?.results.map((h: { id: string }) => h.id)).toEqual([id])
+    expect(data?.results[0]?.highlights.t).toBe("<mark>pangolin</mark> scales")
+
+    const c = computeClient(server, api.token)
+    const run = await c.runCode(
+      fn(`const a = await api.search("pangolni", { structures: ["${s.recordSlug}"] })
+const b = await api.search({ q: "scal", structures: "${s.recordSlug}", limit: 1 })
+let refused
+try { await api.search("") } catch (e) { refused = e.statusCode }
+return { a: a.results.map((h) => h.id), b: b.total, refused }`)
+    )
+    expect(run.status).toBe("completed")
+    expect(run.result).toEqual({ a: [id], b: 1, refused: 400 })
+  }, 120_000)
 })

@@ -298,6 +298,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/search/workspace/{workspace}/api/v1/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Requires permission `read:records`. Counts against the workspace's `reads` rate limit. */
+        get: operations["search.search"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/workspace/{workspace}/api/v1/collections": {
         parameters: {
             query?: never;
@@ -1845,6 +1862,8 @@ export interface components {
             schemaDiscoveryConfig: components["schemas"]["SchemaDiscoveryConfig"];
             /** @enum {string} */
             schemaDiscoveryMode: "strict" | "auto-evolving" | "schemaless";
+            searchFields?: components["schemas"]["SearchField"][] | null;
+            searchLanguage?: string | null;
             /** @enum {string} */
             status: "active" | "inactive";
             tags: string[];
@@ -2508,6 +2527,29 @@ export interface components {
             maxNestingDepth: number;
             maxStringLengthSampled: number;
         };
+        SearchField: {
+            name: string;
+            /** @description 1 (lowest, the default) to 4 (highest) */
+            weight?: number;
+        };
+        SearchHit: {
+            /** @description Field -> fragment with the matched words in <mark>…</mark> (the rest HTML-escaped) */
+            highlights: {
+                [key: string]: string;
+            };
+            id: string;
+            /** @description The record as generation B shows it (secrets masked) */
+            record: Record<string, unknown>;
+            recordSlug: string;
+            /** @description Higher is better: the best field weight matched, plus ts_rank_cd in [0, 1) */
+            score: number;
+            structureId: string;
+        };
+        SearchResults: {
+            results: components["schemas"]["SearchHit"][];
+            tookMs: number;
+            total: number;
+        };
         ServiceAccount: {
             clientId: string;
             /** @description ISO-8601 timestamp */
@@ -2639,6 +2681,8 @@ export interface components {
             schemaDiscoveryConfig: components["schemas"]["SchemaDiscoveryConfig"];
             /** @enum {string} */
             schemaDiscoveryMode: "strict" | "auto-evolving" | "schemaless";
+            searchFields?: components["schemas"]["SearchField"][] | null;
+            searchLanguage?: string | null;
             /** @enum {string} */
             status: "active" | "inactive";
             tags: string[];
@@ -2667,6 +2711,9 @@ export interface components {
             };
             /** @enum {string} */
             schemaDiscoveryMode?: "strict" | "auto-evolving" | "schemaless";
+            searchFields?: components["schemas"]["SearchField"][];
+            /** @description Text-search configuration: `simple` (the default: no stemming) or a built-in one such as `english` */
+            searchLanguage?: string;
             /** @enum {string} */
             status?: "active" | "inactive";
             tags?: string[];
@@ -2711,6 +2758,8 @@ export interface components {
             };
             /** @enum {string} */
             schemaDiscoveryMode?: "strict" | "auto-evolving" | "schemaless";
+            searchFields?: components["schemas"]["SearchField"][] | null;
+            searchLanguage?: string | null;
             /** @enum {string} */
             status?: "active" | "inactive";
             tags?: string[];
@@ -4028,6 +4077,69 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ServiceUnavailableEncoded"];
+                };
+            };
+        };
+    };
+    "search.search": {
+        parameters: {
+            query?: {
+                limit?: string;
+                offset?: string;
+                q?: string;
+                structures?: string;
+            };
+            header?: never;
+            path: {
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description SearchResults */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchResults"];
+                };
+            };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
                 };
             };
         };

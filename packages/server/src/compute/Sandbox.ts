@@ -122,7 +122,9 @@ const BRIDGE_METHODS = new Set([
   "http",
   // notifications (notification/FunctionCalls.ts)
   "sendEmail",
-  "sendSms"
+  "sendSms",
+  // search (search/SearchService.ts)
+  "search"
 ])
 const SCRIPT_CACHE_SIZE = 16
 const LOG_LEVELS = new Set(["debug", "info", "warn", "error"])

@@ -455,6 +455,7 @@ return (function init(hostCall, hostSync, execJson, trigJson, maxResultBytes, ma
     invokeTrigger: (name, params) => callHost("invokeTrigger", [name, params]),
     sendEmail: (message, options) => callHost("sendEmail", [message, options]),
     sendSms: (message, options) => callHost("sendSms", [message, options]),
+    search: (q, options) => callHost("search", [q, options]),
     httpGet: async (url, options) => httpResult(await http("GET", url, undefined, options)),
     httpDelete: async (url, options) => httpResult(await http("DELETE", url, undefined, options)),
     httpPost: async (url, body, options) => httpResult(await http("POST", url, body, options)),
