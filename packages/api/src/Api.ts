@@ -18,6 +18,7 @@ import { StorageApi, StorageSignedApi } from "./storage/StorageApi.ts"
 import { WorkspacesApi } from "./identity/WorkspacesApi.ts"
 import { QueryApi } from "./query/QueryApi.ts"
 import { RecordsApi } from "./records/RecordsApi.ts"
+import { SearchApi } from "./search/SearchApi.ts"
 import { StructuresApi } from "./structures/StructuresApi.ts"
 import { ClusterApi, SystemApi } from "./System.ts"
 
@@ -35,6 +36,7 @@ export class Api extends HttpApi.make("troupe")
   .add(SettingsApi)
   .add(NotificationApi)
   .add(StorageApi, StorageSignedApi)
+  .add(SearchApi)
   .annotateMerge(
     OpenApi.annotations({
       title: "Troupe API",

@@ -65,7 +65,35 @@ export type TroupeClient = Client<WorkspacePaths> & {
   readonly tokens: TokenSource | undefined
   /** the workspace's server-sent events (see `subscribeEvents`), with this client's token */
   readonly subscribe: (options: Omit<SubscribeOptions, "baseUrl" | "workspace" | "token">) => Subscription
+  /**
+   * Full-text search over the workspace's records (`GET /search` of the search service, docs/search.md): best match
+   * first, with `<mark>` highlights. `structures` narrows to those slugs or ids.
+   */
+  readonly search: (query: SearchOptions) => ReturnType<typeof searchRoute>
 }
+
+/** What `search()` takes. @category models */
+export interface SearchOptions {
+  readonly q: string
+  readonly structures?: ReadonlyArray<string> | string | undefined
+  readonly limit?: number | undefined
+  readonly offset?: number | undefined
+}
+
+const searchRoute = (root: Client<paths>, workspace: string, query: SearchOptions) =>
+  root.GET("/search/workspace/{workspace}/api/v1/search", {
+    params: {
+      path: { workspace },
+      query: {
+        q: query.q,
+        ...(query.structures === undefined
+          ? {}
+          : { structures: typeof query.structures === "string" ? query.structures : query.structures.join(",") }),
+        ...(query.limit === undefined ? {} : { limit: String(query.limit) }),
+        ...(query.offset === undefined ? {} : { offset: String(query.offset) })
+      }
+    }
+  })
 
 const authMiddleware = (tokens: TokenSource): Middleware => ({
   onRequest: async ({ request }) => {
@@ -106,6 +134,7 @@ export const createTroupeClient = (options: TroupeClientOptions): TroupeClient =
     workspace: options.workspace,
     root,
     tokens,
+    search: (query: SearchOptions) => searchRoute(root, options.workspace, query),
     subscribe: (sub: Omit<SubscribeOptions, "baseUrl" | "workspace" | "token">) => {
       if (tokens === undefined) throw new Error("subscribe needs a token: give the client `token` or `tokenProvider`")
       return subscribeEvents({ ...sub, baseUrl: origin, workspace: options.workspace, token: tokens })

@@ -290,6 +290,23 @@ export const StructureMetadataUpdate = Schema.Struct({
 export type StructureMetadataUpdate = typeof StructureMetadataUpdate.Type
 
 /**
+ * One searched field of a structure (`searchFields`): a top-level string property that is not secret and its weight,
+ * 1 (lowest) to 4 (highest); results matching in heavier fields rank first (docs/search.md).
+ *
+ * @category models
+ */
+export const SearchField = Schema.Struct({
+  name: Schema.String,
+  weight: optional(Schema.Finite.annotate({ description: "1 (lowest, the default) to 4 (highest)" }))
+}).annotate({ identifier: "SearchField" })
+/** @category models */
+export type SearchField = typeof SearchField.Type
+
+const searchLanguageDoc = {
+  description: "Text-search configuration: `simple` (the default: no stemming) or a built-in one such as `english`"
+}
+
+/**
  * Create body (and body of `POST /structures/validate`): `name` and `properties` required.
  *
  * @category models
@@ -309,6 +326,8 @@ export const StructureInput = Schema.Struct({
   enableVersioning: optional(Schema.Boolean),
   retentionPolicy: optional(RetentionPolicy),
   defaultSearchField: optional(Schema.String),
+  searchFields: optional(Schema.Array(SearchField)),
+  searchLanguage: optional(Schema.String.annotate(searchLanguageDoc)),
   schemaDiscoveryConfig: optional(SchemaDiscoveryConfigInput),
   defaultTtlSeconds: optional(Schema.Finite),
   tags: optional(Schema.Array(Schema.String))
@@ -333,6 +352,8 @@ export const StructureUpdate = Schema.Struct({
   enableVersioning: optional(Schema.Boolean),
   retentionPolicy: optional(Schema.NullOr(RetentionPolicy)),
   defaultSearchField: optional(Schema.NullOr(Schema.String)),
+  searchFields: optional(Schema.NullOr(Schema.Array(SearchField))),
+  searchLanguage: optional(Schema.NullOr(Schema.String.annotate(searchLanguageDoc))),
   schemaDiscoveryConfig: optional(SchemaDiscoveryConfigInput),
   defaultTtlSeconds: optional(Schema.NullOr(Schema.Finite)),
   tags: optional(Schema.Array(Schema.String))
@@ -354,6 +375,8 @@ export const Structure = Schema.Struct({
   enableVersioning: Schema.Boolean,
   retentionPolicy: optional(Schema.NullOr(RetentionPolicy)),
   defaultSearchField: optional(Schema.NullOr(Schema.String)),
+  searchFields: optional(Schema.NullOr(Schema.Array(SearchField))),
+  searchLanguage: optional(Schema.NullOr(Schema.String)),
   schemaDiscoveryConfig: SchemaDiscoveryConfig,
   defaultTtlSeconds: optional(Schema.NullOr(Schema.Finite)),
   metadata: StructureMetadata,

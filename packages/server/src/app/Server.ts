@@ -35,6 +35,8 @@ import { RecordsHandlers } from "../records/http.ts"
 import { RecordQuery } from "../query/RecordQuery.ts"
 import { RecordService } from "../records/RecordService.ts"
 import { TtlSweeperLayer } from "../records/TtlSweeper.ts"
+import { SearchHandlers } from "../search/http.ts"
+import { SearchLayer } from "../search/SearchLayer.ts"
 import { StructuresHandlers } from "../structures/http.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { VersionRetentionLayer } from "../structures/VersionRetention.ts"
@@ -75,7 +77,8 @@ const Handlers = Layer.mergeAll(
   ComputeHandlers,
   NotificationHandlers,
   StorageHandlers,
-  StorageSignedHandlers
+  StorageSignedHandlers,
+  SearchHandlers
 )
 
 /** Every cluster entity and singleton hosted by this node. */
@@ -99,7 +102,8 @@ const Domains = ComputeLayer.pipe(
       QueryService.layer,
       QueryIndexesLayer,
       NotificationLayer,
-      StorageLayer
+      StorageLayer,
+      SearchLayer
     )
   ),
   Layer.provideMerge(QueryPool.layer),

@@ -17,6 +17,7 @@ import { RecordWriter } from "../records/RecordEntity.ts"
 import { fromResult, RecordQuery } from "../query/RecordQuery.ts"
 import { RecordService } from "../records/RecordService.ts"
 import { recordViews } from "../records/RecordViews.ts"
+import { SearchService } from "../search/SearchService.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { makeNotificationCalls } from "../notification/FunctionCalls.ts"
 import type { NotificationService } from "../notification/NotificationService.ts"
@@ -105,6 +106,7 @@ export const makeBridgeFactory = Effect.gen(function* () {
   const decodeAggregate = Schema.decodeUnknownEffect(AggregateRequest)
   const notificationCalls = yield* makeNotificationCalls
   const storageCalls = yield* makeStorageCalls
+  const searches = yield* SearchService
 
   return (ctx: BridgeContext, extras: BridgeExtras): HostBridge => {
     const { workspace, principal } = ctx
@@ -282,6 +284,20 @@ export const makeBridgeFactory = Effect.gen(function* () {
         return yield* extras.http(s as unknown as FunctionHttpRequest)
       })
 
+    /** api.search(q, {structures, limit, offset}) or api.search({q, …}): GET /search's answer, as the caller. */
+    const search = (q: unknown, options: unknown) =>
+      Effect.gen(function* () {
+        yield* need("read:records")
+        const o = (isObject(q) ? q : isObject(options) ? options : {}) as Record<string, unknown>
+        const text = (v: unknown) => (v === undefined || v === null ? undefined : Array.isArray(v) ? v.map(String).join(",") : String(v))
+        return yield* searches.search(workspace, {
+          q: text(isObject(q) ? o.q : q),
+          structures: text(o.structures),
+          limit: text(o.limit),
+          offset: text(o.offset)
+        })
+      })
+
     const methods: Record<string, (...args: ReadonlyArray<unknown>) => Effect.Effect<unknown, CallError>> = {
       queryRecords,
       aggregateRecords,
@@ -297,7 +313,8 @@ export const makeBridgeFactory = Effect.gen(function* () {
       // notifications: api.sendEmail, api.sendSms (notification/FunctionCalls.ts)
       ...notificationCalls(ctx),
       // files: api.storage.* (storage/FunctionCalls.ts)
-      ...storageCalls(ctx)
+      ...storageCalls(ctx),
+      search
     }
 
     const answer = (method: string, args: ReadonlyArray<unknown>): Effect.Effect<BridgeAnswer> => {

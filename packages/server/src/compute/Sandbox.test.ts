@@ -227,6 +227,7 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           "log",
           "math",
           "queryRecords",
+          "search",
           "sendEmail",
           "sendSms",
           "storage",

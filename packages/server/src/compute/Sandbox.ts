@@ -128,7 +128,9 @@ const BRIDGE_METHODS = new Set([
   "storageGet",
   "storageRead",
   "storageWrite",
-  "storageRemove"
+  "storageRemove",
+  // search (search/SearchService.ts)
+  "search"
 ])
 const SCRIPT_CACHE_SIZE = 16
 const LOG_LEVELS = new Set(["debug", "info", "warn", "error"])

@@ -462,6 +462,7 @@ return (function init(hostCall, hostSync, execJson, trigJson, maxResultBytes, ma
       write: (file) => callHost("storageWrite", [file]),
       remove: (id) => callHost("storageRemove", [id])
     },
+    search: (q, options) => callHost("search", [q, options]),
     httpGet: async (url, options) => httpResult(await http("GET", url, undefined, options)),
     httpDelete: async (url, options) => httpResult(await http("DELETE", url, undefined, options)),
     httpPost: async (url, body, options) => httpResult(await http("POST", url, body, options)),

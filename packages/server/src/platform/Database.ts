@@ -13,6 +13,7 @@ import migration0007 from "../migrations/0007_record_history_keys.ts"
 import migration0008 from "../migrations/0008_records_gin_direct.ts"
 import migration0009 from "../migrations/0009_records_structure_keys.ts"
 import migration0010 from "../migrations/0010_storage.ts"
+import migration0011 from "../migrations/0011_search.ts"
 import migration0012 from "../migrations/0012_notification.ts"
 import migration0014 from "../migrations/0014_cors.ts"
 import migration0015 from "../migrations/0015_datetime_basic.ts"
@@ -31,6 +32,7 @@ export const migrations = {
   "0008_records_gin_direct": migration0008,
   "0009_records_structure_keys": migration0009,
   "0010_storage": migration0010,
+  "0011_search": migration0011,
   "0012_notification": migration0012,
   "0014_cors": migration0014,
   "0015_datetime_basic": migration0015

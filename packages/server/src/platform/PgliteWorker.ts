@@ -2,6 +2,7 @@
 // whichever thread calls it; here that is this thread, so the HTTP thread keeps serving while a statement runs.
 // Requests from the parent: query, exec, listen, unlisten, close, each answered by id; NOTIFYs are pushed as they come.
 import { parse, PGlite, protocol } from "@electric-sql/pglite"
+import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm"
 import { parentPort, workerData } from "node:worker_threads"
 
 export type Request =
@@ -141,7 +142,8 @@ const preparedStatements = (db: PGlite) => {
 
 const start = async () => {
   const dataDir = workerData.dataDir as string
-  const db = await PGlite.create(dataDir.startsWith("memory://") ? undefined : dataDir)
+  // pg_trgm: the trigram index of search/ (migration 0011)
+  const db = await PGlite.create(dataDir.startsWith("memory://") ? undefined : dataDir, { extensions: { pg_trgm } })
   // Statements are kept prepared (below), and a prepared statement may switch to a generic plan after five runs,
   // blind to its values (a page's sort index traded for a scan of the structure: query/QueryPool.ts): plans stay
   // custom, as they were for PGlite's unnamed statements. Preparing still saves the parse, analysis and describes.

@@ -24,6 +24,8 @@ export type NormalizedStructure = {
   readonly enableVersioning: boolean
   readonly retentionPolicy?: StructureInput["retentionPolicy"]
   readonly defaultSearchField?: string
+  readonly searchFields?: StructureInput["searchFields"]
+  readonly searchLanguage?: string
   readonly schemaDiscoveryConfig: SchemaDiscoveryConfig
   readonly defaultTtlSeconds?: number
   readonly tags: ReadonlyArray<string>
@@ -108,6 +110,8 @@ export const normalizeStructure = (input: StructureInput): NormalizedStructure =
   enableVersioning: input.enableVersioning ?? false,
   ...(input.retentionPolicy === undefined ? {} : { retentionPolicy: input.retentionPolicy }),
   ...(input.defaultSearchField === undefined ? {} : { defaultSearchField: input.defaultSearchField }),
+  ...(input.searchFields === undefined ? {} : { searchFields: input.searchFields.map((f) => ({ name: f.name, weight: f.weight ?? 1 })) }),
+  ...(input.searchLanguage === undefined ? {} : { searchLanguage: input.searchLanguage }),
   schemaDiscoveryConfig: { ...defaultSchemaDiscoveryConfig, ...input.schemaDiscoveryConfig },
   ...(input.defaultTtlSeconds === undefined ? {} : { defaultTtlSeconds: input.defaultTtlSeconds }),
   tags: input.tags ?? []
@@ -125,6 +129,8 @@ export interface StoredDefinition {
   readonly enableVersioning: boolean
   readonly retentionPolicy?: StructureInput["retentionPolicy"] | null | undefined
   readonly defaultSearchField?: string | null | undefined
+  readonly searchFields?: StructureInput["searchFields"] | null | undefined
+  readonly searchLanguage?: string | null | undefined
   readonly schemaDiscoveryConfig: SchemaDiscoveryConfig
   readonly defaultTtlSeconds?: number | null | undefined
   readonly tags: ReadonlyArray<string>
@@ -149,7 +155,11 @@ export const mergeStructureUpdate = (stored: StoredDefinition, patch: StructureU
     }
     properties = [...stored.properties.map((p) => (p.id !== undefined ? (sent.get(p.id) ?? p) : p)), ...added]
   }
-  const pick = <K extends "description" | "retentionPolicy" | "defaultSearchField" | "defaultTtlSeconds">(key: K) => {
+  const pick = <
+    K extends "description" | "retentionPolicy" | "defaultSearchField" | "searchFields" | "searchLanguage" | "defaultTtlSeconds"
+  >(
+    key: K
+  ) => {
     const v = patch[key] !== undefined ? patch[key] : stored[key]
     return v === undefined || v === null ? {} : { [key]: v }
   }
@@ -166,6 +176,8 @@ export const mergeStructureUpdate = (stored: StoredDefinition, patch: StructureU
     ...pick("description"),
     ...pick("retentionPolicy"),
     ...pick("defaultSearchField"),
+    ...pick("searchFields"),
+    ...pick("searchLanguage"),
     ...pick("defaultTtlSeconds")
   } as StructureInput
 }

@@ -52,6 +52,7 @@ import { makeDataMigration } from "./StructureDataMigration.ts"
 import { type ListQuery, makeStructureList } from "./StructureList.ts"
 import { migrateSecrets, secretSteps } from "./SecretMigration.ts"
 import { canonical, defaultMetadata, definitionOf, isObj, toStructure } from "./StructureRows.ts"
+import { syncSearchConfig } from "./SearchSettings.ts"
 import { pruneVersions, type StructureVersionEntry, versionReads } from "./StructureVersions.ts"
 import { clearValidatorCache } from "./Validator.ts"
 
@@ -261,6 +262,7 @@ export class StructureService extends Context.Service<
             1, ${by.id}, ${by.id}, ${now}, ${now})
           RETURNING *`
               yield* saveVersion(toStructure(rows[0]), by.id)
+              yield* syncSearchConfig(sql, toStructure(rows[0]), true)
               return rows[0]
             })
           )
@@ -290,7 +292,14 @@ export class StructureService extends Context.Service<
           const normalized = normalizeStructure(candidate)
           const merged: Record<string, unknown> = { ...existing, ...normalized }
           // Optional fields cleared by the update are absent from `normalized`: drop them from the stored document.
-          for (const key of ["description", "retentionPolicy", "defaultSearchField", "defaultTtlSeconds"] as const) {
+          for (const key of [
+            "description",
+            "retentionPolicy",
+            "defaultSearchField",
+            "searchFields",
+            "searchLanguage",
+            "defaultTtlSeconds"
+          ] as const) {
             if (!(key in normalized)) delete merged[key]
           }
           const next = merged as unknown as Structure
@@ -316,6 +325,7 @@ export class StructureService extends Context.Service<
           yield* reclaim(existing, stored)
           yield* migrateSecrets(sql, secrets, existing.id, secretSteps(existing, stored))
           yield* saveVersion(stored, by.id)
+          yield* syncSearchConfig(sql, stored, false)
           return stored
         })
 

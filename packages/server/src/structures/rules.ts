@@ -21,6 +21,7 @@ import { Result } from "effect"
 import { parseExpression, referencedFields } from "./Expression.ts"
 import { parseDateTime } from "./Formats.ts"
 import { compilePattern } from "./Pattern.ts"
+import { searchSettingProblems } from "./SearchSettings.ts"
 import { isMultipleOf, itemProblem, valueProblems } from "./Validator.ts"
 
 export interface DefinitionProblem {
@@ -609,6 +610,7 @@ export const checkStructure = (input: unknown, ctx: RuleContext): Array<Definiti
       else if (isObj(p) && p.type !== "string") problems.add("defaultSearchField", `'${search}' is not a string property`)
     }
   }
+  for (const p of searchSettingProblems(input)) problems.add(p.field, p.message)
 
   return problems.list
 }
