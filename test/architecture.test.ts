@@ -57,7 +57,7 @@ const cycles = () => {
 
 describe("the server's import graph", () => {
   it("finds the rooms it checks", () => {
-    for (const room of ["platform", "identity", "records", "query", "structures", "events", "compute", "notification"]) {
+    for (const room of ["platform", "identity", "records", "query", "structures", "events", "compute", "notification", "intelligence"]) {
       expect(edges.has(room), room).toBe(true)
     }
   })

@@ -9,6 +9,7 @@ import { ComputeFunctionsApi, DraftsApi, FunctionRunsApi, FunctionsApi, Function
 import { WebhooksApi } from "./events/WebhooksApi.ts"
 import { GroupsApi } from "./identity/GroupsApi.ts"
 import { NotificationApi } from "./notification/NotificationApi.ts"
+import { IntelligenceApi } from "./intelligence/IntelligenceApi.ts"
 import { MembersApi } from "./identity/MembersApi.ts"
 import { OidcApi } from "./identity/OidcApi.ts"
 import { documentPermissions } from "./identity/OpenApiPermissions.ts"
@@ -33,6 +34,7 @@ export class Api extends HttpApi.make("troupe")
   .add(ComputeFunctionsApi, FunctionsApi, DraftsApi, FunctionTriggersApi, FunctionRunsApi)
   .add(SettingsApi)
   .add(NotificationApi)
+  .add(IntelligenceApi)
   .annotateMerge(
     OpenApi.annotations({
       title: "Troupe API",

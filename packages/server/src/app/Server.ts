@@ -19,6 +19,8 @@ import { IdentityHandlers } from "../identity/http.ts"
 import { IdentityLayer } from "../identity/IdentityLayer.ts"
 import { CorsOrigins } from "../identity/CorsOrigins.ts"
 import { NotificationHandlers } from "../notification/http.ts"
+import { IntelligenceHandlers } from "../intelligence/http.ts"
+import { IntelligenceLayer } from "../intelligence/IntelligenceLayer.ts"
 import { NotificationLayer } from "../notification/NotificationLayer.ts"
 import { QueryHandlers } from "../query/http.ts"
 import { QueryIndexesLayer } from "../query/QueryIndexes.ts"
@@ -70,7 +72,8 @@ const Handlers = Layer.mergeAll(
   WebhooksHandlers,
   QueryHandlers,
   ComputeHandlers,
-  NotificationHandlers
+  NotificationHandlers,
+  IntelligenceHandlers
 )
 
 /** Every cluster entity and singleton hosted by this node. */
@@ -86,6 +89,7 @@ const Entities = Layer.mergeAll(
 
 /** Domain services, each needing only the database, the cluster and the identity layer below it. */
 const Domains = ComputeLayer.pipe(
+  Layer.provideMerge(IntelligenceLayer),
   Layer.provideMerge(
     Layer.mergeAll(RecordWriter.layer, RecordQuery.layer, EventsLayer, QueryService.layer, QueryIndexesLayer, NotificationLayer)
   ),

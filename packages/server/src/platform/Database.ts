@@ -13,6 +13,7 @@ import migration0007 from "../migrations/0007_record_history_keys.ts"
 import migration0008 from "../migrations/0008_records_gin_direct.ts"
 import migration0009 from "../migrations/0009_records_structure_keys.ts"
 import migration0012 from "../migrations/0012_notification.ts"
+import migration0013 from "../migrations/0013_intelligence.ts"
 import migration0014 from "../migrations/0014_cors.ts"
 import { AppConfig } from "./AppConfig.ts"
 import * as PgliteClient from "./PgliteClient.ts"
@@ -29,6 +30,7 @@ export const migrations = {
   "0008_records_gin_direct": migration0008,
   "0009_records_structure_keys": migration0009,
   "0012_notification": migration0012,
+  "0013_intelligence": migration0013,
   "0014_cors": migration0014
 }
 

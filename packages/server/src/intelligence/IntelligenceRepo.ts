@@ -1,0 +1,283 @@
+// SQL of the data intelligence service: jobs (claimed by any node, with a heartbeat and a cursor), profiles,
+// per-structure config, and the three kinds of findings, each unique per structure by signature (`ON CONFLICT DO
+// NOTHING`: never offered twice, rejected and dismissed ones remembered).
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import { publish } from "../events/Outbox.ts"
+import { uuidv7 } from "../lib/Uuid.ts"
+import { iso, isoOrNull, json, num } from "../lib/rows.ts"
+import type { Insight } from "./Anomalies.ts"
+import type { Finding } from "./Checks.ts"
+import type { Suggestion } from "./Inference.ts"
+import { emptyProfile, type Profile } from "./Profile.ts"
+
+type Sql<A> = Effect.Effect<A, SqlError>
+
+export type JobKind = "discovery_scan" | "discovery_trigger" | "anomaly_analysis" | "validation_scan"
+
+export interface JobRow {
+  readonly id: string
+  readonly workspace: string
+  readonly structureId: string
+  readonly kind: JobKind
+  readonly status: "queued" | "running" | "completed" | "failed"
+  readonly cursor: string | null
+  readonly scanned: number
+  readonly produced: number
+  readonly state: Record<string, unknown>
+  readonly error: string | null
+  readonly createdBy: string | null
+  readonly createdAt: string
+  readonly finishedAt: string | null
+}
+
+const jobOf = (r: any): JobRow => ({
+  id: r.id,
+  workspace: r.workspace,
+  structureId: r.structure_id,
+  kind: r.kind,
+  status: r.status,
+  cursor: r.cursor ?? null,
+  scanned: num(r.scanned),
+  produced: num(r.produced),
+  state: json(r.state) ?? {},
+  error: r.error ?? null,
+  createdBy: r.created_by ?? null,
+  createdAt: iso(r.created_at),
+  finishedAt: isoOrNull(r.finished_at)
+})
+
+export const schemaSuggestionOf = (r: any) => ({
+  id: r.id as string,
+  structureId: r.structure_id as string,
+  kind: r.kind,
+  property: json<Record<string, any>>(r.property),
+  confidence: Number(r.confidence),
+  sampleCount: num(r.sample_count),
+  examples: json<Array<any>>(r.examples),
+  explanation: r.explanation as string,
+  status: r.status,
+  createdAt: iso(r.created_at)
+})
+
+export const insightOf = (r: any) => ({
+  id: r.id as string,
+  structureId: r.structure_id as string,
+  recordId: (r.record_id ?? null) as string | null,
+  field: (r.field ?? null) as string | null,
+  kind: r.kind,
+  severity: r.severity,
+  score: Number(r.score),
+  message: r.message as string,
+  observed: json<any>(r.observed) ?? null,
+  expected: json<any>(r.expected) ?? null,
+  status: r.status,
+  createdAt: iso(r.created_at)
+})
+
+export const validationOf = (r: any) => ({
+  id: r.id as string,
+  structureId: r.structure_id as string,
+  recordId: r.record_id as string,
+  field: r.field as string,
+  currentValue: json<any>(r.current_value) ?? null,
+  suggestedValue: json<any>(r.suggested_value) ?? null,
+  reason: r.reason as string,
+  source: r.source,
+  status: r.status,
+  batchId: (r.batch_id ?? null) as string | null,
+  createdAt: iso(r.created_at)
+})
+
+export interface Page {
+  readonly workspace: string
+  readonly structureId?: string | undefined
+  readonly status?: string | undefined
+  readonly limit: number
+  readonly offset: number
+}
+
+/** Records after `cursor` in id order (live ones: not deleted, not expired). */
+export interface RecordSlice {
+  readonly id: string
+  readonly data: Record<string, unknown>
+}
+
+const make = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const jsonb = (v: unknown) => JSON.stringify(v ?? null)
+
+  const page = (table: "intel_schema_suggestions" | "intel_insights" | "intel_validation_suggestions", p: Page) =>
+    Effect.gen(function* () {
+      const where = sql.and([
+        sql`workspace = ${p.workspace}`,
+        ...(p.structureId !== undefined ? [sql`structure_id = ${p.structureId}::uuid`] : []),
+        ...(p.status !== undefined ? [sql`status = ${p.status}`] : [])
+      ])
+      const rows =
+        yield* sql`SELECT * FROM ${sql(table)} WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ${p.limit} OFFSET ${p.offset}`
+      const [count] = yield* sql`SELECT count(*)::int AS n FROM ${sql(table)} WHERE ${where}`
+      return { rows: rows as Array<any>, total: num((count as any).n) }
+    })
+
+  return {
+    createJob: (input: { workspace: string; structureId: string; kind: JobKind; createdBy: string | null }): Sql<string> => {
+      const id = uuidv7()
+      return Effect.as(
+        sql`INSERT INTO intel_jobs (id, workspace, structure_id, kind, created_by)
+          VALUES (${id}, ${input.workspace}, ${input.structureId}::uuid, ${input.kind}, ${input.createdBy})`,
+        id
+      )
+    },
+    getJob: (workspace: string, id: string): Sql<JobRow | undefined> =>
+      Effect.map(sql`SELECT * FROM intel_jobs WHERE workspace = ${workspace} AND id = ${id}::uuid`, (rows) =>
+        rows.length === 0 ? undefined : jobOf(rows[0])
+      ),
+    /** Claims the oldest queued job, or a running one whose node stopped beating (it resumes from its cursor). */
+    claimJob: (staleSeconds: number): Sql<JobRow | undefined> =>
+      Effect.map(
+        sql`UPDATE intel_jobs SET status = 'running', heartbeat_at = now() WHERE id = (
+            SELECT id FROM intel_jobs
+            WHERE status = 'queued' OR (status = 'running' AND heartbeat_at < now() - make_interval(secs => ${staleSeconds}))
+            ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+          RETURNING *`,
+        (rows) => (rows.length === 0 ? undefined : jobOf(rows[0]))
+      ),
+    /** Saves a job's progress (and beats its heart). */
+    progress: (id: string, p: { cursor: string | null; scanned: number; produced: number; state: unknown }): Sql<void> =>
+      Effect.asVoid(sql`UPDATE intel_jobs SET cursor = ${p.cursor}, scanned = ${p.scanned}, produced = ${p.produced},
+        state = ${jsonb(p.state)}::jsonb, heartbeat_at = now() WHERE id = ${id}::uuid`),
+    beat: (id: string): Sql<void> => Effect.asVoid(sql`UPDATE intel_jobs SET heartbeat_at = now() WHERE id = ${id}::uuid`),
+    finishJob: (id: string, p: { status: "completed" | "failed"; scanned: number; produced: number; error: string | null }): Sql<void> =>
+      Effect.asVoid(sql`UPDATE intel_jobs SET status = ${p.status}, scanned = ${p.scanned}, produced = ${p.produced},
+        error = ${p.error}, state = '{}', finished_at = now() WHERE id = ${id}::uuid`),
+
+    records: (structureId: string, after: string | null, limit: number): Sql<Array<RecordSlice>> =>
+      Effect.map(
+        sql`SELECT id, data FROM records WHERE structure_id = ${structureId}::uuid AND deleted_at IS NULL
+          AND (expires_at IS NULL OR expires_at > now()) AND id > ${after ?? "00000000-0000-0000-0000-000000000000"}::uuid
+          ORDER BY id LIMIT ${limit}`,
+        (rows) => rows.map((r: any) => ({ id: r.id, data: json<Record<string, unknown>>(r.data) }))
+      ),
+
+    getProfile: (structureId: string, source: "scan" | "observed"): Sql<{ profile: Profile; pending: number }> =>
+      Effect.map(
+        sql`SELECT profile, records FROM intel_profiles WHERE structure_id = ${structureId}::uuid AND source = ${source}`,
+        (rows) =>
+          rows.length === 0
+            ? { profile: emptyProfile(), pending: 0 }
+            : { profile: json<Profile>((rows[0] as any).profile), pending: num((rows[0] as any).records) }
+      ),
+    putProfile: (workspace: string, structureId: string, source: "scan" | "observed", profile: Profile, pending: number): Sql<void> =>
+      Effect.asVoid(sql`INSERT INTO intel_profiles (structure_id, source, workspace, profile, records)
+        VALUES (${structureId}::uuid, ${source}, ${workspace}, ${jsonb(profile)}::jsonb, ${pending})
+        ON CONFLICT (structure_id, source) DO UPDATE SET profile = EXCLUDED.profile, records = EXCLUDED.records, updated_at = now()`),
+    lockProfile: (structureId: string, source: string): Sql<void> =>
+      Effect.asVoid(sql`SELECT 1 FROM intel_profiles WHERE structure_id = ${structureId}::uuid AND source = ${source} FOR UPDATE`),
+
+    getConfig: (structureId: string, kind: "anomaly" | "ai"): Sql<Record<string, unknown> | undefined> =>
+      Effect.map(sql`SELECT config FROM intel_config WHERE structure_id = ${structureId}::uuid AND kind = ${kind}`, (rows) =>
+        rows.length === 0 ? undefined : json((rows[0] as any).config)
+      ),
+    putConfig: (workspace: string, structureId: string, kind: "anomaly" | "ai", config: unknown): Sql<void> =>
+      Effect.asVoid(sql`INSERT INTO intel_config (structure_id, kind, workspace, config)
+        VALUES (${structureId}::uuid, ${kind}, ${workspace}, ${jsonb(config)}::jsonb)
+        ON CONFLICT (structure_id, kind) DO UPDATE SET config = EXCLUDED.config, updated_at = now()`),
+    /** Structures with anomaly analysis enabled (the scheduled analysis). */
+    enabledAnomalyConfigs: (): Sql<Array<{ workspace: string; structureId: string }>> =>
+      Effect.map(sql`SELECT workspace, structure_id FROM intel_config WHERE kind = 'anomaly' AND (config->>'enabled')::boolean`, (rows) =>
+        rows.map((r: any) => ({ workspace: r.workspace, structureId: r.structure_id }))
+      ),
+
+    /** Stores new suggestions; those whose signature exists (offered, accepted or rejected before) are skipped. */
+    addSchemaSuggestions: (workspace: string, structureId: string, list: ReadonlyArray<Suggestion>): Sql<number> =>
+      Effect.map(
+        Effect.forEach(
+          list,
+          (s) =>
+            sql`INSERT INTO intel_schema_suggestions (id, workspace, structure_id, signature, kind, property, confidence, sample_count, examples, explanation)
+            VALUES (${uuidv7()}, ${workspace}, ${structureId}::uuid, ${s.signature}, ${s.kind}, ${jsonb(s.property)}::jsonb, ${s.confidence},
+              ${s.sampleCount}, ${jsonb(s.examples)}::jsonb, ${s.explanation})
+            ON CONFLICT (structure_id, signature) DO NOTHING RETURNING id`
+        ),
+        (results) => results.reduce((n, rows) => n + rows.length, 0)
+      ),
+    schemaSuggestions: (p: Page) => page("intel_schema_suggestions", p),
+    schemaSuggestion: (workspace: string, id: string): Sql<any | undefined> =>
+      Effect.map(sql`SELECT * FROM intel_schema_suggestions WHERE workspace = ${workspace} AND id = ${id}::uuid`, (rows) => rows[0]),
+    resolveSchemaSuggestion: (id: string, status: "accepted" | "rejected", by: string): Sql<any> =>
+      Effect.map(
+        sql`UPDATE intel_schema_suggestions SET status = ${status}, resolved_by = ${by}, resolved_at = now() WHERE id = ${id}::uuid RETURNING *`,
+        (rows) => rows[0]
+      ),
+
+    /** Stores new insights and publishes `anomaly.detected` for each, in one transaction; known signatures are skipped. */
+    addInsights: (workspace: string, structure: { id: string; slug: string }, list: ReadonlyArray<Insight>): Sql<number> =>
+      sql.withTransaction(
+        Effect.gen(function* () {
+          let n = 0
+          for (const i of list) {
+            const rows =
+              yield* sql`INSERT INTO intel_insights (id, workspace, structure_id, signature, record_id, field, kind, severity, score, message, observed, expected)
+              VALUES (${uuidv7()}, ${workspace}, ${structure.id}::uuid, ${i.signature}, ${i.recordId}::uuid, ${i.field}, ${i.kind}, ${i.severity},
+                ${i.score}, ${i.message}, ${jsonb(i.observed)}::jsonb, ${jsonb(i.expected)}::jsonb)
+              ON CONFLICT (structure_id, signature) DO NOTHING RETURNING *`
+            if (rows.length === 0) continue
+            n++
+            const insight = insightOf(rows[0])
+            yield* publish({
+              workspace,
+              type: "anomaly.detected",
+              structureId: structure.id,
+              recordSlug: structure.slug,
+              recordId: i.recordId,
+              payload: { event: "anomaly.detected", timestamp: insight.createdAt, workspace, structure: structure.slug, data: { insight } }
+            }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+          }
+          return n
+        })
+      ),
+    insights: (p: Page) => page("intel_insights", p),
+    insight: (workspace: string, id: string): Sql<any | undefined> =>
+      Effect.map(sql`SELECT * FROM intel_insights WHERE workspace = ${workspace} AND id = ${id}::uuid`, (rows) => rows[0]),
+    resolveInsight: (id: string, status: "acknowledged" | "dismissed"): Sql<any> =>
+      Effect.map(
+        sql`UPDATE intel_insights SET status = ${status}, resolved_at = now() WHERE id = ${id}::uuid RETURNING *`,
+        (rows) => rows[0]
+      ),
+
+    addValidationSuggestions: (
+      workspace: string,
+      structureId: string,
+      batchId: string | null,
+      source: "check" | "model",
+      list: ReadonlyArray<Finding>
+    ): Sql<number> =>
+      Effect.map(
+        Effect.forEach(
+          list,
+          (f) =>
+            sql`INSERT INTO intel_validation_suggestions (id, workspace, structure_id, signature, batch_id, record_id, field, current_value, suggested_value, reason, source)
+            VALUES (${uuidv7()}, ${workspace}, ${structureId}::uuid, ${`${source}:${f.signature}`}, ${batchId}::uuid, ${f.recordId}::uuid, ${f.field},
+              ${jsonb(f.currentValue)}::jsonb, ${jsonb(f.suggestedValue)}::jsonb, ${f.reason}, ${source})
+            ON CONFLICT (structure_id, signature) DO NOTHING RETURNING id`
+        ),
+        (results) => results.reduce((n, rows) => n + rows.length, 0)
+      ),
+    validationSuggestions: (p: Page) => page("intel_validation_suggestions", p),
+    validationSuggestion: (workspace: string, id: string): Sql<any | undefined> =>
+      Effect.map(sql`SELECT * FROM intel_validation_suggestions WHERE workspace = ${workspace} AND id = ${id}::uuid`, (rows) => rows[0]),
+    resolveValidation: (id: string, status: "accepted" | "rejected"): Sql<any> =>
+      Effect.map(
+        sql`UPDATE intel_validation_suggestions SET status = ${status}, resolved_at = now() WHERE id = ${id}::uuid RETURNING *`,
+        (rows) => rows[0]
+      )
+  }
+})
+
+export class IntelligenceRepo extends Context.Service<IntelligenceRepo, Effect.Success<typeof make>>()(
+  "@troupe/server/intelligence/IntelligenceRepo"
+) {
+  static readonly layer = Layer.effect(IntelligenceRepo, make)
+}
