@@ -22,7 +22,8 @@ export const EventNames = [
   "function.failed",
   "trigger.fired",
   "notification.sent",
-  "notification.failed"
+  "notification.failed",
+  "anomaly.detected"
 ] as const
 /** @category models */
 export type EventName = (typeof EventNames)[number]

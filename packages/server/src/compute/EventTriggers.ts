@@ -31,7 +31,8 @@ const triggerEventOf: Readonly<Record<string, string>> = {
   "record.reverted": "record_reverted",
   "record.expired": "record_deleted",
   "notification.sent": "notification_sent",
-  "notification.failed": "notification_failed"
+  "notification.failed": "notification_failed",
+  "anomaly.detected": "anomaly_detected"
 }
 
 /** The trigger events of each kind of failed write (both spellings of the create failure). */

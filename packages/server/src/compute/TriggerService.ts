@@ -40,7 +40,8 @@ export const TriggerEvents = [
   "record_updated_failed",
   "record_deleted_failed",
   "notification_sent",
-  "notification_failed"
+  "notification_failed",
+  "anomaly_detected"
 ] as const
 const triggerEvents: ReadonlySet<string> = new Set(TriggerEvents)
 
