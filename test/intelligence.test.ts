@@ -250,6 +250,7 @@ describe("validation suggestions", () => {
     expect(batch).toMatchObject({ status: "completed", scanned: 200, suggestions: 3, error: null })
 
     const list = await call("GET", "/ai-validation/suggestions?collection=customers")
+    expect(list.status, list.text).toBe(200)
     const found = Object.fromEntries(list.body.data.map((s: any) => [s.currentValue, s]))
     expect(Object.keys(found).sort()).toEqual(["Frence", "Germny", "Itally"])
     expect(found.Germny).toMatchObject({

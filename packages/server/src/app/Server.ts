@@ -21,6 +21,7 @@ import { CorsOrigins } from "../identity/CorsOrigins.ts"
 import { NotificationHandlers } from "../notification/http.ts"
 import { IntelligenceHandlers } from "../intelligence/http.ts"
 import { IntelligenceLayer } from "../intelligence/IntelligenceLayer.ts"
+import { ObserverLayer } from "../intelligence/Observer.ts"
 import { NotificationLayer } from "../notification/NotificationLayer.ts"
 import { QueryHandlers } from "../query/http.ts"
 import { QueryIndexesLayer } from "../query/QueryIndexes.ts"
@@ -95,6 +96,8 @@ const Domains = ComputeLayer.pipe(
   ),
   Layer.provideMerge(QueryPool.layer),
   Layer.provideMerge(RecordService.layer),
+  // undeclared fields of relayed writes reach schema discovery (intelligence/Observer.ts)
+  Layer.provideMerge(ObserverLayer),
   // record events and failed writes reach event-driven triggers (read by the relay and by RecordService)
   Layer.provideMerge(EventTriggersLayer),
   Layer.provideMerge(StructureService.layer),

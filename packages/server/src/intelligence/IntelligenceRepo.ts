@@ -48,6 +48,18 @@ const jobOf = (r: any): JobRow => ({
   finishedAt: isoOrNull(r.finished_at)
 })
 
+/** A jsonb column read as text (a jsonb string would otherwise come back as a bare string on PGlite). */
+const jsonText = (t: unknown): any => (typeof t === "string" ? JSON.parse(t) : null)
+
+// Every read of insights and validation suggestions takes their jsonb values as text.
+const insightColumns = "*, observed::text AS observed_text, expected::text AS expected_text"
+const validationColumns = "*, current_value::text AS current_value_text, suggested_value::text AS suggested_value_text"
+const columnsOf: Record<string, string> = {
+  intel_schema_suggestions: "*",
+  intel_insights: insightColumns,
+  intel_validation_suggestions: validationColumns
+}
+
 export const schemaSuggestionOf = (r: any) => ({
   id: r.id as string,
   structureId: r.structure_id as string,
@@ -70,8 +82,8 @@ export const insightOf = (r: any) => ({
   severity: r.severity,
   score: Number(r.score),
   message: r.message as string,
-  observed: json<any>(r.observed) ?? null,
-  expected: json<any>(r.expected) ?? null,
+  observed: jsonText(r.observed_text),
+  expected: jsonText(r.expected_text),
   status: r.status,
   createdAt: iso(r.created_at)
 })
@@ -81,8 +93,8 @@ export const validationOf = (r: any) => ({
   structureId: r.structure_id as string,
   recordId: r.record_id as string,
   field: r.field as string,
-  currentValue: json<any>(r.current_value) ?? null,
-  suggestedValue: json<any>(r.suggested_value) ?? null,
+  currentValue: jsonText(r.current_value_text),
+  suggestedValue: jsonText(r.suggested_value_text),
   reason: r.reason as string,
   source: r.source,
   status: r.status,
@@ -116,7 +128,7 @@ const make = Effect.gen(function* () {
         ...(p.status !== undefined ? [sql`status = ${p.status}`] : [])
       ])
       const rows =
-        yield* sql`SELECT * FROM ${sql(table)} WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ${p.limit} OFFSET ${p.offset}`
+        yield* sql`SELECT ${sql.unsafe(columnsOf[table]!)} FROM ${sql(table)} WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ${p.limit} OFFSET ${p.offset}`
       const [count] = yield* sql`SELECT count(*)::int AS n FROM ${sql(table)} WHERE ${where}`
       return { rows: rows as Array<any>, total: num((count as any).n) }
     })
@@ -222,7 +234,7 @@ const make = Effect.gen(function* () {
               yield* sql`INSERT INTO intel_insights (id, workspace, structure_id, signature, record_id, field, kind, severity, score, message, observed, expected)
               VALUES (${uuidv7()}, ${workspace}, ${structure.id}::uuid, ${i.signature}, ${i.recordId}::uuid, ${i.field}, ${i.kind}, ${i.severity},
                 ${i.score}, ${i.message}, ${jsonb(i.observed)}::jsonb, ${jsonb(i.expected)}::jsonb)
-              ON CONFLICT (structure_id, signature) DO NOTHING RETURNING *`
+              ON CONFLICT (structure_id, signature) DO NOTHING RETURNING ${sql.unsafe(insightColumns)}`
             if (rows.length === 0) continue
             n++
             const insight = insightOf(rows[0])
@@ -240,10 +252,13 @@ const make = Effect.gen(function* () {
       ),
     insights: (p: Page) => page("intel_insights", p),
     insight: (workspace: string, id: string): Sql<any | undefined> =>
-      Effect.map(sql`SELECT * FROM intel_insights WHERE workspace = ${workspace} AND id = ${id}::uuid`, (rows) => rows[0]),
+      Effect.map(
+        sql`SELECT ${sql.unsafe(insightColumns)} FROM intel_insights WHERE workspace = ${workspace} AND id = ${id}::uuid`,
+        (rows) => rows[0]
+      ),
     resolveInsight: (id: string, status: "acknowledged" | "dismissed"): Sql<any> =>
       Effect.map(
-        sql`UPDATE intel_insights SET status = ${status}, resolved_at = now() WHERE id = ${id}::uuid RETURNING *`,
+        sql`UPDATE intel_insights SET status = ${status}, resolved_at = now() WHERE id = ${id}::uuid RETURNING ${sql.unsafe(insightColumns)}`,
         (rows) => rows[0]
       ),
 
@@ -267,10 +282,13 @@ const make = Effect.gen(function* () {
       ),
     validationSuggestions: (p: Page) => page("intel_validation_suggestions", p),
     validationSuggestion: (workspace: string, id: string): Sql<any | undefined> =>
-      Effect.map(sql`SELECT * FROM intel_validation_suggestions WHERE workspace = ${workspace} AND id = ${id}::uuid`, (rows) => rows[0]),
+      Effect.map(
+        sql`SELECT ${sql.unsafe(validationColumns)} FROM intel_validation_suggestions WHERE workspace = ${workspace} AND id = ${id}::uuid`,
+        (rows) => rows[0]
+      ),
     resolveValidation: (id: string, status: "accepted" | "rejected"): Sql<any> =>
       Effect.map(
-        sql`UPDATE intel_validation_suggestions SET status = ${status}, resolved_at = now() WHERE id = ${id}::uuid RETURNING *`,
+        sql`UPDATE intel_validation_suggestions SET status = ${status}, resolved_at = now() WHERE id = ${id}::uuid RETURNING ${sql.unsafe(validationColumns)}`,
         (rows) => rows[0]
       )
   }
