@@ -1,7 +1,8 @@
 // Anomaly detection over one structure's records (pure): per numeric field, outliers by the robust z-score
 // 0.6745 * (x - median) / MAD (the median absolute deviation: a few huge values cannot inflate it and hide
 // themselves, as they would a standard deviation); per field, values of another JSON type than the field's dominant
-// one; per text field, rare values beside frequent ones. Each insight has a signature: a dismissed one is stored,
+// one; per text field, rare values beside frequent ones; per structure, the last 24 hours' write volume and share of
+// missing values against the days before. Each insight has a signature: a dismissed one is stored,
 // so it is never raised again.
 import { jsonType } from "./Profile.ts"
 
@@ -13,8 +14,8 @@ export interface Sample {
 export interface Insight {
   readonly signature: string
   readonly recordId: string | null
-  readonly field: string
-  readonly kind: "outlier" | "rare_value" | "type_mismatch"
+  readonly field: string | null
+  readonly kind: "outlier" | "rare_value" | "type_mismatch" | "missing_spike" | "volume"
   readonly severity: "low" | "medium" | "high"
   readonly score: number
   readonly message: string
@@ -121,4 +122,65 @@ export const rareValues = (field: string, samples: ReadonlyArray<Sample>): Array
       observed: value,
       expected: frequent.map(([v]) => v)
     }))
+}
+
+/** Records created per day (oldest first); the last entry is the last 24 hours. */
+export interface DailyCount {
+  readonly day: string
+  readonly n: number
+}
+
+const BASELINE_DAYS = 7
+
+/** Write volume of the last 24 hours against the days before (at least 7 of them): a spike or a drop. */
+export const volumeSpike = (days: ReadonlyArray<DailyCount>, threshold: number): Array<Insight> => {
+  if (days.length < BASELINE_DAYS + 1) return []
+  const today = days[days.length - 1]!
+  const baseline = days.slice(0, -1).map((d) => d.n)
+  const { mad, median: med } = robustSpread(baseline)
+  // a steady baseline (MAD 0): the Poisson spread of its median
+  const spread = mad > 0 ? mad : Math.sqrt(Math.max(med, 1)) * 0.6745
+  const z = (0.6745 * (today.n - med)) / spread
+  if (Math.abs(z) <= threshold || Math.abs(today.n - med) < 10) return []
+  const score = round(Math.abs(z))
+  return [
+    {
+      signature: `volume:${today.day}`,
+      recordId: null,
+      field: null,
+      kind: "volume",
+      severity: severityOf(score, threshold),
+      score,
+      message: `${today.n} records were written in the last 24 hours; on the ${baseline.length} days before, the median was ${fmt(med)} a day.`,
+      observed: today.n,
+      expected: { median: med, days: baseline.length }
+    }
+  ]
+}
+
+/** Share of records without a value for `field`: the last 24 hours against the days before. */
+export const missingSpike = (
+  field: string,
+  day: string,
+  recent: { readonly missing: number; readonly total: number },
+  baseline: { readonly missing: number; readonly total: number }
+): Array<Insight> => {
+  if (recent.total < 20 || baseline.total < 50) return []
+  const now = recent.missing / recent.total
+  const before = baseline.missing / baseline.total
+  if (now - before < 0.2 || now < 2 * before) return []
+  const score = round(now - before)
+  return [
+    {
+      signature: `missing_spike:${field}:${day}`,
+      recordId: null,
+      field,
+      kind: "missing_spike",
+      severity: now - before >= 0.5 ? "high" : "medium",
+      score,
+      message: `\`${field}\` is missing in ${Math.round(now * 100)} % of the last 24 hours' ${recent.total} records, against ${Math.round(before * 100)} % before.`,
+      observed: { missing: recent.missing, total: recent.total },
+      expected: { missing: baseline.missing, total: baseline.total }
+    }
+  ]
 }

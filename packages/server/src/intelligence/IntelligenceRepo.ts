@@ -173,6 +173,60 @@ const make = Effect.gen(function* () {
         (rows) => rows.map((r: any) => ({ id: r.id, data: json<Record<string, unknown>>(r.data) }))
       ),
 
+    /** Records created per day over the last 15 days (by the database's clock); the last bucket is the last 24 hours. */
+    dailyCounts: (structureId: string): Sql<Array<{ day: string; n: number }>> =>
+      Effect.map(
+        sql`SELECT floor(extract(epoch FROM now() - created_at) / 86400)::int AS ago, count(*)::int AS n
+          FROM records WHERE structure_id = ${structureId}::uuid AND deleted_at IS NULL AND created_at > now() - interval '15 days'
+          GROUP BY 1`,
+        (rows) => {
+          const byAgo = new Map(rows.map((r: any) => [num(r.ago), num(r.n)]))
+          const oldest = Math.max(-1, ...byAgo.keys())
+          const today = new Date().toISOString().slice(0, 10)
+          return Array.from({ length: oldest + 1 }, (_, i) => oldest - i).map((ago) => ({
+            day: ago === 0 ? today : `-${ago}`,
+            n: byAgo.get(ago) ?? 0
+          }))
+        }
+      ),
+    /** For one field: records without a value in the last 24 hours and in the 14 days before. */
+    missingCounts: (
+      structureId: string,
+      field: string
+    ): Sql<{ recent: { missing: number; total: number }; baseline: { missing: number; total: number } }> =>
+      Effect.map(
+        sql`SELECT count(*) FILTER (WHERE recent)::int AS recent_total,
+            count(*) FILTER (WHERE recent AND (data -> ${field}::text) IS NULL OR recent AND data -> ${field}::text = 'null'::jsonb)::int AS recent_missing,
+            count(*) FILTER (WHERE NOT recent)::int AS base_total,
+            count(*) FILTER (WHERE NOT recent AND ((data -> ${field}::text) IS NULL OR data -> ${field}::text = 'null'::jsonb))::int AS base_missing
+          FROM (SELECT data, created_at > now() - interval '1 day' AS recent FROM records
+            WHERE structure_id = ${structureId}::uuid AND deleted_at IS NULL AND created_at > now() - interval '15 days') r`,
+        (rows) => {
+          const r = rows[0] as any
+          return {
+            recent: { missing: num(r.recent_missing), total: num(r.recent_total) },
+            baseline: { missing: num(r.base_missing), total: num(r.base_total) }
+          }
+        }
+      ),
+    /**
+     * Queues an analysis for every structure with anomaly analysis enabled whose last one is older than
+     * `intervalSeconds` (and none is waiting); on PostgreSQL under a lock, so nodes checking together add one.
+     */
+    scheduleAnalyses: (intervalSeconds: number): Sql<number> =>
+      sql.withTransaction(
+        Effect.gen(function* () {
+          if (sql.driver !== "pglite") yield* sql`SELECT pg_advisory_xact_lock(7412031)`
+          const rows = yield* sql`INSERT INTO intel_jobs (id, workspace, structure_id, kind, created_by)
+            SELECT gen_random_uuid(), c.workspace, c.structure_id, 'anomaly_analysis', 'schedule'
+            FROM intel_config c JOIN structures s ON s.id = c.structure_id AND NOT s.is_deleted
+            WHERE c.kind = 'anomaly' AND (c.config ->> 'enabled')::boolean
+              AND NOT EXISTS (SELECT 1 FROM intel_jobs j WHERE j.structure_id = c.structure_id AND j.kind = 'anomaly_analysis'
+                AND (j.status IN ('queued', 'running') OR j.created_at > now() - make_interval(secs => ${intervalSeconds})))
+            RETURNING id`
+          return rows.length
+        })
+      ),
     getProfile: (structureId: string, source: "scan" | "observed"): Sql<{ profile: Profile; pending: number }> =>
       Effect.map(
         sql`SELECT profile, records FROM intel_profiles WHERE structure_id = ${structureId}::uuid AND source = ${source}`,

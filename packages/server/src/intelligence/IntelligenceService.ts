@@ -13,7 +13,7 @@ import type {
   SchemaDiscoverySettingsInput
 } from "@troupe/api/intelligence/Intelligence"
 import type { Structure } from "@troupe/api/structures/Structure"
-import { Context, Duration, Effect, Layer, Queue, Schedule } from "effect"
+import { Config, Context, Duration, Effect, Layer, Queue, Schedule } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
 import type { Writer } from "../records/model.ts"
 import { RecordWriter } from "../records/RecordEntity.ts"
@@ -26,6 +26,7 @@ import { aiConfigOf, anomalyConfigOf, checkDiscovery, mergeAi, mergeAnomaly } fr
 
 const uuidRe = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const POLL = Duration.seconds(2)
+const SCHEDULE_CHECK = Duration.seconds(60)
 
 const statuses = {
   schema: ["pending", "accepted", "rejected"],
@@ -229,6 +230,16 @@ const make = Effect.gen(function* () {
       .beat(job.id)
       .pipe(Effect.ignore, Effect.delay(Duration.seconds(STALE_SECONDS / 3)), Effect.repeat(Schedule.forever), Effect.andThen(Effect.never))
   yield* Effect.forkScoped(loop)
+
+  // Scheduled analyses: every minute each node queues the analyses that are due (one per structure per interval)
+  const interval = yield* Config.withDefault(Config.Number("TROUPE_ANOMALY_INTERVAL_SECONDS"), 3600).pipe(Effect.orDie)
+  const schedule = repo.scheduleAnalyses(Math.max(60, interval)).pipe(
+    Effect.tap((n) => (n > 0 ? Effect.sync(() => Queue.offerUnsafe(wake, undefined)) : Effect.void)),
+    Effect.catchCause((cause) => Effect.logWarning("intelligence: scheduling analyses failed", cause)),
+    Effect.delay(SCHEDULE_CHECK),
+    Effect.forever
+  )
+  yield* Effect.forkScoped(schedule)
   return service
 })
 

@@ -5,7 +5,7 @@
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Cause, Effect } from "effect"
 import type { StructureService } from "../structures/StructureService.ts"
-import { outliers, rareValues, type Sample, typeMismatches } from "./Anomalies.ts"
+import { missingSpike, outliers, rareValues, type Sample, typeMismatches, volumeSpike } from "./Anomalies.ts"
 import { checkField } from "./Checks.ts"
 import { infer } from "./Inference.ts"
 import type { IntelligenceRepo, JobRow, RecordSlice } from "./IntelligenceRepo.ts"
@@ -97,6 +97,16 @@ export const makeJobs = (deps: {
         const s = samples.get(f)!
         return [...outliers(f, s, config.sensitivity), ...typeMismatches(f, s), ...rareValues(f, s)]
       })
+      // the last 24 hours against the days before: write volume, and the share of missing values per field
+      const days = yield* repo.dailyCounts(structure.id)
+      found.push(...volumeSpike(days, config.sensitivity))
+      const today = days[days.length - 1]?.day
+      if (today !== undefined) {
+        for (const f of fields) {
+          const counts = yield* repo.missingCounts(structure.id, f)
+          found.push(...missingSpike(f, today, counts.recent, counts.baseline))
+        }
+      }
       const produced = yield* repo.addInsights(job.workspace, { id: structure.id, slug: structure.recordSlug }, found)
       return { scanned: rows.length, produced }
     })
