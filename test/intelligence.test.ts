@@ -7,6 +7,7 @@
 import * as Http from "node:http"
 import type * as Net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createAccount, createUser } from "./support/IdentityHelpers.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 import { eventually, sleep } from "./support/wait.ts"
 import { type Receiver, startReceiver } from "./support/WebhookReceiver.ts"
@@ -270,6 +271,18 @@ describe("validation suggestions", () => {
     expect(record.body.version).toBe(2)
 
     expect((await call("POST", `/ai-validation/suggestions/${found.Frence.id}/reject`)).body.status).toBe("rejected")
+
+    // permissions: a viewer reads but does not scan; accepting also needs write:records
+    const viewer = await createUser(server, token, "viewer")
+    const asViewer = (method: string, path: string) => server.request(method, `${server.base}${path}`, { token: viewer.token })
+    expect((await asViewer("GET", "/ai-validation/suggestions")).status).toBe(200)
+    expect((await asViewer("POST", "/collections/customers/ai-validation/scan")).status).toBe(403)
+    const schemaOnly = await createAccount(server, token, { name: "schema-only", permissions: ["read:structures", "write:structures"] })
+    const refused = await server.request("POST", `${server.base}/ai-validation/suggestions/${found.Itally.id}/accept`, {
+      token: schemaOnly.token
+    })
+    expect(refused.status, refused.text).toBe(403)
+    expect(refused.body.code).toBe("PERMISSION_DENIED")
     const rescan = await call("POST", "/collections/customers/ai-validation/scan")
     expect(await batchDone(rescan.body.batchId)).toMatchObject({ status: "completed", suggestions: 0 })
   }, 180_000)

@@ -1,6 +1,7 @@
 // Handlers of the intelligence group: the caller from CurrentPrincipal, then one service call each. Jobs answer 202.
 import { Api } from "@troupe/api/Api"
-import { CurrentPrincipal, type Principal } from "@troupe/api/Authorization"
+import { CurrentPrincipal, can, type Principal } from "@troupe/api/Authorization"
+import { forbidden } from "@troupe/api/Errors"
 import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
@@ -45,7 +46,13 @@ export const IntelligenceHandlers = HttpApiBuilder.group(
       .handle("getValidationBatch", ({ params }) => intel.batch(params.workspace, params.id))
       .handle("listValidationSuggestions", ({ params, query }) => intel.validationSuggestions(params.workspace, query))
       .handle("acceptValidationSuggestion", ({ params }) =>
-        Effect.flatMap(writer, (w) => intel.acceptValidation(params.workspace, params.id, w))
+        as((p) =>
+          can(p, "write:records")
+            ? Effect.flatMap(writer, (w) => intel.acceptValidation(params.workspace, params.id, w))
+            : Effect.fail(
+                forbidden({ message: "Accepting a validation suggestion needs the write:records permission", code: "PERMISSION_DENIED" })
+              )
+        )
       )
       .handle("rejectValidationSuggestion", ({ params }) => intel.rejectValidation(params.workspace, params.id))
       .handle("getIntelligenceJob", ({ params }) => intel.job(params.workspace, params.id))
