@@ -67,7 +67,8 @@ describe("the server's import graph", () => {
       "compute",
       "notification",
       "storage",
-      "search"
+      "search",
+      "intelligence"
     ]) {
       expect(edges.has(room), room).toBe(true)
     }

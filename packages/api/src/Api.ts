@@ -9,6 +9,7 @@ import { ComputeFunctionsApi, DraftsApi, FunctionRunsApi, FunctionsApi, Function
 import { WebhooksApi } from "./events/WebhooksApi.ts"
 import { GroupsApi } from "./identity/GroupsApi.ts"
 import { NotificationApi } from "./notification/NotificationApi.ts"
+import { IntelligenceApi } from "./intelligence/IntelligenceApi.ts"
 import { MembersApi } from "./identity/MembersApi.ts"
 import { OidcApi } from "./identity/OidcApi.ts"
 import { documentPermissions } from "./identity/OpenApiPermissions.ts"
@@ -37,6 +38,7 @@ export class Api extends HttpApi.make("troupe")
   .add(NotificationApi)
   .add(StorageApi, StorageSignedApi)
   .add(SearchApi)
+  .add(IntelligenceApi)
   .annotateMerge(
     OpenApi.annotations({
       title: "Troupe API",

@@ -24,7 +24,8 @@ export const EventNames = [
   "notification.sent",
   "notification.failed",
   "file.uploaded",
-  "file.deleted"
+  "file.deleted",
+  "anomaly.detected"
 ] as const
 /** @category models */
 export type EventName = (typeof EventNames)[number]

@@ -19,6 +19,9 @@ import { IdentityHandlers } from "../identity/http.ts"
 import { IdentityLayer } from "../identity/IdentityLayer.ts"
 import { CorsOrigins } from "../identity/CorsOrigins.ts"
 import { NotificationHandlers } from "../notification/http.ts"
+import { IntelligenceHandlers } from "../intelligence/http.ts"
+import { IntelligenceLayer } from "../intelligence/IntelligenceLayer.ts"
+import { ObserverLayer } from "../intelligence/Observer.ts"
 import { NotificationLayer } from "../notification/NotificationLayer.ts"
 import { QueryHandlers } from "../query/http.ts"
 import { StorageHandlers, StorageSignedHandlers } from "../storage/http.ts"
@@ -78,7 +81,8 @@ const Handlers = Layer.mergeAll(
   NotificationHandlers,
   StorageHandlers,
   StorageSignedHandlers,
-  SearchHandlers
+  SearchHandlers,
+  IntelligenceHandlers
 )
 
 /** Every cluster entity and singleton hosted by this node. */
@@ -94,6 +98,7 @@ const Entities = Layer.mergeAll(
 
 /** Domain services, each needing only the database, the cluster and the identity layer below it. */
 const Domains = ComputeLayer.pipe(
+  Layer.provideMerge(IntelligenceLayer),
   Layer.provideMerge(
     Layer.mergeAll(
       RecordWriter.layer,
@@ -108,6 +113,8 @@ const Domains = ComputeLayer.pipe(
   ),
   Layer.provideMerge(QueryPool.layer),
   Layer.provideMerge(RecordService.layer),
+  // undeclared fields of relayed writes reach schema discovery (intelligence/Observer.ts)
+  Layer.provideMerge(ObserverLayer),
   // record events and failed writes reach event-driven triggers (read by the relay and by RecordService)
   Layer.provideMerge(EventTriggersLayer),
   Layer.provideMerge(StructureService.layer),

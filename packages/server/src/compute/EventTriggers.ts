@@ -33,7 +33,8 @@ const triggerEventOf: Readonly<Record<string, string>> = {
   "notification.sent": "notification_sent",
   "notification.failed": "notification_failed",
   "file.uploaded": "file_uploaded",
-  "file.deleted": "file_deleted"
+  "file.deleted": "file_deleted",
+  "anomaly.detected": "anomaly_detected"
 }
 
 /** The trigger events of each kind of failed write (both spellings of the create failure). */

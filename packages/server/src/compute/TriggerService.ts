@@ -42,7 +42,8 @@ export const TriggerEvents = [
   "notification_sent",
   "notification_failed",
   "file_uploaded",
-  "file_deleted"
+  "file_deleted",
+  "anomaly_detected"
 ] as const
 const triggerEvents: ReadonlySet<string> = new Set(TriggerEvents)
 

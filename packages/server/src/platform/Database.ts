@@ -15,6 +15,7 @@ import migration0009 from "../migrations/0009_records_structure_keys.ts"
 import migration0010 from "../migrations/0010_storage.ts"
 import migration0011 from "../migrations/0011_search.ts"
 import migration0012 from "../migrations/0012_notification.ts"
+import migration0013 from "../migrations/0013_intelligence.ts"
 import migration0014 from "../migrations/0014_cors.ts"
 import migration0015 from "../migrations/0015_datetime_basic.ts"
 import { AppConfig } from "./AppConfig.ts"
@@ -34,6 +35,7 @@ export const migrations = {
   "0010_storage": migration0010,
   "0011_search": migration0011,
   "0012_notification": migration0012,
+  "0013_intelligence": migration0013,
   "0014_cors": migration0014,
   "0015_datetime_basic": migration0015
 }

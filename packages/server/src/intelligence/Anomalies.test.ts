@@ -1,0 +1,56 @@
+import { describe, expect, it } from "vitest"
+import { missingSpike, outliers, robustSpread, volumeSpike } from "./Anomalies.ts"
+import { checkField, editDistance } from "./Checks.ts"
+import { infer } from "./Inference.ts"
+import { emptyProfile, profileRecord } from "./Profile.ts"
+
+const days = (ns: ReadonlyArray<number>) => ns.map((n, i) => ({ day: `d${i}`, n }))
+
+describe("anomalies", () => {
+  it("the median and MAD are not moved by the outliers they find", () => {
+    const values = [...Array.from({ length: 98 }, (_, i) => 100 + (i % 7)), 10_000, -5_000]
+    expect(robustSpread(values).median).toBe(103)
+    const found = outliers(
+      "x",
+      values.map((value, i) => ({ id: `r${i}`, value })),
+      3.5
+    )
+    expect(found.map((f) => f.observed)).toEqual([10_000, -5_000])
+  })
+
+  it("write volume: a spike against at least 7 days before, nothing on a steady day", () => {
+    expect(volumeSpike(days([50, 52, 48, 51, 49, 50, 50, 400]), 3.5)).toHaveLength(1)
+    expect(volumeSpike(days([50, 52, 48, 51, 49, 50, 50, 53]), 3.5)).toEqual([])
+    expect(volumeSpike(days([50, 400]), 3.5)).toEqual([])
+  })
+
+  it("missing values: a jump in the last 24 hours' share", () => {
+    expect(missingSpike("email", "d", { missing: 15, total: 30 }, { missing: 5, total: 500 })[0]?.kind).toBe("missing_spike")
+    expect(missingSpike("email", "d", { missing: 1, total: 30 }, { missing: 5, total: 500 })).toEqual([])
+  })
+})
+
+describe("checks and inference", () => {
+  it("edit distance stops past its bound", () => {
+    expect(editDistance("germny", "germany")).toBe(1)
+    expect(editDistance("austria", "australia", 1)).toBe(2)
+  })
+
+  it("a unit factor: 1999 among prices around 20", () => {
+    const samples = Array.from({ length: 30 }, (_, i) => ({ id: `r${i}`, value: 18 + (i % 5) }))
+    samples.push({ id: "cents", value: 1999 })
+    expect(checkField("price", samples)).toMatchObject([{ recordId: "cents", suggestedValue: 19.99 }])
+  })
+
+  it("a profile within its limits proposes the dominant type", () => {
+    const profile = emptyProfile()
+    const limits = { maxKeysPerRecord: 2, maxNestingDepth: 1, maxStringLengthSampled: 10 }
+    for (let i = 0; i < 10; i++) profileRecord(profile, { n: i, deep: { a: 1 }, third: "cut" }, limits)
+    expect(Object.keys(profile.fields).sort()).toEqual(["deep", "n"])
+    const structure = { properties: [], recordSlug: "s" } as any
+    expect(infer(structure, profile).map((s) => s.property)).toEqual([
+      { name: "n", type: "number", integer: true },
+      { name: "deep", type: "object" }
+    ])
+  })
+})

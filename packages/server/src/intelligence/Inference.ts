@@ -1,0 +1,230 @@
+// Schema suggestions from a field profile (Profile.ts) against a structure's current definition. Each suggestion
+// has a signature (kind, field and what it proposes): stored unique per structure, so the same one is never offered
+// twice, and a rejected one is remembered. Thresholds: a type or format is proposed when at least MIN_SHARE of the
+// values agree (confidence = that share), from at least MIN_SAMPLES values; enums and `required` need more samples.
+import type { PropertyDefinition, Structure } from "@troupe/api/structures/Structure"
+import type { FieldProfile, Format, JsonType, Profile } from "./Profile.ts"
+
+export const MIN_SAMPLES = 5
+export const MIN_SHARE = 0.9
+const ENUM_MIN_SAMPLES = 30
+const ENUM_MAX_VALUES = 10
+const REQUIRED_MIN_SAMPLES = 30
+
+export interface Suggestion {
+  readonly signature: string
+  readonly kind: "add_property" | "change_type" | "add_format" | "add_enum" | "set_required"
+  readonly property: Record<string, unknown>
+  readonly confidence: number
+  readonly sampleCount: number
+  readonly examples: ReadonlyArray<unknown>
+  readonly explanation: string
+}
+
+const plural: Record<string, string> = {
+  string: "strings",
+  number: "numbers",
+  boolean: "booleans",
+  object: "objects",
+  array: "arrays",
+  email: "emails",
+  url: "URLs",
+  uuid: "UUIDs",
+  date: "dates",
+  datetime: "date-times",
+  phone: "phone numbers"
+}
+
+/** The non-null values' dominant JSON type and how many values have it. */
+const dominantType = (f: FieldProfile): { type: JsonType; n: number; total: number } | undefined => {
+  const entries = (Object.entries(f.types) as Array<[JsonType, number]>).filter(([t]) => t !== "null")
+  const total = entries.reduce((s, [, n]) => s + n, 0)
+  if (total === 0) return undefined
+  const [type, n] = entries.sort((a, b) => b[1] - a[1])[0]!
+  return { type, n, total }
+}
+
+/** The dominant format of the string values (phone numbers have no property format, so they are left out). */
+const dominantFormat = (f: FieldProfile): { format: Exclude<Format, "phone">; n: number; total: number } | undefined => {
+  const total = f.types.string ?? 0
+  const entries = (Object.entries(f.formats) as Array<[Format, number]>).filter(([k]) => k !== "phone")
+  if (total === 0 || entries.length === 0) return undefined
+  const [format, n] = entries.sort((a, b) => b[1] - a[1])[0]!
+  return { format: format as Exclude<Format, "phone">, n, total }
+}
+
+const round = (x: number) => Math.round(x * 1000) / 1000
+
+const share = (n: number, total: number, what: string) =>
+  n === total
+    ? `all ${total} values are ${what}`
+    : `${n} of ${total} values are ${what}; ${total - n} ${total - n === 1 ? "is" : "are"} not`
+
+/** A property definition for values of this JSON type. */
+const propertyFor = (name: string, f: FieldProfile, type: JsonType): Record<string, unknown> => {
+  switch (type) {
+    case "number":
+      return f.integers === (f.types.number ?? 0) ? { name, type: "number", integer: true } : { name, type: "number" }
+    case "boolean":
+      return { name, type: "boolean" }
+    case "object":
+      return { name, type: "object" }
+    case "array":
+      return { name, type: "array", items: { type: "string" } }
+    default: {
+      const format = dominantFormat(f)
+      return format !== undefined && format.n / format.total >= MIN_SHARE
+        ? { name, type: "string", format: format.format }
+        : { name, type: "string" }
+    }
+  }
+}
+
+/** The JSON type a declared property's values have. */
+const jsonTypeOf = (p: PropertyDefinition): JsonType =>
+  p.type === "number"
+    ? "number"
+    : p.type === "boolean"
+      ? "boolean"
+      : p.type === "object"
+        ? "object"
+        : p.type === "array"
+          ? "array"
+          : "string"
+
+/** Every suggestion the profile supports for the structure as it is now (top-level fields). */
+export const infer = (structure: Structure, profile: Profile): Array<Suggestion> => {
+  const out: Array<Suggestion> = []
+  const declared = new Map(structure.properties.map((p) => [p.name, p]))
+  for (const [path, f] of Object.entries(profile.fields)) {
+    if (path.includes(".")) continue
+    const dominant = dominantType(f)
+    if (dominant === undefined || dominant.total < MIN_SAMPLES) continue
+    const typeShare = dominant.n / dominant.total
+    const property = declared.get(path)
+    if (property === undefined) {
+      if (typeShare < MIN_SHARE) continue
+      const proposed = propertyFor(path, f, dominant.type)
+      const format = typeof proposed.format === "string" ? ` (${share(dominantFormat(f)!.n, dominant.n, plural[proposed.format]!)})` : ""
+      out.push({
+        signature: `add_property:${path}:${proposed.type}${proposed.format ? `:${proposed.format}` : ""}`,
+        kind: "add_property",
+        property: proposed,
+        confidence: round(typeShare),
+        sampleCount: dominant.total,
+        examples: f.examples,
+        explanation: `\`${path}\` appears in ${f.count} of ${profile.records} records and ${share(dominant.n, dominant.total, plural[dominant.type]!)}${format}.`
+      })
+      continue
+    }
+    if (property.type === "reference" || property.type === "datetime") continue
+    if (dominant.type !== jsonTypeOf(property) && typeShare >= MIN_SHARE) {
+      const proposed: Record<string, unknown> = { ...propertyFor(path, f, dominant.type), ...(property.id ? { id: property.id } : {}) }
+      out.push({
+        signature: `change_type:${path}:${property.type}->${proposed.type}`,
+        kind: "change_type",
+        property: proposed,
+        confidence: round(typeShare),
+        sampleCount: dominant.total,
+        examples: f.examples,
+        explanation: `\`${path}\` is declared ${property.type}, but ${share(dominant.n, dominant.total, plural[dominant.type]!)}.`
+      })
+      continue
+    }
+    if (property.type === "string") {
+      const format = dominantFormat(f)
+      if (property.format === undefined && format !== undefined && format.total >= MIN_SAMPLES && format.n / format.total >= MIN_SHARE) {
+        out.push({
+          signature: `add_format:${path}:${format.format}`,
+          kind: "add_format",
+          property: { ...property, format: format.format },
+          confidence: round(format.n / format.total),
+          sampleCount: format.total,
+          examples: f.examples,
+          explanation: `${cap(share(format.n, format.total, plural[format.format]!))}: \`${path}\` could require the ${format.format} format.`
+        })
+      }
+      const values = f.distinct === null ? [] : Object.keys(f.distinct).map((k) => JSON.parse(k) as unknown)
+      if (
+        property.enum === undefined &&
+        f.distinct !== null &&
+        (f.types.string ?? 0) >= ENUM_MIN_SAMPLES &&
+        values.length >= 2 &&
+        values.length <= ENUM_MAX_VALUES &&
+        values.every((v) => typeof v === "string")
+      ) {
+        const sorted = (values as Array<string>).sort()
+        out.push({
+          signature: `add_enum:${path}:${JSON.stringify(sorted)}`,
+          kind: "add_enum",
+          property: { ...property, enum: sorted },
+          confidence: 1,
+          sampleCount: f.types.string ?? 0,
+          examples: sorted.slice(0, 3),
+          explanation: `${f.types.string} values of \`${path}\` take only ${sorted.length} distinct values, so it could be a list of choices.`
+        })
+      }
+    }
+    if (property.required !== true && profile.records >= REQUIRED_MIN_SAMPLES && f.count - (f.types.null ?? 0) === profile.records) {
+      out.push({
+        signature: `set_required:${path}`,
+        kind: "set_required",
+        property: { ...property, required: true },
+        confidence: 1,
+        sampleCount: profile.records,
+        examples: f.examples,
+        explanation: `Every one of the ${profile.records} records has a value for \`${path}\`, so it could be required.`
+      })
+    }
+  }
+  return out
+}
+
+const cap = (s: string) => s.charAt(0).toUpperCase() + s.slice(1)
+
+/**
+ * The structure's properties with the suggestion applied, or the conflict that prevents it (the definition changed
+ * since the suggestion was made).
+ */
+export const applySuggestion = (
+  structure: Structure,
+  s: { readonly kind: string; readonly property: Record<string, unknown> }
+): { readonly properties: Array<PropertyDefinition> } | { readonly conflict: string } => {
+  const name = String(s.property.name)
+  const current = structure.properties.find((p) => p.name === name)
+  if (s.kind === "add_property") {
+    if (current !== undefined) return { conflict: `property \`${name}\` already exists (type ${current.type})` }
+    return { properties: [...structure.properties, s.property as unknown as PropertyDefinition] }
+  }
+  if (current === undefined) return { conflict: `property \`${name}\` no longer exists` }
+  const conflict =
+    s.kind === "change_type"
+      ? current.type === s.property.type
+        ? `property \`${name}\` is already of type ${current.type}`
+        : undefined
+      : s.kind === "add_format"
+        ? current.type !== "string"
+          ? `property \`${name}\` is now of type ${current.type}`
+          : current.format !== undefined
+            ? `property \`${name}\` already has the format ${current.format}`
+            : undefined
+        : s.kind === "add_enum"
+          ? current.enum !== undefined
+            ? `property \`${name}\` already has an enum`
+            : current.type !== "string"
+              ? `property \`${name}\` is now of type ${current.type}`
+              : undefined
+          : current.required === true
+            ? `property \`${name}\` is already required`
+            : undefined
+  if (conflict !== undefined) return { conflict }
+  const next =
+    s.kind === "change_type"
+      ? ({ ...s.property, id: current.id } as unknown as PropertyDefinition)
+      : s.kind === "add_format"
+        ? ({ ...current, format: s.property.format } as PropertyDefinition)
+        : s.kind === "add_enum"
+          ? ({ ...current, enum: s.property.enum } as PropertyDefinition)
+          : ({ ...current, required: true } as PropertyDefinition)
+  return { properties: structure.properties.map((p) => (p.name === name ? next : p)) }
+}

@@ -1,0 +1,105 @@
+// Observing writes for schema discovery, at no cost to the write path: the outbox relay (off the request, after
+// commit) hands this consumer the record.created / record.updated events of structures in `auto-evolving` or
+// `schemaless` mode; the undeclared fields of each record go into an in-memory queue on the relay's node (nothing
+// is written inside the relay's transaction). Every second the queue is profiled per structure (within its
+// schemaDiscoveryConfig limits) and merged into the stored `observed` profile; once `batchSize` records were
+// observed since the last inference, suggestions are inferred (the same as `POST …/schema-discovery/trigger`).
+import type { Structure } from "@troupe/api/structures/Structure"
+import { Duration, Effect, Layer, Schedule } from "effect"
+import { SqlClient } from "effect/sql"
+import type { StoredEvent } from "../events/Outbox.ts"
+import { type EventConsumer, EventConsumers } from "../events/OutboxRelay.ts"
+import { StructureService } from "../structures/StructureService.ts"
+import { infer } from "./Inference.ts"
+import { IntelligenceRepo } from "./IntelligenceRepo.ts"
+import { emptyProfile, mergeProfiles, profileRecord } from "./Profile.ts"
+
+const OBSERVED = new Set(["record.created", "record.updated"])
+/** At most this many records wait in the queue; past it, observations are dropped (discovery samples anyway). */
+const MAX_QUEUED = 10_000
+const FLUSH = Duration.seconds(1)
+
+interface Observation {
+  readonly workspace: string
+  readonly structureId: string
+  readonly data: Record<string, unknown>
+}
+
+const undeclared = (structure: Structure, data: Record<string, unknown>) => {
+  const declared = new Set(structure.properties.map((p) => p.name))
+  let out: Record<string, unknown> | undefined
+  for (const [k, v] of Object.entries(data)) {
+    if (declared.has(k)) continue
+    out ??= {}
+    out[k] = v
+  }
+  return out
+}
+
+export const ObserverLayer = Layer.effect(
+  EventConsumers,
+  Effect.gen(function* () {
+    const before = yield* EventConsumers
+    const structures = yield* StructureService
+    const repo = yield* IntelligenceRepo
+    const sql = yield* SqlClient.SqlClient
+    let queue: Array<Observation> = []
+
+    const structureOf = (workspace: string, id: string | null) =>
+      id === null ? Effect.succeed(undefined) : structures.get(workspace, id).pipe(Effect.orElseSucceed(() => undefined))
+
+    const consumer: EventConsumer = {
+      name: "schema-discovery",
+      select: (events) =>
+        Effect.filter(events, (e) =>
+          OBSERVED.has(e.type)
+            ? Effect.map(structureOf(e.workspace, e.structureId), (s) => s !== undefined && s.schemaDiscoveryMode !== "strict")
+            : Effect.succeed(false)
+        ),
+      handle: (events: ReadonlyArray<StoredEvent>) =>
+        Effect.forEach(events, (e) =>
+          Effect.map(structureOf(e.workspace, e.structureId), (s) => {
+            const data = (e.payload.data as any)?.record?.data
+            if (s === undefined || typeof data !== "object" || data === null || queue.length >= MAX_QUEUED) return
+            const extra = undeclared(s, data)
+            if (extra !== undefined) queue.push({ workspace: e.workspace, structureId: s.id, data: extra })
+          })
+        ).pipe(Effect.asVoid)
+    }
+
+    const flushOne = (workspace: string, structureId: string, list: ReadonlyArray<Observation>) =>
+      Effect.gen(function* () {
+        const structure = yield* structureOf(workspace, structureId)
+        if (structure === undefined) return
+        const batch = emptyProfile()
+        const { batchSize, ...limits } = structure.schemaDiscoveryConfig
+        for (const o of list) profileRecord(batch, o.data, limits)
+        yield* sql.withTransaction(
+          Effect.gen(function* () {
+            yield* repo.lockProfile(structureId, "observed")
+            const stored = yield* repo.getProfile(structureId, "observed")
+            const profile = mergeProfiles(stored.profile, batch)
+            const pending = stored.pending + list.length
+            if (pending >= batchSize) {
+              yield* repo.addSchemaSuggestions(workspace, structureId, infer(structure, profile))
+              yield* repo.putProfile(workspace, structureId, "observed", profile, 0)
+            } else yield* repo.putProfile(workspace, structureId, "observed", profile, pending)
+          })
+        )
+      })
+
+    const flush = Effect.suspend(() => {
+      const taken = queue
+      queue = []
+      const groups = new Map<string, Array<Observation>>()
+      for (const o of taken) {
+        const key = `${o.workspace}\u0000${o.structureId}`
+        groups.set(key, [...(groups.get(key) ?? []), o])
+      }
+      return Effect.forEach(groups, ([, list]) => flushOne(list[0]!.workspace, list[0]!.structureId, list), { discard: true })
+    }).pipe(Effect.catchCause((cause) => Effect.logWarning("schema discovery: merging observations failed", cause)))
+
+    yield* Effect.forkScoped(Effect.repeat(flush, Schedule.spaced(FLUSH)))
+    return [...before, consumer]
+  })
+).pipe(Layer.provide(IntelligenceRepo.layer))
