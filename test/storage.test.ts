@@ -8,6 +8,7 @@ import * as Http from "node:http"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { downloadFile, signedUrl, StorageError, uploadFile } from "../packages/client-fetch/src/Storage.ts"
 import { computeClient, fn } from "./support/compute.ts"
 import { createUser } from "./support/IdentityHelpers.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
@@ -525,5 +526,36 @@ return { a, total: listed.total, same: meta.id === a.id, text, b64, refused, mis
       return list.body.total >= 1 ? list.body.data : undefined
     }, 60_000)
     expect(seen.map((f: any) => f.name)).toContain("seen-hello.txt")
+  })
+})
+
+describe("storage through @troupe/client-fetch", () => {
+  it("uploadFile, downloadFile (whole and a range) and signedUrl; failures reject with the contract's code", async () => {
+    const ws = await workspace("client")
+    const target = { baseUrl: server.baseUrl, workspace: ws.slug, token: ws.token }
+    const bytes = random(50_000)
+    const progress: Array<number> = []
+    const file = await uploadFile({
+      ...target,
+      file: new Blob([bytes]),
+      name: "from-client.bin",
+      folder: "sdk",
+      metadata: { via: "client-fetch" },
+      onProgress: (p) => progress.push(p.loaded)
+    })
+    expect(file).toMatchObject({ name: "from-client.bin", folder: "sdk", size: bytes.length, metadata: { via: "client-fetch" } })
+    expect(progress.at(-1)).toBe(bytes.length)
+    const whole = await downloadFile({ ...target, id: file.id })
+    expect(Buffer.from(await whole.arrayBuffer()).equals(bytes)).toBe(true)
+    const part = await downloadFile({ ...target, id: file.id, range: "bytes=10-19" })
+    expect(part.status).toBe(206)
+    expect(Buffer.from(await part.arrayBuffer()).equals(bytes.subarray(10, 20))).toBe(true)
+    const { url } = await signedUrl({ ...target, id: file.id, expiresIn: 30 })
+    expect((await fetch(url)).status).toBe(200)
+    const failure = await downloadFile({ ...target, id: "nope" }).catch((e) => e)
+    expect(failure).toBeInstanceOf(StorageError)
+    expect(failure).toMatchObject({ status: 400, code: "VALIDATION_ERROR" })
+    const refused = await uploadFile({ ...target, file: new Blob(["x"]), folder: "../up" }).catch((e) => e)
+    expect(refused).toMatchObject({ status: 400, code: "VALIDATION_ERROR" })
   })
 })

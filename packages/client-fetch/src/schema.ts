@@ -298,6 +298,126 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/storage/workspace/{workspace}/api/v1/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Requires permission `read:storage`. Counts against the workspace's `reads` rate limit. */
+        get: operations["storage.listFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/storage/workspace/{workspace}/api/v1/files/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Requires permission `read:storage`. Counts against the workspace's `reads` rate limit. */
+        get: operations["storage.download"];
+        put?: never;
+        post?: never;
+        /** @description Requires permission `write:storage`. Counts against the workspace's `writes` rate limit. */
+        delete: operations["storage.deleteFile"];
+        options?: never;
+        head?: never;
+        /** @description Requires permission `write:storage`. Counts against the workspace's `writes` rate limit. */
+        patch: operations["storage.updateFile"];
+        trace?: never;
+    };
+    "/storage/workspace/{workspace}/api/v1/files/{id}/metadata": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Requires permission `read:storage`. Counts against the workspace's `reads` rate limit. */
+        get: operations["storage.fileMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/storage/workspace/{workspace}/api/v1/files/{id}/signed-url": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Requires permission `read:storage`. Counts against the workspace's `reads` rate limit. */
+        post: operations["storage.signedUrl"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/storage/workspace/{workspace}/api/v1/signed/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["storageSigned.signedDownload"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/storage/workspace/{workspace}/api/v1/upload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Requires permission `write:storage`. Counts against the workspace's `writes` rate limit. */
+        post: operations["storage.upload"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/storage/workspace/{workspace}/api/v1/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Requires permission `read:storage`. Counts against the workspace's `reads` rate limit. */
+        get: operations["storage.usage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/workspace/{workspace}/api/v1/collections": {
         parameters: {
             query?: never;
@@ -2425,6 +2545,18 @@ export interface components {
         QueryResults: {
             results: unknown[];
         };
+        RangeNotSatisfiableEncoded: {
+            code: string;
+            details: {
+                field: string;
+                message: string;
+                property: string;
+            }[];
+            error: string;
+            message: string;
+            requestId?: string;
+            statusCode: number;
+        };
         RecordList: {
             pagination: {
                 hasMore: boolean;
@@ -2566,6 +2698,16 @@ export interface components {
             requestId?: string;
             statusCode: number;
         };
+        SignedUrl: {
+            /** @description ISO-8601 timestamp */
+            expiresAt: string;
+            /** @description Absolute; downloads without a token until expiresAt */
+            url: string;
+        };
+        SignedUrlRequest: {
+            /** @description Seconds, 1 to 604800 (default 3600) */
+            expiresIn?: number;
+        };
         SimpleFunctionList: {
             data: components["schemas"]["FunctionSummary"][];
             limit: number;
@@ -2587,6 +2729,41 @@ export interface components {
             /** @description E.164 number, e.g. +14155550100 */
             to: string;
             variables?: Record<string, unknown>;
+        };
+        StorageUsage: {
+            bytes: number;
+            files: number;
+            /** @description TROUPE_STORAGE_QUOTA_BYTES; 0 = no quota */
+            quotaBytes: number;
+        };
+        StoredFile: {
+            /** @description sha256:<hex> of the bytes */
+            checksum: string;
+            contentType: string;
+            /** @description ISO-8601 timestamp */
+            createdAt: string;
+            createdBy: string | null;
+            /** @description "" for the root, else "a/b" */
+            folder: string;
+            id: string;
+            metadata: Record<string, unknown>;
+            name: string;
+            size: number;
+        };
+        StoredFileDeleted: {
+            message: string;
+            success: boolean;
+        };
+        StoredFileList: {
+            data: components["schemas"]["StoredFile"][];
+            limit: number;
+            page: number;
+            total: number;
+        };
+        StoredFilePatch: {
+            folder?: string;
+            metadata?: Record<string, unknown>;
+            name?: string;
         };
         StringProperty: {
             /** @enum {string} */
@@ -4028,6 +4205,622 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ServiceUnavailableEncoded"];
+                };
+            };
+        };
+    };
+    "storage.listFiles": {
+        parameters: {
+            query?: {
+                contentType?: string;
+                folder?: string;
+                limit?: string;
+                page?: string;
+                prefix?: string;
+                search?: string;
+            };
+            header?: never;
+            path: {
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description StoredFileList */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StoredFileList"];
+                };
+            };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "storage.download": {
+        parameters: {
+            query?: {
+                download?: "true" | "false" | "1" | "0";
+            };
+            header?: never;
+            path: {
+                id: string;
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description RangeNotSatisfiable */
+            416: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RangeNotSatisfiableEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "storage.deleteFile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description StoredFileDeleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StoredFileDeleted"];
+                };
+            };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "storage.updateFile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StoredFilePatch"];
+            };
+        };
+        responses: {
+            /** @description StoredFile */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StoredFile"];
+                };
+            };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "storage.fileMetadata": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description StoredFile */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StoredFile"];
+                };
+            };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "storage.signedUrl": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SignedUrlRequest"] | null;
+            };
+        };
+        responses: {
+            /** @description SignedUrl */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignedUrl"];
+                };
+            };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "storageSigned.signedDownload": {
+        parameters: {
+            query: {
+                download?: "true" | "false" | "1" | "0";
+                expires: string;
+                signature: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description RangeNotSatisfiable */
+            416: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RangeNotSatisfiableEncoded"];
+                };
+            };
+        };
+    };
+    "storage.upload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /** Format: binary */
+                    file: string;
+                    /** @description "a/b": no "..", no leading "/", no "//", at most 512 bytes */
+                    folder?: string;
+                    /** @description A JSON object, as text */
+                    metadata?: string;
+                    /** @description Overrides the part's filename (no / or control characters) */
+                    name?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description StoredFile */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StoredFile"];
+                };
+            };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description PayloadTooLarge */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "storage.usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description StorageUsage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StorageUsage"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
                 };
             };
         };
@@ -13364,7 +14157,7 @@ export interface operations {
             content: {
                 "application/json": {
                     enabled?: boolean;
-                    events: ("record.created" | "record.updated" | "record.deleted" | "record.restored" | "record.reverted" | "record.bulk.created" | "record.bulk.updated" | "record.bulk.deleted" | "record.expired" | "function.completed" | "function.failed" | "trigger.fired" | "notification.sent" | "notification.failed" | "record.*" | "record.bulk.*" | "function.*" | "notification.*" | "*")[];
+                    events: ("record.created" | "record.updated" | "record.deleted" | "record.restored" | "record.reverted" | "record.bulk.created" | "record.bulk.updated" | "record.bulk.deleted" | "record.expired" | "function.completed" | "function.failed" | "trigger.fired" | "notification.sent" | "notification.failed" | "file.uploaded" | "file.deleted" | "record.*" | "record.bulk.*" | "function.*" | "notification.*" | "file.*" | "*")[];
                     filters?: Record<string, unknown> | null;
                     name?: string;
                     /** @description Signing secret; generated (whsec_...) when omitted */
@@ -13603,7 +14396,7 @@ export interface operations {
             content: {
                 "application/json": {
                     enabled?: boolean;
-                    events?: ("record.created" | "record.updated" | "record.deleted" | "record.restored" | "record.reverted" | "record.bulk.created" | "record.bulk.updated" | "record.bulk.deleted" | "record.expired" | "function.completed" | "function.failed" | "trigger.fired" | "notification.sent" | "notification.failed" | "record.*" | "record.bulk.*" | "function.*" | "notification.*" | "*")[];
+                    events?: ("record.created" | "record.updated" | "record.deleted" | "record.restored" | "record.reverted" | "record.bulk.created" | "record.bulk.updated" | "record.bulk.deleted" | "record.expired" | "function.completed" | "function.failed" | "trigger.fired" | "notification.sent" | "notification.failed" | "file.uploaded" | "file.deleted" | "record.*" | "record.bulk.*" | "function.*" | "notification.*" | "file.*" | "*")[];
                     filters?: Record<string, unknown> | null;
                     name?: string;
                     secret?: string;
@@ -14026,7 +14819,7 @@ export interface operations {
                 "application/json": {
                     data?: Record<string, unknown>;
                     /** @enum {string} */
-                    event?: "webhook.test" | "record.created" | "record.updated" | "record.deleted" | "record.restored" | "record.reverted" | "record.bulk.created" | "record.bulk.updated" | "record.bulk.deleted" | "record.expired" | "function.completed" | "function.failed" | "trigger.fired" | "notification.sent" | "notification.failed";
+                    event?: "webhook.test" | "record.created" | "record.updated" | "record.deleted" | "record.restored" | "record.reverted" | "record.bulk.created" | "record.bulk.updated" | "record.bulk.deleted" | "record.expired" | "function.completed" | "function.failed" | "trigger.fired" | "notification.sent" | "notification.failed" | "file.uploaded" | "file.deleted";
                 } | null;
             };
         };
