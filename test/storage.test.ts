@@ -3,6 +3,7 @@
 // 28 (a 4xx with the contract body, nothing stored); the per-file limit and a client that disconnects mid-upload
 // leaving nothing behind (no row, no usage, no bytes on disk); uploads racing for the quota never passing it;
 // file.* events to webhooks; permissions. test/storage-s3.test.ts runs the same routes against a real S3 server.
+import { execFile } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Os from "node:os"
@@ -557,5 +558,53 @@ describe("storage through @troupe/client-fetch", () => {
     expect(failure).toMatchObject({ status: 400, code: "VALIDATION_ERROR" })
     const refused = await uploadFile({ ...target, file: new Blob(["x"]), folder: "../up" }).catch((e) => e)
     expect(refused).toMatchObject({ status: 400, code: "VALIDATION_ERROR" })
+  })
+})
+
+describe("troupe files", () => {
+  it("uploads, lists, downloads and removes through the CLI, streaming", { timeout: 120_000 }, async () => {
+    const ws = await workspace("cli")
+    const work = Fs.mkdtempSync(Path.join(Os.tmpdir(), "troupe-files-cli-"))
+    const bin = Path.resolve(import.meta.dirname, "../packages/cli/bin/troupe.mjs")
+    const env = {
+      ...process.env,
+      TROUPE_CONFIG: Path.join(work, "config.json"),
+      TROUPE_URL: server.baseUrl,
+      TROUPE_WORKSPACE: ws.slug,
+      TROUPE_TOKEN: ws.token
+    }
+    const troupe = (args: ReadonlyArray<string>) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+        execFile(process.execPath, [bin, ...args], { env, cwd: work }, (error, stdout, stderr) =>
+          resolve({ code: error === null ? 0 : Number((error as { code?: number }).code ?? 1), stdout, stderr })
+        )
+      )
+    try {
+      const source = Path.join(work, "rapport été.bin")
+      const bytes = random(1_500_000)
+      Fs.writeFileSync(source, bytes)
+      const up = await troupe(["files", "upload", source, "--folder", "cli/in", "--metadata", '{"from":"cli"}', "--json"])
+      expect(up.code, up.stderr).toBe(0)
+      const file = JSON.parse(up.stdout)
+      expect(file).toMatchObject({ name: "rapport été.bin", folder: "cli/in", size: bytes.length, metadata: { from: "cli" } })
+      const ls = await troupe(["files", "ls", "--folder", "cli/in"])
+      expect(ls.code, ls.stderr).toBe(0)
+      expect(ls.stdout).toContain(file.id)
+      const target = Path.join(work, "copy.bin")
+      const down = await troupe(["files", "download", file.id, "-o", target])
+      expect(down.code, down.stderr).toBe(0)
+      expect(Fs.readFileSync(target).equals(bytes)).toBe(true)
+      expect(Fs.existsSync(`${target}.part`)).toBe(false)
+      const rm = await troupe(["files", "rm", file.id])
+      expect(rm.code, rm.stderr).toBe(0)
+      const gone = await troupe(["files", "download", file.id, "-o", target])
+      expect(gone.code).toBe(1)
+      expect(gone.stderr).toMatch(/404|NOT_FOUND/)
+      const bad = await troupe(["files", "upload", source, "--folder", "../x"])
+      expect(bad.code).toBe(1)
+      expect(bad.stderr).toMatch(/folder/)
+    } finally {
+      Fs.rmSync(work, { recursive: true, force: true })
+    }
   })
 })
