@@ -110,8 +110,15 @@ export const operations = (): ReadonlyArray<Operation> => {
 }
 
 /** POSTs that only read (they change nothing whoever calls them). */
-export const readOnlyPosts = new Set(["structures.validate", "query.query", "query.aggregate", "oidc.token",
-  "notification.previewDraft", "notification.previewTemplate", "storage.signedUrl"])
+export const readOnlyPosts = new Set([
+  "structures.validate",
+  "query.query",
+  "query.aggregate",
+  "oidc.token",
+  "notification.previewDraft",
+  "notification.previewTemplate",
+  "storage.signedUrl"
+])
 
 /** Whether the operation may change data. */
 export const isWrite = (op: Operation) => op.method !== "GET" && !readOnlyPosts.has(op.id)
