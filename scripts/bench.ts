@@ -125,7 +125,9 @@ const sections: Array<[name: string, script: string]> = [
   // preflights beside GET /health, and the grant's headers on the fast lane (issue 32)
   ["cors", "scripts/bench/cors.ts"],
   // notification targets (issue 30): accepted sends beside creates, end to end beside nodemailer, queue-to-sent
-  ["notification", "scripts/bench/notification.ts"]
+  ["notification", "scripts/bench/notification.ts"],
+  // storage (issue 28): a 10 MB download at 16 connections beside a raw node:http baseline on the same store
+  ["storage", "scripts/bench/storage.ts"]
 ]
 
 const main = async () => {

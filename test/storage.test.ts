@@ -3,11 +3,13 @@
 // 28 (a 4xx with the contract body, nothing stored); the per-file limit and a client that disconnects mid-upload
 // leaving nothing behind (no row, no usage, no bytes on disk); uploads racing for the quota never passing it;
 // file.* events to webhooks; permissions. test/storage-s3.test.ts runs the same routes against a real S3 server.
+import { execFile } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { downloadFile, signedUrl, StorageError, uploadFile } from "../packages/client-fetch/src/Storage.ts"
 import { computeClient, fn } from "./support/compute.ts"
 import { createUser } from "./support/IdentityHelpers.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
@@ -525,5 +527,84 @@ return { a, total: listed.total, same: meta.id === a.id, text, b64, refused, mis
       return list.body.total >= 1 ? list.body.data : undefined
     }, 60_000)
     expect(seen.map((f: any) => f.name)).toContain("seen-hello.txt")
+  })
+})
+
+describe("storage through @troupe/client-fetch", () => {
+  it("uploadFile, downloadFile (whole and a range) and signedUrl; failures reject with the contract's code", async () => {
+    const ws = await workspace("client")
+    const target = { baseUrl: server.baseUrl, workspace: ws.slug, token: ws.token }
+    const bytes = random(50_000)
+    const progress: Array<number> = []
+    const file = await uploadFile({
+      ...target,
+      file: new Blob([bytes]),
+      name: "from-client.bin",
+      folder: "sdk",
+      metadata: { via: "client-fetch" },
+      onProgress: (p) => progress.push(p.loaded)
+    })
+    expect(file).toMatchObject({ name: "from-client.bin", folder: "sdk", size: bytes.length, metadata: { via: "client-fetch" } })
+    expect(progress.at(-1)).toBe(bytes.length)
+    const whole = await downloadFile({ ...target, id: file.id })
+    expect(Buffer.from(await whole.arrayBuffer()).equals(bytes)).toBe(true)
+    const part = await downloadFile({ ...target, id: file.id, range: "bytes=10-19" })
+    expect(part.status).toBe(206)
+    expect(Buffer.from(await part.arrayBuffer()).equals(bytes.subarray(10, 20))).toBe(true)
+    const { url } = await signedUrl({ ...target, id: file.id, expiresIn: 30 })
+    expect((await fetch(url)).status).toBe(200)
+    const failure = await downloadFile({ ...target, id: "nope" }).catch((e) => e)
+    expect(failure).toBeInstanceOf(StorageError)
+    expect(failure).toMatchObject({ status: 400, code: "VALIDATION_ERROR" })
+    const refused = await uploadFile({ ...target, file: new Blob(["x"]), folder: "../up" }).catch((e) => e)
+    expect(refused).toMatchObject({ status: 400, code: "VALIDATION_ERROR" })
+  })
+})
+
+describe("troupe files", () => {
+  it("uploads, lists, downloads and removes through the CLI, streaming", { timeout: 120_000 }, async () => {
+    const ws = await workspace("cli")
+    const work = Fs.mkdtempSync(Path.join(Os.tmpdir(), "troupe-files-cli-"))
+    const bin = Path.resolve(import.meta.dirname, "../packages/cli/bin/troupe.mjs")
+    const env = {
+      ...process.env,
+      TROUPE_CONFIG: Path.join(work, "config.json"),
+      TROUPE_URL: server.baseUrl,
+      TROUPE_WORKSPACE: ws.slug,
+      TROUPE_TOKEN: ws.token
+    }
+    const troupe = (args: ReadonlyArray<string>) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+        execFile(process.execPath, [bin, ...args], { env, cwd: work }, (error, stdout, stderr) =>
+          resolve({ code: error === null ? 0 : Number((error as { code?: number }).code ?? 1), stdout, stderr })
+        )
+      )
+    try {
+      const source = Path.join(work, "rapport été.bin")
+      const bytes = random(1_500_000)
+      Fs.writeFileSync(source, bytes)
+      const up = await troupe(["files", "upload", source, "--folder", "cli/in", "--metadata", '{"from":"cli"}', "--json"])
+      expect(up.code, up.stderr).toBe(0)
+      const file = JSON.parse(up.stdout)
+      expect(file).toMatchObject({ name: "rapport été.bin", folder: "cli/in", size: bytes.length, metadata: { from: "cli" } })
+      const ls = await troupe(["files", "ls", "--folder", "cli/in"])
+      expect(ls.code, ls.stderr).toBe(0)
+      expect(ls.stdout).toContain(file.id)
+      const target = Path.join(work, "copy.bin")
+      const down = await troupe(["files", "download", file.id, "-o", target])
+      expect(down.code, down.stderr).toBe(0)
+      expect(Fs.readFileSync(target).equals(bytes)).toBe(true)
+      expect(Fs.existsSync(`${target}.part`)).toBe(false)
+      const rm = await troupe(["files", "rm", file.id])
+      expect(rm.code, rm.stderr).toBe(0)
+      const gone = await troupe(["files", "download", file.id, "-o", target])
+      expect(gone.code).toBe(1)
+      expect(gone.stderr).toMatch(/404|NOT_FOUND/)
+      const bad = await troupe(["files", "upload", source, "--folder", "../x"])
+      expect(bad.code).toBe(1)
+      expect(bad.stderr).toMatch(/folder/)
+    } finally {
+      Fs.rmSync(work, { recursive: true, force: true })
+    }
   })
 })

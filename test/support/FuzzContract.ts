@@ -116,7 +116,8 @@ export const readOnlyPosts = new Set([
   "query.aggregate",
   "oidc.token",
   "notification.previewDraft",
-  "notification.previewTemplate"
+  "notification.previewTemplate",
+  "storage.signedUrl"
 ])
 
 /** Whether the operation may change data. */

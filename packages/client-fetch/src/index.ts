@@ -6,6 +6,7 @@
  */
 export * from "./Progress.ts"
 export * from "./Realtime.ts"
+export * from "./Storage.ts"
 export type { components, operations, paths } from "./schema.ts"
 export * from "./TokenSource.ts"
 export * from "./TroupeClient.ts"

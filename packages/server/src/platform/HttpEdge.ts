@@ -185,7 +185,12 @@ export const serve = <E, R>(
         const request = url === original.url ? original : original.modify({ url })
 
         let response: HttpServerResponse.HttpServerResponse
-        const limit = request.method === "POST" && uploadPath.test(url) ? uploadLimit : maxBody
+        // only a multipart upload may be large: any other body to that path keeps the node's limit (the guards
+        // below would read it whole)
+        const limit =
+          request.method === "POST" && uploadPath.test(url) && /^multipart\/form-data\b/i.test(request.headers["content-type"] ?? "")
+            ? uploadLimit
+            : maxBody
         const body = declaredBody(request.headers, limit)
         const hasBody = body !== "none"
         if (body === "tooLarge") {

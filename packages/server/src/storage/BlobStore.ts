@@ -5,6 +5,7 @@
 // PostgreSQL, so every node of a cluster serves every file) and S3Store (any S3-compatible service).
 import { Context, Data, Effect, type Stream } from "effect"
 import * as Crypto from "node:crypto"
+import type { Readable } from "node:stream"
 
 export class BlobTooLarge extends Data.TaggedError("BlobTooLarge")<{ readonly maxBytes: number }> {}
 
@@ -35,6 +36,11 @@ export interface BlobStoreShape {
     maxBytes: number
   ) => Effect.Effect<PutResult, BlobTooLarge | BlobStoreError | BodyError>
   readonly get: (key: string, range?: ByteRange) => Stream.Stream<Uint8Array, BlobStoreError>
+  /**
+   * The same bytes as a Node stream, when the store has one of its own (disk: the file; S3: the response body):
+   * downloads pipe it to the socket natively instead of through an Effect Stream (3x the throughput at 10 MB).
+   */
+  readonly open?: (key: string, range: ByteRange) => Effect.Effect<Readable, BlobStoreError>
   readonly delete: (key: string) => Effect.Effect<void, BlobStoreError>
   readonly stat: (key: string) => Effect.Effect<{ readonly size: number } | undefined, BlobStoreError>
 }

@@ -65,6 +65,11 @@ export const makeDiskStore = (root: string) =>
             fail("read failed")
           )
         ),
+      open: (key, range) =>
+        Effect.try({
+          try: () => Fs.createReadStream(pathOf(key), { start: range.start, end: range.end, highWaterMark: 256 * 1024 }),
+          catch: fail("read failed")
+        }),
       delete: (key) => Effect.tryPromise({ try: () => Fs.promises.rm(pathOf(key), { force: true }), catch: fail("delete failed") }),
       stat: (key) =>
         Effect.tryPromise({

@@ -93,6 +93,11 @@ export const makeS3Store = (client: S3Client, location: S3Location) => {
           catch: fail("read failed")
         }).pipe(Effect.map((out) => Stream.fromAsyncIterable(out.Body as Readable as AsyncIterable<Uint8Array>, fail("read failed"))))
       ),
+    open: (key, range) =>
+      Effect.tryPromise({
+        try: () => client.send(new GetObjectCommand({ Bucket, Key: keyOf(key), Range: `bytes=${range.start}-${range.end}` })),
+        catch: fail("read failed")
+      }).pipe(Effect.map((out) => out.Body as Readable)),
     delete: remove,
     stat: (key) =>
       Effect.tryPromise({

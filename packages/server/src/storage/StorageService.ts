@@ -289,6 +289,13 @@ export class StorageService extends Context.Service<
           if (row.size === 0)
             return HttpServerResponse.uint8Array(new Uint8Array(0), { status: 200, headers, contentType: row.contentType })
           const [start, end] = range._tag === "Part" ? [range.start, range.end] : [0, row.size - 1]
+          const options = {
+            status: range._tag === "Part" ? 206 : 200,
+            headers: range._tag === "Part" ? { ...headers, "content-range": `bytes ${start}-${end}/${row.size}` } : headers,
+            contentType: row.contentType,
+            contentLength: end - start + 1
+          }
+          if (store.open !== undefined) return HttpServerResponse.raw(yield* Effect.orDie(store.open(row.blobKey, { start, end })), options)
           const body = store.get(row.blobKey, { start, end }).pipe(Stream.orDie)
           return HttpServerResponse.stream(body, {
             status: range._tag === "Part" ? 206 : 200,

@@ -3,6 +3,7 @@
 import { useState } from "preact/hooks"
 import type { ComponentChildren } from "preact"
 import { ActivityScreen } from "./screens/ActivityScreen.tsx"
+import { FilesScreen } from "./screens/FilesScreen.tsx"
 import { FunctionsScreen } from "./screens/FunctionsScreen.tsx"
 import { MembersScreen } from "./screens/MembersScreen.tsx"
 import { NotificationsScreen } from "./screens/NotificationsScreen.tsx"
@@ -33,6 +34,7 @@ const screens: ReadonlyArray<Screen> = [
   { key: "runs", label: "Runs", needs: ["read:functions"], render: (r) => <RunsScreen route={r} /> },
   { key: "webhooks", label: "Webhooks", needs: ["read:webhooks"], render: (r) => <WebhooksScreen route={r} /> },
   { key: "notifications", label: "Notifications", needs: ["read:notifications"], render: (r) => <NotificationsScreen route={r} /> },
+  { key: "files", label: "Files", needs: ["read:storage"], render: () => <FilesScreen /> },
   {
     key: "service-accounts",
     label: "Service accounts",

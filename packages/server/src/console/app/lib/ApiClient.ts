@@ -70,6 +70,8 @@ export interface ApiClient {
   readonly del: <T>(path: string, query?: Query, body?: unknown) => Promise<T>
   /** The raw response of a workspace-relative or absolute GET, for streams (SSE). */
   readonly stream: (path: string, options: CallOptions) => Promise<Response>
+  /** POSTs a multipart form to an absolute path with XMLHttpRequest, reporting the bytes sent (storage uploads). */
+  readonly upload: <T>(path: string, form: FormData, onProgress: (loaded: number, total: number) => void) => Promise<T>
 }
 
 export interface ApiClientOptions {
@@ -79,6 +81,17 @@ export interface ApiClientOptions {
   /** Called on a 401: the token expired or was revoked. */
   readonly onUnauthorized?: () => void
   readonly fetch?: typeof fetch
+}
+
+interface UploadXhr {
+  open(method: string, url: string): void
+  setRequestHeader(name: string, value: string): void
+  send(body: unknown): void
+  readonly status: number
+  readonly responseText: string
+  readonly upload: { onprogress: ((e: { loaded: number; total: number; lengthComputable: boolean }) => void) | null }
+  onload: (() => void) | null
+  onerror: (() => void) | null
 }
 
 export const makeApiClient = (options: ApiClientOptions): ApiClient => {
@@ -116,7 +129,8 @@ export const makeApiClient = (options: ApiClientOptions): ApiClient => {
     if (!response.ok) throw errorOf(response.status, parsed, `${method} ${path} failed with ${response.status}`)
     return parsed as T
   }
-  const at = (path: string) => (path.startsWith("/workspace/") || path.startsWith("/realtime/") ? path : base + path)
+  const at = (path: string) =>
+    path.startsWith("/workspace/") || path.startsWith("/realtime/") || path.startsWith("/storage/") ? path : base + path
   return {
     base,
     workspace: options.workspace,
@@ -127,7 +141,29 @@ export const makeApiClient = (options: ApiClientOptions): ApiClient => {
     patch: (path, body, query) => call("PATCH", at(path), { body: body ?? {}, ...(query === undefined ? {} : { query }) }),
     del: (path, query, body) =>
       call("DELETE", at(path), { ...(query === undefined ? {} : { query }), ...(body === undefined ? {} : { body }) }),
-    stream: (path, o) => send("GET", at(path), o)
+    stream: (path, o) => send("GET", at(path), o),
+    upload: <T>(path: string, form: FormData, onProgress: (loaded: number, total: number) => void) =>
+      new Promise<T>((resolve, reject) => {
+        // this file stays DOM-free (the node type-checks it too): the browser's XMLHttpRequest, as much as is used
+        const Xhr = (globalThis as unknown as { XMLHttpRequest: new () => UploadXhr }).XMLHttpRequest
+        const xhr = new Xhr()
+        xhr.open("POST", `${options.origin}${path}`)
+        xhr.setRequestHeader("authorization", `Bearer ${options.token}`)
+        xhr.upload.onprogress = (e) => onProgress(e.loaded, e.lengthComputable ? e.total : 0)
+        xhr.onload = () => {
+          if (xhr.status === 401) options.onUnauthorized?.()
+          let parsed: unknown = xhr.responseText
+          try {
+            parsed = xhr.responseText.length > 0 ? JSON.parse(xhr.responseText) : undefined
+          } catch {
+            // not JSON: keep the text
+          }
+          if (xhr.status >= 200 && xhr.status < 300) resolve(parsed as T)
+          else reject(errorOf(xhr.status, parsed, `POST ${path} failed with ${xhr.status}`))
+        }
+        xhr.onerror = () => reject(new ApiError("The server could not be reached", 0, "NETWORK_ERROR"))
+        xhr.send(form)
+      })
   }
 }
 
