@@ -10,6 +10,7 @@ import { login, logout, whoami } from "./commands/Login.ts"
 import { exportRecords, importRecords } from "./commands/Records.ts"
 import { notify } from "./commands/Notify.ts"
 import { runs } from "./commands/Runs.ts"
+import { search } from "./commands/Search.ts"
 import { structures, types } from "./commands/Structures.ts"
 import { Json } from "./Output.ts"
 
@@ -32,6 +33,7 @@ export const troupe = Command.make("troupe").pipe(
     functions,
     runs,
     notify,
+    search,
     backup,
     restore
   ]),
