@@ -125,7 +125,9 @@ const sections: Array<[name: string, script: string]> = [
   // preflights beside GET /health, and the grant's headers on the fast lane (issue 32)
   ["cors", "scripts/bench/cors.ts"],
   // notification targets (issue 30): accepted sends beside creates, end to end beside nodemailer, queue-to-sent
-  ["notification", "scripts/bench/notification.ts"]
+  ["notification", "scripts/bench/notification.ts"],
+  // search targets (issue 29): GET /search beside the raw tsvector query and the lists' scan; creates with and without the index
+  ["search", "scripts/bench/search.ts"]
 ]
 
 const main = async () => {
