@@ -162,7 +162,6 @@ const main = async () => {
     const search = await cannon({ url: node.baseUrl, method: "GET", headers, connections: SEARCHERS, path: searchPath })
 
     // 3. the raw baseline: the same statement through postgres.js
-    const ids = JSON.stringify([structure.id])
     const rawOne = async (words: ReadonlyArray<string>) => {
       const terms = words.map((lexeme, k) => ({ lexeme, typos: [], prefix: k === words.length - 1 }))
       const q = tsqueryText(terms)
@@ -171,7 +170,7 @@ const main = async () => {
             WHEN r.search_vector @@ ${tsqueryText(terms, "AB")}::tsquery THEN 2
             WHEN r.search_vector @@ ${tsqueryText(terms, "ABC")}::tsquery THEN 1 ELSE 0 END)
             + ts_rank_cd(r.search_vector, ${q}::tsquery, 32) AS score
-        FROM records r WHERE r.structure_id IN (SELECT jsonb_array_elements_text(${ids}::jsonb)::uuid)
+        FROM records r WHERE r.structure_id = ${structure.id}::uuid
           AND r.search_vector @@ ${q}::tsquery AND r.deleted_at IS NULL AND (r.expires_at IS NULL OR r.expires_at > now())
         ORDER BY score DESC, r.id LIMIT 20)
       SELECT m.*, ts_headline('simple', m.data ->> 'title', ${q}::tsquery) AS t, ts_headline('simple', m.data ->> 'body', ${q}::tsquery) AS b

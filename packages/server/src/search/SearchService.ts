@@ -128,19 +128,28 @@ export class SearchService extends Context.Service<
           })
         )
 
-      /** Lexicon words near each lexeme (trigram similarity), from the structures in scope. */
-      const candidates = (structureIds: ReadonlyArray<string>, lexemes: ReadonlyArray<string>) =>
-        lexemes.length === 0
+      /**
+       * Lexicon words near each lexeme (trigram similarity), from the structures in scope; none for a lexeme someone
+       * wrote as it is (for the last word: a word starting with it): such a word is taken as typed, not corrected.
+       */
+      const candidates = (structureIds: ReadonlyArray<string>, lexemes: ReadonlyArray<{ lex: string; prefix: boolean }>) => {
+        const ids = sql`(SELECT jsonb_array_elements_text(${JSON.stringify(structureIds)}::jsonb)::uuid)`
+        return lexemes.length === 0
           ? Effect.succeed(new Map<string, Array<string>>())
           : sql
               .withTransaction(
                 Effect.andThen(
                   sql`SELECT set_config('pg_trgm.similarity_threshold', '0.2', true)`,
-                  sql`SELECT t.lex, l.word FROM jsonb_array_elements_text(${JSON.stringify(lexemes)}::jsonb) AS t(lex)
+                  sql`WITH t AS (SELECT lex, prefix FROM jsonb_to_recordset(${JSON.stringify(lexemes)}::jsonb) AS t(lex text, prefix boolean)),
+                    k AS (SELECT t.lex, EXISTS (SELECT 1 FROM search_lexicon WHERE structure_id IN ${ids} AND word = t.lex)
+                        OR (t.prefix AND EXISTS (SELECT 1 FROM search_lexicon WHERE structure_id IN ${ids}
+                          AND word LIKE t.lex || '%')) AS known
+                      FROM t)
+                    SELECT k.lex, l.word FROM k
                     CROSS JOIN LATERAL (SELECT word FROM search_lexicon
-                      WHERE structure_id IN (SELECT jsonb_array_elements_text(${JSON.stringify(structureIds)}::jsonb)::uuid)
-                        AND word % t.lex AND length(word) BETWEEN length(t.lex) - 2 AND length(t.lex) + 2
-                      ORDER BY similarity(word, t.lex) DESC, word LIMIT 64) l`
+                      WHERE NOT k.known AND structure_id IN ${ids}
+                        AND word % k.lex AND length(word) BETWEEN length(k.lex) - 2 AND length(k.lex) + 2
+                      ORDER BY similarity(word, k.lex) DESC, word LIMIT 64) l`
                 )
               )
               .pipe(
@@ -151,6 +160,7 @@ export class SearchService extends Context.Service<
                   return out
                 })
               )
+      }
 
       const search = Effect.fn("SearchService.search")(function* (workspace: string, params: SearchParams) {
         const started = yield* Clock.currentTimeMillis
@@ -162,15 +172,17 @@ export class SearchService extends Context.Service<
         const languages = [...new Set(scope.map((s) => s.lang))]
         const normalized = yield* normalize(languages, words)
         // typo candidates for every lexeme of a word with a budget, in any language
-        const wanted = new Set<string>()
+        const wanted = new Map<string, { lex: string; prefix: boolean }>()
         for (const perWord of normalized.values()) {
           perWord.forEach((lexemes, i) => {
-            if (typoBudget(words[i]!) > 0) for (const l of lexemes) if ([...l].length >= 4) wanted.add(l)
+            if (typoBudget(words[i]!) === 0) return
+            for (const lex of lexemes)
+              if ([...lex].length >= 4) wanted.set(lex, { lex, prefix: (wanted.get(lex)?.prefix ?? false) || i === words.length - 1 })
           })
         }
         const near = yield* candidates(
           scope.map((s) => s.id),
-          [...wanted]
+          [...wanted.values()]
         )
         const branches = languages.flatMap((lang) => {
           const perWord = normalized.get(lang) ?? []
