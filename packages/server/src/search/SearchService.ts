@@ -132,35 +132,32 @@ export class SearchService extends Context.Service<
        * Lexicon words near each lexeme (trigram similarity), from the structures in scope; none for a lexeme someone
        * wrote as it is (for the last word: a word starting with it): such a word is taken as typed, not corrected.
        */
-      const candidates = (structureIds: ReadonlyArray<string>, lexemes: ReadonlyArray<{ lex: string; prefix: boolean }>) => {
-        const ids = sql`(SELECT jsonb_array_elements_text(${JSON.stringify(structureIds)}::jsonb)::uuid)`
-        return lexemes.length === 0
-          ? Effect.succeed(new Map<string, Array<string>>())
-          : sql
-              .withTransaction(
-                Effect.andThen(
-                  sql`SELECT set_config('pg_trgm.similarity_threshold', '0.2', true)`,
-                  sql`WITH t AS (SELECT lex, prefix FROM jsonb_to_recordset(${JSON.stringify(lexemes)}::jsonb) AS t(lex text, prefix boolean)),
-                    k AS (SELECT t.lex, EXISTS (SELECT 1 FROM search_lexicon WHERE structure_id IN ${ids} AND word = t.lex)
-                        OR (t.prefix AND EXISTS (SELECT 1 FROM search_lexicon WHERE structure_id IN ${ids}
-                          AND word LIKE t.lex || '%')) AS known
-                      FROM t)
-                    SELECT k.lex, l.word FROM k
-                    CROSS JOIN LATERAL (SELECT word FROM search_lexicon
-                      WHERE NOT k.known AND structure_id IN ${ids}
-                        AND word % k.lex AND length(word) BETWEEN length(k.lex) - 2 AND length(k.lex) + 2
-                      ORDER BY similarity(word, k.lex) DESC, word LIMIT 64) l`
-                )
+      const candidates = (structureIds: ReadonlyArray<string>, lexemes: ReadonlyArray<{ lex: string; prefix: boolean }>) =>
+        Effect.gen(function* () {
+          const out = new Map<string, Array<string>>()
+          if (lexemes.length === 0) return out
+          const ids = sql`(SELECT jsonb_array_elements_text(${JSON.stringify(structureIds)}::jsonb)::uuid)`
+          // one statement for the common case: every word is known, nothing to correct
+          const unknown = (yield* sql`SELECT t.lex FROM jsonb_to_recordset(${JSON.stringify(lexemes)}::jsonb) AS t(lex text, prefix boolean)
+            WHERE NOT EXISTS (SELECT 1 FROM search_lexicon WHERE structure_id IN ${ids} AND word = t.lex)
+              AND NOT (t.prefix AND EXISTS (SELECT 1 FROM search_lexicon WHERE structure_id IN ${ids} AND word LIKE t.lex || '%'))`.pipe(
+            Effect.orDie
+          )) as Array<{ lex: string }>
+          if (unknown.length === 0) return out
+          const rows = yield* sql
+            .withTransaction(
+              Effect.andThen(
+                sql`SELECT set_config('pg_trgm.similarity_threshold', '0.2', true)`,
+                sql`SELECT t.lex, l.word FROM jsonb_array_elements_text(${JSON.stringify(unknown.map((u) => u.lex))}::jsonb) AS t(lex)
+                  CROSS JOIN LATERAL (SELECT word FROM search_lexicon
+                    WHERE structure_id IN ${ids} AND word % t.lex AND length(word) BETWEEN length(t.lex) - 2 AND length(t.lex) + 2
+                    ORDER BY similarity(word, t.lex) DESC, word LIMIT 64) l`
               )
-              .pipe(
-                Effect.orDie,
-                Effect.map((rows) => {
-                  const out = new Map<string, Array<string>>()
-                  for (const r of rows as Array<any>) out.set(r.lex, [...(out.get(r.lex) ?? []), String(r.word)])
-                  return out
-                })
-              )
-      }
+            )
+            .pipe(Effect.orDie)
+          for (const r of rows as Array<any>) out.set(r.lex, [...(out.get(r.lex) ?? []), String(r.word)])
+          return out
+        })
 
       const search = Effect.fn("SearchService.search")(function* (workspace: string, params: SearchParams) {
         const started = yield* Clock.currentTimeMillis
