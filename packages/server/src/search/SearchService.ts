@@ -138,12 +138,19 @@ export class SearchService extends Context.Service<
           if (lexemes.length === 0) return out
           // ids as constants (IN ($1, …)): the planner sees them, as it would not a set returned by a function
           const ids = sql.in(structureIds)
-          // one statement for the common case: every word is known, nothing to correct
-          const unknown = (yield* sql`SELECT t.lex FROM jsonb_to_recordset(${JSON.stringify(lexemes)}::jsonb) AS t(lex text, prefix boolean)
-            WHERE NOT EXISTS (SELECT 1 FROM search_lexicon WHERE structure_id IN ${ids} AND word = t.lex)
-              AND NOT (t.prefix AND EXISTS (SELECT 1 FROM search_lexicon WHERE structure_id IN ${ids} AND word LIKE t.lex || '%'))`.pipe(
-            Effect.orDie
-          )) as Array<{ lex: string }>
+          // one statement for the common case: every word is known, nothing to correct; each pattern is a constant of
+          // its own, so that the lexicon's trigram index answers the prefix check
+          const checks = lexemes
+            .map(({ lex, prefix }) => {
+              const exact = sql`NOT EXISTS (SELECT 1 FROM search_lexicon WHERE structure_id IN ${ids} AND word = ${lex})`
+              const pattern = `${lex.replace(/[\\%_]/g, "\\$&")}%`
+              return prefix
+                ? sql`SELECT ${lex}::text AS lex WHERE ${exact}
+                    AND NOT EXISTS (SELECT 1 FROM search_lexicon WHERE structure_id IN ${ids} AND word LIKE ${pattern})`
+                : sql`SELECT ${lex}::text AS lex WHERE ${exact}`
+            })
+            .reduce((a, b) => sql`${a} UNION ALL ${b}`)
+          const unknown = (yield* checks.pipe(Effect.orDie)) as Array<{ lex: string }>
           if (unknown.length === 0) return out
           const rows = yield* sql
             .withTransaction(
