@@ -18,14 +18,17 @@ import { eventually } from "./support/wait.ts"
 let server: TestServer
 let api: Client
 
+// SEARCH_TEST_LOG=<file>: the node logs at debug level and its whole output is written there at the end
 beforeAll(async () => {
   server = await startServer(process.env.SEARCH_TEST_LOG ? { env: { TROUPE_LOG_LEVEL: "debug" } } : {})
   api = client(server, await server.adminToken())
 }, 300_000)
 
 afterAll(async () => {
-  if (process.env.SEARCH_TEST_LOG) await new Promise((r) => setTimeout(r, 1000))
-  if (process.env.SEARCH_TEST_LOG) (await import("node:fs")).writeFileSync(process.env.SEARCH_TEST_LOG, server?.output() ?? "")
+  if (process.env.SEARCH_TEST_LOG) {
+    await new Promise((r) => setTimeout(r, 1000))
+    Fs.writeFileSync(process.env.SEARCH_TEST_LOG, server?.output() ?? "")
+  }
   await server?.close()
 })
 
