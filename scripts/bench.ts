@@ -127,7 +127,9 @@ const sections: Array<[name: string, script: string]> = [
   // notification targets (issue 30): accepted sends beside creates, end to end beside nodemailer, queue-to-sent
   ["notification", "scripts/bench/notification.ts"],
   // storage (issue 28): a 10 MB download at 16 connections beside a raw node:http baseline on the same store
-  ["storage", "scripts/bench/storage.ts"]
+  ["storage", "scripts/bench/storage.ts"],
+  // search targets (issue 29): GET /search beside the raw tsvector query and the lists' scan; creates with and without the index
+  ["search", "scripts/bench/search.ts"]
 ]
 
 const main = async () => {

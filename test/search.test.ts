@@ -3,6 +3,10 @@
 // included), highlights, languages, secrets, deleted and expired records, the document following updates,
 // restores and reverts, permissions, narrowing and paging, bad input (always a 4xx), the structure settings, and
 // re-indexing after a change of searchFields under concurrent writes.
+import { execFile } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
 import { createTroupeClient } from "../packages/client-fetch/src/TroupeClient.ts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { computeClient, fn } from "./support/compute.ts"
@@ -14,14 +18,17 @@ import { eventually } from "./support/wait.ts"
 let server: TestServer
 let api: Client
 
+// SEARCH_TEST_LOG=<file>: the node logs at debug level and its whole output is written there at the end
 beforeAll(async () => {
   server = await startServer(process.env.SEARCH_TEST_LOG ? { env: { TROUPE_LOG_LEVEL: "debug" } } : {})
   api = client(server, await server.adminToken())
 }, 300_000)
 
 afterAll(async () => {
-  if (process.env.SEARCH_TEST_LOG) await new Promise((r) => setTimeout(r, 1000))
-  if (process.env.SEARCH_TEST_LOG) (await import("node:fs")).writeFileSync(process.env.SEARCH_TEST_LOG, server?.output() ?? "")
+  if (process.env.SEARCH_TEST_LOG) {
+    await new Promise((r) => setTimeout(r, 1000))
+    Fs.writeFileSync(process.env.SEARCH_TEST_LOG, server?.output() ?? "")
+  }
   await server?.close()
 })
 
@@ -381,5 +388,36 @@ return { a: a.results.map((h) => h.id), b: b.total, refused }`)
     )
     expect(run.status).toBe("completed")
     expect(run.result).toEqual({ a: [id], b: 1, refused: 400 })
+  }, 120_000)
+
+  it("troupe search prints the hits, best first, with the matches in brackets", async () => {
+    const s = await createStructure(api, { name: slug("cli"), properties: [{ name: "t", type: "string" }] })
+    const id = await create(s.id, { t: "narwhal tusk & fjord" })
+    const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "troupe-search-cli-"))
+    const bin = Path.join(import.meta.dirname, "../packages/cli/bin/troupe.mjs")
+    const env = {
+      ...process.env,
+      TROUPE_URL: server.baseUrl,
+      TROUPE_WORKSPACE: server.workspace,
+      TROUPE_TOKEN: api.token,
+      TROUPE_CONFIG: Path.join(dir, "cli.json")
+    }
+    const troupe = (args: ReadonlyArray<string>) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        execFile(process.execPath, [bin, ...args], { env }, (error, stdout, stderr) =>
+          resolve({ code: error === null ? 0 : ((error as { code?: number }).code ?? 1), stdout, stderr })
+        )
+      })
+    const human = await troupe(["search", "narwhl tus", "--structure", s.recordSlug])
+    expect(human.code, human.stderr).toBe(0)
+    expect(human.stdout).toContain(`${s.recordSlug}/${id}`)
+    expect(human.stdout).toContain("t: [narwhal] [tusk] & fjord")
+    expect(human.stdout).toContain("1 match(es)")
+    const json = await troupe(["search", "narwhal", "--structure", s.recordSlug, "--limit", "5", "--json"])
+    expect(json.code, json.stderr).toBe(0)
+    expect(JSON.parse(json.stdout)).toMatchObject({ total: 1, results: [{ id }] })
+    const blank = await troupe(["search", " "])
+    expect(blank.code).toBe(1)
+    Fs.rmSync(dir, { recursive: true, force: true })
   }, 120_000)
 })

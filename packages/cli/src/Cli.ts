@@ -11,6 +11,7 @@ import { exportRecords, importRecords } from "./commands/Records.ts"
 import { notify } from "./commands/Notify.ts"
 import { files } from "./commands/Files.ts"
 import { runs } from "./commands/Runs.ts"
+import { search } from "./commands/Search.ts"
 import { structures, types } from "./commands/Structures.ts"
 import { Json } from "./Output.ts"
 
@@ -34,6 +35,7 @@ export const troupe = Command.make("troupe").pipe(
     runs,
     notify,
     files,
+    search,
     backup,
     restore
   ]),

@@ -24,6 +24,8 @@ export const definitionKeys = [
   "enableVersioning",
   "retentionPolicy",
   "defaultSearchField",
+  "searchFields",
+  "searchLanguage",
   "schemaDiscoveryConfig",
   "defaultTtlSeconds",
   "tags",

@@ -128,29 +128,44 @@ export class SearchService extends Context.Service<
           })
         )
 
-      /** Lexicon words near each lexeme (trigram similarity), from the structures in scope. */
-      const candidates = (structureIds: ReadonlyArray<string>, lexemes: ReadonlyArray<string>) =>
-        lexemes.length === 0
-          ? Effect.succeed(new Map<string, Array<string>>())
-          : sql
-              .withTransaction(
-                Effect.andThen(
-                  sql`SELECT set_config('pg_trgm.similarity_threshold', '0.2', true)`,
-                  sql`SELECT t.lex, l.word FROM jsonb_array_elements_text(${JSON.stringify(lexemes)}::jsonb) AS t(lex)
-                    CROSS JOIN LATERAL (SELECT word FROM search_lexicon
-                      WHERE structure_id IN (SELECT jsonb_array_elements_text(${JSON.stringify(structureIds)}::jsonb)::uuid)
-                        AND word % t.lex AND length(word) BETWEEN length(t.lex) - 2 AND length(t.lex) + 2
-                      ORDER BY similarity(word, t.lex) DESC, word LIMIT 64) l`
-                )
+      /**
+       * Lexicon words near each lexeme (trigram similarity), from the structures in scope; none for a lexeme someone
+       * wrote as it is (for the last word: a word starting with it): such a word is taken as typed, not corrected.
+       */
+      const candidates = (structureIds: ReadonlyArray<string>, lexemes: ReadonlyArray<{ lex: string; prefix: boolean }>) =>
+        Effect.gen(function* () {
+          const out = new Map<string, Array<string>>()
+          if (lexemes.length === 0) return out
+          // ids as constants (IN ($1, …)): the planner sees them, as it would not a set returned by a function
+          const ids = sql.in(structureIds)
+          // one statement for the common case: every word is known, nothing to correct; each pattern is a constant of
+          // its own, so that the lexicon's trigram index answers the prefix check
+          const checks = lexemes
+            .map(({ lex, prefix }) => {
+              const exact = sql`NOT EXISTS (SELECT 1 FROM search_lexicon WHERE structure_id IN ${ids} AND word = ${lex})`
+              const pattern = `${lex.replace(/[\\%_]/g, "\\$&")}%`
+              return prefix
+                ? sql`SELECT ${lex}::text AS lex WHERE ${exact}
+                    AND NOT EXISTS (SELECT 1 FROM search_lexicon WHERE structure_id IN ${ids} AND word LIKE ${pattern})`
+                : sql`SELECT ${lex}::text AS lex WHERE ${exact}`
+            })
+            .reduce((a, b) => sql`${a} UNION ALL ${b}`)
+          const unknown = (yield* checks.pipe(Effect.orDie)) as Array<{ lex: string }>
+          if (unknown.length === 0) return out
+          const rows = yield* sql
+            .withTransaction(
+              Effect.andThen(
+                sql`SELECT set_config('pg_trgm.similarity_threshold', '0.2', true)`,
+                sql`SELECT t.lex, l.word FROM jsonb_array_elements_text(${JSON.stringify(unknown.map((u) => u.lex))}::jsonb) AS t(lex)
+                  CROSS JOIN LATERAL (SELECT word FROM search_lexicon
+                    WHERE structure_id IN ${ids} AND word % t.lex AND length(word) BETWEEN length(t.lex) - 2 AND length(t.lex) + 2
+                    ORDER BY similarity(word, t.lex) DESC, word LIMIT 64) l`
               )
-              .pipe(
-                Effect.orDie,
-                Effect.map((rows) => {
-                  const out = new Map<string, Array<string>>()
-                  for (const r of rows as Array<any>) out.set(r.lex, [...(out.get(r.lex) ?? []), String(r.word)])
-                  return out
-                })
-              )
+            )
+            .pipe(Effect.orDie)
+          for (const r of rows as Array<any>) out.set(r.lex, [...(out.get(r.lex) ?? []), String(r.word)])
+          return out
+        })
 
       const search = Effect.fn("SearchService.search")(function* (workspace: string, params: SearchParams) {
         const started = yield* Clock.currentTimeMillis
@@ -162,15 +177,17 @@ export class SearchService extends Context.Service<
         const languages = [...new Set(scope.map((s) => s.lang))]
         const normalized = yield* normalize(languages, words)
         // typo candidates for every lexeme of a word with a budget, in any language
-        const wanted = new Set<string>()
+        const wanted = new Map<string, { lex: string; prefix: boolean }>()
         for (const perWord of normalized.values()) {
           perWord.forEach((lexemes, i) => {
-            if (typoBudget(words[i]!) > 0) for (const l of lexemes) if ([...l].length >= 4) wanted.add(l)
+            if (typoBudget(words[i]!) === 0) return
+            for (const lex of lexemes)
+              if ([...lex].length >= 4) wanted.set(lex, { lex, prefix: (wanted.get(lex)?.prefix ?? false) || i === words.length - 1 })
           })
         }
         const near = yield* candidates(
           scope.map((s) => s.id),
-          [...wanted]
+          [...wanted.values()]
         )
         const branches = languages.flatMap((lang) => {
           const perWord = normalized.get(lang) ?? []
@@ -198,7 +215,7 @@ export class SearchService extends Context.Service<
                   WHEN r.search_vector @@ ${tsqueryText(b.terms, "ABC")}::tsquery THEN 1 ELSE 0 END)
                   + ts_rank_cd(r.search_vector, ${q}::tsquery, 32) AS score
               FROM records r
-              WHERE r.structure_id IN (SELECT jsonb_array_elements_text(${JSON.stringify(b.ids)}::jsonb)::uuid)
+              WHERE r.structure_id IN ${sql.in(b.ids)}
                 AND r.search_vector @@ ${q}::tsquery AND r.deleted_at IS NULL
                 AND (r.expires_at IS NULL OR r.expires_at > now())`
           })

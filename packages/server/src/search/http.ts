@@ -9,8 +9,6 @@ export const SearchHandlers = HttpApiBuilder.group(
   "search",
   Effect.fn(function* (handlers) {
     const service = yield* SearchService
-    return handlers.handle("search", ({ params, query }) =>
-      service.search(params.workspace, query).pipe(Effect.tapDefect((d) => Effect.logError("search failed", d)))
-    )
+    return handlers.handle("search", ({ params, query }) => service.search(params.workspace, query))
   })
 )

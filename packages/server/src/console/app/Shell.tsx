@@ -10,6 +10,7 @@ import { NotificationsScreen } from "./screens/NotificationsScreen.tsx"
 import { QueryScreen } from "./screens/QueryScreen.tsx"
 import { RecordsScreen } from "./screens/RecordsScreen.tsx"
 import { RunsScreen } from "./screens/RunsScreen.tsx"
+import { SearchScreen } from "./screens/SearchScreen.tsx"
 import { ServiceAccountsScreen } from "./screens/ServiceAccountsScreen.tsx"
 import { StructuresScreen } from "./screens/StructuresScreen.tsx"
 import { TriggersScreen } from "./screens/TriggersScreen.tsx"
@@ -29,6 +30,7 @@ const screens: ReadonlyArray<Screen> = [
   { key: "structures", label: "Structures", needs: ["read:structures"], render: (r) => <StructuresScreen route={r} /> },
   { key: "records", label: "Records", needs: ["read:records"], render: (r) => <RecordsScreen route={r} /> },
   { key: "query", label: "Query", needs: ["read:records"], render: () => <QueryScreen /> },
+  { key: "search", label: "Search", needs: ["read:records"], render: (r) => <SearchScreen route={r} /> },
   { key: "functions", label: "Functions", needs: ["read:functions"], render: (r) => <FunctionsScreen route={r} /> },
   { key: "triggers", label: "Triggers", needs: ["read:triggers"], render: (r) => <TriggersScreen route={r} /> },
   { key: "runs", label: "Runs", needs: ["read:functions"], render: (r) => <RunsScreen route={r} /> },

@@ -8,6 +8,7 @@ import { jsonDiff } from "../lib/Diff.ts"
 import { chunks, parseImport, type ParsedImport } from "../lib/ImportFile.ts"
 import type { BulkResult, ChangelogEntry, DataRecord, RecordHistoryEntry, RecordList, Structure, StructureList } from "../lib/Types.ts"
 import { useSession } from "../Session.tsx"
+import { SearchBox } from "./SearchScreen.tsx"
 import {
   AsyncView,
   Button,
@@ -164,6 +165,7 @@ const RecordTable = ({ structure }: { structure: Structure }) => {
           New record
         </Button>
       </PageHead>
+      <SearchBox structure={structure.recordSlug} />
       <form
         class="toolbar"
         onSubmit={(e) => {
