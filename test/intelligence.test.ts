@@ -112,7 +112,8 @@ describe("schema discovery", () => {
     const settings = await call("GET", "/collections/signups/schema-discovery")
     expect(settings.body).toEqual({
       mode: "auto-evolving",
-      config: { batchSize: 10, maxKeysPerRecord: 100, maxNestingDepth: 3, maxStringLengthSampled: 1000 }
+      config: { batchSize: 10, maxKeysPerRecord: 100, maxNestingDepth: 3, maxStringLengthSampled: 1000 },
+      autoApply: false
     })
 
     const scan = await call("POST", "/collections/signups/schema-discovery/scan")
@@ -179,6 +180,26 @@ describe("schema discovery", () => {
       return list.body.data.find((x: any) => x.kind === "add_property" && x.property.name === "site")
     }, 60_000)
     expect(suggestion.property).toEqual({ name: "site", type: "string", format: "url" })
+  }, 120_000)
+})
+
+describe("following the data (auto-evolving, autoApply on)", () => {
+  it("adds a confident new property by itself, through a new structure version", async () => {
+    const s = await structure("visits", [{ name: "path", type: "string" }], "auto-evolving")
+    const settings = await call("PUT", "/collections/visits/schema-discovery", { autoApply: true, config: { batchSize: 5 } })
+    expect(settings.body).toMatchObject({ mode: "auto-evolving", autoApply: true, config: { batchSize: 5 } })
+    await seed(
+      "visits",
+      Array.from({ length: 6 }, (_, i) => ({ path: `/p/${i}`, durationMs: 100 + i }))
+    )
+    const grown = await eventually(async () => {
+      const res = await call("GET", `/structures/${s.id}`)
+      return res.body.properties.some((p: any) => p.name === "durationMs") ? res.body : undefined
+    }, 60_000)
+    expect(grown.properties.find((p: any) => p.name === "durationMs")).toMatchObject({ type: "number", integer: true })
+    expect(grown.version).toBeGreaterThan(s.version)
+    const list = await call("GET", "/collections/visits/schema-suggestions?status=accepted")
+    expect(list.body.data.map((x: any) => x.property.name)).toEqual(["durationMs"])
   }, 120_000)
 })
 

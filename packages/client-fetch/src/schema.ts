@@ -2942,11 +2942,14 @@ export interface components {
             maxStringLengthSampled: number;
         };
         SchemaDiscoverySettings: {
+            /** @description auto-evolving only: new properties inferred with confidence ≥ 0.95 are added at once (default false) */
+            autoApply: boolean;
             config: components["schemas"]["SchemaDiscoveryConfig"];
             /** @enum {string} */
             mode: "strict" | "auto-evolving" | "schemaless";
         };
         SchemaDiscoverySettingsInput: {
+            autoApply?: boolean;
             config?: {
                 /** @description 1 to 10000 records per profiled batch (default 10) */
                 batchSize?: number;

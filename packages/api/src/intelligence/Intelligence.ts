@@ -18,7 +18,10 @@ const JsonObject = Schema.Record(Schema.String, Schema.Json)
 /** `GET /collections/{slug}/schema-discovery`. @category models */
 export const SchemaDiscoverySettings = Schema.Struct({
   mode: SchemaDiscoveryMode,
-  config: SchemaDiscoveryConfig
+  config: SchemaDiscoveryConfig,
+  autoApply: Schema.Boolean.annotate({
+    description: "auto-evolving only: new properties inferred with confidence ≥ 0.95 are added at once (default false)"
+  })
 }).annotate({ identifier: "SchemaDiscoverySettings" })
 /** @category models */
 export type SchemaDiscoverySettings = typeof SchemaDiscoverySettings.Type
@@ -26,6 +29,7 @@ export type SchemaDiscoverySettings = typeof SchemaDiscoverySettings.Type
 /** `PUT /collections/{slug}/schema-discovery`: what is left out is kept. @category models */
 export const SchemaDiscoverySettingsInput = Schema.Struct({
   mode: optional(SchemaDiscoveryMode),
+  autoApply: optional(Schema.Boolean),
   config: optional(
     Schema.Struct({
       batchSize: optional(Schema.Finite.annotate({ description: "1 to 10000 records per profiled batch (default 10)" })),

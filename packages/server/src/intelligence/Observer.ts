@@ -3,13 +3,15 @@
 // `schemaless` mode; the undeclared fields of each record go into an in-memory queue on the relay's node (nothing
 // is written inside the relay's transaction). Every second the queue is profiled per structure (within its
 // schemaDiscoveryConfig limits) and merged into the stored `observed` profile; once `batchSize` records were
-// observed since the last inference, suggestions are inferred (the same as `POST …/schema-discovery/trigger`).
+// observed since the last inference, suggestions are inferred (the same as `POST …/schema-discovery/trigger`), and
+// in `auto-evolving` with `autoApply` on, confident new properties are added (AutoApply.ts).
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Duration, Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import type { StoredEvent } from "../events/Outbox.ts"
 import { type EventConsumer, EventConsumers } from "../events/OutboxRelay.ts"
 import { StructureService } from "../structures/StructureService.ts"
+import { autoApply } from "./AutoApply.ts"
 import { infer } from "./Inference.ts"
 import { IntelligenceRepo } from "./IntelligenceRepo.ts"
 import { emptyProfile, mergeProfiles, profileRecord } from "./Profile.ts"
@@ -74,18 +76,22 @@ export const ObserverLayer = Layer.effect(
         const batch = emptyProfile()
         const { batchSize, ...limits } = structure.schemaDiscoveryConfig
         for (const o of list) profileRecord(batch, o.data, limits)
-        yield* sql.withTransaction(
+        const added = yield* sql.withTransaction(
           Effect.gen(function* () {
             yield* repo.lockProfile(structureId, "observed")
             const stored = yield* repo.getProfile(structureId, "observed")
             const profile = mergeProfiles(stored.profile, batch)
             const pending = stored.pending + list.length
-            if (pending >= batchSize) {
-              yield* repo.addSchemaSuggestions(workspace, structureId, infer(structure, profile))
-              yield* repo.putProfile(workspace, structureId, "observed", profile, 0)
-            } else yield* repo.putProfile(workspace, structureId, "observed", profile, pending)
+            if (pending < batchSize) {
+              yield* repo.putProfile(workspace, structureId, "observed", profile, pending)
+              return []
+            }
+            yield* repo.putProfile(workspace, structureId, "observed", profile, 0)
+            return yield* repo.addSchemaSuggestions(workspace, structureId, infer(structure, profile))
           })
         )
+        // after the commit: the structure update has its own transaction
+        yield* autoApply({ repo, structures }, workspace, structureId, added)
       })
 
     const flush = Effect.suspend(() => {
