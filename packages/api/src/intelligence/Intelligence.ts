@@ -82,6 +82,16 @@ export const AcceptedSchemaSuggestion = Schema.Struct({
   structure: Schema.Json
 }).annotate({ identifier: "AcceptedSchemaSuggestion" })
 
+/**
+ * `GET /collections/{slug}/field-profiles`: per field path, what the last scan of stored records found (count, JSON
+ * type histogram, numeric range, string lengths, formats, distinct values up to 20), and the same for the writes
+ * observed since. @category models
+ */
+export const FieldProfiles = Schema.Struct({
+  scan: Schema.Struct({ records: Schema.Int, fields: Schema.Record(Schema.String, Schema.Json) }),
+  observed: Schema.Struct({ records: Schema.Int, fields: Schema.Record(Schema.String, Schema.Json) })
+}).annotate({ identifier: "FieldProfiles" })
+
 // ---------------------------------------------------------------------------------------------------------------
 // Anomalies
 

@@ -114,6 +114,13 @@ const make = Effect.gen(function* () {
         if (input.autoApply !== undefined) yield* orDie(repo.putConfig(workspace, s.id, "discovery", { autoApply: input.autoApply }))
         return yield* discoveryOf(s)
       }),
+    profiles: (workspace: string, idOrSlug: string) =>
+      Effect.gen(function* () {
+        const s = yield* collection(workspace, idOrSlug)
+        const scan = yield* orDie(repo.getProfile(s.id, "scan"))
+        const observed = yield* orDie(repo.getProfile(s.id, "observed"))
+        return { scan: scan.profile as any, observed: observed.profile as any }
+      }),
     scan: (workspace: string, idOrSlug: string, by: Principal) => startJob(workspace, idOrSlug, "discovery_scan", by),
     trigger: (workspace: string, idOrSlug: string, by: Principal) => startJob(workspace, idOrSlug, "discovery_trigger", by),
     analyse: (workspace: string, idOrSlug: string, by: Principal) => startJob(workspace, idOrSlug, "anomaly_analysis", by),

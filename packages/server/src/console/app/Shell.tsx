@@ -3,6 +3,7 @@
 import { useState } from "preact/hooks"
 import type { ComponentChildren } from "preact"
 import { ActivityScreen } from "./screens/ActivityScreen.tsx"
+import { DataHealthScreen } from "./screens/DataHealthScreen.tsx"
 import { FunctionsScreen } from "./screens/FunctionsScreen.tsx"
 import { MembersScreen } from "./screens/MembersScreen.tsx"
 import { NotificationsScreen } from "./screens/NotificationsScreen.tsx"
@@ -28,6 +29,7 @@ const screens: ReadonlyArray<Screen> = [
   { key: "structures", label: "Structures", needs: ["read:structures"], render: (r) => <StructuresScreen route={r} /> },
   { key: "records", label: "Records", needs: ["read:records"], render: (r) => <RecordsScreen route={r} /> },
   { key: "query", label: "Query", needs: ["read:records"], render: () => <QueryScreen /> },
+  { key: "data-health", label: "Data health", needs: ["read:structures"], render: (r) => <DataHealthScreen route={r} /> },
   { key: "functions", label: "Functions", needs: ["read:functions"], render: (r) => <FunctionsScreen route={r} /> },
   { key: "triggers", label: "Triggers", needs: ["read:triggers"], render: (r) => <TriggersScreen route={r} /> },
   { key: "runs", label: "Runs", needs: ["read:functions"], render: (r) => <RunsScreen route={r} /> },
