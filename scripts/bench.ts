@@ -125,7 +125,9 @@ const sections: Array<[name: string, script: string]> = [
   // preflights beside GET /health, and the grant's headers on the fast lane (issue 32)
   ["cors", "scripts/bench/cors.ts"],
   // notification targets (issue 30): accepted sends beside creates, end to end beside nodemailer, queue-to-sent
-  ["notification", "scripts/bench/notification.ts"]
+  ["notification", "scripts/bench/notification.ts"],
+  // schema discovery's cost on the write path (issue 31): creates with an observed undeclared field beside strict ones
+  ["intelligence", "scripts/bench/intelligence.ts"]
 ]
 
 const main = async () => {
