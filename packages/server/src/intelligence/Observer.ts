@@ -120,7 +120,9 @@ export const ObserverLayer = Layer.effect(
       const groups = new Map<string, Array<Observation>>()
       for (const o of taken) {
         const key = `${o.workspace}\u0000${o.structureId}`
-        groups.set(key, [...(groups.get(key) ?? []), o])
+        const group = groups.get(key)
+        if (group === undefined) groups.set(key, [o])
+        else group.push(o)
       }
       return Effect.forEach(groups, ([, list]) => flushOne(list[0]!.workspace, list[0]!.structureId, list), { discard: true })
     }).pipe(Effect.catchCause((cause) => Effect.logWarning("schema discovery: merging observations failed", cause)))
