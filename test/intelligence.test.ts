@@ -4,8 +4,11 @@
 // the model path against a scripted chat-completions server (malformed JSON, a timeout and a 429 each a clear batch
 // error, never a write); and bad input answered 4xx with the contract's body. Runs on PGlite, or PostgreSQL with
 // DATABASE_URL.
+import { spawn } from "node:child_process"
 import * as Http from "node:http"
 import type * as Net from "node:net"
+import * as Os from "node:os"
+import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createAccount, createUser } from "./support/IdentityHelpers.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
@@ -369,4 +372,37 @@ describe("bad input", () => {
     expect(gone.status).toBe(404)
     expect(gone.body).toMatchObject({ statusCode: 404, error: "Not Found" })
   }, 60_000)
+})
+
+describe("troupe health", () => {
+  it("scans a structure and lists what was found, with why", async () => {
+    const root = Path.resolve(import.meta.dirname, "..")
+    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, [Path.join(root, "packages/cli/bin/troupe.mjs"), "health", "customers", "--json"], {
+        cwd: root,
+        env: {
+          ...process.env,
+          TROUPE_CONFIG: Path.join(Os.tmpdir(), `troupe-health-${process.pid}.json`),
+          TROUPE_URL: server.baseUrl,
+          TROUPE_WORKSPACE: server.workspace,
+          TROUPE_TOKEN: token
+        },
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      let stdout = ""
+      let stderr = ""
+      child.stdout.on("data", (d) => (stdout += d))
+      child.stderr.on("data", (d) => (stderr += d))
+      child.on("error", reject)
+      child.on("close", (code) => resolve({ code, stdout, stderr }))
+    })
+    expect(run.code, run.stderr).toBe(0)
+    const report = JSON.parse(run.stdout)
+    expect(report.jobs.map((j: any) => `${j.kind}:${j.status}`)).toEqual([
+      "discovery_scan:completed",
+      "anomaly_analysis:completed",
+      "validation_scan:completed"
+    ])
+    expect(report.corrections.map((c: any) => c.currentValue)).toEqual(["Itally"])
+  }, 120_000)
 })

@@ -9,6 +9,7 @@ import { functions } from "./commands/Functions.ts"
 import { login, logout, whoami } from "./commands/Login.ts"
 import { exportRecords, importRecords } from "./commands/Records.ts"
 import { notify } from "./commands/Notify.ts"
+import { health } from "./commands/Health.ts"
 import { runs } from "./commands/Runs.ts"
 import { structures, types } from "./commands/Structures.ts"
 import { Json } from "./Output.ts"
@@ -32,6 +33,7 @@ export const troupe = Command.make("troupe").pipe(
     functions,
     runs,
     notify,
+    health,
     backup,
     restore
   ]),
