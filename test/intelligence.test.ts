@@ -10,7 +10,9 @@ import type * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { computeClient, fn } from "./support/compute.ts"
 import { createAccount, createUser } from "./support/IdentityHelpers.ts"
+import { openSse } from "./support/SseClient.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 import { eventually, sleep } from "./support/wait.ts"
 import { type Receiver, startReceiver } from "./support/WebhookReceiver.ts"
@@ -251,6 +253,43 @@ describe("anomaly insights", () => {
     const again = await call("GET", "/anomaly-insights?collection=readings&status=dismissed")
     expect(again.body.data.map((i: any) => i.id)).toEqual([first.id])
     expect((await call("GET", `/anomaly-insights/${second.id}`)).body.status).toBe("acknowledged")
+  }, 180_000)
+})
+
+describe("anomaly.detected reaches SSE and event triggers", () => {
+  it("an outlier found by an analysis is an SSE event of its structure and fires an anomaly_detected trigger", async () => {
+    await structure("audit", [{ name: "payload", type: "string" }])
+    await structure("meters", [{ name: "kwh", type: "number" }])
+    const c = computeClient(server, token)
+    const audit = await c.createFunction(
+      "audit-anomaly",
+      fn("await api.createRecord('audit', { payload: JSON.stringify(executionParams) })\n  return { success: true }")
+    )
+    const trigger = await c.createTrigger({
+      name: "on-anomaly",
+      functionId: audit.id,
+      executionType: "event-driven",
+      triggerMetadata: { event: "anomaly_detected", recordSlug: "meters" }
+    })
+    expect(trigger.id).toBeDefined()
+    const sse = await openSse(`${server.baseUrl}/realtime/workspace/${server.workspace}/api/v1/events?structure=meters`, {
+      authorization: `Bearer ${token}`
+    })
+    expect(sse.status).toBe(200)
+    const ids = await seed("meters", [...Array.from({ length: 40 }, (_, i) => ({ kwh: 10 + (i % 5) })), { kwh: 5000 }])
+    const run = await call("POST", "/collections/meters/anomaly-analysis")
+    expect(await finished(run.body.jobId)).toMatchObject({ status: "completed", produced: 1 })
+    await sse.waitFor((messages) => messages.some((m) => m.json?.event === "anomaly.detected"), 30_000, "anomaly.detected on SSE")
+    const event = sse.messages.find((m) => m.json?.event === "anomaly.detected")!
+    expect(event.json.data.insight).toMatchObject({ kind: "outlier", field: "kwh", recordId: ids[40], observed: 5000 })
+    sse.close()
+    const audited = await eventually(async () => {
+      const res = await call("GET", "/records?structureId=audit&limit=10")
+      return res.body.results?.length > 0 ? res.body.results : undefined
+    }, 60_000)
+    const params = JSON.parse(audited[0].data.payload)
+    expect(params.event).toBe("anomaly_detected")
+    expect(params.recordSlug).toBe("meters")
   }, 180_000)
 })
 

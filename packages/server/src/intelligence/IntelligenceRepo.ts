@@ -261,7 +261,10 @@ const make = Effect.gen(function* () {
         rows.map((r: any) => ({ workspace: r.workspace, structureId: r.structure_id }))
       ),
 
-    /** Stores new suggestions; those whose signature exists (offered, accepted or rejected before) are skipped. */
+    /**
+     * Stores new suggestions; those whose signature exists (offered, accepted or rejected before) are not offered again,
+     * but a pending one takes the figures of a larger sample (a scan of every record after a sample of writes).
+     */
     addSchemaSuggestions: (workspace: string, structureId: string, list: ReadonlyArray<Suggestion>): Sql<Array<NewSuggestion>> =>
       Effect.map(
         Effect.forEach(list, (s) => {
@@ -270,8 +273,11 @@ const make = Effect.gen(function* () {
             sql`INSERT INTO intel_schema_suggestions (id, workspace, structure_id, signature, kind, property, confidence, sample_count, examples, explanation)
               VALUES (${id}, ${workspace}, ${structureId}::uuid, ${s.signature}, ${s.kind}, ${jsonb(s.property)}::jsonb, ${s.confidence},
                 ${s.sampleCount}, ${jsonb(s.examples)}::jsonb, ${s.explanation})
-              ON CONFLICT (structure_id, signature) DO NOTHING RETURNING id`,
-            (rows) => (rows.length === 0 ? [] : [{ ...s, id }])
+              ON CONFLICT (structure_id, signature) DO UPDATE SET confidence = EXCLUDED.confidence,
+                sample_count = EXCLUDED.sample_count, examples = EXCLUDED.examples, explanation = EXCLUDED.explanation
+                WHERE intel_schema_suggestions.status = 'pending' AND intel_schema_suggestions.sample_count < EXCLUDED.sample_count
+              RETURNING id, (xmax = 0) AS inserted`,
+            (rows) => (rows.length === 0 || !(rows[0] as any).inserted ? [] : [{ ...s, id }])
           )
         }),
         (results) => results.flat()
