@@ -129,7 +129,9 @@ const sections: Array<[name: string, script: string]> = [
   // storage (issue 28): a 10 MB download at 16 connections beside a raw node:http baseline on the same store
   ["storage", "scripts/bench/storage.ts"],
   // search targets (issue 29): GET /search beside the raw tsvector query and the lists' scan; creates with and without the index
-  ["search", "scripts/bench/search.ts"]
+  ["search", "scripts/bench/search.ts"],
+  // schema discovery's cost on the write path (issue 31): creates with an observed undeclared field beside strict ones
+  ["intelligence", "scripts/bench/intelligence.ts"]
 ]
 
 const main = async () => {

@@ -4,10 +4,15 @@
 // the model path against a scripted chat-completions server (malformed JSON, a timeout and a 429 each a clear batch
 // error, never a write); and bad input answered 4xx with the contract's body. Runs on PGlite, or PostgreSQL with
 // DATABASE_URL.
+import { spawn } from "node:child_process"
 import * as Http from "node:http"
 import type * as Net from "node:net"
+import * as Os from "node:os"
+import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { computeClient, fn } from "./support/compute.ts"
 import { createAccount, createUser } from "./support/IdentityHelpers.ts"
+import { openSse } from "./support/SseClient.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 import { eventually, sleep } from "./support/wait.ts"
 import { type Receiver, startReceiver } from "./support/WebhookReceiver.ts"
@@ -112,7 +117,8 @@ describe("schema discovery", () => {
     const settings = await call("GET", "/collections/signups/schema-discovery")
     expect(settings.body).toEqual({
       mode: "auto-evolving",
-      config: { batchSize: 10, maxKeysPerRecord: 100, maxNestingDepth: 3, maxStringLengthSampled: 1000 }
+      config: { batchSize: 10, maxKeysPerRecord: 100, maxNestingDepth: 3, maxStringLengthSampled: 1000 },
+      autoApply: false
     })
 
     const scan = await call("POST", "/collections/signups/schema-discovery/scan")
@@ -182,6 +188,26 @@ describe("schema discovery", () => {
   }, 120_000)
 })
 
+describe("following the data (auto-evolving, autoApply on)", () => {
+  it("adds a confident new property by itself, through a new structure version", async () => {
+    const s = await structure("visits", [{ name: "path", type: "string" }], "auto-evolving")
+    const settings = await call("PUT", "/collections/visits/schema-discovery", { autoApply: true, config: { batchSize: 5 } })
+    expect(settings.body).toMatchObject({ mode: "auto-evolving", autoApply: true, config: { batchSize: 5 } })
+    await seed(
+      "visits",
+      Array.from({ length: 6 }, (_, i) => ({ path: `/p/${i}`, durationMs: 100 + i }))
+    )
+    const grown = await eventually(async () => {
+      const res = await call("GET", `/structures/${s.id}`)
+      return res.body.properties.some((p: any) => p.name === "durationMs") ? res.body : undefined
+    }, 60_000)
+    expect(grown.properties.find((p: any) => p.name === "durationMs")).toMatchObject({ type: "number", integer: true })
+    expect(grown.version).toBeGreaterThan(s.version)
+    const list = await call("GET", "/collections/visits/schema-suggestions?status=accepted")
+    expect(list.body.data.map((x: any) => x.property.name)).toEqual(["durationMs"])
+  }, 120_000)
+})
+
 describe("anomaly insights", () => {
   it("finds the 2 planted outliers among 1,000 normal values, tells webhooks, and never raises a dismissed one again", async () => {
     await structure("readings", [
@@ -227,6 +253,43 @@ describe("anomaly insights", () => {
     const again = await call("GET", "/anomaly-insights?collection=readings&status=dismissed")
     expect(again.body.data.map((i: any) => i.id)).toEqual([first.id])
     expect((await call("GET", `/anomaly-insights/${second.id}`)).body.status).toBe("acknowledged")
+  }, 180_000)
+})
+
+describe("anomaly.detected reaches SSE and event triggers", () => {
+  it("an outlier found by an analysis is an SSE event of its structure and fires an anomaly_detected trigger", async () => {
+    await structure("audit", [{ name: "payload", type: "string" }])
+    await structure("meters", [{ name: "kwh", type: "number" }])
+    const c = computeClient(server, token)
+    const audit = await c.createFunction(
+      "audit-anomaly",
+      fn("await api.createRecord('audit', { payload: JSON.stringify(executionParams) })\n  return { success: true }")
+    )
+    const trigger = await c.createTrigger({
+      name: "on-anomaly",
+      functionId: audit.id,
+      executionType: "event-driven",
+      triggerMetadata: { event: "anomaly_detected", recordSlug: "meters" }
+    })
+    expect(trigger.id).toBeDefined()
+    const sse = await openSse(`${server.baseUrl}/realtime/workspace/${server.workspace}/api/v1/events?structure=meters`, {
+      authorization: `Bearer ${token}`
+    })
+    expect(sse.status).toBe(200)
+    const ids = await seed("meters", [...Array.from({ length: 40 }, (_, i) => ({ kwh: 10 + (i % 5) })), { kwh: 5000 }])
+    const run = await call("POST", "/collections/meters/anomaly-analysis")
+    expect(await finished(run.body.jobId)).toMatchObject({ status: "completed", produced: 1 })
+    await sse.waitFor((messages) => messages.some((m) => m.json?.event === "anomaly.detected"), 30_000, "anomaly.detected on SSE")
+    const event = sse.messages.find((m) => m.json?.event === "anomaly.detected")!
+    expect(event.json.data.insight).toMatchObject({ kind: "outlier", field: "kwh", recordId: ids[40], observed: 5000 })
+    sse.close()
+    const audited = await eventually(async () => {
+      const res = await call("GET", "/records?structureId=audit&limit=10")
+      return res.body.results?.length > 0 ? res.body.results : undefined
+    }, 60_000)
+    const params = JSON.parse(audited[0].data.payload)
+    expect(params.event).toBe("anomaly_detected")
+    expect(params.recordSlug).toBe("meters")
   }, 180_000)
 })
 
@@ -348,4 +411,37 @@ describe("bad input", () => {
     expect(gone.status).toBe(404)
     expect(gone.body).toMatchObject({ statusCode: 404, error: "Not Found" })
   }, 60_000)
+})
+
+describe("troupe health", () => {
+  it("scans a structure and lists what was found, with why", async () => {
+    const root = Path.resolve(import.meta.dirname, "..")
+    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, [Path.join(root, "packages/cli/bin/troupe.mjs"), "health", "customers", "--json"], {
+        cwd: root,
+        env: {
+          ...process.env,
+          TROUPE_CONFIG: Path.join(Os.tmpdir(), `troupe-health-${process.pid}.json`),
+          TROUPE_URL: server.baseUrl,
+          TROUPE_WORKSPACE: server.workspace,
+          TROUPE_TOKEN: token
+        },
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      let stdout = ""
+      let stderr = ""
+      child.stdout.on("data", (d) => (stdout += d))
+      child.stderr.on("data", (d) => (stderr += d))
+      child.on("error", reject)
+      child.on("close", (code) => resolve({ code, stdout, stderr }))
+    })
+    expect(run.code, run.stderr).toBe(0)
+    const report = JSON.parse(run.stdout)
+    expect(report.jobs.map((j: any) => `${j.kind}:${j.status}`)).toEqual([
+      "discovery_scan:completed",
+      "anomaly_analysis:completed",
+      "validation_scan:completed"
+    ])
+    expect(report.corrections.map((c: any) => c.currentValue)).toEqual(["Itally"])
+  }, 120_000)
 })

@@ -10,6 +10,7 @@ import { login, logout, whoami } from "./commands/Login.ts"
 import { exportRecords, importRecords } from "./commands/Records.ts"
 import { notify } from "./commands/Notify.ts"
 import { files } from "./commands/Files.ts"
+import { health } from "./commands/Health.ts"
 import { runs } from "./commands/Runs.ts"
 import { search } from "./commands/Search.ts"
 import { structures, types } from "./commands/Structures.ts"
@@ -36,6 +37,7 @@ export const troupe = Command.make("troupe").pipe(
     notify,
     files,
     search,
+    health,
     backup,
     restore
   ]),

@@ -678,6 +678,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/workspace/{workspace}/api/v1/collections/{id}/field-profiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Requires permission `read:structures`. Counts against the workspace's `reads` rate limit. */
+        get: operations["intelligence.fieldProfiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/workspace/{workspace}/api/v1/collections/{id}/schema-discovery": {
         parameters: {
             query?: never;
@@ -2546,6 +2563,16 @@ export interface components {
             to: string | string[];
             variables?: Record<string, unknown>;
         };
+        FieldProfiles: {
+            observed: {
+                fields: Record<string, unknown>;
+                records: number;
+            };
+            scan: {
+                fields: Record<string, unknown>;
+                records: number;
+            };
+        };
         FlatRecord: Record<string, unknown>;
         FlatRecordList: {
             limit: number | ("Infinity" | "-Infinity" | "NaN");
@@ -3093,11 +3120,14 @@ export interface components {
             maxStringLengthSampled: number;
         };
         SchemaDiscoverySettings: {
+            /** @description auto-evolving only: new properties inferred with confidence ≥ 0.95 are added at once (default false) */
+            autoApply: boolean;
             config: components["schemas"]["SchemaDiscoveryConfig"];
             /** @enum {string} */
             mode: "strict" | "auto-evolving" | "schemaless";
         };
         SchemaDiscoverySettingsInput: {
+            autoApply?: boolean;
             config?: {
                 /** @description 1 to 10000 records per profiled batch (default 10) */
                 batchSize?: number;
@@ -7129,6 +7159,101 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AnomalyConfig"];
+                };
+            };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenEncoded"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConflictEncoded"];
+                };
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnprocessableEncoded"];
+                };
+            };
+            /** @description Locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LockedEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
+        };
+    };
+    "intelligence.fieldProfiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description FieldProfiles */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldProfiles"];
                 };
             };
             /** @description BadRequest */

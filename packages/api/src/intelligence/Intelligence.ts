@@ -18,7 +18,10 @@ const JsonObject = Schema.Record(Schema.String, Schema.Json)
 /** `GET /collections/{slug}/schema-discovery`. @category models */
 export const SchemaDiscoverySettings = Schema.Struct({
   mode: SchemaDiscoveryMode,
-  config: SchemaDiscoveryConfig
+  config: SchemaDiscoveryConfig,
+  autoApply: Schema.Boolean.annotate({
+    description: "auto-evolving only: new properties inferred with confidence ≥ 0.95 are added at once (default false)"
+  })
 }).annotate({ identifier: "SchemaDiscoverySettings" })
 /** @category models */
 export type SchemaDiscoverySettings = typeof SchemaDiscoverySettings.Type
@@ -26,6 +29,7 @@ export type SchemaDiscoverySettings = typeof SchemaDiscoverySettings.Type
 /** `PUT /collections/{slug}/schema-discovery`: what is left out is kept. @category models */
 export const SchemaDiscoverySettingsInput = Schema.Struct({
   mode: optional(SchemaDiscoveryMode),
+  autoApply: optional(Schema.Boolean),
   config: optional(
     Schema.Struct({
       batchSize: optional(Schema.Finite.annotate({ description: "1 to 10000 records per profiled batch (default 10)" })),
@@ -77,6 +81,16 @@ export const AcceptedSchemaSuggestion = Schema.Struct({
   suggestion: SchemaSuggestion,
   structure: Schema.Json
 }).annotate({ identifier: "AcceptedSchemaSuggestion" })
+
+/**
+ * `GET /collections/{slug}/field-profiles`: per field path, what the last scan of stored records found (count, JSON
+ * type histogram, numeric range, string lengths, formats, distinct values up to 20), and the same for the writes
+ * observed since. @category models
+ */
+export const FieldProfiles = Schema.Struct({
+  scan: Schema.Struct({ records: Schema.Int, fields: Schema.Record(Schema.String, Schema.Json) }),
+  observed: Schema.Struct({ records: Schema.Int, fields: Schema.Record(Schema.String, Schema.Json) })
+}).annotate({ identifier: "FieldProfiles" })
 
 // ---------------------------------------------------------------------------------------------------------------
 // Anomalies

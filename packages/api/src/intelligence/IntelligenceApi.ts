@@ -20,6 +20,7 @@ import {
   AnomalyInsight,
   AnomalyInsightList,
   BatchAccepted,
+  FieldProfiles,
   IntelligenceJob,
   JobAccepted,
   ListQuery,
@@ -74,6 +75,13 @@ export class IntelligenceApi extends HttpApiGroup.make("intelligence")
       HttpApiEndpoint.post("triggerSchema", "/collections/:id/schema-discovery/trigger", {
         params: Collection,
         success: accepted(JobAccepted),
+        error: errors
+      })
+    ),
+    read(
+      HttpApiEndpoint.get("fieldProfiles", "/collections/:id/field-profiles", {
+        params: Collection,
+        success: FieldProfiles,
         error: errors
       })
     ),

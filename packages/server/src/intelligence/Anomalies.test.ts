@@ -53,4 +53,23 @@ describe("checks and inference", () => {
       { name: "deep", type: "object" }
     ])
   })
+
+  it("an object is proposed with its children, an array with its item type (and not at all when items are mixed)", () => {
+    const profile = emptyProfile()
+    const limits = { maxKeysPerRecord: 100, maxNestingDepth: 3, maxStringLengthSampled: 100 }
+    for (let i = 0; i < 10; i++) {
+      profileRecord(profile, { address: { city: `c${i}`, geo: { lat: i / 3 } }, tags: ["a", "b"], mixed: [1, "x"] }, limits)
+    }
+    const byName = Object.fromEntries(infer({ properties: [], recordSlug: "s" } as any, profile).map((s) => [s.property.name, s.property]))
+    expect(byName.address).toEqual({
+      name: "address",
+      type: "object",
+      properties: [
+        { name: "city", type: "string" },
+        { name: "geo", type: "object", properties: [{ name: "lat", type: "number" }] }
+      ]
+    })
+    expect(byName.tags).toEqual({ name: "tags", type: "array", items: { type: "string" } })
+    expect(byName.mixed).toBeUndefined()
+  })
 })

@@ -102,7 +102,11 @@ export const rareValues = (field: string, samples: ReadonlyArray<Sample>): Array
   const strings = samples.filter((s): s is { id: string; value: string } => typeof s.value === "string")
   if (strings.length < RARE_MIN_VALUES) return []
   const counts = new Map<string, Array<string>>()
-  for (const s of strings) counts.set(s.value, [...(counts.get(s.value) ?? []), s.id])
+  for (const s of strings) {
+    const ids = counts.get(s.value)
+    if (ids === undefined) counts.set(s.value, [s.id])
+    else ids.push(s.id)
+  }
   if (counts.size > 30) return []
   const frequent = [...counts].filter(([, ids]) => ids.length / strings.length >= 0.05)
   if (frequent.length === 0) return []

@@ -61,16 +61,24 @@ const share = (n: number, total: number, what: string) =>
     : `${n} of ${total} values are ${what}; ${total - n} ${total - n === 1 ? "is" : "are"} not`
 
 /** A property definition for values of this JSON type. */
-const propertyFor = (name: string, f: FieldProfile, type: JsonType): Record<string, unknown> => {
+const propertyFor = (name: string, f: FieldProfile, type: JsonType, nested: () => Array<Record<string, unknown>> = () => []) => {
   switch (type) {
     case "number":
       return f.integers === (f.types.number ?? 0) ? { name, type: "number", integer: true } : { name, type: "number" }
     case "boolean":
       return { name, type: "boolean" }
-    case "object":
-      return { name, type: "object" }
-    case "array":
-      return { name, type: "array", items: { type: "string" } }
+    case "object": {
+      const properties = nested()
+      return properties.length > 0 ? { name, type: "object", properties } : { name, type: "object" }
+    }
+    case "array": {
+      // items of one type (90 % or more), else no proposal: a wrong item type would refuse the records
+      const entries = (Object.entries(f.itemTypes ?? {}) as Array<[JsonType, number]>).sort((a, b) => b[1] - a[1])
+      const total = entries.reduce((n, [, c]) => n + c, 0)
+      const top = entries[0]
+      if (top === undefined || top[1] / total < MIN_SHARE || !["string", "number", "boolean", "object"].includes(top[0])) return undefined
+      return { name, type: "array", items: { type: top[0] } }
+    }
     default: {
       const format = dominantFormat(f)
       return format !== undefined && format.n / format.total >= MIN_SHARE
@@ -92,7 +100,17 @@ const jsonTypeOf = (p: PropertyDefinition): JsonType =>
           ? "array"
           : "string"
 
-/** Every suggestion the profile supports for the structure as it is now (top-level fields). */
+/** Properties for the direct children of `path` (90 % or more of one type), nested objects included. */
+const childrenOf = (profile: Profile, path: string): Array<Record<string, unknown>> =>
+  Object.entries(profile.fields).flatMap(([p, f]) => {
+    if (!p.startsWith(`${path}.`) || p.slice(path.length + 1).includes(".")) return []
+    const dominant = dominantType(f)
+    if (dominant === undefined || dominant.n / dominant.total < MIN_SHARE) return []
+    const property = propertyFor(p.slice(path.length + 1), f, dominant.type, () => childrenOf(profile, p))
+    return property === undefined ? [] : [property]
+  })
+
+/** Every suggestion the profile supports for the structure as it is now (top-level fields; objects with their children). */
 export const infer = (structure: Structure, profile: Profile): Array<Suggestion> => {
   const out: Array<Suggestion> = []
   const declared = new Map(structure.properties.map((p) => [p.name, p]))
@@ -104,10 +122,11 @@ export const infer = (structure: Structure, profile: Profile): Array<Suggestion>
     const property = declared.get(path)
     if (property === undefined) {
       if (typeShare < MIN_SHARE) continue
-      const proposed = propertyFor(path, f, dominant.type)
+      const proposed = propertyFor(path, f, dominant.type, () => childrenOf(profile, path))
+      if (proposed === undefined) continue
       const format = typeof proposed.format === "string" ? ` (${share(dominantFormat(f)!.n, dominant.n, plural[proposed.format]!)})` : ""
       out.push({
-        signature: `add_property:${path}:${proposed.type}${proposed.format ? `:${proposed.format}` : ""}`,
+        signature: `add_property:${path}:${proposed.type}${"format" in proposed ? `:${proposed.format}` : ""}`,
         kind: "add_property",
         property: proposed,
         confidence: round(typeShare),
@@ -119,7 +138,9 @@ export const infer = (structure: Structure, profile: Profile): Array<Suggestion>
     }
     if (property.type === "reference" || property.type === "datetime") continue
     if (dominant.type !== jsonTypeOf(property) && typeShare >= MIN_SHARE) {
-      const proposed: Record<string, unknown> = { ...propertyFor(path, f, dominant.type), ...(property.id ? { id: property.id } : {}) }
+      const typed = propertyFor(path, f, dominant.type, () => childrenOf(profile, path))
+      if (typed === undefined) continue
+      const proposed: Record<string, unknown> = { ...typed, ...(property.id ? { id: property.id } : {}) }
       out.push({
         signature: `change_type:${path}:${property.type}->${proposed.type}`,
         kind: "change_type",

@@ -102,6 +102,11 @@ export const validationOf = (r: any) => ({
   createdAt: iso(r.created_at)
 })
 
+/** A suggestion just stored, with its id. */
+export interface NewSuggestion extends Suggestion {
+  readonly id: string
+}
+
 export interface Page {
   readonly workspace: string
   readonly structureId?: string | undefined
@@ -242,11 +247,11 @@ const make = Effect.gen(function* () {
     lockProfile: (structureId: string, source: string): Sql<void> =>
       Effect.asVoid(sql`SELECT 1 FROM intel_profiles WHERE structure_id = ${structureId}::uuid AND source = ${source} FOR UPDATE`),
 
-    getConfig: (structureId: string, kind: "anomaly" | "ai"): Sql<Record<string, unknown> | undefined> =>
+    getConfig: (structureId: string, kind: "anomaly" | "ai" | "discovery"): Sql<Record<string, unknown> | undefined> =>
       Effect.map(sql`SELECT config FROM intel_config WHERE structure_id = ${structureId}::uuid AND kind = ${kind}`, (rows) =>
         rows.length === 0 ? undefined : json((rows[0] as any).config)
       ),
-    putConfig: (workspace: string, structureId: string, kind: "anomaly" | "ai", config: unknown): Sql<void> =>
+    putConfig: (workspace: string, structureId: string, kind: "anomaly" | "ai" | "discovery", config: unknown): Sql<void> =>
       Effect.asVoid(sql`INSERT INTO intel_config (structure_id, kind, workspace, config)
         VALUES (${structureId}::uuid, ${kind}, ${workspace}, ${jsonb(config)}::jsonb)
         ON CONFLICT (structure_id, kind) DO UPDATE SET config = EXCLUDED.config, updated_at = now()`),
@@ -256,18 +261,26 @@ const make = Effect.gen(function* () {
         rows.map((r: any) => ({ workspace: r.workspace, structureId: r.structure_id }))
       ),
 
-    /** Stores new suggestions; those whose signature exists (offered, accepted or rejected before) are skipped. */
-    addSchemaSuggestions: (workspace: string, structureId: string, list: ReadonlyArray<Suggestion>): Sql<number> =>
+    /**
+     * Stores new suggestions; those whose signature exists (offered, accepted or rejected before) are not offered again,
+     * but a pending one takes the figures of a larger sample (a scan of every record after a sample of writes).
+     */
+    addSchemaSuggestions: (workspace: string, structureId: string, list: ReadonlyArray<Suggestion>): Sql<Array<NewSuggestion>> =>
       Effect.map(
-        Effect.forEach(
-          list,
-          (s) =>
+        Effect.forEach(list, (s) => {
+          const id = uuidv7()
+          return Effect.map(
             sql`INSERT INTO intel_schema_suggestions (id, workspace, structure_id, signature, kind, property, confidence, sample_count, examples, explanation)
-            VALUES (${uuidv7()}, ${workspace}, ${structureId}::uuid, ${s.signature}, ${s.kind}, ${jsonb(s.property)}::jsonb, ${s.confidence},
-              ${s.sampleCount}, ${jsonb(s.examples)}::jsonb, ${s.explanation})
-            ON CONFLICT (structure_id, signature) DO NOTHING RETURNING id`
-        ),
-        (results) => results.reduce((n, rows) => n + rows.length, 0)
+              VALUES (${id}, ${workspace}, ${structureId}::uuid, ${s.signature}, ${s.kind}, ${jsonb(s.property)}::jsonb, ${s.confidence},
+                ${s.sampleCount}, ${jsonb(s.examples)}::jsonb, ${s.explanation})
+              ON CONFLICT (structure_id, signature) DO UPDATE SET confidence = EXCLUDED.confidence,
+                sample_count = EXCLUDED.sample_count, examples = EXCLUDED.examples, explanation = EXCLUDED.explanation
+                WHERE intel_schema_suggestions.status = 'pending' AND intel_schema_suggestions.sample_count < EXCLUDED.sample_count
+              RETURNING id, (xmax = 0) AS inserted`,
+            (rows) => (rows.length === 0 || !(rows[0] as any).inserted ? [] : [{ ...s, id }])
+          )
+        }),
+        (results) => results.flat()
       ),
     schemaSuggestions: (p: Page) => page("intel_schema_suggestions", p),
     schemaSuggestion: (workspace: string, id: string): Sql<any | undefined> =>

@@ -71,6 +71,13 @@ const make = Effect.gen(function* () {
     return { page, limit, offset: (page - 1) * limit }
   }
 
+  const discoveryOf = (s: Structure): Effect.Effect<SchemaDiscoverySettings> =>
+    Effect.map(orDie(repo.getConfig(s.id, "discovery")), (stored) => ({
+      mode: s.schemaDiscoveryMode,
+      config: s.schemaDiscoveryConfig,
+      autoApply: stored?.autoApply === true
+    }))
+
   const startJob = (workspace: string, idOrSlug: string, kind: JobKind, by: Principal) =>
     Effect.gen(function* () {
       const s = yield* collection(workspace, idOrSlug)
@@ -88,21 +95,31 @@ const make = Effect.gen(function* () {
 
   const service = {
     getDiscovery: (workspace: string, idOrSlug: string): Effect.Effect<SchemaDiscoverySettings, NotFound> =>
-      Effect.map(collection(workspace, idOrSlug), (s) => ({ mode: s.schemaDiscoveryMode, config: s.schemaDiscoveryConfig })),
+      Effect.flatMap(collection(workspace, idOrSlug), (s) => discoveryOf(s)),
     putDiscovery: (workspace: string, idOrSlug: string, input: SchemaDiscoverySettingsInput, by: Principal) =>
       Effect.gen(function* () {
         yield* checkDiscovery(input)
+        let s = yield* collection(workspace, idOrSlug)
+        if (input.mode !== undefined || input.config !== undefined) {
+          s = yield* structures.update(
+            workspace,
+            s.id,
+            {
+              ...(input.mode !== undefined ? { schemaDiscoveryMode: input.mode } : {}),
+              ...(input.config !== undefined ? { schemaDiscoveryConfig: input.config } : {})
+            },
+            by
+          )
+        }
+        if (input.autoApply !== undefined) yield* orDie(repo.putConfig(workspace, s.id, "discovery", { autoApply: input.autoApply }))
+        return yield* discoveryOf(s)
+      }),
+    profiles: (workspace: string, idOrSlug: string) =>
+      Effect.gen(function* () {
         const s = yield* collection(workspace, idOrSlug)
-        const updated = yield* structures.update(
-          workspace,
-          s.id,
-          {
-            ...(input.mode !== undefined ? { schemaDiscoveryMode: input.mode } : {}),
-            ...(input.config !== undefined ? { schemaDiscoveryConfig: input.config } : {})
-          },
-          by
-        )
-        return { mode: updated.schemaDiscoveryMode, config: updated.schemaDiscoveryConfig } satisfies SchemaDiscoverySettings
+        const scan = yield* orDie(repo.getProfile(s.id, "scan"))
+        const observed = yield* orDie(repo.getProfile(s.id, "observed"))
+        return { scan: scan.profile as any, observed: observed.profile as any }
       }),
     scan: (workspace: string, idOrSlug: string, by: Principal) => startJob(workspace, idOrSlug, "discovery_scan", by),
     trigger: (workspace: string, idOrSlug: string, by: Principal) => startJob(workspace, idOrSlug, "discovery_trigger", by),
@@ -256,8 +273,6 @@ const jobView = (job: JobRow) => ({
   createdAt: job.createdAt,
   finishedAt: job.finishedAt
 })
-
-export type IntelligenceStructure = Structure
 
 export class IntelligenceService extends Context.Service<IntelligenceService, Effect.Success<typeof make>>()(
   "@troupe/server/intelligence/IntelligenceService"

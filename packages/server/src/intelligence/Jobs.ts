@@ -6,6 +6,7 @@ import type { Structure } from "@troupe/api/structures/Structure"
 import { Cause, Effect } from "effect"
 import type { StructureService } from "../structures/StructureService.ts"
 import { missingSpike, outliers, rareValues, type Sample, typeMismatches, volumeSpike } from "./Anomalies.ts"
+import { autoApply } from "./AutoApply.ts"
 import { checkField } from "./Checks.ts"
 import { infer } from "./Inference.ts"
 import type { IntelligenceRepo, JobRow, RecordSlice } from "./IntelligenceRepo.ts"
@@ -72,16 +73,17 @@ export const makeJobs = (deps: {
         yield* repo.progress(job.id, { cursor, scanned, produced: 0, state: { profile } })
       }
       yield* repo.putProfile(job.workspace, job.structureId, "scan", profile, 0)
-      const produced = yield* repo.addSchemaSuggestions(job.workspace, job.structureId, infer(structure, profile))
-      return { scanned, produced }
+      const added = yield* repo.addSchemaSuggestions(job.workspace, job.structureId, infer(structure, profile))
+      return { scanned, produced: added.length }
     })
 
   const discoveryTrigger = (job: JobRow, structure: Structure) =>
     Effect.gen(function* () {
       const { profile } = yield* repo.getProfile(job.structureId, "observed")
-      const produced = yield* repo.addSchemaSuggestions(job.workspace, job.structureId, infer(structure, profile))
+      const added = yield* repo.addSchemaSuggestions(job.workspace, job.structureId, infer(structure, profile))
       yield* repo.putProfile(job.workspace, job.structureId, "observed", profile, 0)
-      return { scanned: profile.records, produced }
+      yield* autoApply({ repo, structures }, job.workspace, job.structureId, added)
+      return { scanned: profile.records, produced: added.length }
     })
 
   /** Every top-level field with a value in the records, when the config names none. */

@@ -1,15 +1,17 @@
 // Observing writes for schema discovery, at no cost to the write path: the outbox relay (off the request, after
 // commit) hands this consumer the record.created / record.updated events of structures in `auto-evolving` or
-// `schemaless` mode; the undeclared fields of each record go into an in-memory queue on the relay's node (nothing
+// `schemaless` mode (a sample: at most SAMPLE_PER_SECOND per structure); the undeclared fields of each record go into an in-memory queue on the relay's node (nothing
 // is written inside the relay's transaction). Every second the queue is profiled per structure (within its
 // schemaDiscoveryConfig limits) and merged into the stored `observed` profile; once `batchSize` records were
-// observed since the last inference, suggestions are inferred (the same as `POST …/schema-discovery/trigger`).
+// observed since the last inference, suggestions are inferred (the same as `POST …/schema-discovery/trigger`), and
+// in `auto-evolving` with `autoApply` on, confident new properties are added (AutoApply.ts).
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Duration, Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import type { StoredEvent } from "../events/Outbox.ts"
 import { type EventConsumer, EventConsumers } from "../events/OutboxRelay.ts"
 import { StructureService } from "../structures/StructureService.ts"
+import { autoApply } from "./AutoApply.ts"
 import { infer } from "./Inference.ts"
 import { IntelligenceRepo } from "./IntelligenceRepo.ts"
 import { emptyProfile, mergeProfiles, profileRecord } from "./Profile.ts"
@@ -18,6 +20,11 @@ const OBSERVED = new Set(["record.created", "record.updated"])
 /** At most this many records wait in the queue; past it, observations are dropped (discovery samples anyway). */
 const MAX_QUEUED = 10_000
 const FLUSH = Duration.seconds(1)
+/**
+ * Records observed per structure per second, at most: past it, events are not selected (the relay then does not read
+ * their payloads at all). A profile is a sample; a bulk load needs no more than this to be profiled well.
+ */
+const SAMPLE_PER_SECOND = 20
 
 interface Observation {
   readonly workspace: string
@@ -44,6 +51,18 @@ export const ObserverLayer = Layer.effect(
     const repo = yield* IntelligenceRepo
     const sql = yield* SqlClient.SqlClient
     let queue: Array<Observation> = []
+    // per structure: the second being counted and how many events were selected in it
+    const sampled = new Map<string, { second: number; n: number }>()
+    const take = (structureId: string) => {
+      const second = Math.floor(Date.now() / 1000)
+      const seen = sampled.get(structureId)
+      if (seen === undefined || seen.second !== second) {
+        if (sampled.size > 10_000) sampled.clear()
+        sampled.set(structureId, { second, n: 1 })
+        return true
+      }
+      return ++seen.n <= SAMPLE_PER_SECOND
+    }
 
     const structureOf = (workspace: string, id: string | null) =>
       id === null ? Effect.succeed(undefined) : structures.get(workspace, id).pipe(Effect.orElseSucceed(() => undefined))
@@ -53,7 +72,10 @@ export const ObserverLayer = Layer.effect(
       select: (events) =>
         Effect.filter(events, (e) =>
           OBSERVED.has(e.type)
-            ? Effect.map(structureOf(e.workspace, e.structureId), (s) => s !== undefined && s.schemaDiscoveryMode !== "strict")
+            ? Effect.map(
+                structureOf(e.workspace, e.structureId),
+                (s) => s !== undefined && s.schemaDiscoveryMode !== "strict" && take(s.id)
+              )
             : Effect.succeed(false)
         ),
       handle: (events: ReadonlyArray<StoredEvent>) =>
@@ -74,18 +96,22 @@ export const ObserverLayer = Layer.effect(
         const batch = emptyProfile()
         const { batchSize, ...limits } = structure.schemaDiscoveryConfig
         for (const o of list) profileRecord(batch, o.data, limits)
-        yield* sql.withTransaction(
+        const added = yield* sql.withTransaction(
           Effect.gen(function* () {
             yield* repo.lockProfile(structureId, "observed")
             const stored = yield* repo.getProfile(structureId, "observed")
             const profile = mergeProfiles(stored.profile, batch)
             const pending = stored.pending + list.length
-            if (pending >= batchSize) {
-              yield* repo.addSchemaSuggestions(workspace, structureId, infer(structure, profile))
-              yield* repo.putProfile(workspace, structureId, "observed", profile, 0)
-            } else yield* repo.putProfile(workspace, structureId, "observed", profile, pending)
+            if (pending < batchSize) {
+              yield* repo.putProfile(workspace, structureId, "observed", profile, pending)
+              return []
+            }
+            yield* repo.putProfile(workspace, structureId, "observed", profile, 0)
+            return yield* repo.addSchemaSuggestions(workspace, structureId, infer(structure, profile))
           })
         )
+        // after the commit: the structure update has its own transaction
+        yield* autoApply({ repo, structures }, workspace, structureId, added)
       })
 
     const flush = Effect.suspend(() => {
@@ -94,7 +120,9 @@ export const ObserverLayer = Layer.effect(
       const groups = new Map<string, Array<Observation>>()
       for (const o of taken) {
         const key = `${o.workspace}\u0000${o.structureId}`
-        groups.set(key, [...(groups.get(key) ?? []), o])
+        const group = groups.get(key)
+        if (group === undefined) groups.set(key, [o])
+        else group.push(o)
       }
       return Effect.forEach(groups, ([, list]) => flushOne(list[0]!.workspace, list[0]!.structureId, list), { discard: true })
     }).pipe(Effect.catchCause((cause) => Effect.logWarning("schema discovery: merging observations failed", cause)))

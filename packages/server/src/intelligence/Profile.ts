@@ -24,6 +24,8 @@ export interface FieldProfile {
   /** value (as JSON) -> count; null once more than DISTINCT_BOUND distinct values were seen */
   distinct: Record<string, number> | null
   examples: Array<unknown>
+  /** JSON types of array items (the first 100 items of each array) */
+  itemTypes?: Partial<Record<JsonType, number>>
 }
 
 export interface Profile {
@@ -96,6 +98,10 @@ const observe = (f: FieldProfile, value: unknown, limits: Limits) => {
     if (s.length <= 100) key = JSON.stringify(s)
     if (f.examples.length < EXAMPLES && !f.examples.includes(s)) f.examples.push(s)
   } else if (type === "boolean") key = JSON.stringify(value)
+  else if (type === "array") {
+    const items = f.itemTypes ?? (f.itemTypes = {})
+    for (const item of (value as Array<unknown>).slice(0, 100)) items[jsonType(item)] = (items[jsonType(item)] ?? 0) + 1
+  }
   if (type !== "string" && type !== "object" && type !== "array" && f.examples.length < EXAMPLES && !f.examples.includes(value)) {
     f.examples.push(value)
   }
@@ -158,7 +164,8 @@ export const mergeProfiles = (a: Profile, b: Profile): Profile => {
       maxLength: upper(g.maxLength, f.maxLength),
       formats: addCounts(g.formats, f.formats),
       distinct,
-      examples: [...g.examples, ...f.examples.filter((e) => !g.examples.includes(e))].slice(0, EXAMPLES)
+      examples: [...g.examples, ...f.examples.filter((e) => !g.examples.includes(e))].slice(0, EXAMPLES),
+      itemTypes: addCounts(g.itemTypes ?? {}, f.itemTypes ?? {})
     }
   }
   return { records: a.records + b.records, fields }

@@ -26,6 +26,7 @@ export const IntelligenceHandlers = HttpApiBuilder.group(
       .handle("putSchemaDiscovery", ({ params, payload }) => as((p) => intel.putDiscovery(params.workspace, params.id, payload, p)))
       .handle("scanSchema", ({ params }) => as((p) => Effect.map(intel.scan(params.workspace, params.id, p), (jobId) => ({ jobId }))))
       .handle("triggerSchema", ({ params }) => as((p) => Effect.map(intel.trigger(params.workspace, params.id, p), (jobId) => ({ jobId }))))
+      .handle("fieldProfiles", ({ params }) => intel.profiles(params.workspace, params.id))
       .handle("listSchemaSuggestions", ({ params, query }) => intel.schemaSuggestions(params.workspace, params.id, query))
       .handle("acceptSchemaSuggestion", ({ params }) => as((p) => intel.acceptSchema(params.workspace, params.id, params.suggestionId, p)))
       .handle("rejectSchemaSuggestion", ({ params }) => as((p) => intel.rejectSchema(params.workspace, params.id, params.suggestionId, p)))

@@ -4,6 +4,7 @@ import { useState } from "preact/hooks"
 import type { ComponentChildren } from "preact"
 import { ActivityScreen } from "./screens/ActivityScreen.tsx"
 import { FilesScreen } from "./screens/FilesScreen.tsx"
+import { DataHealthScreen } from "./screens/DataHealthScreen.tsx"
 import { FunctionsScreen } from "./screens/FunctionsScreen.tsx"
 import { MembersScreen } from "./screens/MembersScreen.tsx"
 import { NotificationsScreen } from "./screens/NotificationsScreen.tsx"
@@ -31,6 +32,7 @@ const screens: ReadonlyArray<Screen> = [
   { key: "records", label: "Records", needs: ["read:records"], render: (r) => <RecordsScreen route={r} /> },
   { key: "query", label: "Query", needs: ["read:records"], render: () => <QueryScreen /> },
   { key: "search", label: "Search", needs: ["read:records"], render: (r) => <SearchScreen route={r} /> },
+  { key: "data-health", label: "Data health", needs: ["read:structures"], render: (r) => <DataHealthScreen route={r} /> },
   { key: "functions", label: "Functions", needs: ["read:functions"], render: (r) => <FunctionsScreen route={r} /> },
   { key: "triggers", label: "Triggers", needs: ["read:triggers"], render: (r) => <TriggersScreen route={r} /> },
   { key: "runs", label: "Runs", needs: ["read:functions"], render: (r) => <RunsScreen route={r} /> },
