@@ -106,4 +106,19 @@ describe("defects found from outside", () => {
     expect(one.status).toBe(200)
     expect(one.headers.get("content-encoding")).toBeNull()
   })
+
+  it("/openapi.json describes the realtime stream and the HTTP triggers", async () => {
+    const doc = (await server.request("GET", "/openapi.json")).body
+    const events = doc.paths["/realtime/workspace/{workspace}/api/v1/events"]
+    expect(Object.keys(events.get.responses["200"].content)).toEqual(["text/event-stream"])
+    expect(events.get.parameters.map((p: any) => p.name)).toEqual(
+      expect.arrayContaining(["workspace", "structure", "events", "lastEventId"])
+    )
+    for (const base of ["http-triggers", "webhook"]) {
+      const trigger = doc.paths[`/workspace/{workspace}/api/v1/${base}/{path}`]
+      expect(Object.keys(trigger).sort()).toEqual(["delete", "get", "patch", "post", "put"])
+      expect(Object.keys(trigger.post.responses)).toEqual(expect.arrayContaining(["200", "202"]))
+    }
+    expect(doc.paths["/workspace/{workspace}/api/v1/records"]).toBeDefined()
+  })
 })
