@@ -121,4 +121,26 @@ describe("defects found from outside", () => {
     }
     expect(doc.paths["/workspace/{workspace}/api/v1/records"]).toBeDefined()
   })
+
+  it("GET /records/{id} shows restoredFrom while the current version is a restore, on both lanes", async () => {
+    const recordSlug = `restore-${suffix}`
+    await createStructure(api, { name: recordSlug, recordSlug, properties: [{ name: "n", type: "number" }] })
+    const created = await api.call("POST", "/records", { structureId: recordSlug, data: { n: 1 } })
+    expectStatus(created, 201)
+    const id = created.body.id as string
+    expectStatus(await api.call("PATCH", `/records/${id}`, { data: { n: 2 } }), 200)
+    const restored = await api.call("POST", `/records/${id}/restore`, { version: 1 })
+    expectStatus(restored, 200)
+    expect(restored.body).toMatchObject({ version: 3, restoredFrom: 1 })
+    // the fast lane (no query string) and the ordinary handler (a query option)
+    for (const path of [`/records/${id}`, `/records/${id}?includeDeleted=false`]) {
+      const got = await api.call("GET", path)
+      expectStatus(got, 200)
+      expect(got.body, path).toMatchObject({ version: 3, restoredFrom: 1, data: { n: 1 } })
+    }
+    expectStatus(await api.call("PATCH", `/records/${id}`, { data: { n: 4 } }), 200)
+    const later = await api.call("GET", `/records/${id}`)
+    expect(later.body.version).toBe(4)
+    expect(later.body.restoredFrom).toBeUndefined()
+  })
 })

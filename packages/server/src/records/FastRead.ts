@@ -28,9 +28,13 @@ export const fastReadRoutes: Effect.Effect<FastTable, never, RecordService | Rec
     "records.get": {
       accepts: ({ params, searchParams }) => noKeys(searchParams) && isUuid(params.id),
       run: ({ params }) =>
-        Effect.map(records.get(params.workspace, params.id), ({ row, structure }) => ({
+        Effect.map(records.get(params.workspace, params.id), ({ row, structure, restoredFrom }) => ({
           status: 200,
-          body: toRecordB(row, applyVirtual(structure, maskData(structure, row.data), new Date()))
+          body: toRecordB(
+            row,
+            applyVirtual(structure, maskData(structure, row.data), new Date()),
+            restoredFrom !== undefined ? { restoredFrom } : {}
+          )
         }))
     },
     "records.list": ({ params, query, searchParams, principal }) =>
