@@ -1,7 +1,6 @@
-// What leaves the server for one event: the webhook body (README "Delivery") and the SSE message.
+// What leaves the server for one event: the webhook body (docs/events-and-realtime.md, "Delivery") and the SSE message.
+import { Predicate } from "effect"
 import type { StoredEvent } from "./Outbox.ts"
-
-const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /**
  * The webhook delivery body: `{event, workspace, timestamp, data: {structure, recordId, record, previous, changes,
@@ -17,12 +16,12 @@ export const deliveryPayload = (e: StoredEvent): Record<string, unknown> => {
     workspace: e.workspace,
     timestamp: typeof p.timestamp === "string" ? p.timestamp : e.createdAt
   }
-  const data = isObject(p.data) ? p.data : undefined
-  const record = data !== undefined && isObject(data.record) ? data.record : undefined
+  const data = Predicate.isObject(p.data) ? p.data : undefined
+  const record = data !== undefined && Predicate.isObject(data.record) ? data.record : undefined
   if (record !== undefined) {
-    const fields = isObject(record.data) ? record.data : {}
+    const fields = Predicate.isObject(record.data) ? record.data : {}
     const id = typeof record.id === "string" ? record.id : e.recordId
-    const before = isObject(data!.previous) && isObject(data!.previous.data) ? data!.previous.data : undefined
+    const before = Predicate.isObject(data!.previous) && Predicate.isObject(data!.previous.data) ? data!.previous.data : undefined
     const previous = before === undefined ? null : { ...before, id, data: before }
     const structureId = typeof record.structureId === "string" ? record.structureId : e.structureId
     return {
@@ -32,8 +31,8 @@ export const deliveryPayload = (e: StoredEvent): Record<string, unknown> => {
         recordId: id,
         record: { ...fields, id, structureId, data: fields },
         previous,
-        changes: isObject(data!.changes) ? data!.changes : {},
-        ...(isObject(data!.metadata) ? { metadata: data!.metadata } : {})
+        changes: Predicate.isObject(data!.changes) ? data!.changes : {},
+        ...(Predicate.isObject(data!.metadata) ? { metadata: data!.metadata } : {})
       }
     }
   }
