@@ -54,6 +54,7 @@ import { migrateSecrets, secretSteps } from "./SecretMigration.ts"
 import { canonical, defaultMetadata, definitionOf, isObj, toStructure } from "./StructureRows.ts"
 import { pruneVersions, type StructureVersionEntry, versionReads } from "./StructureVersions.ts"
 import { clearValidatorCache } from "./Validator.ts"
+import { isUuid } from "../lib/Uuid.ts"
 
 const notFoundError = (what: string) => notFound({ message: `Structure ${what} not found`, code: "STRUCTURE_NOT_FOUND" })
 
@@ -71,9 +72,6 @@ const slugConflict = (slug: string) =>
   })
 
 const writesLocked = () => locked({ message: "Structure writes are locked while a migration runs", code: "STRUCTURE_WRITES_LOCKED" })
-
-const uuidRe = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-const isUuid = (s: string) => uuidRe.test(s)
 
 type ServiceError = BadRequest | Conflict | NotFound | Locked
 
