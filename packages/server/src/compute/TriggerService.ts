@@ -7,7 +7,7 @@
 import type { Principal } from "@troupe/api/Authorization"
 import type { JobQueued, Trigger, TriggerCreate, TriggerUpdate } from "@troupe/api/compute/Compute"
 import { TriggerCreate as TriggerCreateSchema } from "@troupe/api/compute/Compute"
-import { type BadRequest, badRequest, type Conflict, conflict, type ErrorDetail, type NotFound } from "@troupe/api/Errors"
+import { type BadRequest, badRequest, type Conflict, conflict, type ErrorDetail, type NotFound, errorDetail } from "@troupe/api/Errors"
 import { Clock, Context, Effect, Layer, Predicate } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
@@ -65,7 +65,7 @@ const pathProblem = (path: string): string | undefined =>
             ? "path may contain only URL path characters"
             : undefined
 
-const detail = (field: string, message: string): ErrorDetail => ({ field, property: field, message })
+const detail = errorDetail
 
 type ExecutionType = Trigger["executionType"]
 
