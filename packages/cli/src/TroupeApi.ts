@@ -31,7 +31,7 @@ export interface CallOptions {
 const hint = (status: number) => (status === 401 ? " (token missing, expired or revoked: run troupe login)" : "")
 
 /** Turns a non-2xx answer into an ApiError. @category errors */
-export const toApiError = (method: string, path: string, status: number, text: string): ApiError => {
+const toApiError = (method: string, path: string, status: number, text: string): ApiError => {
   let body: Record<string, unknown> = {}
   try {
     const parsed = JSON.parse(text) as unknown
