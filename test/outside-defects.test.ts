@@ -106,4 +106,41 @@ describe("defects found from outside", () => {
     expect(one.status).toBe(200)
     expect(one.headers.get("content-encoding")).toBeNull()
   })
+
+  it("/openapi.json describes the realtime stream and the HTTP triggers", async () => {
+    const doc = (await server.request("GET", "/openapi.json")).body
+    const events = doc.paths["/realtime/workspace/{workspace}/api/v1/events"]
+    expect(Object.keys(events.get.responses["200"].content)).toEqual(["text/event-stream"])
+    expect(events.get.parameters.map((p: any) => p.name)).toEqual(
+      expect.arrayContaining(["workspace", "structure", "events", "lastEventId"])
+    )
+    for (const base of ["http-triggers", "webhook"]) {
+      const trigger = doc.paths[`/workspace/{workspace}/api/v1/${base}/{path}`]
+      expect(Object.keys(trigger).sort()).toEqual(["delete", "get", "patch", "post", "put"])
+      expect(Object.keys(trigger.post.responses)).toEqual(expect.arrayContaining(["200", "202"]))
+    }
+    expect(doc.paths["/workspace/{workspace}/api/v1/records"]).toBeDefined()
+  })
+
+  it("GET /records/{id} shows restoredFrom while the current version is a restore, on both lanes", async () => {
+    const recordSlug = `restore-${suffix}`
+    await createStructure(api, { name: recordSlug, recordSlug, properties: [{ name: "n", type: "number" }] })
+    const created = await api.call("POST", "/records", { structureId: recordSlug, data: { n: 1 } })
+    expectStatus(created, 201)
+    const id = created.body.id as string
+    expectStatus(await api.call("PATCH", `/records/${id}`, { data: { n: 2 } }), 200)
+    const restored = await api.call("POST", `/records/${id}/restore`, { version: 1 })
+    expectStatus(restored, 200)
+    expect(restored.body).toMatchObject({ version: 3, restoredFrom: 1 })
+    // the fast lane (no query string) and the ordinary handler (a query option)
+    for (const path of [`/records/${id}`, `/records/${id}?includeDeleted=false`]) {
+      const got = await api.call("GET", path)
+      expectStatus(got, 200)
+      expect(got.body, path).toMatchObject({ version: 3, restoredFrom: 1, data: { n: 1 } })
+    }
+    expectStatus(await api.call("PATCH", `/records/${id}`, { data: { n: 4 } }), 200)
+    const later = await api.call("GET", `/records/${id}`)
+    expect(later.body.version).toBe(4)
+    expect(later.body.restoredFrom).toBeUndefined()
+  })
 })

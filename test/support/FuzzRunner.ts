@@ -9,12 +9,10 @@
 //   - the server stays up (/health and /ready 200 at the end), after the careful phase has run the operations that
 //     would wreck a run (deleting a workspace, rotating the signing key, changing a password) once each, as they
 //     are meant to be used.
-// Size: over 500 lines, kept whole: the contract fuzzer: request generation per schema, mutation, sending and judging share one run state.
+// Types in FuzzTypes.ts, raw protocol garbage in FuzzWire.ts, the printed report in FuzzReport.ts.
 import { rolePermissions } from "@troupe/api/identity/Roles"
-import fc from "fast-check"
 import * as Crypto from "node:crypto"
 import * as Http from "node:http"
-import * as Net from "node:net"
 import {
   fieldKinds,
   garbageBody,
@@ -30,7 +28,6 @@ import {
   paramKind,
   prototypeKeys,
   Raw,
-  type Rng,
   rngFor,
   SchemaSamples,
   toJsonText
@@ -38,97 +35,21 @@ import {
 import { authorizationFor, type Fixtures, type PrincipalName, principals, setupFixtures, snapshot, snapshotDiff } from "./FuzzFixtures.ts"
 import { bodyTemplates, queryTemplates, type TemplateContext } from "./FuzzTemplates.ts"
 import type { TestServer } from "./TestServer.ts"
-
-export const classes = ["valid", "mutated", "garbage"] as const
-export type RequestClass = (typeof classes)[number]
-
-export interface FuzzOptions {
-  /** requests in all (the careful phase adds a few) */
-  readonly requests: number
-  readonly seed: string
-  readonly concurrency: number
-  /** only these operation ids (comma-separated FUZZ_ONLY) */
-  readonly only?: ReadonlyArray<string> | undefined
-  /** the largest string a mutation sends (the server's body limit is above it; a few bodies go beyond) */
-  readonly maxHuge?: number | undefined
-  readonly timeoutMs?: number | undefined
-  readonly log?: ((line: string) => void) | undefined
-  /** log every request of these operation ids (`*`: all) with its answer (FUZZ_TRACE) */
-  readonly trace?: ReadonlyArray<string> | undefined
-}
-
-export interface FuzzRequest {
-  readonly index: number
-  readonly op: string
-  readonly cls: RequestClass
-  readonly principal: PrincipalName
-  /** how it was built: template / derived / mutations / garbage kind */
-  readonly variant: string
-  readonly method: string
-  /** path and query, as sent */
-  readonly target: string
-  readonly headers: Record<string, string>
-  readonly body?: string | undefined
-  /** sent with Transfer-Encoding: chunked, in two chunks */
-  readonly chunked?: boolean | undefined
-  /** sent through a bare socket as is (protocol garbage) */
-  readonly raw?: { readonly text: string; readonly halfClose: boolean } | undefined
-  /** protocol garbage the server may rightly leave unanswered (a body that never arrives) */
-  readonly mayGoUnanswered?: boolean | undefined
-}
-
-export interface Outcome {
-  readonly status: number | undefined
-  readonly headers: Record<string, string | Array<string> | undefined>
-  readonly text: string
-  readonly error?: string | undefined
-  readonly ms: number
-}
-
-export interface Failure {
-  readonly request: FuzzRequest | undefined
-  readonly outcome: Outcome | undefined
-  readonly problems: ReadonlyArray<string>
-}
-
-export interface OperationStats {
-  /** class -> principal -> requests */
-  readonly classes: Record<RequestClass, Record<PrincipalName, number>>
-  readonly statuses: Record<string, number>
-}
-
-export interface FuzzReport {
-  readonly seed: string
-  readonly requests: number
-  readonly durationMs: number
-  readonly operations: number
-  readonly perOperation: Map<string, OperationStats>
-  readonly statuses: Record<string, number>
-  readonly byClass: Record<RequestClass, number>
-  readonly byPrincipal: Record<PrincipalName, number>
-  readonly mutations: Record<string, number>
-  readonly garbage: Record<string, number>
-  readonly schemas: { readonly derived: number; readonly fallback: number }
-  readonly unprivilegedPhase: { readonly requests: number; readonly snapshotPaths: number; readonly changed: number }
-  readonly careful: ReadonlyArray<string>
-  /**
-   * Valid writes of a caller without the permission that were answered with something else than 401/403 (the
-   * handler judged them first: an existence or validity oracle, not a change). Operation -> "principal status" -> n.
-   */
-  readonly judgedBeforeRefused: Record<string, Record<string, number>>
-  readonly failures: ReadonlyArray<Failure>
-  readonly failureCount: number
-  readonly serverErrorsLogged: number
-}
+import {
+  classes,
+  type Failure,
+  type FuzzOptions,
+  type FuzzReport,
+  type FuzzRequest,
+  type OperationStats,
+  type Outcome,
+  type RequestClass,
+  type Slot
+} from "./FuzzTypes.ts"
+import { formatFailure } from "./FuzzReport.ts"
+import { protocolGarbage, sendRaw } from "./FuzzWire.ts"
 
 // ------------------------------------------------------------------------------------------------ schedule
-
-interface Slot {
-  readonly index: number
-  readonly op: Operation
-  readonly cls: RequestClass
-  readonly principal: PrincipalName
-}
 
 const combos = classes.flatMap((cls) => principals.map((principal) => ({ cls, principal })))
 
@@ -744,143 +665,6 @@ export const contractProblems = (status: number, outcome: Outcome): Array<string
   return problems
 }
 
-// ------------------------------------------------------------------------------------------------ protocol garbage
-
-const protocolGarbage = (
-  slot: Slot,
-  rng: Rng,
-  principal: PrincipalName,
-  target: string,
-  headers: Record<string, string>,
-  fixtures: Fixtures
-): FuzzRequest => {
-  const auth = headers.authorization !== undefined ? `Authorization: ${headers.authorization}\r\n` : ""
-  const method = slot.op.method
-  const body = toJsonText({ structureId: fixtures.structure.id, data: { title: "truncated" } })
-  const cases = [
-    // a body announced longer than what arrives, then the client's half of the connection closes
-    [
-      "truncatedBody",
-      `${method} ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: ${body.length + 40}\r\n\r\n${body}`,
-      true,
-      true
-    ],
-    // a chunked body cut off mid-chunk
-    [
-      "truncatedChunk",
-      `${method} ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n40\r\n{"a":`,
-      true,
-      true
-    ],
-    [
-      "badChunk",
-      `${method} ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`,
-      false,
-      false
-    ],
-    [
-      "lengthAndChunked",
-      `${method} ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`,
-      false,
-      false
-    ],
-    ["badRequestLine", `${method} ${target} HTTP/9.9 junk\r\n\r\n`, false, false],
-    ["badHeader", `${method} ${target} HTTP/1.1\r\nHost: x\r\nNo colon here\r\n\r\n`, false, false],
-    ["longUrl", `GET ${target}?q=${"x".repeat(20_000)} HTTP/1.1\r\nHost: x\r\n${auth}\r\n`, false, false],
-    [
-      "manyHeaders",
-      `GET ${target} HTTP/1.1\r\nHost: x\r\n${auth}${Array.from({ length: 300 }, (_, i) => `X-H${i}: ${"v".repeat(100)}\r\n`).join("")}\r\n`,
-      false,
-      false
-    ],
-    ["http10", `${method} ${target} HTTP/1.0\r\n${auth}\r\n`, false, false],
-    ["noHost", `${method} ${target} HTTP/1.1\r\n${auth}\r\n`, false, false],
-    // a request followed by bytes that start no request (a body the first one does not declare): the parser error
-    // closes the connection, perhaps before the first request is answered
-    [
-      "trailingGarbage",
-      `${method} ${target} HTTP/1.1\r\nHost: x\r\n${auth}\r\n${rng.pick(['"s"', "[]", "{}", "\u0000\u0001"])}`,
-      false,
-      true
-    ],
-    ["binary", `${Buffer.from(rng.fc(fcBytes)).toString("latin1")}\r\n\r\n`, false, true]
-  ] as const
-  const [kind, text, halfClose, mayGoUnanswered] = rng.pick(cases)
-  return {
-    index: slot.index,
-    op: slot.op.id,
-    cls: "garbage",
-    principal,
-    variant: `protocol:${kind}`,
-    method,
-    target,
-    headers,
-    raw: { text, halfClose },
-    mayGoUnanswered
-  }
-}
-
-const fcBytes = fc.uint8Array({ minLength: 1, maxLength: 200 })
-
-/** Sends raw bytes and reads whatever comes back until the server closes or goes quiet. */
-export const sendRaw = (base: URL, raw: { readonly text: string; readonly halfClose: boolean }, timeoutMs: number): Promise<Outcome> =>
-  new Promise((resolve) => {
-    const start = performance.now()
-    const socket = Net.connect(Number(base.port), base.hostname)
-    let data = Buffer.alloc(0)
-    let settled = false
-    const finish = (error?: string) => {
-      if (settled) return
-      settled = true
-      socket.destroy()
-      const answer = parseResponse(data.toString("utf8"))
-      const ms = Math.round(performance.now() - start)
-      resolve({ ...answer, ...(error !== undefined && data.length === 0 ? { error } : {}), ms })
-    }
-    // an answer is complete when its declared length has arrived (keep-alive sockets stay open)
-    const complete = () => {
-      const text = data.toString("latin1")
-      const end = text.indexOf("\r\n\r\n")
-      if (end < 0) return false
-      const length = /\r\ncontent-length:\s*(\d+)/i.exec(text.slice(0, end))
-      return length !== null && data.length >= end + 4 + Number(length[1])
-    }
-    socket.setTimeout(Math.min(timeoutMs, 5000), () => finish("no answer (socket idle)"))
-    socket.on("data", (chunk: Buffer) => {
-      data = Buffer.concat([data, chunk])
-      if (complete()) finish()
-    })
-    socket.on("end", () => finish("closed without an answer"))
-    socket.on("close", () => finish("closed without an answer"))
-    socket.on("error", (e) => finish(e.message))
-    socket.write(Buffer.from(raw.text, "latin1"))
-    if (raw.halfClose) socket.end()
-  })
-
-const parseResponse = (text: string): Omit<Outcome, "ms"> => {
-  const end = text.indexOf("\r\n\r\n")
-  const status = /^HTTP\/1\.[01] (\d{3})/.exec(text)
-  if (status === null || end < 0) return { status: undefined, headers: {}, text }
-  const headers: Record<string, string> = {}
-  for (const line of text.slice(0, end).split("\r\n").slice(1)) {
-    const at = line.indexOf(":")
-    if (at > 0) headers[line.slice(0, at).trim().toLowerCase()] = line.slice(at + 1).trim()
-  }
-  let body = text.slice(end + 4)
-  if (/chunked/i.test(headers["transfer-encoding"] ?? "")) {
-    let decoded = ""
-    for (let at = 0; at < body.length; ) {
-      const line = body.indexOf("\r\n", at)
-      const size = parseInt(body.slice(at, line < 0 ? undefined : line), 16)
-      if (line < 0 || !(size > 0)) break
-      decoded += body.slice(line + 2, line + 2 + size)
-      at = line + 2 + size + 2
-    }
-    body = decoded
-  }
-  return { status: Number(status[1]), headers, text: body }
-}
-
 // ------------------------------------------------------------------------------------------------ careful phase
 
 /**
@@ -964,82 +748,3 @@ const signIn = (server: TestServer, workspace: string, username: string, passwor
     req.on("error", () => resolve(undefined))
     req.end(body)
   })
-
-// ------------------------------------------------------------------------------------------------ report
-
-const show = (text: string, limit: number) => {
-  if (text.length <= limit) return JSON.stringify(text)
-  const hash = Crypto.createHash("sha256").update(text).digest("hex").slice(0, 16)
-  return `${JSON.stringify(text.slice(0, limit))}… (${text.length} characters in all, sha256 ${hash})`
-}
-
-/** A failing request (bodies up to 8 KiB; beyond, their start and a hash: the JSON report has them whole) and its answer. */
-export const formatFailure = (failure: Failure): string => {
-  const lines = [`FAILURE: ${failure.problems.join("; ")}`]
-  const r = failure.request
-  if (r !== undefined) {
-    lines.push(`  request #${r.index} ${r.op} class=${r.cls} principal=${r.principal} variant=${r.variant}`)
-    if (r.raw !== undefined) {
-      lines.push(`  raw bytes: ${show(r.raw.text, 8192)}${r.raw.halfClose ? " (then half-closed)" : ""}`)
-    } else {
-      lines.push(`  ${r.method} ${r.target}`)
-      for (const [k, v] of Object.entries(r.headers)) {
-        lines.push(`  ${k}: ${k === "authorization" ? `${v.slice(0, 24)}…` : v}`)
-      }
-      if (r.body !== undefined) lines.push(`  body${r.chunked ? " (chunked)" : ""}: ${show(r.body, 8192)}`)
-    }
-  }
-  const o = failure.outcome
-  if (o !== undefined) {
-    const error = o.error ? ` (${o.error})` : ""
-    lines.push(`  -> ${o.status ?? "no status"}${error} in ${o.ms} ms, x-request-id ${o.headers["x-request-id"] ?? "-"}`)
-    lines.push(`  -> body: ${show(o.text, 2000)}`)
-  }
-  return lines.join("\n")
-}
-
-/** The whole report: totals, then one line per operation (class × principal counts and its statuses). */
-export const formatReport = (report: FuzzReport, perOperation = true): string => {
-  const sortCounts = (counts: Record<string, number>) =>
-    Object.entries(counts)
-      .sort(([a], [b]) => a.localeCompare(b))
-      .map(([k, v]) => `${k}:${v}`)
-      .join(" ")
-  const seconds = report.durationMs / 1000
-  const phase = report.unprivilegedPhase
-  const lines = [
-    `fuzz report: seed ${report.seed}`,
-    `  ${report.requests} requests over ${report.operations} operations in ${seconds.toFixed(1)} s ` +
-      `(${Math.round(report.requests / seconds)}/s)`,
-    `  classes: ${sortCounts(report.byClass)}   principals: ${sortCounts(report.byPrincipal)}`,
-    `  statuses: ${sortCounts(report.statuses)}`,
-    `  body mutations: ${sortCounts(report.mutations)}`,
-    `  garbage: ${sortCounts(report.garbage)}`,
-    `  schemas: ${report.schemas.derived} derived by effect/Arbitrary, ${report.schemas.fallback} by fast-check`,
-    `  unprivileged phase: ${phase.requests} requests, ${phase.changed} of ${phase.snapshotPaths} fixture reads changed`,
-    `  careful phase: ${report.careful.join(", ")}`,
-    `  failures: ${report.failureCount}; server errors logged: ${report.serverErrorsLogged}`
-  ]
-  const cells = [...report.perOperation.values()].flatMap((stats) => classes.flatMap((cls) => principals.map((p) => stats.classes[cls][p])))
-  lines.splice(
-    2,
-    0,
-    `  coverage: ${report.perOperation.size} operations × 3 classes × 4 principals, ` +
-      `${cells.filter((n) => n > 0).length} of ${cells.length} cells sent (fewest requests in a cell: ${Math.min(...cells)})`
-  )
-  const judged = Object.entries(report.judgedBeforeRefused)
-  lines.push(
-    `  valid writes without the permission answered other than 401/403 (judged before refused): ${
-      judged.length === 0 ? "none" : judged.map(([op, counts]) => `${op} (${sortCounts(counts)})`).join(", ")
-    }`
-  )
-  if (perOperation) {
-    lines.push("  per operation (valid | mutated | garbage, each o/v/f/a = owner/viewer/foreign/anonymous; then statuses):")
-    const width = Math.max(...[...report.perOperation.keys()].map((k) => k.length))
-    for (const [op, stats] of [...report.perOperation.entries()].sort(([a], [b]) => a.localeCompare(b))) {
-      const cells = classes.map((cls) => principals.map((p) => stats.classes[cls][p]).join("/"))
-      lines.push(`    ${op.padEnd(width)}  ${cells.map((c) => c.padEnd(11)).join(" | ")}  ${sortCounts(stats.statuses)}`)
-    }
-  }
-  return lines.join("\n")
-}

@@ -28,9 +28,12 @@ const fields = {
   requestId: Schema.optionalKey(Schema.String)
 }
 
+/** One validation detail: `property` repeats `field` (the specification names it so; the contract calls it `field`). */
+export const errorDetail = (field: string, message: string): ErrorDetail => ({ field, property: field, message })
+
 /** Builds the `details` array from `[path, message]` pairs. */
 export const details = (pairs: ReadonlyArray<readonly [string, string]>): Array<ErrorDetail> =>
-  pairs.map(([field, message]) => ({ field, property: field, message }))
+  pairs.map(([field, message]) => errorDetail(field, message))
 
 /** What a caller gives to build an error; the status, `error` and `statusCode` follow from the class. */
 export interface ErrorInit {

@@ -36,9 +36,6 @@ export const result = <A>(value: A, human: (value: A) => string | ReadonlyArray<
     for (const line of lines) yield* Console.log(line)
   })
 
-/** A line on stdout unless `--json` (for commands that print as they go, like `runs tail`). @category output */
-export const say = (line: string) => Effect.flatMap(Json, (json) => (json ? Effect.void : Console.log(line)))
-
 const interactive = process.stderr.isTTY === true
 
 /**

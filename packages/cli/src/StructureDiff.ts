@@ -14,7 +14,7 @@ type Json = unknown
 type Obj = Record<string, Json>
 
 /** The keys of a structure a file holds, in this order. */
-export const definitionKeys = [
+const definitionKeys = [
   "name",
   "recordSlug",
   "description",
@@ -45,7 +45,7 @@ export const toFile = (structure: Obj): Obj => {
 }
 
 /** Structural equality of JSON values (key order ignored). */
-export const same = (a: Json, b: Json): boolean => {
+const same = (a: Json, b: Json): boolean => {
   if (a === b) return true
   if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => same(x, b[i]))
   if (isObj(a) && isObj(b)) {

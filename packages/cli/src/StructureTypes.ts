@@ -106,7 +106,7 @@ const requiredOf = (properties: ReadonlyArray<PropertyLike>, explicit?: Readonly
 ]
 
 /** The JSON Schema of one property's value. @category conversions */
-export const propertySchema = (p: PropertyLike): JsonSchema => {
+const propertySchema = (p: PropertyLike): JsonSchema => {
   let schema: JsonSchema
   switch (p.type) {
     case "array": {
@@ -181,7 +181,7 @@ const comment = (schema: JsonSchema): string | undefined => {
 }
 
 /** The TypeScript type of a JSON Schema (the subset `structureSchema` produces). @category conversions */
-export const schemaToType = (schema: JsonSchema): string => {
+const schemaToType = (schema: JsonSchema): string => {
   if (Array.isArray(schema.anyOf)) return (schema.anyOf as Array<JsonSchema>).map(schemaToType).join(" | ")
   if (Array.isArray(schema.enum)) return (schema.enum as Array<unknown>).map((v) => JSON.stringify(v)).join(" | ")
   switch (schema.type) {

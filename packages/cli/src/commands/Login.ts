@@ -26,7 +26,7 @@ const Claims = Schema.Struct({
 })
 
 /** The claims of a JWT, unverified (the server verified it; the CLI only reads its workspace and expiry). */
-export const readClaims = (token: string) => {
+const readClaims = (token: string) => {
   const payload = token.split(".")[1] ?? ""
   return Effect.try(() => JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as unknown).pipe(
     Effect.flatMap(Schema.decodeUnknownEffect(Claims)),

@@ -39,8 +39,8 @@ const RecordPage = Schema.Struct({
   pagination: Schema.Struct({ nextCursor: Schema.optionalKey(Schema.NullOr(Schema.String)) })
 })
 
-export const EXPORT_STATE = ".troupe-export-state.json"
-export const IMPORT_STATE = ".troupe-import-state.json"
+const EXPORT_STATE = ".troupe-export-state.json"
+const IMPORT_STATE = ".troupe-import-state.json"
 
 const dirFlag = (fallback: string) =>
   Flag.String("dir").pipe(Flag.withAlias("d"), Flag.withDescription("Directory of the .jsonl files"), Flag.withDefault(fallback))
@@ -181,7 +181,7 @@ export const exportRecords = Command.make(
 )
 
 /** What one exported line sends: the record's `data` (and `metadata`), or the whole line when it has no `data`. */
-export const toInput = (line: unknown): { data: Record<string, unknown>; metadata?: unknown } | undefined => {
+const toInput = (line: unknown): { data: Record<string, unknown>; metadata?: unknown } | undefined => {
   if (typeof line !== "object" || line === null || Array.isArray(line)) return undefined
   const o = line as Record<string, unknown>
   if (typeof o.data === "object" && o.data !== null && !Array.isArray(o.data)) {

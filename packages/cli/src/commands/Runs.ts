@@ -10,7 +10,7 @@ import { CliFailure, Json, orUndefined, usage } from "../Output.ts"
 import { type ApiError, TroupeApi } from "../TroupeApi.ts"
 
 /** One line for an event: time, name, and what it is about. */
-export const formatRunEvent = (e: Record<string, unknown>): string => {
+const formatRunEvent = (e: Record<string, unknown>): string => {
   const d = (typeof e.data === "object" && e.data !== null ? e.data : {}) as Record<string, unknown>
   const time = typeof e.timestamp === "string" ? e.timestamp : ""
   const parts = [time, String(e.event)]

@@ -2,7 +2,7 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { Api } from "@troupe/api/Api"
 import { Effect, Layer, References } from "effect"
-import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { HttpApiBuilder } from "effect/http-api"
 import { ComputeLayer } from "../compute/ComputeLayer.ts"
 import { EventTriggersLayer } from "../compute/EventTriggers.ts"
 import { HTTP_TRIGGER_PATHS, HttpTriggerRoute } from "../compute/HttpTriggerRoute.ts"
@@ -52,6 +52,7 @@ import { DatabaseLayer } from "../platform/Database.ts"
 import { EmbeddedVacuumLayer } from "../platform/EmbeddedVacuum.ts"
 import { draining } from "../platform/Drain.ts"
 import { SystemHandlers } from "../platform/http.ts"
+import { OpenApiRoutes } from "../platform/OpenApiRoute.ts"
 import { StartLineLayer } from "../platform/StartLine.ts"
 import { routeLabels, serve } from "../platform/HttpEdge.ts"
 import { MetricsScrape } from "../platform/Metrics.ts"
@@ -122,9 +123,9 @@ const Domains = ComputeLayer.pipe(
   Layer.provideMerge(Notifier.layer)
 )
 
-const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(Layer.provide(Handlers))
-const DocsRoute = HttpApiScalar.layer(Api, { path: "/docs" })
-const Routes = Layer.mergeAll(ApiRoutes, DocsRoute, RealtimeRoute, HttpTriggerRoute, ConsoleRoute)
+const ApiRoutes = HttpApiBuilder.layer(Api).pipe(Layer.provide(Handlers))
+// /openapi.json and /docs describe the raw routes too (realtime, HTTP triggers): @troupe/api/RawRoutes
+const Routes = Layer.mergeAll(ApiRoutes, OpenApiRoutes, RealtimeRoute, HttpTriggerRoute, ConsoleRoute)
 
 const Runtime = Entities.pipe(
   Layer.provideMerge(Domains),

@@ -9,7 +9,7 @@
 // - A run whose own write fires a trigger passes its depth on; past MAX_RUN_DEPTH the triggered run is stored
 //   already failed, which ends a function that keeps writing to its own trigger's structure.
 import type { Structure } from "@troupe/api/structures/Structure"
-import { Clock, Context, Effect, Layer, Stream } from "effect"
+import { Clock, Context, Effect, Layer, Predicate, Stream } from "effect"
 import type { StoredEvent } from "../events/Outbox.ts"
 import { type EventConsumer, EventConsumers, type EventHead } from "../events/OutboxRelay.ts"
 import { isoString } from "../lib/rows.ts"
@@ -44,8 +44,6 @@ const failureEvents = {
   delete: ["record_deleted_failed"]
 } as const
 
-const isObject = (u: unknown): u is Record<string, any> => typeof u === "object" && u !== null && !Array.isArray(u)
-
 interface Firing {
   readonly workspace: string
   /** null for the events of a whole workspace (workspaceTriggerEvents) */
@@ -70,7 +68,10 @@ const paramsOf = (f: Firing) => ({
 })
 
 const depthOf = (payload: unknown): number => {
-  const metadata = isObject(payload) && isObject(payload.data) && isObject(payload.data.metadata) ? payload.data.metadata : undefined
+  const metadata =
+    Predicate.isObject(payload) && Predicate.isObject(payload.data) && Predicate.isObject(payload.data.metadata)
+      ? payload.data.metadata
+      : undefined
   return metadata !== undefined && typeof metadata.runId === "string" && typeof metadata.depth === "number" ? metadata.depth : -1
 }
 
@@ -114,7 +115,7 @@ const make = Layer.effectContext(
       const event = triggerEventOf[e.type]
       if (event === undefined) return []
       const timestamp = typeof e.payload.timestamp === "string" ? e.payload.timestamp : e.createdAt
-      const data = isObject(e.payload.data) ? e.payload.data : {}
+      const data = Predicate.isObject(e.payload.data) ? e.payload.data : {}
       if (workspaceTriggerEvents.has(event)) {
         return [
           {
@@ -131,9 +132,9 @@ const make = Layer.effectContext(
       }
       if (e.recordSlug === null) return []
       const base = { workspace: e.workspace, recordSlug: e.recordSlug, event, timestamp, parentDepth: depthOf(e.payload), eventId: e.id }
-      const record = isObject(data.record) ? data.record : { id: e.recordId }
+      const record = Predicate.isObject(data.record) ? data.record : { id: e.recordId }
       if (event === "record_created" || event === "record_deleted") return [{ ...base, recordId: e.recordId, data: record }]
-      const before = isObject(data.previous) ? { id: record.id, structureId: record.structureId, data: data.previous.data } : null
+      const before = Predicate.isObject(data.previous) ? { id: record.id, structureId: record.structureId, data: data.previous.data } : null
       return [{ ...base, recordId: e.recordId, data: { before, after: record } }]
     }
 

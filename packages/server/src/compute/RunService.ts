@@ -4,7 +4,7 @@
 import type { Principal } from "@troupe/api/Authorization"
 import type { FunctionRun, JobQueued, RerunRequest } from "@troupe/api/compute/Compute"
 import { badRequest, type BadRequest, type NotFound } from "@troupe/api/Errors"
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Predicate } from "effect"
 import { FunctionRepo } from "./FunctionRepo.ts"
 import { checkId, functionNotFound, isUuid, runNotFound, type RunRow, toRun } from "./model.ts"
 import { type NewRun, RunRepo } from "./RunRepo.ts"
@@ -22,8 +22,6 @@ export interface RunListQuery {
   readonly status?: string | undefined
   readonly executionSource?: string | undefined
 }
-
-const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const rerunError = (message: string) => badRequest({ message })
 
@@ -179,7 +177,7 @@ export class RunService extends Context.Service<
           .decryptValue(original.parameters, parametersContext(original.id))
           .pipe(Effect.mapError(() => rerunError("Failed to decrypt original run parameters.")))
         const overrides = input?.overrideParams ?? {}
-        const executionParams = isObject(stored) ? { ...stored, ...overrides } : { ...overrides }
+        const executionParams = Predicate.isObject(stored) ? { ...stored, ...overrides } : { ...overrides }
         if (original.triggerId === null) return yield* rerunError("Original trigger not found; it may have been deleted.")
         const trigger = yield* Effect.orDie(triggers.get(workspace, original.triggerId))
         if (trigger === undefined) return yield* rerunError("Original trigger not found; it may have been deleted.")

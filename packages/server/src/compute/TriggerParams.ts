@@ -3,12 +3,10 @@
 // server except into the function that runs. `keyVersion` numbers the encryption keys in the order they were first
 // used here (table encryption_key_versions), since the key ring itself names keys by a hash.
 import type { BadRequest } from "@troupe/api/Errors"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Predicate } from "effect"
 import { SqlClient } from "effect/sql"
 import { Secrets } from "../platform/Secrets.ts"
 import { invalid } from "./model.ts"
-
-const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** The associated data every encrypted param of a workspace is bound to. */
 const contextOf = (workspace: string) => `trigger-params:${workspace}`
@@ -49,7 +47,7 @@ export class TriggerParams extends Context.Service<
             for (let i = 0; i < params.length; i++) out.push(yield* seal(workspace, params[i], `${field}[${i}]`))
             return out
           }
-          if (!isObject(params)) return params
+          if (!Predicate.isObject(params)) return params
           if (params.encrypt === true && "value" in params) {
             const ciphertext = secrets.encrypt(JSON.stringify(params.value ?? null), contextOf(workspace))
             return { value: ciphertext, encrypted: true, keyVersion: versionOf(secrets.currentKeyId) }
@@ -72,7 +70,7 @@ export class TriggerParams extends Context.Service<
       const open = (workspace: string, params: unknown): Effect.Effect<unknown, string> =>
         Effect.gen(function* () {
           if (Array.isArray(params)) return yield* Effect.forEach(params, (p) => open(workspace, p))
-          if (!isObject(params)) return params
+          if (!Predicate.isObject(params)) return params
           if (params.encrypted === true && typeof params.value === "string" && secrets.isEncrypted(params.value)) {
             const plain = yield* secrets
               .decrypt(params.value, contextOf(workspace))

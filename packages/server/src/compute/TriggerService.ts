@@ -7,8 +7,8 @@
 import type { Principal } from "@troupe/api/Authorization"
 import type { JobQueued, Trigger, TriggerCreate, TriggerUpdate } from "@troupe/api/compute/Compute"
 import { TriggerCreate as TriggerCreateSchema } from "@troupe/api/compute/Compute"
-import { type BadRequest, badRequest, type Conflict, conflict, type ErrorDetail, type NotFound } from "@troupe/api/Errors"
-import { Clock, Context, Effect, Layer } from "effect"
+import { type BadRequest, badRequest, type Conflict, conflict, type ErrorDetail, type NotFound, errorDetail } from "@troupe/api/Errors"
+import { Clock, Context, Effect, Layer, Predicate } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import * as Crypto from "node:crypto"
@@ -73,9 +73,7 @@ const pathProblem = (path: string): string | undefined =>
             ? "path may contain only URL path characters"
             : undefined
 
-const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
-
-const detail = (field: string, message: string): ErrorDetail => ({ field, property: field, message })
+const detail = errorDetail
 
 type ExecutionType = Trigger["executionType"]
 
@@ -151,7 +149,7 @@ export class TriggerService extends Context.Service<
           let event: string | null = null
           let recordSlug: string | null = null
           let nextRunAt: string | null = null
-          if (metadata.params !== undefined && !isObject(metadata.params)) {
+          if (metadata.params !== undefined && !Predicate.isObject(metadata.params)) {
             problems.push(detail("triggerMetadata.params", "params must be an object"))
           }
           if (type === "event-driven") {

@@ -23,6 +23,11 @@ describe("bundleConsole", () => {
         expect(mainJs).not.toContain("cm-scroller")
         expect(names.some((n) => n.startsWith("chunk-") && text(bundle.assets.get(n)!.body).includes("cm-scroller"))).toBe(true)
         for (const asset of bundle.assets.values()) expect(asset.gzip.length).toBeLessThan(asset.body.length)
+        // the next bundle (another start) comes from the disk cache, the same files
+        const again = yield* bundleConsole
+        expect(again.fromCache).toBe(true)
+        expect([...again.assets.keys()].sort()).toEqual([...names].sort())
+        expect(again.index.etag).toBe(bundle.index.etag)
       }),
     30_000
   )

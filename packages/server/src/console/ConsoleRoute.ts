@@ -4,7 +4,7 @@
 // - /console, /console/ and any /console/<path> that is not an asset: index.html (the app routes by the hash).
 // - /console/assets/<name>-<hash>.(js|css): the bundle, cacheable for ever (the name changes with the content),
 //   gzipped for clients that accept it.
-// The bundle is made on the first request and kept (ConsoleBundle.ts).
+// The bundle is made (or read from its disk cache) on the first request and kept (ConsoleBundle.ts).
 import { notFound } from "@troupe/api/Errors"
 import { Effect } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -55,7 +55,7 @@ export const ConsoleRoute = HttpRouter.use((router) =>
   Effect.gen(function* () {
     const bundle = yield* Effect.cached(
       bundleConsole.pipe(
-        Effect.tap((b) => Effect.logDebug("console bundled", { buildMs: b.buildMs, assets: [...b.assets.keys()] })),
+        Effect.tap((b) => Effect.logDebug("console bundled", { buildMs: b.buildMs, fromCache: b.fromCache, assets: [...b.assets.keys()] })),
         Effect.orDie
       )
     )

@@ -26,15 +26,19 @@ const updated = recordEvent({
 })
 
 describe("deliveryPayload", () => {
-  it("is {event, workspace, timestamp, data: {structure, recordId, record}} with record = fields + id", () => {
+  it("is {event, workspace, timestamp, data: {structure, recordId, record, previous}}, record and previous shaped as on SSE", () => {
     const p = deliveryPayload(stored(updated)) as any
     expect(p.event).toBe("record.updated")
     expect(p.workspace).toBe("acme")
     expect(p.timestamp).toBe("2024-05-01T10:00:00.000Z")
     expect(p.data.structure).toBe("orders")
     expect(p.data.recordId).toBe("r-1")
-    expect(p.data.record).toStrictEqual({ status: "paid", total: 10, id: "r-1" })
-    expect(p.data.previous).toStrictEqual({ status: "open", total: 10, id: "r-1" })
+    // the realtime message's shape, and the deprecated flat fields beside it
+    expect(p.data.record).toStrictEqual({ status: "paid", total: 10, id: "r-1", structureId: "s-1", data: { status: "paid", total: 10 } })
+    expect(p.data.previous).toStrictEqual({ status: "open", total: 10, id: "r-1", data: { status: "open", total: 10 } })
+    const m = realtimeMessage(stored(updated)) as any
+    expect(p.data.record).toMatchObject(m.data.record)
+    expect(p.data.previous).toMatchObject(m.data.previous)
     expect(p.data.changes).toStrictEqual({ status: { old: "open", new: "paid" } })
     expect(Object.keys(p)).toStrictEqual(["event", "workspace", "timestamp", "data"])
   })

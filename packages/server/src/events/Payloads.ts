@@ -1,12 +1,13 @@
-// What leaves the server for one event: the webhook body (README "Delivery") and the SSE message.
+// What leaves the server for one event: the webhook body (docs/events-and-realtime.md, "Delivery") and the SSE message.
+import { Predicate } from "effect"
 import type { StoredEvent } from "./Outbox.ts"
 
-const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
-
 /**
- * The webhook delivery body: `{event, workspace, timestamp, data: {structure, recordId, record}}` where `record` is
- * the record's fields plus `id`; also `previous` (same shape, or null), `changes` and `metadata` when the event has
- * them. Bulk events carry `data: {structure, count, recordIds}`; other events their own `data`.
+ * The webhook delivery body: `{event, workspace, timestamp, data: {structure, recordId, record, previous, changes,
+ * metadata?}}`. `record` and `previous` have the realtime message's shape, `{id, structureId, data: {fields}}` and
+ * `{id, data: {fields}} | null` (one shape on both channels, docs/events-and-realtime.md); until the flat form is
+ * removed they also carry the fields at their top level, as deliveries did before (deprecated). Bulk events carry
+ * `data: {structure, count, recordIds}`; other events their own `data`.
  */
 export const deliveryPayload = (e: StoredEvent): Record<string, unknown> => {
   const p = e.payload
@@ -15,21 +16,23 @@ export const deliveryPayload = (e: StoredEvent): Record<string, unknown> => {
     workspace: e.workspace,
     timestamp: typeof p.timestamp === "string" ? p.timestamp : e.createdAt
   }
-  const data = isObject(p.data) ? p.data : undefined
-  const record = data !== undefined && isObject(data.record) ? data.record : undefined
+  const data = Predicate.isObject(p.data) ? p.data : undefined
+  const record = data !== undefined && Predicate.isObject(data.record) ? data.record : undefined
   if (record !== undefined) {
-    const fields = isObject(record.data) ? record.data : {}
+    const fields = Predicate.isObject(record.data) ? record.data : {}
     const id = typeof record.id === "string" ? record.id : e.recordId
-    const previous = isObject(data!.previous) && isObject(data!.previous.data) ? { ...data!.previous.data, id } : null
+    const before = Predicate.isObject(data!.previous) && Predicate.isObject(data!.previous.data) ? data!.previous.data : undefined
+    const previous = before === undefined ? null : { ...before, id, data: before }
+    const structureId = typeof record.structureId === "string" ? record.structureId : e.structureId
     return {
       ...base,
       data: {
         structure: p.structure ?? e.recordSlug,
         recordId: id,
-        record: { ...fields, id },
+        record: { ...fields, id, structureId, data: fields },
         previous,
-        changes: isObject(data!.changes) ? data!.changes : {},
-        ...(isObject(data!.metadata) ? { metadata: data!.metadata } : {})
+        changes: Predicate.isObject(data!.changes) ? data!.changes : {},
+        ...(Predicate.isObject(data!.metadata) ? { metadata: data!.metadata } : {})
       }
     }
   }

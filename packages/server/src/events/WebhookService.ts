@@ -36,14 +36,13 @@ import { deliveryHeaders, generateSecret } from "./Signature.ts"
 import { encryptStoredSecrets, openSigningSecret, sealSigningSecret } from "./SigningSecret.ts"
 import { checkWebhookUrl } from "./UrlPolicy.ts"
 import { type DeliveryRow, toDelivery, toWebhook, type WebhookPatch, WebhookRepo } from "./WebhookRepo.ts"
+import { isUuid } from "../lib/Uuid.ts"
 
 /** Notifier topic: "these webhooks have queued deliveries" (payload: webhook id). */
 export const KICK_TOPIC = "webhooks.kick"
 
 /** Per attempt: only a 2xx within this time is a success. */
 export const DELIVERY_TIMEOUT_MS = 30_000
-
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 const toDetail = (d: DeliveryRow): WebhookDeliveryDetail => ({ ...toDelivery(d), payload: d.payload as any })
 
@@ -106,7 +105,7 @@ export class WebhookService extends Context.Service<WebhookService, WebhookServi
 
       /** The webhook, or 404 (ids that are not UUIDs cannot exist). */
       const find = (workspace: string, id: string) =>
-        uuidPattern.test(id)
+        isUuid(id)
           ? repo.get(workspace, id).pipe(
               Effect.orDie,
               Effect.flatMap((w) => (w === undefined ? Effect.fail(webhookNotFound(id)) : Effect.succeed(w)))
@@ -212,7 +211,7 @@ export class WebhookService extends Context.Service<WebhookService, WebhookServi
 
       const deliveryNotFound = (deliveryId: string) => notFound({ message: `Delivery ${deliveryId} not found` })
       const findDelivery = (id: string, deliveryId: string) =>
-        uuidPattern.test(deliveryId)
+        isUuid(deliveryId)
           ? repo.delivery(id, deliveryId).pipe(
               Effect.orDie,
               Effect.flatMap((d) => (d === undefined ? Effect.fail(deliveryNotFound(deliveryId)) : Effect.succeed(d)))

@@ -1,6 +1,8 @@
 // Paths into JSON objects (`["creds", "token"]`): read one value, or copy an object with one value replaced.
+import { Predicate } from "effect"
 
-export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+/** Effect's plain-object predicate (non-null, not an array), typed for JSON objects. */
+export const isObject: (v: unknown) => v is Record<string, unknown> = Predicate.isObject
 
 /** The value at a path, or undefined. */
 export const getAt = (data: unknown, path: ReadonlyArray<string>): unknown => {

@@ -38,3 +38,9 @@ export const uuidv7 = (): string => {
     b(9)
   )
 }
+
+/** The one UUID pattern (any version, either case): 8-4-4-4-12 hexadecimal digits. */
+export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** Whether `s` is a UUID in its text form. */
+export const isUuid = (s: string): boolean => s.length === 36 && UUID_PATTERN.test(s)

@@ -22,6 +22,7 @@ import {
   type TemplateRow,
   type TemplateVersionRowDb
 } from "./model.ts"
+import { isUuid } from "../lib/Uuid.ts"
 
 /** Channel of outbox wake-ups (no payload). */
 export const NOTIFICATIONS_CHANNEL = "troupe_notifications"
@@ -146,10 +147,9 @@ export class NotificationRepo extends Context.Service<
           (rows) => rows.length > 0
         )
 
-      const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
       const findTemplate = (workspace: string, idOrName: string) =>
         Effect.map(
-          uuid.test(idOrName)
+          isUuid(idOrName)
             ? sql`SELECT * FROM notification_templates WHERE workspace = ${workspace} AND (id = ${idOrName}::uuid OR name = ${idOrName})
               ORDER BY (id = ${idOrName}::uuid) DESC LIMIT 1`
             : sql`SELECT * FROM notification_templates WHERE workspace = ${workspace} AND name = ${idOrName}`,
@@ -212,7 +212,7 @@ export class NotificationRepo extends Context.Service<
         })
 
       const getMessage = (workspace: string, id: string) =>
-        uuid.test(id)
+        isUuid(id)
           ? Effect.map(sql`SELECT * FROM notification_messages WHERE workspace = ${workspace} AND id = ${id}::uuid`, (rows) =>
               rows[0] === undefined ? undefined : decodeMessageRow(rows[0])
             )

@@ -3,7 +3,7 @@
 // `statusCode`, `details`, plus the `requestId`), the mapping of any failure or defect to it (500 for what is not a
 // known failure, logged), the request id, and the log lines: one `request` line per request at info, one `request
 // failed` line per 500 at error, each only when TROUPE_LOG_LEVEL lets it through.
-import { errorBody, type ErrorDetail, statusText } from "@troupe/api/Errors"
+import { errorBody, type ErrorDetail, statusText, errorDetail } from "@troupe/api/Errors"
 import { Cause, Context, Effect, LogLevel, References, Schema, SchemaIssue } from "effect"
 import { HttpServerError } from "effect/http"
 import { HttpApiError } from "effect/http-api"
@@ -85,7 +85,7 @@ export const schemaDetails = (error: Schema.SchemaError, prefix = ""): Array<Err
       .filter((s) => s.length > 0)
       .join(".")
       .replace(/\.\[/g, "[")
-    return { field: field || "body", property: field || "body", message: issue.message }
+    return errorDetail(field || "body", issue.message)
   })
 
 const payloadKinds: Record<string, string> = { Payload: "body", Query: "query", Params: "path", Headers: "headers" }

@@ -3,7 +3,7 @@
 // character or lone surrogate in a path segment, a query parameter, a form field or a JSON string (PostgreSQL
 // refuses both in text and jsonb, which would otherwise surface as a 500 wherever the value reaches it), and no
 // JSON body nested deeper than TROUPE_MAX_JSON_DEPTH (recursive decoders and walks would overflow the stack).
-import { badRequest, type ErrorDetail } from "@troupe/api/Errors"
+import { badRequest, type ErrorDetail, errorDetail } from "@troupe/api/Errors"
 
 const NUL = "must not contain NUL characters"
 const SURROGATE = "must be valid Unicode (no lone surrogates)"
@@ -22,7 +22,7 @@ const encodedProblem = (raw: string): string | undefined =>
 /** Whether a request target holds anything the edge refuses (cheap: one pass of two patterns). */
 export const suspectUrl = (url: string): boolean => encodedProblem(url) !== undefined
 
-const detail = (field: string, message: string): ErrorDetail => ({ field, property: field, message })
+const detail = errorDetail
 
 /** A field name fit for a message: escapes a NUL or a lone surrogate. */
 const printable = (s: string) => (textProblem(s) === undefined ? s : JSON.stringify(s).slice(1, -1))

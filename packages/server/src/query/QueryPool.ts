@@ -12,7 +12,7 @@
 // the one connection (a statement there runs to completion on the event loop: nothing can cancel it, so there is no
 // timeout).
 import { PgClient } from "@effect/sql-pg"
-import { badRequest, type BadRequest, serviceUnavailable, type ServiceUnavailable } from "@troupe/api/Errors"
+import { badRequest, type BadRequest, serviceUnavailable, type ServiceUnavailable, errorDetail } from "@troupe/api/Errors"
 import { Context, Effect, Layer, Option } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient, type SqlError } from "effect/sql"
@@ -70,7 +70,7 @@ export class QueryPool extends Context.Service<
             }
             const message = inputFailure(sqlState(e), param)
             if (message !== undefined) {
-              return Effect.fail(badRequest({ message, code: "VALIDATION_ERROR", details: [{ field: param, property: param, message }] }))
+              return Effect.fail(badRequest({ message, code: "VALIDATION_ERROR", details: [errorDetail(param, message)] }))
             }
             return Effect.die(e)
           })

@@ -1,7 +1,7 @@
 // Record reads in bulk: the three list routes compile their filter syntaxes through the one query model to one SQL
 // shape (live rows of one structure, typed filter, typed sort with an id tiebreaker, offset or keyset cursor), and
 // reference expansion loads each level with one query per field, never one per row.
-import { badRequest, type BadRequest, type ErrorDetail, type ServiceUnavailable } from "@troupe/api/Errors"
+import { badRequest, type BadRequest, type ErrorDetail, type ServiceUnavailable, errorDetail } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Clock, Context, Effect, Layer, Result } from "effect"
 import { SqlClient } from "effect/sql"
@@ -42,12 +42,12 @@ export const queryError =
       ? badRequest({
           message: `Invalid ${param}: ${e.message} at position ${e.position}`,
           code: "BAD_REQUEST",
-          details: [{ field: param, property: param, message: `${e.message} (position ${e.position})` }]
+          details: [errorDetail(param, `${e.message} (position ${e.position})`)]
         })
       : badRequest({
           message: e.message,
           code: "VALIDATION_ERROR",
-          details: [{ field: e.field || param, property: e.field || param, message: e.message }]
+          details: [errorDetail(e.field || param, e.message)]
         })
 
 export const fromResult = <A, E extends QueryParseError | QueryFieldError>(param: string, r: Result.Result<A, E>) =>

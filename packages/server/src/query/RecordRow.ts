@@ -148,4 +148,4 @@ export const toRecordA = (row: RecordRow, data: Record<string, unknown>) => ({
   ...(row.deletedAt !== null ? { deletedAt: row.deletedAt } : {})
 })
 
-export const isUuid = (s: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s)
+export { isUuid } from "../lib/Uuid.ts"

@@ -8,9 +8,7 @@
 import { Effect } from "effect"
 import type { FastTable } from "../platform/FastRoutes.ts"
 import { StructureService } from "../structures/StructureService.ts"
-import { applyVirtual } from "../structures/Validator.ts"
 import { isUuid, toRecordB } from "../query/RecordRow.ts"
-import { maskData } from "../structures/SecretPaths.ts"
 import { RecordQuery } from "../query/RecordQuery.ts"
 import { RecordService } from "./RecordService.ts"
 import { recordViews } from "./RecordViews.ts"
@@ -27,11 +25,13 @@ export const fastReadRoutes: Effect.Effect<FastTable, never, RecordService | Rec
   return {
     "records.get": {
       accepts: ({ params, searchParams }) => noKeys(searchParams) && isUuid(params.id),
-      run: ({ params }) =>
-        Effect.map(records.get(params.workspace, params.id), ({ row, structure }) => ({
-          status: 200,
-          body: toRecordB(row, applyVirtual(structure, maskData(structure, row.data), new Date()))
-        }))
+      // shown as the ordinary handler shows it (no reveal: that takes a query option, which the lane leaves alone)
+      run: ({ params, principal }) =>
+        Effect.gen(function* () {
+          const { row, structure, restoredFrom } = yield* records.get(params.workspace, params.id)
+          const data = yield* views.shown(structure, row.data, principal, false)
+          return { status: 200, body: toRecordB(row, data, restoredFrom !== undefined ? { restoredFrom } : {}) }
+        })
     },
     "records.list": ({ params, query, searchParams, principal }) =>
       Effect.map(views.listB(params.workspace, query, Object.entries(searchParams), principal), (body) => ({ status: 200, body }))

@@ -88,6 +88,21 @@ const make = Effect.gen(function* () {
   const findMany = (ids: ReadonlyArray<string>): Sql<Map<string, Versioned>> =>
     Effect.map(sql`SELECT *, xmin::text AS row_xmin FROM records WHERE id IN ${sql.in(ids)}`, withXmin)
 
+  /** Rows of any workspace by id, for reads: each with the version it was restored from when its current version is a restore. */
+  const findShown = (ids: ReadonlyArray<string>): Sql<Map<string, { row: RecordRow; restoredFrom: number | null }>> =>
+    Effect.map(
+      sql`SELECT r.*, v.restored_from AS current_restored_from FROM records r
+        LEFT JOIN record_versions v ON v.record_id = r.id AND v.version = r.version AND v.restored_from IS NOT NULL
+        WHERE r.id IN ${sql.in(ids)}`,
+      (rows: ReadonlyArray<any>) =>
+        new Map(
+          rows.map((r) => [
+            String(r.id),
+            { row: decodeRecordRow(r), restoredFrom: r.current_restored_from == null ? null : Number(r.current_restored_from) }
+          ])
+        )
+    )
+
   const updateRecord = (u: RecordUpdate): Sql<RecordRow> =>
     Effect.map(
       sql`UPDATE records SET data = ${JSON.stringify(u.data)}::jsonb, metadata = ${JSON.stringify(u.metadata)}::jsonb,
@@ -322,6 +337,7 @@ const make = Effect.gen(function* () {
     lock,
     lockMany,
     findMany,
+    findShown,
     lockIds,
     createRecords,
     updateRecordsWithHistory,

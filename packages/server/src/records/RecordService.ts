@@ -105,7 +105,7 @@ export class RecordService extends Context.Service<
       workspace: string,
       id: string,
       options?: { includeDeleted?: boolean }
-    ) => Effect.Effect<{ row: RecordRow; structure: Structure }, RecordError>
+    ) => Effect.Effect<{ row: RecordRow; structure: Structure; restoredFrom?: number }, RecordError>
     readonly getVersion: (
       workspace: string,
       id: string,
@@ -173,20 +173,21 @@ export class RecordService extends Context.Service<
         maxBatch: READ_BATCH_MAX,
         concurrency: repo.sql.driver === "pglite" ? 1 : 4,
         run: (ids: ReadonlyArray<string>) =>
-          Effect.map(repo.findMany([...new Set(ids)]).pipe(Effect.orDie), (found) => ids.map((id) => Exit.succeed(found.get(id)?.row))),
+          Effect.map(repo.findShown([...new Set(ids)]).pipe(Effect.orDie), (found) => ids.map((id) => Exit.succeed(found.get(id)))),
         onShutdown: () => serviceUnavailable({ message: "The node is shutting down; retry the read", code: "UNAVAILABLE" })
       })
 
       const get = (workspace: string, id: string, options: { includeDeleted?: boolean } = {}) =>
         Effect.gen(function* () {
           if (!isUuid(id)) return yield* recordNotFound(id)
-          const row = yield* Effect.orDie(reads.submit(id.toLowerCase()))
+          const found = yield* Effect.orDie(reads.submit(id.toLowerCase()))
+          const row = found?.row
           if (row === undefined || row.workspace !== workspace) return yield* recordNotFound(id)
           if (isExpired(row, yield* Clock.currentTimeMillis) || (row.deletedAt !== null && options.includeDeleted !== true))
             return yield* recordNotFound(id)
           const structure = yield* structures.get(workspace, row.structureId).pipe(Effect.mapError(() => recordNotFound(id)))
           if (structure.isDeleted) return yield* recordNotFound(id)
-          return { row, structure }
+          return { row, structure, ...(found!.restoredFrom !== null ? { restoredFrom: found!.restoredFrom } : {}) }
         })
 
       const getVersion = Effect.fn("RecordService.getVersion")(function* (workspace: string, id: string, version: number) {

@@ -132,7 +132,7 @@ export const RecordsHandlers = HttpApiBuilder.group(
       withContext(({ principal }) =>
         Effect.gen(function* () {
           const version = yield* numberParam("version", q.version)
-          const { row, structure } =
+          const { row, structure, ...current } =
             version !== undefined
               ? yield* records.getVersion(workspace, id, version)
               : yield* records.get(workspace, id, {
@@ -141,7 +141,7 @@ export const RecordsHandlers = HttpApiBuilder.group(
           const data = yield* shown(structure, row.data, principal, yield* flagParam("reveal", q.reveal))
           const expand = csvParam(q.expand)
           if (expand.length > 0) yield* query.expand(structure, [{ id: row.id, data }], expand)
-          const extra: Record<string, unknown> = {}
+          const extra: Record<string, unknown> = "restoredFrom" in current ? { restoredFrom: current.restoredFrom } : {}
           if (yield* flagParam("includeHistory", q.includeHistory)) extra.history = (yield* records.history(workspace, id)).versions
           if (yield* flagParam("includeChangelog", q.includeChangelog))
             extra.changelog = (yield* records.changelog(workspace, id, {})).entries

@@ -1,5 +1,6 @@
 // Value formats shared by the definition rules and the record validator. Every regular expression here is
 // anchored with no nested quantifiers, and inputs are length-capped first, so none can backtrack badly.
+import { isUuid } from "../lib/Uuid.ts"
 
 /** Length in Unicode code points (what users mean by "characters"), counted only when UTF-16 length is ambiguous. */
 export const codePointLength = (s: string): number => {
@@ -24,8 +25,7 @@ export const isEmail = (s: string): boolean => s.length <= 254 && emailRe.test(s
 const urlRe = /^[a-z][a-z0-9+.-]*:\/\/[^\s/?#]+[^\s]*$/i
 export const isUrl = (s: string): boolean => s.length <= 8192 && urlRe.test(s) && URL.canParse(s)
 
-const uuidRe = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-export const isUuid = (s: string): boolean => s.length === 36 && uuidRe.test(s)
+export { isUuid }
 
 const daysIn = (y: number, m: number): number =>
   m === 2 ? (y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0) ? 29 : 28) : m === 4 || m === 6 || m === 9 || m === 11 ? 30 : 31

@@ -26,7 +26,8 @@ import {
   type Locked,
   locked,
   type NotFound,
-  notFound
+  notFound,
+  errorDetail
 } from "@troupe/api/Errors"
 import type { Principal } from "@troupe/api/Authorization"
 import {
@@ -55,11 +56,11 @@ import { canonical, defaultMetadata, definitionOf, isObj, toStructure } from "./
 import { syncSearchConfig } from "./SearchSettings.ts"
 import { pruneVersions, type StructureVersionEntry, versionReads } from "./StructureVersions.ts"
 import { clearValidatorCache } from "./Validator.ts"
+import { isUuid } from "../lib/Uuid.ts"
 
 const notFoundError = (what: string) => notFound({ message: `Structure ${what} not found`, code: "STRUCTURE_NOT_FOUND" })
 
-const toDetails = (problems: ReadonlyArray<DefinitionProblem>): Array<ErrorDetail> =>
-  problems.map((d) => ({ field: d.field, property: d.field, message: d.message }))
+const toDetails = (problems: ReadonlyArray<DefinitionProblem>): Array<ErrorDetail> => problems.map((d) => errorDetail(d.field, d.message))
 
 const invalid = (problems: ReadonlyArray<DefinitionProblem>) =>
   badRequest({ message: "The structure definition is invalid", code: "VALIDATION_ERROR", details: toDetails(problems) })
@@ -68,13 +69,10 @@ const slugConflict = (slug: string) =>
   conflict({
     message: `A structure with recordSlug "${slug}" already exists in this workspace`,
     code: "DUPLICATE_KEY",
-    details: [{ field: "recordSlug", property: "recordSlug", message: "already in use" }]
+    details: [errorDetail("recordSlug", "already in use")]
   })
 
 const writesLocked = () => locked({ message: "Structure writes are locked while a migration runs", code: "STRUCTURE_WRITES_LOCKED" })
-
-const uuidRe = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-const isUuid = (s: string) => uuidRe.test(s)
 
 type ServiceError = BadRequest | Conflict | NotFound | Locked
 

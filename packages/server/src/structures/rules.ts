@@ -16,7 +16,19 @@
 //   records maintains); the properties past that are named.
 // Size: over 500 lines, kept whole: every rule of a structure definition in one walk, so that all problems of a
 // definition are reported at once. Filling defaults and applying updates live in StructureDefaults.ts.
-import type { ArrayItems, PropertyDefinition } from "@troupe/api/structures/Structure"
+import {
+  type ArrayItems,
+  ArrayItemType,
+  ComputedMode,
+  OnDelete,
+  type PropertyDefinition,
+  PropertyType,
+  Relationship,
+  RenderAs,
+  SchemaDiscoveryMode,
+  StringFormat,
+  StructureStatus
+} from "@troupe/api/structures/Structure"
 import { Result } from "effect"
 import { parseExpression, referencedFields } from "./Expression.ts"
 import { parseDateTime } from "./Formats.ts"
@@ -42,15 +54,16 @@ export interface RuleContext {
   readonly selfSlug?: string | undefined
 }
 
-export const PROPERTY_TYPES = ["string", "number", "boolean", "datetime", "array", "object", "reference"] as const
-const ITEM_TYPES = ["string", "number", "boolean", "datetime", "object"] as const
-const FORMATS = ["email", "url", "uuid", "date", "datetime"] as const
-const RENDER_AS = ["textarea", "secret", "color", "code", "html", "markdown"] as const
-const COMPUTED_MODES = ["persisted", "virtual"] as const
-const RELATIONSHIPS = ["many-to-one", "one-to-one", "many-to-many"] as const
-const ON_DELETE = ["restrict", "cascade", "set_null"] as const
-const STATUSES = ["active", "inactive"] as const
-const MODES = ["strict", "auto-evolving", "schemaless"] as const
+// the literal lists of the contract's schemas (@troupe/api/structures/Structure), not copies of them
+export const PROPERTY_TYPES = PropertyType.literals
+const ITEM_TYPES = ArrayItemType.literals
+const FORMATS = StringFormat.literals
+const RENDER_AS = RenderAs.literals
+const COMPUTED_MODES = ComputedMode.literals
+const RELATIONSHIPS = Relationship.literals
+const ON_DELETE = OnDelete.literals
+const STATUSES = StructureStatus.literals
+const MODES = SchemaDiscoveryMode.literals
 
 export const MAX_PROPERTIES = 1000
 /** Top-level properties one structure may mark `indexed: true`: each costs an index that every record write updates. */

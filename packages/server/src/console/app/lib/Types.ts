@@ -1,4 +1,9 @@
-// The API's answers as the console reads them (the subset of /openapi.json it uses).
+// The API's answers as the console reads them (the subset of /openapi.json it uses): the generated client-fetch
+// schema's types where they fit; hand-written ones where the generated type is wider than what the console reads
+// (numbers the schema allows as "Infinity"/"NaN", secrets shown once) or has no name of its own.
+import type { components } from "../../../../../client-fetch/src/schema.ts"
+
+type Schemas = components["schemas"]
 
 export type PropertyType = "string" | "number" | "boolean" | "datetime" | "array" | "object" | "reference"
 
@@ -43,14 +48,7 @@ export interface StructureList {
   readonly meta: { readonly total: number; readonly page: number; readonly pageSize: number }
 }
 
-export interface StructureVersion {
-  readonly structureId: string
-  readonly version: number
-  readonly definition: Structure
-  readonly pinned: boolean
-  readonly createdAt: string
-  readonly createdBy: string | null
-}
+export type StructureVersion = Schemas["StructureVersion"]
 
 export interface DataRecord {
   readonly id: string
@@ -109,53 +107,15 @@ export interface BulkResult {
   }>
 }
 
-export interface ComputeFunction {
-  readonly id: string
-  readonly name: string
-  readonly description: string | null
-  readonly code?: string
-  readonly codeHash?: string
-  readonly version: number
-  readonly createdAt: string
-  readonly updatedAt: string
-}
+export type ComputeFunction = Schemas["ComputeFunction"]
 
-export interface FunctionVersion {
-  readonly functionId: string
-  readonly version: number
-  readonly name: string
-  readonly description: string | null
-  readonly code: string
-  readonly createdAt: string
-  readonly createdBy: string | null
-}
+export type FunctionVersion = Schemas["FunctionVersion"]
 
-export interface Draft {
-  readonly id: string
-  readonly resourceType: "compute-functions" | "function-triggers"
-  readonly data: Record<string, unknown>
-  readonly createdAt: string
-  readonly updatedAt: string
-}
+export type Draft = Schemas["Draft"]
 
 export type ExecutionType = "on-demand" | "event-driven" | "scheduled" | "http-trigger"
 
-export interface Trigger {
-  readonly id: string
-  readonly name: string
-  readonly description: string | null
-  readonly functionId: string | null
-  readonly executionType: ExecutionType
-  readonly triggerMetadata: Record<string, unknown>
-  readonly isSystem: boolean
-  readonly paused: boolean
-  readonly status: "active" | "paused" | "completed"
-  readonly version: number
-  readonly nextRunAt?: string | null
-  readonly url?: string | null
-  readonly createdAt: string
-  readonly updatedAt: string
-}
+export type Trigger = Schemas["Trigger"]
 
 export interface RunLog {
   readonly level: "debug" | "info" | "warn" | "error"
@@ -193,11 +153,7 @@ export interface FunctionRun {
   readonly createdAt: string
 }
 
-export interface JobQueued {
-  readonly jobId: string
-  readonly status: "queued"
-  readonly queuedAt: string
-}
+export type JobQueued = Schemas["JobQueued"]
 
 export const finished = (status: RunStatus) => status === "completed" || status === "failed" || status === "timed_out"
 
@@ -249,25 +205,9 @@ export interface ServiceAccount {
   readonly clientSecret?: string
 }
 
-export interface Member {
-  readonly userId: string
-  readonly username: string
-  readonly role: Role
-  readonly createdAt: string
-}
+export type Member = Schemas["Member"]
 
-export interface Group {
-  readonly id: string
-  readonly name: string
-  readonly description: string | null
-  readonly policies: ReadonlyArray<{
-    readonly id: string
-    readonly action: string
-    readonly resource: string
-    readonly effect: "allow" | "deny"
-  }>
-  readonly members: ReadonlyArray<{ readonly type: "user" | "service-account"; readonly id: string; readonly name: string }>
-}
+export type Group = Schemas["Group"]
 
 export interface Page<T> {
   readonly data: ReadonlyArray<T>
