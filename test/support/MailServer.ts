@@ -27,6 +27,8 @@ export interface MailServer {
   readonly url: string
   /** every DATA, accepted or refused, in order */
   readonly attempts: Array<Mail>
+  /** connection errors (a client reset mid-transaction), kept rather than thrown */
+  readonly connectionErrors: ReadonlyArray<Error>
   /** the accepted messages */
   readonly accepted: () => ReadonlyArray<Mail>
   /** the reply to a DATA (250 accepts) and how long to wait before giving it */
@@ -81,6 +83,10 @@ export const startMailServer = async (
       )
     }
   })
+  // A client killed mid-transaction (the restart tests SIGKILL the node while it sends) resets its connection:
+  // smtp-server emits that as an 'error' on the server, which would be an uncaught exception without a listener.
+  const connectionErrors: Array<Error> = []
+  server.on("error", (e) => connectionErrors.push(e))
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()))
   const port = ((server as unknown as { server: Net.Server }).server.address() as Net.AddressInfo).port
   const credentials = options.auth === undefined ? "" : `${encodeURIComponent(options.auth.user)}:${encodeURIComponent(options.auth.pass)}@`
@@ -88,6 +94,7 @@ export const startMailServer = async (
     port,
     url: `smtp://${credentials}127.0.0.1:${port}`,
     attempts,
+    connectionErrors,
     accepted: () => attempts.filter((a) => a.code === 250),
     waitFor: async (predicate: (a: ReadonlyArray<Mail>) => boolean, timeoutMs = 30_000, what = "mail") => {
       const deadline = Date.now() + timeoutMs
