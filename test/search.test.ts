@@ -71,6 +71,8 @@ describe("relevance (golden fixtures)", () => {
     r.garden = await create(s.id, { title: "Gardening", body: "Tomatoes and basil in summer" })
     r.library = await create(s.id, { title: "The library", body: "A quiet database of books, a database of maps" })
     r.secret = await create(s.id, { title: "Keys", body: "nothing to see", apiKey: "supersecretvalue" })
+    // typo candidates come from the lexicon, which the outbox relay fills after the writes (search/Lexicon.ts)
+    await eventually(async () => ((await ids({ q: "datbase", structures: s.recordSlug })).length === 3 ? true : undefined), 20_000)
   }, 120_000)
 
   it.each([

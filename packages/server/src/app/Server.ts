@@ -39,6 +39,7 @@ import { RecordQuery } from "../query/RecordQuery.ts"
 import { RecordService } from "../records/RecordService.ts"
 import { TtlSweeperLayer } from "../records/TtlSweeper.ts"
 import { SearchHandlers } from "../search/http.ts"
+import { LexiconLayer } from "../search/Lexicon.ts"
 import { SearchLayer } from "../search/SearchLayer.ts"
 import { StructuresHandlers } from "../structures/http.ts"
 import { StructureService } from "../structures/StructureService.ts"
@@ -116,6 +117,8 @@ const Domains = ComputeLayer.pipe(
   Layer.provideMerge(RecordService.layer),
   // undeclared fields of relayed writes reach schema discovery (intelligence/Observer.ts)
   Layer.provideMerge(ObserverLayer),
+  // the words of relayed writes reach the search lexicon (search/Lexicon.ts)
+  Layer.provideMerge(LexiconLayer),
   // record events and failed writes reach event-driven triggers (read by the relay and by RecordService)
   Layer.provideMerge(EventTriggersLayer),
   Layer.provideMerge(StructureService.layer),

@@ -36,15 +36,16 @@ export const RELAYED_TOPIC = "events.relayed"
 export type EventHead = Omit<StoredEvent, "payload">
 
 /**
- * A consumer of relayed events. `select` picks, from the batch read without payloads, the events it needs (all of
- * them when absent); `handle` gets those, payloads included (not called when there are none). Both run inside the
- * relay's transaction: what `handle` writes commits together with the events being marked processed, and a failure
- * makes the whole batch retry. Keep it to durable enqueueing.
+ * A consumer of relayed events. `heads` sees every batch as read, without payloads. `select` picks from it the
+ * events `handle` needs (all of them when absent); `handle` gets those, payloads included (not called when there are
+ * none). All run inside the relay's transaction: what they write commits together with the events being marked
+ * processed, and a failure makes the whole batch retry. Keep it to durable enqueueing.
  */
 export interface EventConsumer {
   readonly name: string
+  readonly heads?: (events: ReadonlyArray<EventHead>) => Effect.Effect<void, SqlError>
   readonly select?: (events: ReadonlyArray<EventHead>) => Effect.Effect<ReadonlyArray<EventHead>, SqlError>
-  readonly handle: (events: ReadonlyArray<StoredEvent>) => Effect.Effect<void, SqlError>
+  readonly handle?: (events: ReadonlyArray<StoredEvent>) => Effect.Effect<void, SqlError>
 }
 
 /** Extra consumers (event-driven triggers): provide with `Layer.succeed(EventConsumers, [...])`. */
@@ -135,7 +136,10 @@ export const makeRelayStepWith = (backlog: RelayBacklog) =>
         const hooks = yield* repo.activeIn([...new Set(events.map((e) => e.workspace))])
         const hooked = new Set(hooks.map((h) => h.workspace))
         const selected: Array<ReadonlyArray<EventHead>> = []
-        for (const consumer of consumers) selected.push(consumer.select === undefined ? events : yield* consumer.select(events))
+        for (const consumer of consumers) {
+          if (consumer.heads !== undefined) yield* consumer.heads(events)
+          selected.push(consumer.handle === undefined ? [] : consumer.select === undefined ? events : yield* consumer.select(events))
+        }
         const needed = new Set([...events.filter((e) => hooked.has(e.workspace)), ...selected.flat()].map((e) => e.id))
         const payloads =
           needed.size === 0
@@ -163,7 +167,7 @@ export const makeRelayStepWith = (backlog: RelayBacklog) =>
 
         // Other consumers (triggers)
         for (const [k, consumer] of consumers.entries()) {
-          if (selected[k]!.length > 0) yield* consumer.handle(selected[k]!.map(stored))
+          if (consumer.handle !== undefined && selected[k]!.length > 0) yield* consumer.handle(selected[k]!.map(stored))
         }
 
         // Realtime order + done: a block of `events_seq` (safe: relays never run at once), numbered in id order.

@@ -3,10 +3,12 @@
 // `FOR UPDATE SKIP LOCKED` one batch at a time, so nodes share the work and a node that dies leaves only its
 // uncommitted batch. Each batch recomputes the search_vector of the next BATCH records by id and moves the cursor:
 // resumable, and writes keep working (a record written meanwhile is indexed by the row trigger with the new
-// configuration already). A configuration changed again mid-way starts over from the zero uuid.
+// configuration already). A configuration changed again mid-way starts over from the zero uuid. The batch's words
+// go to the lexicon in the same statement.
 import { Duration, Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import { LEXICON_WORDS } from "./Lexicon.ts"
 
 const BATCH = 500
 const POLL = Duration.seconds(1)
@@ -23,7 +25,9 @@ export const reindexBatch: Effect.Effect<boolean, SqlError, SqlClient.SqlClient>
       const done = yield* sql`WITH b AS (SELECT id FROM records WHERE structure_id = ${sid} AND id > ${after}::uuid
           ORDER BY id LIMIT ${BATCH}),
         u AS (UPDATE records r SET search_vector = troupe_search_vector(r.structure_id, r.data) FROM b WHERE r.id = b.id
-          RETURNING r.id)
+          RETURNING r.id, r.structure_id, r.search_vector),
+        written AS (SELECT structure_id, search_vector FROM u),
+        words AS (INSERT INTO search_lexicon (structure_id, word) ${sql.unsafe(LEXICON_WORDS)} ON CONFLICT DO NOTHING)
         SELECT (SELECT id::text FROM b ORDER BY id DESC LIMIT 1) AS last, (SELECT count(*) FROM u)::int AS n`
       const { last, n } = done[0] as { last: string | null; n: number }
       const next = last === null || Number(n) < BATCH ? null : last
