@@ -84,6 +84,8 @@ describe("relevance (golden fixtures)", () => {
     ["a typo in each word", "databse indexng", ["guide"]],
     ["a transposition is one typo", "tomatoes bsail", ["garden"]],
     ["an inserted letter", "tomatos", ["garden"]],
+    ["a typo in the prefix of the last word", "datbas", ["guide", "library", "pasta"]],
+    ["a typo in the prefix of a longer last word", "indexing pstgre", ["guide"]],
     ["nothing near", "zebra", []]
   ])("%s: %s", async (_label, q, expected) => {
     const found = await ids({ q, structures: s.recordSlug })

@@ -16,6 +16,7 @@ import {
   editDistance,
   highlightHtml,
   MAX_QUERY_LENGTH,
+  prefixDistance,
   START_MARK,
   STOP_MARK,
   type Term,
@@ -152,14 +153,24 @@ export class SearchService extends Context.Service<
             .reduce((a, b) => sql`${a} UNION ALL ${b}`)
           const unknown = (yield* checks.pipe(Effect.orDie)) as Array<{ lex: string }>
           if (unknown.length === 0) return out
+          // an unknown last word may be a mistyped prefix: words whose start is near it (`<%`, word similarity)
+          const prefixes = unknown.filter((u) => lexemes.some((l) => l.lex === u.lex && l.prefix)).map((u) => u.lex)
+          const nearStart =
+            prefixes.length === 0
+              ? sql``
+              : sql`UNION ALL SELECT t.lex, l.word FROM jsonb_array_elements_text(${JSON.stringify(prefixes)}::jsonb) AS t(lex)
+                  CROSS JOIN LATERAL (SELECT word FROM search_lexicon
+                    WHERE structure_id IN ${ids} AND t.lex <% word AND length(word) >= length(t.lex) - 2
+                    ORDER BY word_similarity(t.lex, word) DESC, word LIMIT 64) l`
           const rows = yield* sql
             .withTransaction(
               Effect.andThen(
-                sql`SELECT set_config('pg_trgm.similarity_threshold', '0.2', true)`,
+                sql`SELECT set_config('pg_trgm.similarity_threshold', '0.2', true),
+                  set_config('pg_trgm.word_similarity_threshold', '0.3', true)`,
                 sql`SELECT t.lex, l.word FROM jsonb_array_elements_text(${JSON.stringify(unknown.map((u) => u.lex))}::jsonb) AS t(lex)
                   CROSS JOIN LATERAL (SELECT word FROM search_lexicon
                     WHERE structure_id IN ${ids} AND word % t.lex AND length(word) BETWEEN length(t.lex) - 2 AND length(t.lex) + 2
-                    ORDER BY similarity(word, t.lex) DESC, word LIMIT 64) l`
+                    ORDER BY similarity(word, t.lex) DESC, word LIMIT 64) l ${nearStart}`
               )
             )
             .pipe(Effect.orDie)
@@ -195,8 +206,8 @@ export class SearchService extends Context.Service<
           const terms: Array<Term> = perWord.flatMap((lexemes, i) =>
             lexemes.map((lexeme) => {
               const budget = typoBudget(words[i]!)
-              const typos =
-                budget === 0 ? [] : (near.get(lexeme) ?? []).filter((w) => w !== lexeme && editDistance(w, lexeme, budget) <= budget)
+              const within = i === last ? (w: string) => prefixDistance(w, lexeme, budget) : (w: string) => editDistance(w, lexeme, budget)
+              const typos = budget === 0 ? [] : [...new Set(near.get(lexeme) ?? [])].filter((w) => w !== lexeme && within(w) <= budget)
               return { lexeme, typos, prefix: i === last }
             })
           )

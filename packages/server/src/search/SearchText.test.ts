@@ -1,6 +1,6 @@
 // The text side of search without a database: words, typo budgets, the edit distance, tsquery text and highlights.
 import { describe, expect, it } from "vitest"
-import { editDistance, highlightHtml, MAX_WORDS, quoteLexeme, tsqueryText, typoBudget, wordsOf } from "./SearchText.ts"
+import { editDistance, highlightHtml, MAX_WORDS, prefixDistance, quoteLexeme, tsqueryText, typoBudget, wordsOf } from "./SearchText.ts"
 
 describe("wordsOf", () => {
   it("keeps letters, digits and marks of any script; everything else separates", () => {
@@ -21,6 +21,13 @@ describe("typos", () => {
     expect(editDistance("database", "datbase", 1)).toBe(1)
     expect(editDistance("postgresql", "postgrsqll", 2)).toBe(2)
     expect(editDistance("database", "zebra", 1)).toBe(2)
+  })
+
+  it("measures a typed prefix against the closest start of a word", () => {
+    expect(prefixDistance("database", "datbas", 1)).toBe(1)
+    expect(prefixDistance("postgresql", "pstgre", 1)).toBe(1)
+    expect(prefixDistance("database", "datab", 1)).toBe(0)
+    expect(prefixDistance("database", "dxxbas", 1)).toBe(2)
   })
 })
 

@@ -46,6 +46,19 @@ export const editDistance = (a: string, b: string, max: number): number => {
   return prev[t.length]!
 }
 
+/**
+ * Edit distance between `typed` and the closest start of `word` (or all of it): how far a typed prefix is from
+ * being one of `word`'s prefixes. `max + 1` when certainly above `max`.
+ */
+export const prefixDistance = (word: string, typed: string, max: number): number => {
+  const w = [...word]
+  const n = [...typed].length
+  let best = max + 1
+  for (let k = Math.max(0, n - max); k <= Math.min(w.length, n + max); k++)
+    best = Math.min(best, editDistance(w.slice(0, k).join(""), typed, max))
+  return best
+}
+
 /** A lexeme as a quoted tsquery operand (the lexeme is taken as it is: no parsing, no normalization). */
 export const quoteLexeme = (lexeme: string): string => `'${lexeme.replace(/\\/g, "\\\\").replace(/'/g, "''")}'`
 
