@@ -25,6 +25,7 @@ import { makeStorageCalls } from "../storage/FunctionCalls.ts"
 import type { RateLimiter } from "../identity/RateLimiter.ts"
 import type { FunctionHttpError, FunctionHttpRequest, FunctionHttpResponse } from "./FunctionHttp.ts"
 import type { BridgeAnswer, HostBridge } from "./Sandbox.ts"
+import { isObject } from "../lib/JsonPath.ts"
 
 /** What one run's calls act as. */
 export interface BridgeContext {
@@ -41,8 +42,6 @@ export interface BridgeExtras {
 }
 
 type CallError = { readonly message: string; readonly code?: string; readonly statusCode?: number; readonly details?: unknown }
-
-const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const invalidArg = (field: string, message: string) =>
   badRequest({ message, code: "VALIDATION_ERROR", details: [{ field, property: field, message }] })

@@ -6,6 +6,7 @@ import { Result } from "effect"
 import * as Ast from "./Ast.ts"
 import { QueryParseError } from "./QueryErrors.ts"
 import { tryParse } from "../lib/tryParse.ts"
+import { isObject } from "../lib/JsonPath.ts"
 
 /** Internal failure, turned into a QueryParseError at each entry point. */
 class Fail {
@@ -373,8 +374,6 @@ export const parseBracketParams = (
 // ---------------------------------------------------------------------------------------------------------------
 // Filter objects
 
-const isPlainObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
-
 const jsonLiteral = (v: unknown, where: string): Ast.Literal => {
   if (v === null || typeof v === "string" || typeof v === "boolean") return Ast.literal(v)
   if (typeof v === "number" && Number.isFinite(v)) return Ast.literal(v)
@@ -388,7 +387,7 @@ const MAX_OBJECT_DEPTH = 32
 
 const parseObjectNode = (obj: unknown, where: string, depth: number): Ast.Expr => {
   if (depth > MAX_OBJECT_DEPTH) throw new Fail(`${where}: nested too deeply`, 0)
-  if (!isPlainObject(obj)) throw new Fail(`${where}: expected an object`, 0)
+  if (!isObject(obj)) throw new Fail(`${where}: expected an object`, 0)
   const conditions: Array<Ast.Expr> = []
   for (const [key, value] of Object.entries(obj)) {
     const lower = key.toLowerCase()
@@ -410,7 +409,7 @@ const parseObjectNode = (obj: unknown, where: string, depth: number): Ast.Expr =
     const field = Ast.fieldRef(fieldText)
     if (match[2] !== undefined) {
       conditions.push(objectOp(field, key, match[2], value))
-    } else if (isPlainObject(value)) {
+    } else if (isObject(value)) {
       const ops = Object.entries(value)
       if (ops.length === 0) throw new Fail(`${key}: expected at least one operator`, 0)
       for (const [op, v] of ops) conditions.push(objectOp(field, key, op, v))
@@ -492,11 +491,11 @@ const aggregateFns: ReadonlySet<string> = new Set(["count", "sum", "avg", "min",
  */
 export const parseAggregateOperations = (operations: unknown): Result.Result<ReadonlyArray<Ast.SelectItem>, QueryParseError> =>
   run(safeJson(operations), () => {
-    if (!isPlainObject(operations)) throw new Fail("operations: expected an object", 0)
+    if (!isObject(operations)) throw new Fail("operations: expected an object", 0)
     const items: Array<Ast.SelectItem> = []
     for (const [alias, spec] of Object.entries(operations)) {
       if (alias === "") throw new Fail("operations: empty result name", 0)
-      if (!isPlainObject(spec)) throw new Fail(`operations.${alias}: expected {sum|avg|min|max|count: field}`, 0)
+      if (!isObject(spec)) throw new Fail(`operations.${alias}: expected {sum|avg|min|max|count: field}`, 0)
       const entries = Object.entries(spec)
       const entry = entries[0]
       if (entries.length !== 1 || entry === undefined) {

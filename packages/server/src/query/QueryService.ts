@@ -15,7 +15,8 @@ import { decodeRecordRow, toRecordB } from "./RecordRow.ts"
 import { maskData } from "../structures/SecretPaths.ts"
 import { contextOf, fromResult, RecordQuery } from "./RecordQuery.ts"
 import { StructureService } from "../structures/StructureService.ts"
-import { applyVirtual, referenceFields } from "../structures/Validator.ts"
+import { applyVirtual } from "../structures/Validator.ts"
+import { referenceFields } from "../structures/StructureFacts.ts"
 import * as Ast from "./Ast.ts"
 import {
   type CompileContext,

@@ -2,6 +2,7 @@
 // Records (writes), query (lists, /query) and compute (the function api) all read records through this module.
 import { Schema, SchemaTransformation } from "effect"
 import { iso, isoOrNull, json, num } from "../lib/rows.ts"
+import { isObject } from "../lib/JsonPath.ts"
 
 export interface RecordRow {
   readonly id: string
@@ -53,8 +54,6 @@ const isText = (v: unknown): v is string => typeof v === "string"
 const isTextOrNull = (v: unknown): v is string | null => v === null || typeof v === "string"
 const isInstant = (v: unknown) => v instanceof Date || typeof v === "string"
 const isInstantOrNull = (v: unknown) => v === null || isInstant(v)
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
-
 /** The columns of a row under their record names, its timestamps given as ISO text. */
 const renamed = (
   r: Omit<typeof RecordRowDb.Type, "created_at" | "updated_at" | "deleted_at" | "expires_at">,

@@ -123,5 +123,3 @@ export const MAX_TTL_SECONDS = 100 * 365 * 24 * 3600
 
 /** Most items of one bulk request (413 beyond). */
 export const MAX_BULK_ITEMS = 1000
-
-export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)

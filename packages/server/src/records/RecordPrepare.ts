@@ -10,9 +10,10 @@ import { uuidv7 } from "../lib/Uuid.ts"
 import type { Secrets } from "../platform/Secrets.ts"
 import { jsonEqual, parseDateTime } from "../structures/Formats.ts"
 import type { StructureService } from "../structures/StructureService.ts"
-import { autoIncrementFields, claimsOf, referenceFields, validatorFor } from "../structures/Validator.ts"
+import { validatorFor } from "../structures/Validator.ts"
+import { autoIncrementFields, claimsOf, referenceFields } from "../structures/StructureFacts.ts"
 import { inspectJson } from "./DataGuard.ts"
-import { getAt, setAt } from "../lib/JsonPath.ts"
+import { getAt, setAt, isObject } from "../lib/JsonPath.ts"
 import { isUuid, type RecordRow } from "../query/RecordRow.ts"
 import { diff, type Writer } from "./model.ts"
 import { MASK, secretPaths } from "../structures/SecretPaths.ts"
@@ -20,7 +21,6 @@ import {
   type CreateInput,
   type PendingCreate,
   detail,
-  isObject,
   MAX_TTL_SECONDS,
   type RecordError,
   type UpdateInput,

@@ -8,13 +8,13 @@ import { Effect } from "effect"
 import { RateLimiter } from "../identity/RateLimiter.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { StorageService } from "./StorageService.ts"
+import { isObject } from "../lib/JsonPath.ts"
 
 export interface CallContext {
   readonly workspace: string
   readonly principal: Principal
 }
 
-const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 const invalid = (field: string, problem: string) =>
   badRequest({ message: `Invalid ${field}: ${field} ${problem}`, code: "VALIDATION_ERROR", details: details([[field, problem]]) })
 

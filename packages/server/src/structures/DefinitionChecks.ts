@@ -3,7 +3,7 @@
 import type { ErrorDetail } from "@troupe/api/Errors"
 import type { PropertyDefinition, Structure } from "@troupe/api/structures/Structure"
 import { type DefinitionProblem, MAX_DEFINITION_DEPTH } from "./rules.ts"
-import { isObj } from "./StructureRows.ts"
+import { isObject } from "../lib/JsonPath.ts"
 
 /**
  * Property ids must be unique within one list (top level, object properties, item schema) to address them. The walk
@@ -15,7 +15,7 @@ export const idProblems = (properties: unknown, at = "properties", depth = 0): A
   const seen = new Map<string, number>()
   const out: Array<DefinitionProblem> = []
   properties.forEach((p, i) => {
-    if (!isObj(p)) return
+    if (!isObject(p)) return
     if (typeof p.id === "string" && p.id !== "new" && p.id !== "") {
       const first = seen.get(p.id)
       if (first !== undefined) out.push({ field: `${at}[${i}].id`, message: `duplicates the id of ${at}[${first}]` })

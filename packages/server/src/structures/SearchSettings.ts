@@ -5,6 +5,7 @@
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
+import { isObject } from "../lib/JsonPath.ts"
 
 /** The text-search configurations PostgreSQL and PGlite both ship. */
 export const SEARCH_LANGUAGES: ReadonlySet<string> = new Set(
@@ -21,12 +22,10 @@ export const MAX_SEARCH_FIELDS = 20
 const labels = ["D", "C", "B", "A"] as const
 export type Label = (typeof labels)[number]
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
-
 /** Problems of a create or update body's `searchFields` and `searchLanguage`, by field, against its properties. */
 export const searchSettingProblems = (input: Record<string, unknown>): Array<{ field: string; message: string }> => {
   const problems: Array<{ field: string; message: string }> = []
-  const properties = Array.isArray(input.properties) ? input.properties.filter(isObj) : []
+  const properties = Array.isArray(input.properties) ? input.properties.filter(isObject) : []
   const language = input.searchLanguage
   if (language !== undefined && language !== null && (typeof language !== "string" || !SEARCH_LANGUAGES.has(language))) {
     problems.push({
@@ -41,7 +40,7 @@ export const searchSettingProblems = (input: Record<string, unknown>): Array<{ f
   const seen = new Set<string>()
   fields.forEach((f, i) => {
     const at = `searchFields[${i}]`
-    if (!isObj(f) || typeof f.name !== "string") return problems.push({ field: at, message: "must be {name, weight}" })
+    if (!isObject(f) || typeof f.name !== "string") return problems.push({ field: at, message: "must be {name, weight}" })
     const p = properties.find((q) => q.name === f.name)
     if (p === undefined) problems.push({ field: `${at}.name`, message: `'${f.name}' is not a property of this structure` })
     else if (p.type !== "string") problems.push({ field: `${at}.name`, message: `'${f.name}' is not a string property` })

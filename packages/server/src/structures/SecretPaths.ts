@@ -2,7 +2,7 @@
 // changes) for callers who may not see them.
 import type { Structure } from "@troupe/api/structures/Structure"
 import { getAt, isObject, setAt } from "../lib/JsonPath.ts"
-import { secretFields as validatorSecretFields } from "./Validator.ts"
+import { secretFields } from "./StructureFacts.ts"
 
 export const MASK = "********"
 
@@ -10,14 +10,11 @@ export const MASK = "********"
 export const secretPaths = (structure: Structure): ReadonlyArray<ReadonlyArray<string>> => {
   const cached = secretCache.get(structure)
   if (cached) return cached
-  const paths = validatorSecretFields(structure).map((f) => f.split("."))
+  const paths = secretFields(structure).map((f) => f.split("."))
   secretCache.set(structure, paths)
   return paths
 }
 const secretCache = new WeakMap<Structure, ReadonlyArray<ReadonlyArray<string>>>()
-
-/** Dotted names of the secret paths (the encryption context of each). */
-export const secretFields = (structure: Structure): ReadonlyArray<string> => secretPaths(structure).map((p) => p.join("."))
 
 /** Stored data with secret values masked. */
 export const maskData = (structure: Structure, data: Record<string, unknown>): Record<string, unknown> => {

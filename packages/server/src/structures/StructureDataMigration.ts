@@ -6,7 +6,7 @@ import type { Structure } from "@troupe/api/structures/Structure"
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import { json } from "../lib/rows.ts"
-import { claimKeyOf, claimsOf } from "./Validator.ts"
+import { claimKeyOf, claimsOf } from "./StructureFacts.ts"
 
 export const makeDataMigration = (sql: SqlClient.SqlClient) => {
   /** Moves record data when properties are renamed or removed (top level only; see the header). */

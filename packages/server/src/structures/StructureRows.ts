@@ -2,6 +2,7 @@
 // document.
 import type { Structure, StructureMetadata } from "@troupe/api/structures/Structure"
 import { iso, json, num } from "../lib/rows.ts"
+import { isObject } from "../lib/JsonPath.ts"
 
 /** Columns stored outside the definition document. */
 export const rowColumns = [
@@ -50,7 +51,7 @@ export const definitionOf = (s: Record<string, unknown>): Record<string, unknown
 /** JSON with object keys sorted, to compare definitions whatever order their keys were written in. */
 export const canonical = (v: unknown): string =>
   JSON.stringify(v, (_, x) =>
-    isObj(x)
+    isObject(x)
       ? Object.fromEntries(
           Object.keys(x)
             .sort()
@@ -58,5 +59,3 @@ export const canonical = (v: unknown): string =>
         )
       : x
   )
-
-export const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)

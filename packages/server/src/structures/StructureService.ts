@@ -52,11 +52,12 @@ import { mergeStructureUpdate, normalizeStructure } from "./StructureDefaults.ts
 import { makeDataMigration } from "./StructureDataMigration.ts"
 import { type ListQuery, makeStructureList } from "./StructureList.ts"
 import { migrateSecrets, secretSteps } from "./SecretMigration.ts"
-import { canonical, defaultMetadata, definitionOf, isObj, toStructure } from "./StructureRows.ts"
+import { canonical, defaultMetadata, definitionOf, toStructure } from "./StructureRows.ts"
 import { syncSearchConfig } from "./SearchSettings.ts"
 import { pruneVersions, type StructureVersionEntry, versionReads } from "./StructureVersions.ts"
 import { clearValidatorCache } from "./Validator.ts"
 import { isUuid } from "../lib/Uuid.ts"
+import { isObject } from "../lib/JsonPath.ts"
 
 const notFoundError = (what: string) => notFound({ message: `Structure ${what} not found`, code: "STRUCTURE_NOT_FOUND" })
 
@@ -194,7 +195,7 @@ export class StructureService extends Context.Service<
           const graph = new Map<string, Structure>()
           for (const s of structures) if (s.id !== selfId) graph.set(s.recordSlug, s)
           const problems = checkStructure(candidate, { findStructureBySlug: (slug) => graph.get(slug) })
-          problems.push(...idProblems(isObj(candidate) ? candidate.properties : undefined))
+          problems.push(...idProblems(isObject(candidate) ? candidate.properties : undefined))
           return { problems, others: structures.filter((s) => s.id !== selfId) }
         })
 

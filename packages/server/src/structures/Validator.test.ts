@@ -2,19 +2,15 @@ import type { PropertyDefinition, SchemaDiscoveryMode } from "@troupe/api/struct
 import { describe, expect, it } from "@effect/vitest"
 import {
   applyVirtual,
-  autoIncrementFields,
   clearValidatorCache,
   compileValidator,
-  computedFields,
   MAX_DEPTH,
   MAX_ERRORS,
-  referenceFields,
-  secretFields,
-  uniqueFields,
   type ValidateOptions,
   type ValidationResult,
   validatorFor
 } from "./Validator.ts"
+import { autoIncrementFields, computedFields, referenceFields, secretFields, uniqueFields } from "./StructureFacts.ts"
 
 const now = new Date("2024-05-01T12:00:00.000Z")
 

@@ -18,7 +18,7 @@
 // Computed fields cannot be written by clients; a value equal to the one already stored (a GET echoed back by
 // PUT) is tolerated and ignored. Persisted ones are evaluated and stored; virtual ones are stripped from stored
 // data and added on reads by `applyVirtual`.
-// Size: over 500 lines, kept whole: compiles a structure into one validator (every property type, constraints, computed fields, unique claims) whose parts share the compiled state.
+// Size: over 500 lines, kept whole: compiles a structure into one validator (every property type, constraints, computed fields) whose parts share the compiled state; the structure facts that validate nothing are in StructureFacts.ts.
 import type {
   ArrayItems,
   ArrayProperty,
@@ -40,6 +40,8 @@ import {
   type StringFormat
 } from "./Formats.ts"
 import { compilePattern } from "./Pattern.ts"
+import { isComputed } from "./StructureFacts.ts"
+import { isObject } from "../lib/JsonPath.ts"
 
 /** One problem with a record; `property` repeats `field` (both forms of the spec). */
 export interface ValidationError {
@@ -108,8 +110,6 @@ interface Slot {
   readonly scalar: Scalar | undefined
   readonly container: Container | undefined
 }
-
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
 const describe = (v: unknown): string => (v === null ? "null" : Array.isArray(v) ? "an array" : typeof v)
 
@@ -374,11 +374,6 @@ const compileShape = (
   return { slots, byKey: new Map(slots.map((s) => [s.key, s])), strict, depth }
 }
 
-const isComputed = (p: PropertyDefinition): boolean =>
-  (p.type === "string" || p.type === "number" || p.type === "boolean" || p.type === "datetime") &&
-  p.expression !== undefined &&
-  p.expression !== ""
-
 const isAutoIncrement = (p: PropertyDefinition): boolean => p.type === "number" && p.autoIncrement !== undefined
 
 const compileSlot = (p: PropertyDefinition, depth: number, requiredByParent: boolean): Slot => {
@@ -401,7 +396,7 @@ const objectContainer = (p: ObjectProperty, depth: number): Container => {
   const freeForm = props.length === 0 && p.isStrict !== true
   const allowed = p.enum === undefined ? undefined : p.enum
   return (v, path, errors) => {
-    if (!isPlainObject(v)) return push(errors, path, `must be an object, got ${describe(v)}`)
+    if (!isObject(v)) return push(errors, path, `must be an object, got ${describe(v)}`)
     if (depth >= MAX_DEPTH) return push(errors, path, `is nested deeper than ${MAX_DEPTH} levels`)
     if (freeForm) scanFree(v, path, errors, MAX_DEPTH - depth)
     else checkShape(shape, v, path, errors)
@@ -430,7 +425,7 @@ const arrayContainer = (p: ArrayProperty, depth: number): Container => {
     } else if (itemShape !== undefined) {
       for (let i = 0; i < v.length; i++) {
         const item = v[i]
-        if (!isPlainObject(item)) push(errors, `${path}[${i}]`, `must be an object, got ${describe(item)}`)
+        if (!isObject(item)) push(errors, `${path}[${i}]`, `must be an object, got ${describe(item)}`)
         else checkShape(itemShape, item, `${path}[${i}]`, errors)
       }
     } else {
@@ -464,7 +459,7 @@ const compileDefaults = (props: ReadonlyArray<PropertyDefinition>): Defaulter | 
     let nested: ((v: unknown) => unknown) | undefined
     if (p.type === "object") {
       const inner = compileDefaults(p.properties ?? [])
-      if (inner !== undefined) nested = (v) => (isPlainObject(v) ? inner(v) : v)
+      if (inner !== undefined) nested = (v) => (isObject(v) ? inner(v) : v)
     } else if (p.type === "array" && p.items?.type === "object") {
       const inner = compileDefaults(p.itemSchema ?? [])
       if (inner !== undefined) {
@@ -473,7 +468,7 @@ const compileDefaults = (props: ReadonlyArray<PropertyDefinition>): Defaulter | 
           let out = v
           for (let i = 0; i < v.length; i++) {
             const item = v[i]
-            if (!isPlainObject(item)) continue
+            if (!isObject(item)) continue
             const next = inner(item)
             if (next !== item) {
               if (out === v) out = v.slice()
@@ -575,7 +570,7 @@ const immutablePaths = (props: ReadonlyArray<PropertyDefinition>, prefix: Readon
 const getPath = (o: unknown, segments: ReadonlyArray<string>): unknown => {
   let cur = o
   for (const s of segments) {
-    if (!isPlainObject(cur) || !Object.hasOwn(cur, s)) return undefined
+    if (!isObject(cur) || !Object.hasOwn(cur, s)) return undefined
     cur = cur[s]
   }
   return cur
@@ -597,7 +592,7 @@ export const compileValidator = (structure: ValidatorStructure): Validator => {
 
   const validate = (input: unknown, options: ValidateOptions): ValidationResult => {
     const errors: Errors = []
-    if (!isPlainObject(input)) return fail([{ field: "data", property: "data", message: `must be an object, got ${describe(input)}` }])
+    if (!isObject(input)) return fail([{ field: "data", property: "data", message: `must be an object, got ${describe(input)}` }])
     const previous = options.previous
     let data: Record<string, unknown>
 
@@ -678,7 +673,7 @@ export const compileValidator = (structure: ValidatorStructure): Validator => {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Cache and structure facts for the records layer
+// Cache
 
 const CACHE_SIZE = 1000
 const cache = new Map<string, Validator>()
@@ -717,91 +712,6 @@ export const clearValidatorCache = (structureId?: string): void => {
 export const applyVirtual = (structure: ValidatorStructure, data: Readonly<Record<string, unknown>>, now: Date): Record<string, unknown> =>
   validatorFor(structure).applyVirtual(data, now)
 
-export interface AutoIncrementField {
-  readonly field: string
-  readonly startAt: number
-  readonly incrementBy: number
-}
-
-/** Top-level auto-increment fields; the records layer assigns them (the validator does not require them). */
-export const autoIncrementFields = (structure: ValidatorStructure): Array<AutoIncrementField> =>
-  structure.properties.flatMap((p) =>
-    p.type === "number" && p.autoIncrement !== undefined
-      ? [{ field: p.name, startAt: p.autoIncrement.startAt ?? 1, incrementBy: p.autoIncrement.incrementBy ?? 1 }]
-      : []
-  )
-
-export interface ReferenceField {
-  readonly field: string
-  readonly target: string
-  readonly targetField: string
-  readonly displayField: string | undefined
-  readonly relationship: "many-to-one" | "one-to-one" | "many-to-many"
-  readonly onDelete: "restrict" | "cascade" | "set_null"
-  readonly required: boolean
-  readonly nullable: boolean
-}
-
-/** Top-level reference fields: existence, one-to-one uniqueness and onDelete are the records layer's job. */
-export const referenceFields = (structure: ValidatorStructure): Array<ReferenceField> =>
-  structure.properties.flatMap((p) => {
-    if (p.type !== "reference") return []
-    const target = p.target ?? p.referenceStructure
-    if (target === undefined) return []
-    return [
-      {
-        field: p.name,
-        target,
-        targetField: p.targetField ?? "id",
-        displayField: p.displayField,
-        relationship: p.relationship ?? "many-to-one",
-        onDelete: p.onDelete ?? "restrict",
-        required: p.required === true,
-        nullable: p.nullable === true
-      }
-    ]
-  })
-
-/** Top-level fields with `isUnique` (one-to-one references included: two records may not point at one target). */
-export const uniqueFields = (structure: ValidatorStructure): Array<string> =>
-  structure.properties.flatMap((p) => (p.isUnique === true || (p.type === "reference" && p.relationship === "one-to-one") ? [p.name] : []))
-
-/**
- * The key under which a property claims its values in `record_unique_values`: its name for an isUnique property,
- * `ref:<name>` for a one-to-one reference (one referrer per target), undefined when it claims nothing.
- */
-export const claimKeyOf = (p: PropertyDefinition): string | undefined =>
-  p.type === "reference" && p.relationship === "one-to-one"
-    ? (p.target ?? p.referenceStructure) !== undefined
-      ? `ref:${p.name}`
-      : undefined
-    : p.isUnique === true
-      ? p.name
-      : undefined
-
-/** The claims a record's data makes: `[key, value]` (canonical JSON; a one-to-one reference's target id). */
-export const claimsOf = (structure: ValidatorStructure, data: Readonly<Record<string, unknown>>): Array<[string, string]> =>
-  structure.properties.flatMap((p): Array<[string, string]> => {
-    const key = claimKeyOf(p)
-    const v = data[p.name]
-    if (key === undefined || v === undefined || v === null) return []
-    if (key.startsWith("ref:")) return typeof v === "string" ? [[key, v]] : []
-    return [[key, canonicalJson(v)]]
-  })
-
-/** Paths (dotted, below `data`) of secret strings, top level and inside objects; the records layer encrypts them. */
-export const secretFields = (structure: ValidatorStructure): Array<string> => {
-  const walk = (props: ReadonlyArray<PropertyDefinition>, prefix: string): Array<string> =>
-    props.flatMap((p) =>
-      p.type === "string" && p.isSecret === true
-        ? [prefix + p.name]
-        : p.type === "object"
-          ? walk(p.properties ?? [], `${prefix}${p.name}.`)
-          : []
-    )
-  return walk(structure.properties, "")
-}
-
 /**
  * Problems of one value against one property (a definition's `default` or `enum` entries), paths relative to the
  * value: "" for the value itself, "[3]" or ".city" below it. The property must have valid constraints.
@@ -822,13 +732,5 @@ export const valueProblems = (p: PropertyDefinition, value: unknown): Array<{ pa
 export const itemProblem = (items: ArrayItems, value: unknown): string | undefined => {
   if (value === null) return "must not be null"
   const scalar = itemScalar(items)
-  return scalar === undefined ? (isPlainObject(value) ? undefined : `must be an object, got ${describe(value)}`) : scalar(value)
+  return scalar === undefined ? (isObject(value) ? undefined : `must be an object, got ${describe(value)}`) : scalar(value)
 }
-
-/** Names of top-level computed fields by mode. */
-export const computedFields = (structure: ValidatorStructure): Array<{ field: string; mode: "persisted" | "virtual" }> =>
-  structure.properties.flatMap((p) =>
-    isComputed(p) && p.type !== "array" && p.type !== "object" && p.type !== "reference"
-      ? [{ field: p.name, mode: p.computedMode ?? "persisted" }]
-      : []
-  )

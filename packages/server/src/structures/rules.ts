@@ -35,6 +35,7 @@ import { parseDateTime } from "./Formats.ts"
 import { compilePattern } from "./Pattern.ts"
 import { searchSettingProblems } from "./SearchSettings.ts"
 import { isMultipleOf, itemProblem, valueProblems } from "./Validator.ts"
+import { isObject } from "../lib/JsonPath.ts"
 
 export interface DefinitionProblem {
   readonly field: string
@@ -77,8 +78,6 @@ const SLUG_RE = /^[a-z0-9]+(?:-[a-z0-9]+)*$/
 const RECORD_COLUMNS = new Set(["id", "createdAt", "updatedAt", "version"])
 
 type Raw = Record<string, unknown>
-
-const isObj = (v: unknown): v is Raw => typeof v === "object" && v !== null && !Array.isArray(v)
 
 const quote = (values: ReadonlyArray<string>) => values.map((v) => `'${v}'`).join(", ")
 
@@ -159,7 +158,7 @@ const slugOf = (input: Raw): string | undefined =>
 const referencesOf = (properties: unknown, at: string, depth = 0): Array<{ target: string; field: string }> => {
   if (!Array.isArray(properties) || depth > MAX_DEFINITION_DEPTH) return []
   return properties.flatMap((p, i): Array<{ target: string; field: string }> => {
-    if (!isObj(p)) return []
+    if (!isObject(p)) return []
     const here = `${at}[${i}]`
     if (p.type === "reference") {
       const key = typeof p.target === "string" ? "target" : "referenceStructure"
@@ -201,7 +200,7 @@ const findCycle = (from: string, self: string, selfTargets: ReadonlyArray<string
 }
 
 const propertyNamesOf = (s: StructureLike): Set<string> =>
-  new Set(s.properties.flatMap((p) => (isObj(p) && typeof p.name === "string" ? [p.name] : [])))
+  new Set(s.properties.flatMap((p) => (isObject(p) && typeof p.name === "string" ? [p.name] : [])))
 
 // ---------------------------------------------------------------------------------------------------------------
 // Properties
@@ -226,7 +225,7 @@ const checkProperties = (w: Walk, list: ReadonlyArray<unknown>, at: string, scop
   list.forEach((p, i) => {
     const here = `${at}[${i}]`
     checkProperty(w, p, here, scope)
-    if (isObj(p) && typeof p.name === "string") {
+    if (isObject(p) && typeof p.name === "string") {
       const first = seen.get(p.name)
       if (first !== undefined) w.problems.add(`${here}.name`, `duplicates the name of ${at}[${first}] ('${p.name}')`)
       else seen.set(p.name, i)
@@ -236,7 +235,7 @@ const checkProperties = (w: Walk, list: ReadonlyArray<unknown>, at: string, scop
 
 const checkProperty = (w: Walk, p: unknown, at: string, scope: Scope): void => {
   const problems = w.problems
-  if (!isObj(p)) return problems.add(at, "must be an object")
+  if (!isObject(p)) return problems.add(at, "must be an object")
   const before = problems.size
 
   const name = p.name
@@ -414,7 +413,7 @@ const checkAutoIncrement = (problems: Problems, p: Raw, at: string, scope: Scope
   const auto = p.autoIncrement
   if (auto === undefined) return
   const here = `${at}.autoIncrement`
-  if (!isObj(auto)) return problems.add(here, "must be an object {startAt, incrementBy}")
+  if (!isObject(auto)) return problems.add(here, "must be an object {startAt, incrementBy}")
   const startAt = problems.num(auto, "startAt", here, { integer: true })
   problems.num(auto, "incrementBy", here, { integer: true, positive: true })
   if (!scope.topLevel) problems.add(here, "is only supported on top-level properties")
@@ -437,7 +436,7 @@ const checkArray = (w: Walk, p: Raw, at: string, scope: Scope): void => {
   const items = p.items
   let itemType: string | undefined
   if (items === undefined) problems.add(`${at}.items`, "is required for array properties")
-  else if (!isObj(items)) problems.add(`${at}.items`, "must be an object with a type")
+  else if (!isObject(items)) problems.add(`${at}.items`, "must be an object with a type")
   else {
     const t = items.type
     if (t === undefined) problems.add(`${at}.items.type`, "is required")
@@ -493,7 +492,7 @@ const checkObject = (w: Walk, p: Raw, at: string, scope: Scope): void => {
   }
   const required = problems.array(p, "requiredProperties", at)
   if (required === undefined) return
-  const names = new Set((props ?? []).flatMap((q) => (isObj(q) && typeof q.name === "string" ? [q.name] : [])))
+  const names = new Set((props ?? []).flatMap((q) => (isObject(q) && typeof q.name === "string" ? [q.name] : [])))
   required.forEach((r, i) => {
     if (typeof r !== "string") problems.add(`${at}.requiredProperties[${i}]`, "must be a string")
     else if (!names.has(r)) problems.add(`${at}.requiredProperties[${i}]`, `'${r}' is not one of the object's properties`)
@@ -550,7 +549,7 @@ const checkReference = (w: Walk, p: Raw, at: string, nullable: boolean): void =>
  */
 export const checkStructure = (input: unknown, ctx: RuleContext): Array<DefinitionProblem> => {
   const problems = new Problems()
-  if (!isObj(input)) {
+  if (!isObject(input)) {
     problems.add("body", "must be an object")
     return problems.list
   }
@@ -583,7 +582,7 @@ export const checkStructure = (input: unknown, ctx: RuleContext): Array<Definiti
 
   const retention = input.retentionPolicy
   if (retention !== undefined && retention !== null) {
-    if (!isObj(retention)) problems.add("retentionPolicy", "must be an object")
+    if (!isObject(retention)) problems.add("retentionPolicy", "must be an object")
     else {
       problems.num(retention, "maxVersions", "retentionPolicy", { integer: true, positive: true })
       problems.num(retention, "maxAgeDays", "retentionPolicy", { positive: true })
@@ -593,7 +592,7 @@ export const checkStructure = (input: unknown, ctx: RuleContext): Array<Definiti
   }
   const discovery = input.schemaDiscoveryConfig
   if (discovery !== undefined) {
-    if (!isObj(discovery)) problems.add("schemaDiscoveryConfig", "must be an object")
+    if (!isObject(discovery)) problems.add("schemaDiscoveryConfig", "must be an object")
     else {
       for (const key of ["batchSize", "maxKeysPerRecord", "maxNestingDepth", "maxStringLengthSampled"]) {
         problems.num(discovery, key, "schemaDiscoveryConfig", { integer: true, positive: true })
@@ -607,7 +606,7 @@ export const checkStructure = (input: unknown, ctx: RuleContext): Array<Definiti
   else if (!Array.isArray(properties)) problems.add("properties", "must be an array")
   else if (properties.length > MAX_PROPERTIES) problems.add("properties", `must declare at most ${MAX_PROPERTIES} properties`)
   else {
-    const selfFields = new Set(properties.flatMap((p) => (isObj(p) && typeof p.name === "string" ? [p.name] : [])))
+    const selfFields = new Set(properties.flatMap((p) => (isObject(p) && typeof p.name === "string" ? [p.name] : [])))
     checkProperties({ problems, ctx, self, selfFields }, properties, "properties", { depth: 0, topLevel: true, inArray: false })
     checkComputedReferences(problems, properties)
     checkCycles(problems, properties, self, ctx)
@@ -618,9 +617,9 @@ export const checkStructure = (input: unknown, ctx: RuleContext): Array<Definiti
   if (search !== undefined && search !== null) {
     if (typeof search !== "string") problems.add("defaultSearchField", "must be a string")
     else {
-      const p = Array.isArray(properties) ? properties.find((q) => isObj(q) && q.name === search) : undefined
+      const p = Array.isArray(properties) ? properties.find((q) => isObject(q) && q.name === search) : undefined
       if (p === undefined) problems.add("defaultSearchField", `'${search}' is not a property of this structure`)
-      else if (isObj(p) && p.type !== "string") problems.add("defaultSearchField", `'${search}' is not a string property`)
+      else if (isObject(p) && p.type !== "string") problems.add("defaultSearchField", `'${search}' is not a string property`)
     }
   }
   for (const p of searchSettingProblems(input)) problems.add(p.field, p.message)
@@ -632,7 +631,7 @@ export const checkStructure = (input: unknown, ctx: RuleContext): Array<Definiti
 const checkIndexedCount = (problems: Problems, properties: ReadonlyArray<unknown>) => {
   let count = 0
   properties.forEach((p, i) => {
-    if (!isObj(p) || p.indexed !== true) return
+    if (!isObject(p) || p.indexed !== true) return
     if (++count > MAX_INDEXED_PROPERTIES) {
       const name = typeof p.name === "string" ? `'${p.name}'` : "this property"
       problems.add(
@@ -647,11 +646,11 @@ const checkIndexedCount = (problems: Problems, properties: ReadonlyArray<unknown
 const checkComputedReferences = (problems: Problems, properties: ReadonlyArray<unknown>): void => {
   const byName = new Map<string, Raw>()
   properties.forEach((p) => {
-    if (isObj(p) && typeof p.name === "string" && !byName.has(p.name)) byName.set(p.name, p)
+    if (isObject(p) && typeof p.name === "string" && !byName.has(p.name)) byName.set(p.name, p)
   })
   const deps = new Map<string, { at: string; reads: Array<string> }>()
   properties.forEach((p, i) => {
-    if (!isObj(p) || typeof p.expression !== "string" || typeof p.name !== "string") return
+    if (!isObject(p) || typeof p.expression !== "string" || typeof p.name !== "string") return
     const parsed = parseExpression(p.expression)
     if (Result.isFailure(parsed)) return // reported by checkProperty
     const at = `properties[${i}].expression`
@@ -701,7 +700,7 @@ const pathExists = (p: Raw, rest: ReadonlyArray<string>): boolean => {
   if (rest.length === 0) return true
   if (p.type !== "object") return false
   const props = Array.isArray(p.properties) ? p.properties : []
-  const next = props.find((q) => isObj(q) && q.name === rest[0])
+  const next = props.find((q) => isObject(q) && q.name === rest[0])
   if (next === undefined) return p.isStrict !== true && props.length === 0
   return pathExists(next as Raw, rest.slice(1))
 }
