@@ -11,7 +11,7 @@ import postgres from "postgres"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Ast from "../packages/server/src/query/Ast.ts"
 import { parseQueryLanguage } from "../packages/server/src/query/ExpressionParser.ts"
-import { compileCursor, compileOrderBy } from "../packages/server/src/query/Compiler.ts"
+import { compileCursor, compileOrderBy, compileWhere } from "../packages/server/src/query/Compiler.ts"
 import { pageStatement, scopeOf } from "../packages/server/src/query/QueryService.ts"
 import { contextOf } from "../packages/server/src/query/RecordQuery.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
@@ -142,6 +142,21 @@ describe.runIf(process.env.DATABASE_URL)("query indexes and statement timeout (P
       expect(res.status, res.text).toBe(200)
       expect(res.body.results).toHaveLength(20)
     }
+  })
+
+  it("matches SEARCH() and search= of a structure that names its search fields on the search index", async () => {
+    // the count of a search (includeCount, or a page the planner cannot stop early): the GIN index finds the rows
+    const named = { ...items, searchFields: [{ name: "name", weight: 1 }] } as Structure
+    const parsed = parseQueryLanguage("FROM items WHERE SEARCH('000123')")
+    if (Result.isFailure(parsed)) throw new Error(parsed.failure.message)
+    const where = compileWhere(offline, parsed.success.where ?? Ast.all, contextOf(named, server.workspace))
+    if (Result.isFailure(where)) throw new Error(where.failure.message)
+    const [sql, params] = offline`SELECT count(*) FROM records r WHERE r.structure_id = ${items.id}::uuid AND ${where.success}`.compile()
+    const plan = (await db.unsafe(`EXPLAIN ${sql}`, params as Array<any>)).map((r: any) => r["QUERY PLAN"]).join("\n")
+    expect(plan, plan).toMatch(/Bitmap Index Scan on records_search/)
+    expect(plan, plan).not.toMatch(/Seq Scan on records/)
+    const [count] = await db.unsafe(sql, params as Array<any>)
+    expect(Number(count!.count)).toBe(1)
   })
 
   it("compares datetimes as instants: no offset means UTC, other offsets are converted", async () => {

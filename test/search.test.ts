@@ -372,6 +372,44 @@ describe("re-indexing", () => {
   }, 240_000)
 })
 
+describe("one engine: the lists' search= and SEARCH()", () => {
+  it("read the index of a structure that names its search fields: its words, prefixes and language", async () => {
+    const s = await createStructure(api, {
+      name: slug("engine"),
+      properties: [
+        { name: "title", type: "string" },
+        { name: "body", type: "string" }
+      ],
+      searchFields: [{ name: "title", weight: 2 }],
+      searchLanguage: "english"
+    })
+    const shoes = await create(s.id, { title: "Running shoes", body: "blue canvas" })
+    await create(s.id, { title: "Garden hose", body: "green rubber" })
+    const list = async (query: string) => {
+      const res = await api.call("GET", `/records?structureId=${s.id}&${query}`)
+      expectStatus(res, 200)
+      return (res.body.results as Array<any>).map((r) => r.id)
+    }
+    const query = async (text: string) => {
+      const res = await api.call("POST", "/query", { query: `FROM ${s.recordSlug} WHERE ${text}` })
+      expectStatus(res, 200)
+      return (res.body.results as Array<any>).map((r) => r.id)
+    }
+    // found the moment the create answered; stemmed in english; the last word as a prefix; every word required
+    expect(await list("search=shoe")).toEqual([shoes])
+    expect(await list("search=run")).toEqual([shoes])
+    expect(await list(`search=${encodeURIComponent("running sho")}`)).toEqual([shoes])
+    expect(await list(`search=${encodeURIComponent("running hose")}`)).toEqual([])
+    expect(await query("SEARCH('runs')")).toEqual([shoes])
+    // the body is not a search field: only named fields reach it
+    expect(await list("search=canvas")).toEqual([])
+    expect(await list("search=canvas&searchFields=body")).toEqual([shoes])
+    expect(await query("SEARCH('canvas') IN (body)")).toEqual([shoes])
+    // GET /search agrees
+    expect(await ids({ q: "running sho", structures: s.recordSlug })).toEqual([shoes])
+  })
+})
+
 describe("clients", () => {
   it("search() of @troupe/client-fetch and api.search in functions", async () => {
     const s = await createStructure(api, { name: slug("clients"), properties: [{ name: "t", type: "string" }] })

@@ -35,6 +35,8 @@ export interface CompileContext {
   readonly workspace: string
   /** searched when `search` names no fields; all string values otherwise */
   readonly defaultSearchField?: string | undefined
+  /** the structure's search language, and whether `search` without fields reads its index (it names its fields) */
+  readonly search?: { readonly language: string; readonly indexed: boolean } | undefined
 }
 
 /** The shape of a property definition, as far as queries care. */

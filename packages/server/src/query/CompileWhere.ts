@@ -1,7 +1,7 @@
 // WHERE: a condition (`Ast.Expr`) compiled to a boolean fragment over `records r`, typed by the structure's
 // property types; `schemaless` compares data as text.
 import type { Result } from "effect"
-import * as Ast from "./Ast.ts"
+import type * as Ast from "./Ast.ts"
 import {
   andAll,
   type CompileContext,
@@ -22,6 +22,7 @@ import {
   textExpr,
   typedExpr
 } from "./CompileFields.ts"
+import { compileSearch, escapeLike } from "./CompileSearch.ts"
 import { asText, bind, containment, jsonValue, usesContainment } from "./CompileValues.ts"
 import type { QueryFieldError } from "./QueryErrors.ts"
 
@@ -134,8 +135,6 @@ const compileList = (sql: Sql, e: Extract<Ast.Expr, { _tag: "List" }>, ctx: Comp
   return negated ? notOf(sql, m) : m
 }
 
-const escapeLike = (s: string): string => s.replace(/[\\%_]/g, "\\$&")
-
 const compileText = (sql: Sql, e: Extract<Ast.Expr, { _tag: "Text" }>, ctx: CompileContext): Fragment => {
   const f = resolve(e.field, ctx)
   if (f.type === "array") {
@@ -159,41 +158,6 @@ const compileText = (sql: Sql, e: Extract<Ast.Expr, { _tag: "Text" }>, ctx: Comp
       return e.op === "like" ? sql`(${t} LIKE ${value}::text)` : sql`(${t} ILIKE ${value}::text)`
     }
   }
-}
-
-/** Terms shorter than this are matched by substring only: full-text search does nothing useful with them. */
-export const MIN_FULL_TEXT_LENGTH = 3
-
-const compileSearch = (sql: Sql, e: Extract<Ast.Expr, { _tag: "Search" }>, ctx: CompileContext): Fragment => {
-  const term = e.text.trim()
-  if (term === "") return TRUE
-  const pattern = `%${escapeLike(term)}%`
-  const fullText = term.length >= MIN_FULL_TEXT_LENGTH
-  const refs =
-    e.fields.length > 0
-      ? e.fields
-      : ctx.defaultSearchField !== undefined && ctx.defaultSearchField !== ""
-        ? [Ast.fieldRef(ctx.defaultSearchField)]
-        : []
-  if (refs.length === 0) {
-    // every string value anywhere in data
-    const like = sql`EXISTS (SELECT 1 FROM jsonb_path_query(r.data, 'strict $.**') AS q_s(v)
-      WHERE jsonb_typeof(q_s.v) = 'string' AND (q_s.v #>> '{}') ILIKE ${pattern}::text)`
-    if (!fullText) return sql`(${like})`
-    const query = sql`plainto_tsquery('simple', ${term}::text)`
-    return sql`(jsonb_to_tsvector('simple', r.data, '["string"]') @@ ${query} OR ${like})`
-  }
-  return orAll(
-    sql,
-    refs.map((ref) => {
-      const f = resolve(ref, ctx)
-      const t = textExpr(sql, f)
-      const like = sql`${t} ILIKE ${pattern}::text`
-      if (!fullText) return sql`(${like})`
-      const query = sql`plainto_tsquery('simple', ${term}::text)`
-      return sql`(to_tsvector('simple', coalesce(${textExpr(sql, f)}, '')) @@ ${query} OR ${like})`
-    })
-  )
 }
 
 const compileExpr = (sql: Sql, e: Ast.Expr, ctx: CompileContext): Fragment => {

@@ -13,7 +13,8 @@ export {
   type ScalarType
 } from "./CompileFields.ts"
 export { isDateTime } from "./CompileValues.ts"
-export { compileWhere, MAX_CONDITION_TERMS, MAX_LIST_VALUES, MIN_FULL_TEXT_LENGTH } from "./CompileWhere.ts"
+export { MIN_FULL_TEXT_LENGTH } from "./CompileSearch.ts"
+export { compileWhere, MAX_CONDITION_TERMS, MAX_LIST_VALUES } from "./CompileWhere.ts"
 export { CURSOR_COLUMN, compileCursor, compileCursorSelect, compileOrderBy, encodeCursor, MAX_SORT_KEYS } from "./CompileOrder.ts"
 export {
   type AggregateSpec,

@@ -18,6 +18,7 @@ import {
 import type { QueryFieldError, QueryParseError } from "./QueryErrors.ts"
 import { QueryPool } from "./QueryPool.ts"
 import { num } from "../lib/rows.ts"
+import { searchesDeclared, searchLanguageOf } from "../structures/SearchSettings.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { applyVirtual, recordMode } from "../structures/Validator.ts"
 import { referenceFields } from "../structures/StructureFacts.ts"
@@ -59,7 +60,8 @@ export const contextOf = (structure: Structure | undefined, workspace: string): 
   properties: propertyMap(structure ? (structure.properties as any) : []),
   recordSlug: structure?.recordSlug ?? "",
   workspace,
-  defaultSearchField: structure?.defaultSearchField ?? undefined
+  defaultSearchField: structure?.defaultSearchField ?? undefined,
+  search: structure && { language: searchLanguageOf(structure), indexed: searchesDeclared(structure) }
 })
 
 export interface ListSpec {

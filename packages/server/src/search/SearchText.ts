@@ -1,17 +1,12 @@
 // The text side of search, without the database: the user's words (our own tokenizer: no input reaches
 // PostgreSQL's tsquery parser unquoted), the typo budget of a word, the edit distance that checks a typo candidate,
 // tsquery text from normalized lexemes, and highlights made safe for HTML.
+import { quoteLexeme } from "../lib/SearchWords.ts"
 
-/** At most this many words of a query are used (the rest are ignored, as Meilisearch does past 10). */
-export const MAX_WORDS = 10
+export { MAX_WORDS, quoteLexeme, wordsOf } from "../lib/SearchWords.ts"
+
 /** A query longer than this is refused (400). */
 export const MAX_QUERY_LENGTH = 1000
-
-/** Letters, digits and combining marks; everything else (punctuation, operators, emoji, NUL) separates words. */
-const wordPattern = /[\p{L}\p{N}\p{M}]+/gu
-
-/** The words of a query, lower-cased, in order, duplicates kept (each must match), at most MAX_WORDS. */
-export const wordsOf = (q: string): Array<string> => (q.toLowerCase().match(wordPattern) ?? []).slice(0, MAX_WORDS)
 
 /** Typos a word tolerates: one from 5 letters, two from 9 (counted in characters, not UTF-16 units). */
 export const typoBudget = (word: string): number => {
@@ -58,9 +53,6 @@ export const prefixDistance = (word: string, typed: string, max: number): number
     best = Math.min(best, editDistance(w.slice(0, k).join(""), typed, max))
   return best
 }
-
-/** A lexeme as a quoted tsquery operand (the lexeme is taken as it is: no parsing, no normalization). */
-export const quoteLexeme = (lexeme: string): string => `'${lexeme.replace(/\\/g, "\\\\").replace(/'/g, "''")}'`
 
 /** One required word of a query: its normalized lexeme and the lexicon's words within its typo budget. */
 export interface Term {

@@ -71,6 +71,15 @@ export const searchedFields = (s: Searchable): Array<{ readonly name: string; re
   return strings.map((name) => ({ name, weight: "D" as const }))
 }
 
+/**
+ * Whether the structure names what it searches (`searchFields`, or a `defaultSearchField` that is a searchable
+ * string): then the lists' `search=` without fields reads the index. Otherwise it keeps its meaning, every string
+ * value of the data (arrays and nested objects too), which the index of top-level properties does not hold.
+ */
+export const searchesDeclared = (s: Searchable): boolean =>
+  ((s.searchFields?.length ?? 0) > 0 || (s.defaultSearchField !== undefined && s.defaultSearchField !== null)) &&
+  searchedFields(s).length > 0
+
 /** The structure's text-search configuration. */
 export const searchLanguageOf = (s: Searchable): string =>
   s.searchLanguage !== undefined && s.searchLanguage !== null && SEARCH_LANGUAGES.has(s.searchLanguage) ? s.searchLanguage : "simple"
