@@ -9,97 +9,29 @@
 // With TROUPE_CONSOLE_SCREENSHOTS set to a directory (`npm run screenshots` sets docs/console, the README's images)
 // each screen is also saved there as a PNG once the walk has seen its data. Only the saving depends on the variable:
 // the walk and its assertions are the same either way.
-import * as Fs from "node:fs"
-import * as Path from "node:path"
-import puppeteer, { type Browser, type Page } from "puppeteer-core"
+import type { Browser, Page } from "puppeteer-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { computeClient } from "./support/compute.ts"
+import {
+  go,
+  launchChromium,
+  type Rendered,
+  retype,
+  rowsOnce,
+  signIn,
+  snap,
+  viewport,
+  waitText,
+  writeControls
+} from "./support/ConsolePage.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 import { type Receiver, startReceiver } from "./support/WebhookReceiver.ts"
 import { sleep } from "./support/wait.ts"
-
-const chromium = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
-const screenshots = process.env.TROUPE_CONSOLE_SCREENSHOTS
-/** Every page of the suite has this size, so the screenshots have it too. */
-const viewport = { width: 1280, height: 800 }
 
 // The callbacks given to the page run in Chromium; the node's type-check has no DOM library, so they see these.
 declare const document: { readonly body: Rendered; readonly querySelectorAll: (selector: string) => { readonly length: number } }
 declare const window: { readonly location: { hash: string; readonly search: string } }
 declare const localStorage: object
-interface Rendered {
-  readonly innerText: string
-}
-interface Styled {
-  readonly style: { visibility: string }
-}
-
-const missingChromium = () =>
-  new Error(
-    `Chromium was not found at ${chromium}. The console's browser test drives a real Chromium: install Debian's ` +
-      "(`apt-get update && apt-get install -y chromium`) or point CHROMIUM_PATH at a Chromium or Chrome binary."
-  )
-
-/** Waits until the page's visible text contains `text`. */
-const waitText = async (page: Page, text: string, timeout = 15_000) => {
-  try {
-    await page.waitForFunction((t) => document.body.innerText.includes(t), { timeout }, text)
-  } catch (cause) {
-    // the page's text says what the screen showed instead (an error, a spinner that never ended)
-    const shown = await page.evaluate(() => document.body.innerText).catch(() => "(page gone)")
-    throw new Error(`waiting for ${JSON.stringify(text)}; the page shows:\n${shown.slice(0, 2000)}`, { cause })
-  }
-}
-
-const go = async (page: Page, hash: string) => {
-  await page.evaluate((h) => (window.location.hash = h), hash)
-}
-
-/** Replaces the text of an input (select all, type). */
-const retype = async (page: Page, selector: string, text: string) => {
-  await page.click(selector, { count: 3 })
-  await page.keyboard.press("Backspace")
-  await page.type(selector, text)
-}
-
-const signIn = async (page: Page, base: string, username: string, password: string) => {
-  await page.goto(`${base}/console`)
-  await page.waitForSelector("input[name=username]")
-  await page.type("input[name=username]", username)
-  await page.type("input[name=password]", password)
-  await page.click("button[type=submit]")
-  await page.waitForSelector("nav.side")
-}
-
-/** Saves the page as `<name>.png` in TROUPE_CONSOLE_SCREENSHOTS; does nothing when it is not set. */
-const snap = async (page: Page, name: string) => {
-  if (screenshots === undefined || screenshots === "") return
-  const dir = Path.resolve(screenshots)
-  Fs.mkdirSync(dir, { recursive: true })
-  await page.mouse.move(0, 0) // no hover state in the picture
-  // nor the toasts of earlier steps (still up for their 4 s): hidden for the picture only
-  const toasts = (visibility: string) =>
-    page.$$eval(".toasts", (els, v) => els.forEach((e) => ((e as unknown as Styled).style.visibility = v)), visibility)
-  await toasts("hidden")
-  try {
-    await page.screenshot({ path: `${Path.join(dir, name)}.png` })
-  } finally {
-    await toasts("")
-  }
-}
-
-/** The number of rows in the table `selector`. */
-const rows = (page: Page, selector: string) => page.$$eval(`${selector} tbody tr`, (trs) => trs.length)
-
-/** The row count of a table once it has at least `count` rows (a screen's text can show before its table fills). */
-const rowsOnce = async (page: Page, selector: string, count: number) => {
-  await page
-    .waitForFunction((sel, n) => document.querySelectorAll(sel).length >= n, { timeout: 15_000 }, `${selector} tbody tr`, count)
-    .catch(() => undefined)
-  return rows(page, selector)
-}
-
-const writeControls = (page: Page) => page.$$eval("[data-write]", (els) => els.map((e) => e.textContent?.trim() ?? ""))
 
 describe("admin console in Chromium", () => {
   let server: TestServer
@@ -112,15 +44,7 @@ describe("admin console in Chromium", () => {
   const pageErrors: Array<string> = []
 
   beforeAll(async () => {
-    if (!Fs.existsSync(chromium)) throw missingChromium()
-    const [started, launched] = await Promise.all([
-      startServer(),
-      puppeteer.launch({
-        executablePath: chromium,
-        headless: true,
-        args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"]
-      })
-    ])
+    const [started, launched] = await Promise.all([startServer(), launchChromium()])
     server = started
     browser = launched
     const token = await server.adminToken()
