@@ -71,7 +71,12 @@ export const FileListQuery = {
 
 /** `GET /files/{id}`. @category models */
 export const DownloadQuery = {
-  download: optional(Schema.Literals(["true", "false", "1", "0"]).annotate({ description: "true: Content-Disposition attachment" }))
+  download: optional(Schema.Literals(["true", "false", "1", "0"]).annotate({ description: "true: Content-Disposition attachment" })),
+  width: optional(Schema.String.annotate({ description: "Images only: a resized variant this wide (one of TROUPE_STORAGE_IMAGE_SIZES)" })),
+  height: optional(Schema.String.annotate({ description: "Images only: a resized variant this high (one of TROUPE_STORAGE_IMAGE_SIZES)" })),
+  fit: optional(
+    Schema.String.annotate({ description: "With width and height: cover (default), contain, fill, inside or outside (as sharp names them)" })
+  )
 }
 
 /** `PATCH /files/{id}`: `metadata` replaces the old object. @category models */

@@ -26,6 +26,7 @@ import { NotificationLayer } from "../notification/NotificationLayer.ts"
 import { QueryHandlers } from "../query/http.ts"
 import { StorageHandlers, StorageSignedHandlers } from "../storage/http.ts"
 import { StorageLayer } from "../storage/StorageLayer.ts"
+import { FileReferrersLayer } from "../records/FileReferrersLayer.ts"
 import { QueryIndexesLayer } from "../query/QueryIndexes.ts"
 import { QueryPool } from "../query/QueryPool.ts"
 import { fastQueryRoutes } from "../query/FastQuery.ts"
@@ -108,7 +109,8 @@ const Domains = ComputeLayer.pipe(
       QueryService.layer,
       QueryIndexesLayer,
       NotificationLayer,
-      StorageLayer,
+      // deleting a file applies the onDelete of records' `format: "file"` properties
+      StorageLayer.pipe(Layer.provide(FileReferrersLayer)),
       SearchLayer
     )
   ),

@@ -8,6 +8,7 @@ import { Context, Data, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { appendEvent } from "../events/Outbox.ts"
+import { isUuid } from "./Rules.ts"
 
 export class QuotaExceeded extends Data.TaggedError("QuotaExceeded")<{ readonly used: number; readonly quota: number }> {}
 
@@ -74,6 +75,25 @@ const event = (type: "file.uploaded" | "file.deleted", row: FileRow) => ({
   payload: { event: type, timestamp: new Date().toISOString(), workspace: row.workspace, data: toFile(row) }
 })
 
+/**
+ * The files of `workspace` among `ids` (malformed ids are simply not found), keyed by lowercase id. `lock`: their
+ * rows are key-share locked until the caller's transaction ends, so a record that names a file and the file's delete
+ * (which locks the row first, then applies its referrers' onDelete) cannot pass each other.
+ */
+export const filesById = (
+  sql: SqlClient.SqlClient,
+  workspace: string,
+  ids: ReadonlyArray<string>,
+  lock = false
+): Effect.Effect<Map<string, StoredFile>, SqlError> => {
+  const wanted = [...new Set(ids.filter(isUuid).map((id) => id.toLowerCase()))]
+  if (wanted.length === 0) return Effect.succeed(new Map())
+  const query = lock
+    ? sql`SELECT * FROM storage_files WHERE workspace = ${workspace} AND id IN ${sql.in(wanted)} FOR KEY SHARE`
+    : sql`SELECT * FROM storage_files WHERE workspace = ${workspace} AND id IN ${sql.in(wanted)}`
+  return Effect.map(query, (rows) => new Map(rows.map((r) => [String(r.id), toFile(toRow(r))] as const)))
+}
+
 /** `LIKE` pattern text with its wildcards escaped. */
 const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`)
 
@@ -91,7 +111,15 @@ export class StorageRepo extends Context.Service<
       id: string,
       patch: { name?: string | undefined; folder?: string | undefined; metadata?: Record<string, unknown> | undefined }
     ) => Sql<FileRow | undefined>
-    readonly remove: (workspace: string, id: string) => Sql<FileRow | undefined>
+    /**
+     * Deletes the file with its variants in one transaction: the row locked first, then `before` (the referring
+     * records' onDelete, FileReferrers), then the rows. The blob keys to remove once committed (the file's first).
+     */
+    readonly remove: <E>(
+      workspace: string,
+      id: string,
+      before: (row: FileRow) => Effect.Effect<void, E>
+    ) => Effect.Effect<{ row: FileRow; blobKeys: ReadonlyArray<string> } | undefined, SqlError | E>
     readonly usage: (workspace: string) => Sql<{ files: number; bytes: number }>
     /** The URL-signing key (settings row, encrypted by the caller), made by the first node that asks. */
     readonly signingKey: (make: () => string) => Sql<string>
@@ -156,16 +184,19 @@ export class StorageRepo extends Context.Service<
               WHERE workspace = ${workspace} AND id = ${id}::uuid RETURNING *`,
             (rows) => (rows[0] === undefined ? undefined : toRow(rows[0]))
           ),
-        remove: (workspace, id) =>
+        remove: (workspace, id, before) =>
           sql.withTransaction(
             Effect.gen(function* () {
-              const rows = yield* sql`DELETE FROM storage_files WHERE workspace = ${workspace} AND id = ${id}::uuid RETURNING *`
-              if (rows[0] === undefined) return undefined
-              const row = toRow(rows[0])
+              const locked = yield* sql`SELECT * FROM storage_files WHERE workspace = ${workspace} AND id = ${id}::uuid FOR UPDATE`
+              if (locked[0] === undefined) return undefined
+              const row = toRow(locked[0])
+              yield* before(row)
+              const variants = yield* sql<{ blob_key: string }>`DELETE FROM storage_variants WHERE file_id = ${id}::uuid RETURNING blob_key`
+              yield* sql`DELETE FROM storage_files WHERE id = ${id}::uuid`
               yield* sql`UPDATE storage_usage SET files = GREATEST(files - 1, 0), bytes = GREATEST(bytes - ${row.size}, 0)
                 WHERE workspace = ${workspace}`
               yield* appendEvent(sql, event("file.deleted", row))
-              return row
+              return { row, blobKeys: [row.blobKey, ...variants.map((v) => v.blob_key)] }
             })
           ),
         usage: (workspace) =>

@@ -8,6 +8,7 @@ import type { Principal } from "@troupe/api/Authorization"
 import {
   type BadRequest,
   badRequest,
+  type Conflict,
   details,
   type Forbidden,
   forbidden,
@@ -29,6 +30,7 @@ import type { Readable } from "node:stream"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { Secrets } from "../platform/Secrets.ts"
 import { BlobStore } from "./BlobStore.ts"
+import { FileReferrers } from "./FileReferrers.ts"
 import {
   checkFolder,
   cleanContentType,
@@ -72,7 +74,12 @@ export class StorageService extends Context.Service<
     ) => Effect.Effect<FileList>
     readonly get: (workspace: string, id: string) => Effect.Effect<StoredFile, BadRequest | NotFound>
     readonly update: (workspace: string, id: string, patch: FilePatch) => Effect.Effect<StoredFile, BadRequest | NotFound>
-    readonly remove: (workspace: string, id: string) => Effect.Effect<{ success: boolean; message: string }, BadRequest | NotFound>
+    /** Deletes the file, its variants and (per their onDelete) what records say of it; restrict → Conflict. */
+    readonly remove: (
+      workspace: string,
+      id: string,
+      principal: Principal
+    ) => Effect.Effect<{ success: boolean; message: string }, BadRequest | NotFound | Conflict>
     readonly usage: (workspace: string) => Effect.Effect<StorageUsage>
     readonly download: (
       workspace: string,
@@ -120,6 +127,7 @@ export class StorageService extends Context.Service<
       const repo = yield* StorageRepo
       const store = yield* BlobStore
       const secrets = yield* Secrets
+      const referrers = yield* Effect.serviceOption(FileReferrers)
       const maxFile = config.storage.maxFileBytes
       const quota = config.storage.quotaBytes
 
@@ -359,14 +367,19 @@ export class StorageService extends Context.Service<
             if (row === undefined) return yield* notFound({ message: `File not found: ${id}` })
             return toFile(row)
           }),
-        remove: (workspace, id) =>
+        remove: (workspace, id, principal) =>
           Effect.gen(function* () {
             yield* findRow(workspace, id)
-            const row = yield* die(repo.remove(workspace, id))
-            if (row === undefined) return yield* notFound({ message: `File not found: ${id}` })
-            yield* store
-              .delete(row.blobKey)
-              .pipe(Effect.catchCause((cause) => Effect.logWarning(`storage: removing the bytes of ${id} failed`, cause)))
+            const before = (row: FileRow) =>
+              Option.match(referrers, {
+                onNone: () => Effect.void,
+                onSome: (r) => r.beforeDelete(workspace, row.id, principal)
+              })
+            const removed = yield* repo.remove(workspace, id, before).pipe(Effect.catchTag("SqlError", Effect.die))
+            if (removed === undefined) return yield* notFound({ message: `File not found: ${id}` })
+            yield* Effect.forEach(removed.blobKeys, (key) =>
+              store.delete(key).pipe(Effect.catchCause((cause) => Effect.logWarning(`storage: removing the bytes of ${id} failed`, cause)))
+            )
             return { success: true, message: `File ${id} deleted` }
           }),
         usage: (workspace) => Effect.map(die(repo.usage(workspace)), (u) => ({ ...u, quotaBytes: quota })),

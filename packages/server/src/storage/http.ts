@@ -41,7 +41,9 @@ export const StorageHandlers = HttpApiBuilder.group(
       )
       .handle("fileMetadata", ({ params }) => storage.get(params.workspace, params.id))
       .handle("updateFile", ({ params, payload }) => storage.update(params.workspace, params.id, payload))
-      .handle("deleteFile", ({ params }) => storage.remove(params.workspace, params.id))
+      .handle("deleteFile", ({ params }) =>
+        Effect.flatMap(Effect.service(CurrentPrincipal), (principal) => storage.remove(params.workspace, params.id, principal))
+      )
       .handle("signedUrl", ({ params, payload }) =>
         Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) =>
           storage.signedUrl(params.workspace, params.id, payload?.expiresIn ?? 3600, request)
