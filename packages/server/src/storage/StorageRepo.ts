@@ -56,6 +56,24 @@ const toRow = (r: any): FileRow => ({
   blobKey: r.blob_key
 })
 
+/** A resized image of a file (ImageVariants.ts): `variant` names the size and fit. */
+export interface Variant {
+  readonly variant: string
+  readonly blobKey: string
+  readonly contentType: string
+  readonly size: number
+  /** hex */
+  readonly sha256: string
+}
+
+const toVariant = (r: any): Variant => ({
+  variant: r.variant,
+  blobKey: r.blob_key,
+  contentType: r.content_type,
+  size: Number(r.size),
+  sha256: r.sha256
+})
+
 /** The wire form (CONTRACT §8.1). */
 export const toFile = (r: FileRow): StoredFile => ({
   id: r.id,
@@ -121,6 +139,12 @@ export class StorageRepo extends Context.Service<
       before: (row: FileRow) => Effect.Effect<void, E>
     ) => Effect.Effect<{ row: FileRow; blobKeys: ReadonlyArray<string> } | undefined, SqlError | E>
     readonly usage: (workspace: string) => Sql<{ files: number; bytes: number }>
+    readonly findVariant: (fileId: string, variant: string) => Sql<Variant | undefined>
+    /**
+     * Records a variant made by this node unless one was recorded first (then that one is answered, and the caller
+     * removes its own blob); undefined when the file is gone meanwhile.
+     */
+    readonly insertVariant: (fileId: string, v: Variant) => Sql<Variant | undefined>
     /** The URL-signing key (settings row, encrypted by the caller), made by the first node that asks. */
     readonly signingKey: (make: () => string) => Sql<string>
   }
@@ -203,6 +227,24 @@ export class StorageRepo extends Context.Service<
           Effect.map(
             sql<{ files: unknown; bytes: unknown }>`SELECT files, bytes FROM storage_usage WHERE workspace = ${workspace}`,
             (rows) => ({ files: Number(rows[0]?.files ?? 0), bytes: Number(rows[0]?.bytes ?? 0) })
+          ),
+        findVariant: (fileId, variant) =>
+          Effect.map(
+            sql`SELECT * FROM storage_variants WHERE file_id = ${fileId}::uuid AND variant = ${variant}`,
+            (rows) => (rows[0] === undefined ? undefined : toVariant(rows[0]))
+          ),
+        insertVariant: (fileId, v) =>
+          sql.withTransaction(
+            Effect.gen(function* () {
+              // the file row key-share locked: its delete waits for this insert, then removes the variant's blob too
+              const file = yield* sql`SELECT id FROM storage_files WHERE id = ${fileId}::uuid FOR KEY SHARE`
+              if (file[0] === undefined) return undefined
+              yield* sql`INSERT INTO storage_variants (file_id, variant, blob_key, content_type, size, sha256)
+                VALUES (${fileId}::uuid, ${v.variant}, ${v.blobKey}, ${v.contentType}, ${v.size}, ${v.sha256})
+                ON CONFLICT (file_id, variant) DO NOTHING`
+              const rows = yield* sql`SELECT * FROM storage_variants WHERE file_id = ${fileId}::uuid AND variant = ${v.variant}`
+              return rows[0] === undefined ? undefined : toVariant(rows[0])
+            })
           ),
         signingKey: (make) =>
           Effect.gen(function* () {

@@ -3,7 +3,8 @@
 // TROUPE_STORAGE_MAX_FILE_BYTES), the fields before and after it are read, and only then is the metadata row
 // inserted with the quota check in one transaction. Any failure on the way (bad field, second file, truncated
 // body, client gone, quota) removes the bytes: nothing is left behind. Downloads answer like a CDN: ETag,
-// If-None-Match, one byte range, nosniff, and attachment for types a browser would run.
+// If-None-Match, one byte range, nosniff, and attachment for types a browser would run; images also as resized
+// variants (ImageVariants.ts).
 import type { Principal } from "@troupe/api/Authorization"
 import {
   type BadRequest,
@@ -31,6 +32,7 @@ import { AppConfig } from "../platform/AppConfig.ts"
 import { Secrets } from "../platform/Secrets.ts"
 import { BlobStore } from "./BlobStore.ts"
 import { FileReferrers } from "./FileReferrers.ts"
+import { makeImageVariants, type VariantQuery } from "./ImageVariants.ts"
 import {
   checkFolder,
   cleanContentType,
@@ -81,11 +83,13 @@ export class StorageService extends Context.Service<
       principal: Principal
     ) => Effect.Effect<{ success: boolean; message: string }, BadRequest | NotFound | Conflict>
     readonly usage: (workspace: string) => Effect.Effect<StorageUsage>
+    /** The bytes, or with width/height a resized image variant (ImageVariants.ts). */
     readonly download: (
       workspace: string,
       id: string,
       request: HttpServerRequest.HttpServerRequest,
-      attachment: boolean
+      attachment: boolean,
+      variant?: VariantQuery
     ) => Effect.Effect<HttpServerResponse.HttpServerResponse, BadRequest | NotFound | RangeNotSatisfiable>
     readonly signedUrl: (
       workspace: string,
@@ -128,6 +132,7 @@ export class StorageService extends Context.Service<
       const store = yield* BlobStore
       const secrets = yield* Secrets
       const referrers = yield* Effect.serviceOption(FileReferrers)
+      const images = makeImageVariants({ store, repo, sizes: config.storage.imageSizes })
       const maxFile = config.storage.maxFileBytes
       const quota = config.storage.quotaBytes
 
@@ -383,7 +388,11 @@ export class StorageService extends Context.Service<
             return { success: true, message: `File ${id} deleted` }
           }),
         usage: (workspace) => Effect.map(die(repo.usage(workspace)), (u) => ({ ...u, quotaBytes: quota })),
-        download: (workspace, id, request, attachment) => Effect.flatMap(findRow(workspace, id), (row) => serve(row, request, attachment)),
+        download: (workspace, id, request, attachment, variant = {}) =>
+          findRow(workspace, id).pipe(
+            Effect.flatMap((row) => images.rowToServe(row, variant)),
+            Effect.flatMap((row) => serve(row, request, attachment))
+          ),
         signedUrl: (workspace, id, expiresIn, request) =>
           Effect.gen(function* () {
             const row = yield* findRow(workspace, id)

@@ -36,7 +36,7 @@ export const StorageHandlers = HttpApiBuilder.group(
       .handle("usage", ({ params }) => storage.usage(params.workspace))
       .handle("download", ({ params, query }) =>
         Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) =>
-          storage.download(params.workspace, params.id, request, yes(query.download))
+          storage.download(params.workspace, params.id, request, yes(query.download), query)
         )
       )
       .handle("fileMetadata", ({ params }) => storage.get(params.workspace, params.id))
