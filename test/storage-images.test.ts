@@ -31,7 +31,11 @@ const base = () => server.base.replace(/^\/workspace\//, "/storage/workspace/")
 const upload = async (bytes: Uint8Array, name: string, type: string) => {
   const form = new FormData()
   form.append("file", new Blob([bytes as Uint8Array<ArrayBuffer>], { type }), name)
-  const res = await fetch(`${server.baseUrl}${base()}/upload`, { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form })
+  const res = await fetch(`${server.baseUrl}${base()}/upload`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}` },
+    body: form
+  })
   expect(res.status).toBe(201)
   return (await res.json()) as { id: string }
 }

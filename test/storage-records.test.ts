@@ -95,7 +95,11 @@ describe("format: file", () => {
     // a deleted file is no file
     const gone = await upload("gone.txt")
     expectStatus(await deleteFile(gone.id), 200)
-    expectError(await api.call("POST", "/records", { structureId: s.id, data: { title: "six", attachment: gone.id } }), 400, "VALIDATION_ERROR")
+    expectError(
+      await api.call("POST", "/records", { structureId: s.id, data: { title: "six", attachment: gone.id } }),
+      400,
+      "VALIDATION_ERROR"
+    )
     // the good ones pass everywhere
     const other = await upload("b.txt")
     expectStatus(await api.call("PATCH", `/records/${created.body.id}`, { data: { attachment: other.id } }), 200)
@@ -103,7 +107,10 @@ describe("format: file", () => {
       await api.call("POST", `/records/slug/${s.recordSlug}/upsert`, { match: { title: "seven" }, data: { attachment: file.id } }),
       201
     )
-    expectStatus(await api.call("POST", "/records/bulk", { structureId: s.id, records: [{ data: { title: "eight", attachment: file.id } }] }), 201)
+    expectStatus(
+      await api.call("POST", "/records/bulk", { structureId: s.id, records: [{ data: { title: "eight", attachment: file.id } }] }),
+      201
+    )
     expectStatus(await api.call("POST", "/records", { structureId: s.id, data: { title: "nine", attachment: null } }), 201)
   })
 

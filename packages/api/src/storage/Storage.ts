@@ -75,7 +75,9 @@ export const DownloadQuery = {
   width: optional(Schema.String.annotate({ description: "Images only: a resized variant this wide (one of TROUPE_STORAGE_IMAGE_SIZES)" })),
   height: optional(Schema.String.annotate({ description: "Images only: a resized variant this high (one of TROUPE_STORAGE_IMAGE_SIZES)" })),
   fit: optional(
-    Schema.String.annotate({ description: "With width and height: cover (default), contain, fill, inside or outside (as sharp names them)" })
+    Schema.String.annotate({
+      description: "With width and height: cover (default), contain, fill, inside or outside (as sharp names them)"
+    })
   )
 }
 

@@ -156,7 +156,11 @@ const config = Effect.gen(function* () {
     imageSizes: yield* read(
       "TROUPE_STORAGE_IMAGE_SIZES",
       Config.map(
-        matching("TROUPE_STORAGE_IMAGE_SIZES", /^\s*[1-9]\d{0,3}\s*(,\s*[1-9]\d{0,3}\s*)*$/, "Expected comma-separated pixels (1-9999) such as 64,128,256"),
+        matching(
+          "TROUPE_STORAGE_IMAGE_SIZES",
+          /^\s*[1-9]\d{0,3}\s*(,\s*[1-9]\d{0,3}\s*)*$/,
+          "Expected comma-separated pixels (1-9999) such as 64,128,256"
+        ),
         (s) => [...new Set(s.split(",").map((x) => Number(x.trim())))].sort((a, b) => a - b)
       ),
       [64, 128, 256, 512, 1024, 2048]

@@ -201,7 +201,13 @@ export class RecordQuery extends Context.Service<
 
       /** The files (as GET /files/{id}/metadata answers them) that `values` name, by id. */
       const loadFiles = (structure: Structure, values: ReadonlyArray<unknown>) =>
-        Effect.orDie(filesById(sql, structure.workspaceSlug, values.filter((v): v is string => typeof v === "string")))
+        Effect.orDie(
+          filesById(
+            sql,
+            structure.workspaceSlug,
+            values.filter((v): v is string => typeof v === "string")
+          )
+        )
 
       const refOf = (structure: Structure, field: string) =>
         Effect.gen(function* () {
@@ -224,7 +230,10 @@ export class RecordQuery extends Context.Service<
           for (const [field, children] of tree) {
             if (isFileField(structure, field)) {
               if (children.size > 0) return yield* badParam("expand", `"${field}" holds a file: it has nothing to expand below it`)
-              const found = yield* loadFiles(structure, rows.map((r) => r.data[field]))
+              const found = yield* loadFiles(
+                structure,
+                rows.map((r) => r.data[field])
+              )
               for (const r of rows) {
                 const v = r.data[field]
                 const bag = (r.data._expanded ?? {}) as Record<string, unknown>
@@ -267,7 +276,10 @@ export class RecordQuery extends Context.Service<
         Effect.gen(function* () {
           for (const field of fields) {
             if (isFileField(structure, field)) {
-              const found = yield* loadFiles(structure, rows.map((r) => r[field]))
+              const found = yield* loadFiles(
+                structure,
+                rows.map((r) => r[field])
+              )
               for (const r of rows) {
                 const v = r[field]
                 if (typeof v === "string" && found.has(v)) r[field] = found.get(v)

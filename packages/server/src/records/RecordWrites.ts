@@ -263,7 +263,9 @@ export const makeWrites = (deps: {
             return yield* conflict({
               message: `${name} is referenced by ${referencing.length} record(s) of "${other.recordSlug}" (${rule.field}, onDelete restrict)`,
               code: "CONFLICT",
-              details: referencing.slice(0, 20).map((r) => detail(`${other.recordSlug}.${r.id}.${rule.field}`, `references this ${what.kind}`))
+              details: referencing
+                .slice(0, 20)
+                .map((r) => detail(`${other.recordSlug}.${r.id}.${rule.field}`, `references this ${what.kind}`))
             })
           }
           for (const r of referencing) {

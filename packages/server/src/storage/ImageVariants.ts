@@ -80,9 +80,9 @@ export const makeImageVariants = (deps: {
     row.size === 0
       ? Effect.succeed(Buffer.alloc(0))
       : Stream.runCollect(store.get(row.blobKey, { start: 0, end: row.size - 1 })).pipe(
-      Effect.map((chunks) => Buffer.concat(Array.from(chunks))),
-      Effect.orDie
-    )
+          Effect.map((chunks) => Buffer.concat(Array.from(chunks))),
+          Effect.orDie
+        )
 
   const resize = (input: Buffer, w: Wanted) =>
     Effect.tryPromise({
@@ -111,7 +111,9 @@ export const makeImageVariants = (deps: {
       const mine = { variant: w.key, blobKey, contentType: TYPES[info.format] ?? row.contentType, size: put.size, sha256: put.sha256 }
       const recorded = yield* repo.insertVariant(row.id, mine).pipe(
         Effect.orDie,
-        Effect.onExit((exit) => (exit._tag === "Success" && exit.value?.blobKey === blobKey ? Effect.void : Effect.ignore(store.delete(blobKey))))
+        Effect.onExit((exit) =>
+          exit._tag === "Success" && exit.value?.blobKey === blobKey ? Effect.void : Effect.ignore(store.delete(blobKey))
+        )
       )
       return recorded ?? (yield* notFound({ message: `File not found: ${row.id}` }))
     }).pipe(making.withPermit)

@@ -229,9 +229,8 @@ export class StorageRepo extends Context.Service<
             (rows) => ({ files: Number(rows[0]?.files ?? 0), bytes: Number(rows[0]?.bytes ?? 0) })
           ),
         findVariant: (fileId, variant) =>
-          Effect.map(
-            sql`SELECT * FROM storage_variants WHERE file_id = ${fileId}::uuid AND variant = ${variant}`,
-            (rows) => (rows[0] === undefined ? undefined : toVariant(rows[0]))
+          Effect.map(sql`SELECT * FROM storage_variants WHERE file_id = ${fileId}::uuid AND variant = ${variant}`, (rows) =>
+            rows[0] === undefined ? undefined : toVariant(rows[0])
           ),
         insertVariant: (fileId, v) =>
           sql.withTransaction(
