@@ -89,6 +89,10 @@ describe("image variants", () => {
     expect(etag).not.toBe((await get(file.id, "")).headers.get("etag"))
     expect((await get(file.id, "?width=32&height=32", { "if-none-match": etag })).status).toBe(304)
     expect(Number(cover.headers.get("content-length"))).toBe(cover.bytes.length)
+    // a signed URL takes the same parameters
+    const signed = await server.request("POST", `${base()}/files/${file.id}/signed-url`, { token, body: {} })
+    const viaUrl = Buffer.from(await (await fetch(`${signed.body.url}&width=32&height=32`)).arrayBuffer())
+    expect(viaUrl.equals(cover.bytes)).toBe(true)
     // other formats keep theirs
     for (const [format, type] of [
       ["jpeg", "image/jpeg"],

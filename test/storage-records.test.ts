@@ -127,6 +127,9 @@ describe("format: file", () => {
     expect(listed.body.results[0].data._expanded.attachment).toEqual(metadata.body)
     const bySlug = await api.call("GET", `/records/slug/${s.recordSlug}?expand=attachment`)
     expect(bySlug.body.data[0].data._expanded.attachment.name).toBe("expand.txt")
+    const populated = await api.call("GET", `/structures/${s.recordSlug}/records?populate=attachment`)
+    expectStatus(populated, 200)
+    expect(populated.body.records[0].attachment).toEqual(metadata.body)
     expectError(await api.call("GET", `/records/${r.body.id}?expand=attachment.name`), 400)
   })
 

@@ -5404,7 +5404,10 @@ export interface operations {
             query: {
                 download?: "true" | "false" | "1" | "0";
                 expires: string;
+                fit?: string;
+                height?: string;
                 signature: string;
+                width?: string;
             };
             header?: never;
             path: {

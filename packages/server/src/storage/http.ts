@@ -61,7 +61,7 @@ export const StorageSignedHandlers = HttpApiBuilder.group(
       Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         yield* storage.verifySignature(params.workspace, params.id, query.expires, query.signature)
-        return yield* storage.download(params.workspace, params.id, request, yes(query.download))
+        return yield* storage.download(params.workspace, params.id, request, yes(query.download), query)
       })
     )
   })
