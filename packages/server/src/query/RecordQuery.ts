@@ -20,7 +20,7 @@ import { QueryPool } from "./QueryPool.ts"
 import { num } from "../lib/rows.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { applyVirtual, fileFields, recordMode, referenceFields } from "../structures/Validator.ts"
-import { filesById } from "../storage/StorageRepo.ts"
+import { FileLookup } from "./FileLookup.ts"
 import { liveRecord, visibleRecord } from "./Live.ts"
 import { decodeRecordRow, isUuid, type RecordRow, toRecordA } from "./RecordRow.ts"
 import { maskData } from "../structures/SecretPaths.ts"
@@ -161,6 +161,7 @@ export class RecordQuery extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const structures = yield* StructureService
+      const files = yield* FileLookup
       // pages and counts are built from callers' filters: they run on the query pool (timeout, custom plans)
       const pool = yield* QueryPool
 
@@ -201,12 +202,9 @@ export class RecordQuery extends Context.Service<
 
       /** The files (as GET /files/{id}/metadata answers them) that `values` name, by id. */
       const loadFiles = (structure: Structure, values: ReadonlyArray<unknown>) =>
-        Effect.orDie(
-          filesById(
-            sql,
-            structure.workspaceSlug,
-            values.filter((v): v is string => typeof v === "string")
-          )
+        files.byIds(
+          structure.workspaceSlug,
+          values.filter((v): v is string => typeof v === "string")
         )
 
       const refOf = (structure: Structure, field: string) =>

@@ -93,11 +93,7 @@ const event = (type: "file.uploaded" | "file.deleted", row: FileRow) => ({
   payload: { event: type, timestamp: new Date().toISOString(), workspace: row.workspace, data: toFile(row) }
 })
 
-/**
- * The files of `workspace` among `ids` (malformed ids are simply not found), keyed by lowercase id. `lock`: their
- * rows are key-share locked until the caller's transaction ends, so a record that names a file and the file's delete
- * (which locks the row first, then applies its referrers' onDelete) cannot pass each other.
- */
+/** The files of `workspace` among `ids`, keyed by lowercase id (query/FileLookup.ts says why `lock`). */
 export const filesById = (
   sql: SqlClient.SqlClient,
   workspace: string,
