@@ -8,6 +8,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import sharp from "sharp"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { downloadFile } from "../packages/client-fetch/src/Storage.ts"
 import { database, expectError } from "./support/records.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 
@@ -89,6 +90,16 @@ describe("image variants", () => {
     expect(etag).not.toBe((await get(file.id, "")).headers.get("etag"))
     expect((await get(file.id, "?width=32&height=32", { "if-none-match": etag })).status).toBe(304)
     expect(Number(cover.headers.get("content-length"))).toBe(cover.bytes.length)
+    // @troupe/client-fetch asks for the same variant
+    const viaClient = await downloadFile({
+      baseUrl: server.baseUrl,
+      workspace: server.workspace,
+      token,
+      id: file.id,
+      width: 32,
+      height: 32
+    })
+    expect(Buffer.from(await viaClient.arrayBuffer()).equals(cover.bytes)).toBe(true)
     // a signed URL takes the same parameters
     const signed = await server.request("POST", `${base()}/files/${file.id}/signed-url`, { token, body: {} })
     const viaUrl = Buffer.from(await (await fetch(`${signed.body.url}&width=32&height=32`)).arrayBuffer())
