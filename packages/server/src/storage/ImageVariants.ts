@@ -95,22 +95,23 @@ export const makeImageVariants = (deps: {
     })
 
   /** Makes the variant, stores it under a fresh key and records it, or answers the one recorded first. */
+  /** Stores `data` under `blobKey` and records it, or answers the variant recorded first (undefined: file gone). */
+  const keep = (row: FileRow, w: Wanted, blobKey: string, data: Buffer, format: string) =>
+    Effect.gen(function* () {
+      const source = (async function* () {
+        yield data
+      })()
+      const put = yield* Effect.orDie(store.put(blobKey, source, Number.MAX_SAFE_INTEGER))
+      const contentType = TYPES[format] ?? row.contentType
+      return yield* Effect.orDie(repo.insertVariant(row.id, { variant: w.key, blobKey, contentType, size: put.size, sha256: put.sha256 }))
+    })
+
+  /** Makes the variant under a fresh key; its blob is removed unless its row is the one recorded (lost race, file gone, interrupted). */
   const make = (row: FileRow, w: Wanted): Effect.Effect<Variant, BadRequest | NotFound> =>
     Effect.gen(function* () {
       const { data, info } = yield* resize(yield* original(row), w)
       const blobKey = Crypto.randomUUID()
-      const put = yield* store
-        .put(
-          blobKey,
-          (async function* () {
-            yield data
-          })(),
-          Number.MAX_SAFE_INTEGER
-        )
-        .pipe(Effect.orDie)
-      const mine = { variant: w.key, blobKey, contentType: TYPES[info.format] ?? row.contentType, size: put.size, sha256: put.sha256 }
-      const recorded = yield* repo.insertVariant(row.id, mine).pipe(
-        Effect.orDie,
+      const recorded = yield* keep(row, w, blobKey, data, info.format).pipe(
         Effect.onExit((exit) =>
           exit._tag === "Success" && exit.value?.blobKey === blobKey ? Effect.void : Effect.ignore(store.delete(blobKey))
         )
