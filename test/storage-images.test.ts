@@ -3,6 +3,7 @@
 // dimensions), made once and then served with its own ETag (304 works); bad sizes, fits and non-images are 400s;
 // concurrent requests for one new variant all get the same bytes and leave one variant stored; the variants go
 // with their file.
+import { execFile } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -115,6 +116,30 @@ describe("image variants", () => {
       expect(v.status, format).toBe(200)
       expect(v.headers.get("content-type")).toBe(type)
       expect(await sharp(v.bytes).metadata(), format).toMatchObject({ width: 16, height: 16, format })
+    }
+  })
+
+  it("troupe files download --width --height --fit writes the variant", async () => {
+    const file = await upload(await image(), "cli.png", "image/png")
+    const work = Fs.mkdtempSync(Path.join(Os.tmpdir(), "troupe-images-cli-"))
+    const bin = Path.resolve(import.meta.dirname, "../packages/cli/bin/troupe.mjs")
+    const env = {
+      ...process.env,
+      TROUPE_CONFIG: Path.join(work, "config.json"),
+      TROUPE_URL: server.baseUrl,
+      TROUPE_WORKSPACE: server.workspace,
+      TROUPE_TOKEN: token
+    }
+    try {
+      const target = Path.join(work, "thumb.png")
+      const args = ["files", "download", file.id, "-o", target, "--width", "16", "--height", "16", "--fit", "contain"]
+      const code = await new Promise<number>((resolve) =>
+        execFile(process.execPath, [bin, ...args], { env, cwd: work }, (error) => resolve(error === null ? 0 : 1))
+      )
+      expect(code).toBe(0)
+      expect(await sharp(Fs.readFileSync(target)).metadata()).toMatchObject({ width: 16, height: 16, format: "png" })
+    } finally {
+      Fs.rmSync(work, { recursive: true, force: true })
     }
   })
 
