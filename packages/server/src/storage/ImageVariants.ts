@@ -109,6 +109,9 @@ export const makeImageVariants = (deps: {
   /** Makes the variant under a fresh key; its blob is removed unless its row is the one recorded (lost race, file gone, interrupted). */
   const make = (row: FileRow, w: Wanted): Effect.Effect<Variant, BadRequest | NotFound> =>
     Effect.gen(function* () {
+      // made meanwhile by a request that held the permit before this one
+      const done = yield* Effect.orDie(repo.findVariant(row.id, w.key))
+      if (done !== undefined) return done
       const { data, info } = yield* resize(yield* original(row), w)
       const blobKey = Crypto.randomUUID()
       const recorded = yield* keep(row, w, blobKey, data, info.format).pipe(
