@@ -3,6 +3,7 @@
 import type { Principal } from "@troupe/api/Authorization"
 import { Layer } from "effect"
 import { Secrets } from "../../packages/server/src/platform/Secrets.ts"
+import { FileLookupLayer } from "../../packages/server/src/storage/FileLookupLayer.ts"
 import { StructureService } from "../../packages/server/src/structures/StructureService.ts"
 import type { Writer } from "../../packages/server/src/records/model.ts"
 import { RecordService } from "../../packages/server/src/records/RecordService.ts"
@@ -24,6 +25,7 @@ export const writer: Writer = { workspace: TEST_WORKSPACE, userId: "u-1", userNa
 export const RecordServices = () =>
   RecordService.layer.pipe(
     Layer.provideMerge(StructureService.layer),
+    Layer.provideMerge(FileLookupLayer),
     Layer.provideMerge(Secrets.layer),
     Layer.provideMerge(TestDatabase())
   )

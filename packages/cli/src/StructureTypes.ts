@@ -58,7 +58,9 @@ const formats: Record<string, string> = {
   url: "uri",
   uuid: "uuid",
   date: "date",
-  datetime: "date-time"
+  datetime: "date-time",
+  // a file id of the workspace's storage
+  file: "uuid"
 }
 
 const defined = (entries: Record<string, unknown>): JsonSchema =>

@@ -98,6 +98,11 @@ export interface DownloadOptions extends StorageTarget {
   readonly range?: string | undefined
   /** Content-Disposition: attachment */
   readonly attachment?: boolean | undefined
+  /** Images: a resized variant, each size one of the server's TROUPE_STORAGE_IMAGE_SIZES */
+  readonly width?: number | undefined
+  readonly height?: number | undefined
+  /** With width and height: "cover" (the server's default), "contain", "fill", "inside" or "outside" */
+  readonly fit?: "cover" | "contain" | "fill" | "inside" | "outside" | undefined
   readonly signal?: AbortSignal | undefined
 }
 
@@ -105,7 +110,10 @@ export interface DownloadOptions extends StorageTarget {
 export const downloadFile = async (options: DownloadOptions): Promise<Response> => {
   const headers = await authHeaders(options.token)
   if (options.range !== undefined) headers.range = options.range
-  const query = options.attachment ? "?download=true" : ""
+  const params = new URLSearchParams()
+  if (options.attachment) params.set("download", "true")
+  for (const key of ["width", "height", "fit"] as const) if (options[key] !== undefined) params.set(key, String(options[key]))
+  const query = params.toString() === "" ? "" : `?${params}`
   const res = await fetch(`${storageBase(options)}/files/${encodeURIComponent(options.id)}${query}`, {
     headers,
     signal: options.signal ?? null

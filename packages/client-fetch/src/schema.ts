@@ -2343,7 +2343,7 @@ export interface components {
             exclusiveMaximum?: boolean;
             exclusiveMinimum?: boolean;
             /** @enum {string} */
-            format?: "email" | "url" | "uuid" | "date" | "datetime";
+            format?: "email" | "url" | "uuid" | "date" | "datetime" | "file";
             integer?: boolean;
             latestDate?: string;
             maximum?: number;
@@ -3389,7 +3389,7 @@ export interface components {
             /** @description Computed value: arithmetic, string concatenation, comparisons, && || !, ?:, and the functions now, concat, round, floor, ceil, abs, min, max, lower, upper, length, coalesce */
             expression?: string;
             /** @enum {string} */
-            format?: "email" | "url" | "uuid" | "date" | "datetime";
+            format?: "email" | "url" | "uuid" | "date" | "datetime" | "file";
             /** @description Generated; the literal `new` marks a new property on update */
             id?: string;
             immutable?: boolean;
@@ -3402,6 +3402,11 @@ export interface components {
             name: string;
             not?: unknown[];
             nullable?: boolean;
+            /**
+             * @description format 'file' only: what deleting the file does to this record (default restrict)
+             * @enum {string}
+             */
+            onDelete?: "restrict" | "cascade" | "set_null";
             /** @description RE2 syntax (linear-time matching), unanchored */
             pattern?: string;
             /** @enum {string} */
@@ -5027,6 +5032,9 @@ export interface operations {
         parameters: {
             query?: {
                 download?: "true" | "false" | "1" | "0";
+                fit?: string;
+                height?: string;
+                width?: string;
             };
             header?: never;
             path: {
@@ -5157,6 +5165,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConflictEncoded"];
                 };
             };
             /** @description TooManyRequests */
@@ -5387,7 +5404,10 @@ export interface operations {
             query: {
                 download?: "true" | "false" | "1" | "0";
                 expires: string;
+                fit?: string;
+                height?: string;
                 signature: string;
+                width?: string;
             };
             header?: never;
             path: {

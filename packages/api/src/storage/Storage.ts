@@ -69,9 +69,21 @@ export const FileListQuery = {
   search: optional(Schema.String.annotate({ description: "Files whose name or folder contains this (case-insensitive)" }))
 }
 
+/** `?width=&height=&fit=`: a resized image variant (docs/storage.md, "Images"). */
+const variantFields = {
+  width: optional(Schema.String.annotate({ description: "Images only: a resized variant this wide (one of TROUPE_STORAGE_IMAGE_SIZES)" })),
+  height: optional(Schema.String.annotate({ description: "Images only: a resized variant this high (one of TROUPE_STORAGE_IMAGE_SIZES)" })),
+  fit: optional(
+    Schema.String.annotate({
+      description: "With width and height: cover (default), contain, fill, inside or outside (as sharp names them)"
+    })
+  )
+}
+
 /** `GET /files/{id}`. @category models */
 export const DownloadQuery = {
-  download: optional(Schema.Literals(["true", "false", "1", "0"]).annotate({ description: "true: Content-Disposition attachment" }))
+  download: optional(Schema.Literals(["true", "false", "1", "0"]).annotate({ description: "true: Content-Disposition attachment" })),
+  ...variantFields
 }
 
 /** `PATCH /files/{id}`: `metadata` replaces the old object. @category models */
@@ -100,7 +112,8 @@ export const SignedUrl = Schema.Struct({
 export const SignedQuery = {
   expires: Schema.String.annotate({ description: "Unix seconds" }),
   signature: Schema.String,
-  download: optional(Schema.Literals(["true", "false", "1", "0"]))
+  download: optional(Schema.Literals(["true", "false", "1", "0"])),
+  ...variantFields
 }
 
 /** @category models */

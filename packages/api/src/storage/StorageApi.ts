@@ -8,7 +8,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authorization, RateClass, RequiredPermission } from "../Authorization.ts"
-import { BadRequest, Forbidden, NotFound, PayloadTooLarge, RangeNotSatisfiable, TooManyRequests } from "../Errors.ts"
+import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, RangeNotSatisfiable, TooManyRequests } from "../Errors.ts"
 import { WorkspaceParams } from "../Workspace.ts"
 import {
   Deleted,
@@ -66,7 +66,7 @@ export class StorageApi extends HttpApiGroup.make("storage")
     })
       .annotate(RequiredPermission, "write:storage")
       .annotate(RateClass, "writes"),
-    HttpApiEndpoint.delete("deleteFile", "/files/:id", { params: idParams, success: Deleted, error: [BadRequest, NotFound] })
+    HttpApiEndpoint.delete("deleteFile", "/files/:id", { params: idParams, success: Deleted, error: [BadRequest, NotFound, Conflict] })
       .annotate(RequiredPermission, "write:storage")
       .annotate(RateClass, "writes"),
     HttpApiEndpoint.post("signedUrl", "/files/:id/signed-url", {

@@ -24,7 +24,8 @@ export const ArrayItemType = Schema.Literals(["string", "number", "boolean", "da
 export type ArrayItemType = typeof ArrayItemType.Type
 
 /** @category models */
-export const StringFormat = Schema.Literals(["email", "url", "uuid", "date", "datetime"])
+/** `file`: the id of a file of the workspace's storage (CONTRACT §8.1), checked on every write. @category models */
+export const StringFormat = Schema.Literals(["email", "url", "uuid", "date", "datetime", "file"])
 /** @category models */
 export const RenderAs = Schema.Literals(["textarea", "secret", "color", "code", "html", "markdown"])
 /** @category models */
@@ -96,6 +97,9 @@ export const StringProperty = Schema.Struct({
   renderAs: optional(RenderAs),
   isSecret: optional(Schema.Boolean),
   not: optional(Schema.Array(Schema.Json)),
+  onDelete: optional(
+    OnDelete.annotate({ description: "format 'file' only: what deleting the file does to this record (default restrict)" })
+  ),
   ...computed
 }).annotate({ identifier: "StringProperty" })
 /** @category models */

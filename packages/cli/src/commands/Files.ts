@@ -167,7 +167,10 @@ const download = Command.make(
       Flag.withAlias("o"),
       Flag.withDescription("Where to write it (default: its name, here)"),
       Flag.optional
-    )
+    ),
+    width: Flag.Int("width").pipe(Flag.withDescription("Images: a resized variant this wide (a size the server allows)"), Flag.optional),
+    height: Flag.Int("height").pipe(Flag.withDescription("Images: a resized variant this high"), Flag.optional),
+    fit: Flag.String("fit").pipe(Flag.withDescription("With both: cover (default), contain, fill, inside, outside"), Flag.optional)
   },
   (input) =>
     Effect.gen(function* () {
@@ -175,7 +178,12 @@ const download = Command.make(
       const files = base(api.session.workspace)
       const meta = (yield* api.call("GET", `${files}/files/${encodeURIComponent(input.id)}/metadata`, { root: true })) as StoredFile
       const target = orUndefined(input.output) ?? meta.name
-      const path = `${files}/files/${encodeURIComponent(input.id)}`
+      const variant = new URLSearchParams()
+      for (const key of ["width", "height", "fit"] as const) {
+        const value = orUndefined<string | number>(input[key])
+        if (value !== undefined) variant.set(key, String(value))
+      }
+      const path = `${files}/files/${encodeURIComponent(input.id)}${variant.toString() === "" ? "" : `?${variant}`}`
       const response = yield* Effect.tryPromise({
         try: () => fetch(api.session.url + path, { headers: { authorization: `Bearer ${api.session.token}` } }),
         catch: fail("GET", path)
@@ -183,12 +191,14 @@ const download = Command.make(
       if (response.status !== 200 || response.body === null) {
         return yield* toApiError("GET", path, response.status, yield* Effect.promise(() => response.text()))
       }
+      // a variant's size is its own
+      const total = Number(response.headers.get("content-length")) || meta.size
       const draw = throttled()
       let received = 0
       const counted = async function* (source: AsyncIterable<Uint8Array>) {
         for await (const chunk of source) {
           received += chunk.byteLength
-          draw(`downloading ${meta.name} ${bar(received, meta.size)}`)
+          draw(`downloading ${meta.name} ${bar(received, total)}`)
           yield chunk
         }
       }

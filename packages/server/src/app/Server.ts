@@ -25,7 +25,9 @@ import { ObserverLayer } from "../intelligence/Observer.ts"
 import { NotificationLayer } from "../notification/NotificationLayer.ts"
 import { QueryHandlers } from "../query/http.ts"
 import { StorageHandlers, StorageSignedHandlers } from "../storage/http.ts"
+import { FileLookupLayer } from "../storage/FileLookupLayer.ts"
 import { StorageLayer } from "../storage/StorageLayer.ts"
+import { FileReferrersLayer } from "../records/FileReferrersLayer.ts"
 import { QueryIndexesLayer } from "../query/QueryIndexes.ts"
 import { QueryPool } from "../query/QueryPool.ts"
 import { fastQueryRoutes } from "../query/FastQuery.ts"
@@ -109,7 +111,8 @@ const Domains = ComputeLayer.pipe(
       QueryService.layer,
       QueryIndexesLayer,
       NotificationLayer,
-      StorageLayer,
+      // deleting a file applies the onDelete of records' `format: "file"` properties
+      StorageLayer.pipe(Layer.provide(FileReferrersLayer)),
       SearchLayer
     )
   ),
@@ -122,6 +125,8 @@ const Domains = ComputeLayer.pipe(
   // record events and failed writes reach event-driven triggers (read by the relay and by RecordService)
   Layer.provideMerge(EventTriggersLayer),
   Layer.provideMerge(StructureService.layer),
+  // records check and expand `format: "file"` values through it
+  Layer.provideMerge(FileLookupLayer),
   Layer.provideMerge(CorsOrigins.layer),
   Layer.provideMerge(Notifier.layer)
 )

@@ -151,7 +151,20 @@ const config = Effect.gen(function* () {
     s3Region: yield* text("TROUPE_S3_REGION", "us-east-1"),
     maxFileBytes: yield* int("TROUPE_STORAGE_MAX_FILE_BYTES", 100 * 1024 * 1024, 1),
     /** 0 = no quota */
-    quotaBytes: yield* int("TROUPE_STORAGE_QUOTA_BYTES", 0, 0)
+    quotaBytes: yield* int("TROUPE_STORAGE_QUOTA_BYTES", 0, 0),
+    /** the widths and heights image variants may be asked for (GET /files/{id}?width=&height=) */
+    imageSizes: yield* read(
+      "TROUPE_STORAGE_IMAGE_SIZES",
+      Config.map(
+        matching(
+          "TROUPE_STORAGE_IMAGE_SIZES",
+          /^\s*[1-9]\d{0,3}\s*(,\s*[1-9]\d{0,3}\s*)*$/,
+          "Expected comma-separated pixels (1-9999) such as 64,128,256"
+        ),
+        (s) => [...new Set(s.split(",").map((x) => Number(x.trim())))].sort((a, b) => a - b)
+      ),
+      [64, 128, 256, 512, 1024, 2048]
+    )
   }
   // Tuning knobs of single domains (README, Configuration).
   const tuning = {

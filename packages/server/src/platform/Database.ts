@@ -18,6 +18,7 @@ import migration0012 from "../migrations/0012_notification.ts"
 import migration0013 from "../migrations/0013_intelligence.ts"
 import migration0014 from "../migrations/0014_cors.ts"
 import migration0015 from "../migrations/0015_datetime_basic.ts"
+import migration0016 from "../migrations/0016_storage_variants.ts"
 import { AppConfig } from "./AppConfig.ts"
 import * as PgliteClient from "./PgliteClient.ts"
 
@@ -37,7 +38,8 @@ export const migrations = {
   "0012_notification": migration0012,
   "0013_intelligence": migration0013,
   "0014_cors": migration0014,
-  "0015_datetime_basic": migration0015
+  "0015_datetime_basic": migration0015,
+  "0016_storage_variants": migration0016
 }
 
 const runMigrations = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

@@ -21,7 +21,8 @@ import { num } from "../lib/rows.ts"
 import { searchesDeclared, searchLanguageOf } from "../structures/SearchSettings.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { applyVirtual, recordMode } from "../structures/Validator.ts"
-import { referenceFields } from "../structures/StructureFacts.ts"
+import { fileFields, referenceFields } from "../structures/StructureFacts.ts"
+import { FileLookup } from "./FileLookup.ts"
 import { liveRecord, visibleRecord } from "./Live.ts"
 import { decodeRecordRow, isUuid, type RecordRow, toRecordA } from "./RecordRow.ts"
 import { maskData } from "../structures/SecretPaths.ts"
@@ -141,7 +142,10 @@ export class RecordQuery extends Context.Service<
   RecordQuery,
   {
     readonly list: (spec: ListSpec) => Effect.Effect<ListResult, QueryError>
-    /** Adds `data._expanded.<field>` = `{id, data}` (arrays for many-to-many); dotted paths expand nested levels. */
+    /**
+     * Adds `data._expanded.<field>` = `{id, data}` (arrays for many-to-many); dotted paths expand nested levels. A
+     * `format: "file"` field expands to the file object (GET /files/{id}/metadata), null when the file is gone.
+     */
     readonly expand: (
       structure: Structure,
       rows: ReadonlyArray<{ id: string; data: Record<string, unknown> }>,
@@ -160,6 +164,7 @@ export class RecordQuery extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const structures = yield* StructureService
+      const files = yield* FileLookup
       // pages and counts are built from callers' filters: they run on the query pool (timeout, custom plans)
       const pool = yield* QueryPool
 
@@ -196,6 +201,15 @@ export class RecordQuery extends Context.Service<
         )
       }
 
+      const isFileField = (structure: Structure, field: string) => fileFields(structure).some((f) => f.field === field)
+
+      /** The files (as GET /files/{id}/metadata answers them) that `values` name, by id. */
+      const loadFiles = (structure: Structure, values: ReadonlyArray<unknown>) =>
+        files.byIds(
+          structure.workspaceSlug,
+          values.filter((v): v is string => typeof v === "string")
+        )
+
       const refOf = (structure: Structure, field: string) =>
         Effect.gen(function* () {
           const ref = referenceFields(structure).find((r) => r.field === field)
@@ -215,6 +229,19 @@ export class RecordQuery extends Context.Service<
       ): Effect.Effect<void, QueryError> =>
         Effect.gen(function* () {
           for (const [field, children] of tree) {
+            if (isFileField(structure, field)) {
+              if (children.size > 0) return yield* badParam("expand", `"${field}" holds a file: it has nothing to expand below it`)
+              const found = yield* loadFiles(
+                structure,
+                rows.map((r) => r.data[field])
+              )
+              for (const r of rows) {
+                const v = r.data[field]
+                const bag = (r.data._expanded ?? {}) as Record<string, unknown>
+                r.data._expanded = { ...bag, [field]: (typeof v === "string" && found.get(v)) || null }
+              }
+              continue
+            }
             const { ref, target } = yield* refOf(structure, field)
             const keys = rows.flatMap((r) => {
               const v = r.data[field]
@@ -249,6 +276,17 @@ export class RecordQuery extends Context.Service<
       const populate = (structure: Structure, rows: ReadonlyArray<Record<string, unknown>>, fields: ReadonlyArray<string>) =>
         Effect.gen(function* () {
           for (const field of fields) {
+            if (isFileField(structure, field)) {
+              const found = yield* loadFiles(
+                structure,
+                rows.map((r) => r[field])
+              )
+              for (const r of rows) {
+                const v = r[field]
+                if (typeof v === "string" && found.has(v)) r[field] = found.get(v)
+              }
+              continue
+            }
             const { ref, target } = yield* refOf(structure, field)
             const keys = rows.flatMap((r) => {
               const v = r[field]

@@ -391,7 +391,8 @@ export const makeGroupWrites = (deps: {
     /** An upsert through the group commit, or `undefined`: it goes through its key's actor (see writeUpserts). */
     const upsertGrouped = (structure: Structure, match: Record<string, unknown>, data: Record<string, unknown>, writer: Writer) =>
       Effect.flatMap(checkMatch(structure, match), () =>
-        claimsOf(structure, match).length === 0
+        // creates here skip the reference and file checks (pendingCreate): such structures go through the actor
+        claimsOf(structure, match).length === 0 || !batchable(structure)
           ? Effect.succeed(undefined)
           : upserts.submit({ structure, match, data, writer, key: `${structure.id}/${canonicalJson(match)}` })
       )

@@ -11,7 +11,7 @@ import type { Secrets } from "../platform/Secrets.ts"
 import { jsonEqual, parseDateTime } from "../structures/Formats.ts"
 import type { StructureService } from "../structures/StructureService.ts"
 import { validatorFor } from "../structures/Validator.ts"
-import { autoIncrementFields, claimsOf, referenceFields } from "../structures/StructureFacts.ts"
+import { autoIncrementFields, claimsOf, fileFields, referenceFields } from "../structures/StructureFacts.ts"
 import { inspectJson } from "./DataGuard.ts"
 import { getAt, setAt, isObject } from "../lib/JsonPath.ts"
 import { isUuid, type RecordRow } from "../query/RecordRow.ts"
@@ -91,7 +91,8 @@ export const writable = (structure: Structure) =>
       : Effect.void
 
 /** Creates whose only SQL is their insert (no references to check, no counters to draw) can share a commit. */
-export const batchable = (structure: Structure) => referenceFields(structure).length === 0 && autoIncrementFields(structure).length === 0
+export const batchable = (structure: Structure) =>
+  referenceFields(structure).length === 0 && fileFields(structure).length === 0 && autoIncrementFields(structure).length === 0
 
 /** Metadata is free-form, but stored JSON all the same. */
 const checkMetadata = (metadata: unknown) =>
@@ -225,9 +226,26 @@ export const makePreparation = (deps: {
       return restore(out)
     })
 
-  /** Referenced records must exist (live) in the target structure. */
+  /**
+   * Referenced records must exist (live) in the target structure, and `format: "file"` values must name files of the
+   * workspace (their rows key-share locked, so the file's delete waits for this write and then sees it).
+   */
   const checkReferences = (structure: Structure, data: Record<string, unknown>, previous: Record<string, unknown> | undefined) =>
     Effect.gen(function* () {
+      const files = fileFields(structure).filter(({ field }) => {
+        const value = data[field]
+        return typeof value === "string" && (previous === undefined || previous[field] !== value)
+      })
+      if (files.length > 0) {
+        const ids = files.map(({ field }) => data[field] as string)
+        const have = yield* repo.existingFiles(structure.workspaceSlug, ids).pipe(Effect.orDie)
+        const missing = files.filter(({ field }) => !have.has((data[field] as string).toLowerCase()))
+        if (missing.length > 0) {
+          return yield* validationFailed(
+            missing.map(({ field }) => detail(`data.${field}`, `file ${String(data[field])} does not exist in this workspace`))
+          )
+        }
+      }
       for (const ref of referenceFields(structure)) {
         const value = data[ref.field]
         if (value === undefined || value === null) continue

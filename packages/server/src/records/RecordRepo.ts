@@ -13,6 +13,7 @@ import { iso } from "../lib/rows.ts"
 import * as IdempotencyKeys from "../platform/IdempotencyKeys.ts"
 import { isCollision, isStructureGone } from "../platform/sqlErrors.ts"
 import { liveRecord } from "../query/Live.ts"
+import { FileLookup } from "../query/FileLookup.ts"
 import { decodeRecordRow, type RecordRow } from "../query/RecordRow.ts"
 import { decodeChangelogRow, decodeVersionRow, type StoredChangelogEntry, type StoredVersion } from "./model.ts"
 import { makeBatchStatements, type Claim, type Versioned, withXmin } from "./RecordBatchSql.ts"
@@ -34,6 +35,7 @@ type Sql<A> = Effect.Effect<A, SqlError>
 
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
+  const files = yield* FileLookup
 
   /**
    * A write that is atomic by itself (one statement, or a transaction): unique violations no check foresaw are 409s,
@@ -163,6 +165,10 @@ const make = Effect.gen(function* () {
             AND data->>${field} IN ${sql.in(wanted)}`,
       (rows) => new Set(rows.map((r: any) => String(r.v)))
     )
+
+  /** Which of `ids` name files of the workspace (lowercase), key-share locked until the transaction ends. */
+  const existingFiles = (workspace: string, ids: ReadonlyArray<string>): Sql<Set<string>> =>
+    Effect.map(files.byIds(workspace, ids, true), (found) => new Set(found.keys()))
 
   /**
    * The live record a match finds, locked, with the transaction's now(). A match on a unique property goes through
@@ -348,6 +354,7 @@ const make = Effect.gen(function* () {
     softDeleteRecords,
     lockReferencing,
     existingKeys,
+    existingFiles,
     lockMatch,
     findMatches,
     insertVersions,

@@ -7,7 +7,7 @@
 // The parts, by role: RecordRepo (the SQL), RecordPrepare (validation, secrets, expiry, claims), RecordWrites
 // (writes in one transaction), GroupWrites (the group commit of concurrent writes), RecordBulk (bulk writes). This
 // file is the public service: its interface, the reads, and the assembly.
-import { type ErrorDetail, serviceUnavailable } from "@troupe/api/Errors"
+import { Conflict, type ErrorDetail, serviceUnavailable } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Clock, Context, Effect, Exit, Layer, Result } from "effect"
 import * as GroupCommit from "../lib/GroupCommit.ts"
@@ -117,6 +117,11 @@ export class RecordService extends Context.Service<
       id: string,
       options: { limit?: number; startDate?: string; endDate?: string }
     ) => Effect.Effect<{ structure: Structure; entries: ReadonlyArray<any> }, RecordError>
+    /**
+     * A file is being deleted (inside the storage's transaction): the onDelete of the `format: "file"` properties
+     * naming it (restrict → 409, set_null, cascade).
+     */
+    readonly fileDeleted: (workspace: string, fileId: string, writer: Writer) => Effect.Effect<void, Conflict>
     /** Decrypts secret fields of stored data (callers with `secrets:reveal`). */
     readonly reveal: (structure: Structure, data: Record<string, unknown>) => Effect.Effect<Record<string, unknown>>
     /** Atomic bulk create: every item in one transaction with the `record.bulk.created` event, or nothing. */
@@ -272,6 +277,11 @@ export class RecordService extends Context.Service<
         ),
         upsertMany: Effect.fn("RecordService.upsertMany")(upserts.upsertMany),
         upsertGrouped: Effect.fn("RecordService.upsertGrouped")(grouped.upsertGrouped),
+        fileDeleted: Effect.fn("RecordService.fileDeleted")((workspace: string, fileId: string, writer: Writer) =>
+          repo
+            .atomic(writes.fileDeleted(workspace, fileId, writer))
+            .pipe(Effect.catch((e) => (e instanceof Conflict ? Effect.fail(e) : Effect.die(e))))
+        ),
         get: hot.get,
         getVersion,
         history,

@@ -8,7 +8,7 @@ import { Clock, Data, Effect } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
 import type { RecordFailure } from "./RecordFailures.ts"
 import type { StructureService } from "../structures/StructureService.ts"
-import { claimsOf, referenceFields } from "../structures/StructureFacts.ts"
+import { claimsOf, fileFields, type ReferenceField, referenceFields } from "../structures/StructureFacts.ts"
 import { isLive, isExpired } from "../query/Live.ts"
 import { isUuid, type RecordRow } from "../query/RecordRow.ts"
 import { type Changes, diff, type Writer } from "./model.ts"
@@ -227,52 +227,57 @@ export const makeWrites = (deps: {
   // ---------------------------------------------------------------- delete (with onDelete of references)
 
   /**
-   * onDelete of every reference to `row`, in the same transaction: restrict refuses (409), cascade deletes the
-   * referencing records (transitively), set_null clears the reference (one new version per referencing record,
-   * whatever number of its fields pointed here; many-to-many arrays lose the id).
+   * onDelete of every property of the workspace's structures that names what is deleted (`rulesOf` picks a
+   * structure's properties and the key they would hold), in the caller's transaction: restrict refuses (409),
+   * cascade deletes the referring records (transitively), set_null clears the property (one new version per record,
+   * whatever number of its fields named it; many-to-many arrays lose the key). `what`: "record" or "file".
    */
   const applyOnDelete = (
-    structure: Structure,
-    row: RecordRow,
+    workspace: string,
+    what: { kind: "record" | "file"; id: string },
+    rulesOf: (other: Structure) => ReadonlyArray<{ field: string; onDelete: ReferenceField["onDelete"]; key: unknown }>,
     permanent: boolean,
     writer: Writer,
     depth: number
   ): Effect.Effect<void, RecordError | SqlError> =>
     Effect.gen(function* () {
       if (depth > 32) return yield* conflict({ message: "Cascade too deep", code: "CONFLICT" })
-      const all = yield* structures.all(structure.workspaceSlug)
+      const all = yield* structures.all(workspace)
       for (const other of all) {
-        const refs = referenceFields(other).filter((ref) => ref.target === structure.recordSlug)
-        if (refs.length === 0) continue
+        const rules = rulesOf(other)
+        if (rules.length === 0) continue
         const cleared = new Map<string, { row: RecordRow; data: Record<string, unknown> }>()
         const cascaded = new Set<string>()
-        for (const ref of refs) {
-          const key = ref.targetField === "id" ? row.id : row.data[ref.targetField]
+        for (const rule of rules) {
+          const key = rule.key
           if (key === undefined || key === null) continue
           const referencing = yield* repo.lockReferencing(
             other.id,
-            row.id,
-            JSON.stringify({ [ref.field]: key }),
-            JSON.stringify({ [ref.field]: [key] })
+            what.id,
+            JSON.stringify({ [rule.field]: key }),
+            JSON.stringify({ [rule.field]: [key] })
           )
           if (referencing.length === 0) continue
-          if (ref.onDelete === "restrict") {
+          if (rule.onDelete === "restrict") {
+            const name = `${what.kind === "file" ? "File" : "Record"} ${what.id}`
             return yield* conflict({
-              message: `Record ${row.id} is referenced by ${referencing.length} record(s) of "${other.recordSlug}" (${ref.field}, onDelete restrict)`,
+              message: `${name} is referenced by ${referencing.length} record(s) of "${other.recordSlug}" (${rule.field}, onDelete restrict)`,
               code: "CONFLICT",
-              details: referencing.slice(0, 20).map((r) => detail(`${other.recordSlug}.${r.id}.${ref.field}`, "references this record"))
+              details: referencing
+                .slice(0, 20)
+                .map((r) => detail(`${other.recordSlug}.${r.id}.${rule.field}`, `references this ${what.kind}`))
             })
           }
           for (const r of referencing) {
-            if (ref.onDelete === "cascade") {
+            if (rule.onDelete === "cascade") {
               if (cascaded.has(r.id)) continue
               cascaded.add(r.id)
               cleared.delete(r.id)
               yield* deleteInTx(other, r, permanent, { ...writer, source: "cascade" }, depth + 1)
             } else if (!cascaded.has(r.id)) {
               const entry = cleared.get(r.id) ?? { row: r, data: { ...r.data } }
-              const value = entry.data[ref.field]
-              entry.data[ref.field] = Array.isArray(value) ? value.filter((x) => x !== key) : null
+              const value = entry.data[rule.field]
+              entry.data[rule.field] = Array.isArray(value) ? value.filter((x) => x !== key) : null
               cleared.set(r.id, entry)
             }
           }
@@ -288,6 +293,26 @@ export const makeWrites = (deps: {
       }
     })
 
+  /** The onDelete of the reference properties that point at `row`'s structure. */
+  const referencesTo = (structure: Structure, row: RecordRow) => (other: Structure) =>
+    referenceFields(other)
+      .filter((ref) => ref.target === structure.recordSlug)
+      .map((ref) => ({ field: ref.field, onDelete: ref.onDelete, key: ref.targetField === "id" ? row.id : row.data[ref.targetField] }))
+
+  /**
+   * A file is being deleted (in the storage's transaction, its row locked): the onDelete of every `format: "file"`
+   * property naming it. Records deleted by cascade are soft-deleted, as a record's cascade deletes them.
+   */
+  const fileDeleted = (workspace: string, fileId: string, writer: Writer) =>
+    applyOnDelete(
+      workspace,
+      { kind: "file", id: fileId },
+      (other) => fileFields(other).map((f) => ({ field: f.field, onDelete: f.onDelete, key: fileId })),
+      false,
+      writer,
+      0
+    )
+
   const deleteInTx = (
     structure: Structure,
     row: RecordRow,
@@ -297,7 +322,7 @@ export const makeWrites = (deps: {
     reason?: string
   ): Effect.Effect<string, RecordError | SqlError> =>
     Effect.gen(function* () {
-      yield* applyOnDelete(structure, row, permanent, writer, depth)
+      yield* applyOnDelete(structure.workspaceSlug, { kind: "record", id: row.id }, referencesTo(structure, row), permanent, writer, depth)
       const deletedAt = yield* timestamp
       if (permanent) {
         yield* repo.deleteRecords([row.id])
@@ -396,6 +421,7 @@ export const makeWrites = (deps: {
     writeUpdates,
     deleteInTx,
     removeOne,
+    fileDeleted,
     restore,
     revert
   }

@@ -100,7 +100,7 @@ export const makeStorageCalls = Effect.gen(function* () {
       storageRemove: (id: unknown) =>
         Effect.gen(function* () {
           yield* need("write:storage", "writes")
-          return yield* storage.remove(ctx.workspace, yield* idOf(id))
+          return yield* storage.remove(ctx.workspace, yield* idOf(id), ctx.principal)
         })
     }
   }

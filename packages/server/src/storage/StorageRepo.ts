@@ -8,6 +8,7 @@ import { Context, Data, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { appendEvent } from "../events/Outbox.ts"
+import { isUuid } from "./Rules.ts"
 
 export class QuotaExceeded extends Data.TaggedError("QuotaExceeded")<{ readonly used: number; readonly quota: number }> {}
 
@@ -55,6 +56,24 @@ const toRow = (r: any): FileRow => ({
   blobKey: r.blob_key
 })
 
+/** A resized image of a file (ImageVariants.ts): `variant` names the size and fit. */
+export interface Variant {
+  readonly variant: string
+  readonly blobKey: string
+  readonly contentType: string
+  readonly size: number
+  /** hex */
+  readonly sha256: string
+}
+
+const toVariant = (r: any): Variant => ({
+  variant: r.variant,
+  blobKey: r.blob_key,
+  contentType: r.content_type,
+  size: Number(r.size),
+  sha256: r.sha256
+})
+
 /** The wire form (CONTRACT §8.1). */
 export const toFile = (r: FileRow): StoredFile => ({
   id: r.id,
@@ -74,6 +93,21 @@ const event = (type: "file.uploaded" | "file.deleted", row: FileRow) => ({
   payload: { event: type, timestamp: new Date().toISOString(), workspace: row.workspace, data: toFile(row) }
 })
 
+/** The files of `workspace` among `ids`, keyed by lowercase id (query/FileLookup.ts says why `lock`). */
+export const filesById = (
+  sql: SqlClient.SqlClient,
+  workspace: string,
+  ids: ReadonlyArray<string>,
+  lock = false
+): Effect.Effect<Map<string, StoredFile>, SqlError> => {
+  const wanted = [...new Set(ids.filter(isUuid).map((id) => id.toLowerCase()))]
+  if (wanted.length === 0) return Effect.succeed(new Map())
+  const query = lock
+    ? sql`SELECT * FROM storage_files WHERE workspace = ${workspace} AND id IN ${sql.in(wanted)} FOR KEY SHARE`
+    : sql`SELECT * FROM storage_files WHERE workspace = ${workspace} AND id IN ${sql.in(wanted)}`
+  return Effect.map(query, (rows) => new Map(rows.map((r) => [String(r.id), toFile(toRow(r))] as const)))
+}
+
 /** `LIKE` pattern text with its wildcards escaped. */
 const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`)
 
@@ -91,8 +125,22 @@ export class StorageRepo extends Context.Service<
       id: string,
       patch: { name?: string | undefined; folder?: string | undefined; metadata?: Record<string, unknown> | undefined }
     ) => Sql<FileRow | undefined>
-    readonly remove: (workspace: string, id: string) => Sql<FileRow | undefined>
+    /**
+     * Deletes the file with its variants in one transaction: the row locked first, then `before` (the referring
+     * records' onDelete, FileReferrers), then the rows. The blob keys to remove once committed (the file's first).
+     */
+    readonly remove: <E>(
+      workspace: string,
+      id: string,
+      before: (row: FileRow) => Effect.Effect<void, E>
+    ) => Effect.Effect<{ row: FileRow; blobKeys: ReadonlyArray<string> } | undefined, SqlError | E>
     readonly usage: (workspace: string) => Sql<{ files: number; bytes: number }>
+    readonly findVariant: (fileId: string, variant: string) => Sql<Variant | undefined>
+    /**
+     * Records a variant made by this node unless one was recorded first (then that one is answered, and the caller
+     * removes its own blob); undefined when the file is gone meanwhile.
+     */
+    readonly insertVariant: (fileId: string, v: Variant) => Sql<Variant | undefined>
     /** The URL-signing key (settings row, encrypted by the caller), made by the first node that asks. */
     readonly signingKey: (make: () => string) => Sql<string>
   }
@@ -156,22 +204,42 @@ export class StorageRepo extends Context.Service<
               WHERE workspace = ${workspace} AND id = ${id}::uuid RETURNING *`,
             (rows) => (rows[0] === undefined ? undefined : toRow(rows[0]))
           ),
-        remove: (workspace, id) =>
+        remove: (workspace, id, before) =>
           sql.withTransaction(
             Effect.gen(function* () {
-              const rows = yield* sql`DELETE FROM storage_files WHERE workspace = ${workspace} AND id = ${id}::uuid RETURNING *`
-              if (rows[0] === undefined) return undefined
-              const row = toRow(rows[0])
+              const locked = yield* sql`SELECT * FROM storage_files WHERE workspace = ${workspace} AND id = ${id}::uuid FOR UPDATE`
+              if (locked[0] === undefined) return undefined
+              const row = toRow(locked[0])
+              yield* before(row)
+              const variants = yield* sql<{ blob_key: string }>`DELETE FROM storage_variants WHERE file_id = ${id}::uuid RETURNING blob_key`
+              yield* sql`DELETE FROM storage_files WHERE id = ${id}::uuid`
               yield* sql`UPDATE storage_usage SET files = GREATEST(files - 1, 0), bytes = GREATEST(bytes - ${row.size}, 0)
                 WHERE workspace = ${workspace}`
               yield* appendEvent(sql, event("file.deleted", row))
-              return row
+              return { row, blobKeys: [row.blobKey, ...variants.map((v) => v.blob_key)] }
             })
           ),
         usage: (workspace) =>
           Effect.map(
             sql<{ files: unknown; bytes: unknown }>`SELECT files, bytes FROM storage_usage WHERE workspace = ${workspace}`,
             (rows) => ({ files: Number(rows[0]?.files ?? 0), bytes: Number(rows[0]?.bytes ?? 0) })
+          ),
+        findVariant: (fileId, variant) =>
+          Effect.map(sql`SELECT * FROM storage_variants WHERE file_id = ${fileId}::uuid AND variant = ${variant}`, (rows) =>
+            rows[0] === undefined ? undefined : toVariant(rows[0])
+          ),
+        insertVariant: (fileId, v) =>
+          sql.withTransaction(
+            Effect.gen(function* () {
+              // the file row key-share locked: its delete waits for this insert, then removes the variant's blob too
+              const file = yield* sql`SELECT id FROM storage_files WHERE id = ${fileId}::uuid FOR KEY SHARE`
+              if (file[0] === undefined) return undefined
+              yield* sql`INSERT INTO storage_variants (file_id, variant, blob_key, content_type, size, sha256)
+                VALUES (${fileId}::uuid, ${v.variant}, ${v.blobKey}, ${v.contentType}, ${v.size}, ${v.sha256})
+                ON CONFLICT (file_id, variant) DO NOTHING`
+              const rows = yield* sql`SELECT * FROM storage_variants WHERE file_id = ${fileId}::uuid AND variant = ${v.variant}`
+              return rows[0] === undefined ? undefined : toVariant(rows[0])
+            })
           ),
         signingKey: (make) =>
           Effect.gen(function* () {

@@ -3,11 +3,13 @@
 // TROUPE_STORAGE_MAX_FILE_BYTES), the fields before and after it are read, and only then is the metadata row
 // inserted with the quota check in one transaction. Any failure on the way (bad field, second file, truncated
 // body, client gone, quota) removes the bytes: nothing is left behind. Downloads answer like a CDN: ETag,
-// If-None-Match, one byte range, nosniff, and attachment for types a browser would run.
+// If-None-Match, one byte range, nosniff, and attachment for types a browser would run; images also as resized
+// variants (ImageVariants.ts).
 import type { Principal } from "@troupe/api/Authorization"
 import {
   type BadRequest,
   badRequest,
+  type Conflict,
   details,
   type Forbidden,
   forbidden,
@@ -29,6 +31,8 @@ import type { Readable } from "node:stream"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { Secrets } from "../platform/Secrets.ts"
 import { BlobStore } from "./BlobStore.ts"
+import { FileReferrers } from "./FileReferrers.ts"
+import { makeImageVariants, type VariantQuery } from "./ImageVariants.ts"
 import {
   checkFolder,
   cleanContentType,
@@ -72,13 +76,20 @@ export class StorageService extends Context.Service<
     ) => Effect.Effect<FileList>
     readonly get: (workspace: string, id: string) => Effect.Effect<StoredFile, BadRequest | NotFound>
     readonly update: (workspace: string, id: string, patch: FilePatch) => Effect.Effect<StoredFile, BadRequest | NotFound>
-    readonly remove: (workspace: string, id: string) => Effect.Effect<{ success: boolean; message: string }, BadRequest | NotFound>
+    /** Deletes the file, its variants and (per their onDelete) what records say of it; restrict → Conflict. */
+    readonly remove: (
+      workspace: string,
+      id: string,
+      principal: Principal
+    ) => Effect.Effect<{ success: boolean; message: string }, BadRequest | NotFound | Conflict>
     readonly usage: (workspace: string) => Effect.Effect<StorageUsage>
+    /** The bytes, or with width/height a resized image variant (ImageVariants.ts). */
     readonly download: (
       workspace: string,
       id: string,
       request: HttpServerRequest.HttpServerRequest,
-      attachment: boolean
+      attachment: boolean,
+      variant?: VariantQuery
     ) => Effect.Effect<HttpServerResponse.HttpServerResponse, BadRequest | NotFound | RangeNotSatisfiable>
     readonly signedUrl: (
       workspace: string,
@@ -120,6 +131,8 @@ export class StorageService extends Context.Service<
       const repo = yield* StorageRepo
       const store = yield* BlobStore
       const secrets = yield* Secrets
+      const referrers = yield* Effect.serviceOption(FileReferrers)
+      const images = makeImageVariants({ store, repo, sizes: config.storage.imageSizes })
       const maxFile = config.storage.maxFileBytes
       const quota = config.storage.quotaBytes
 
@@ -359,18 +372,27 @@ export class StorageService extends Context.Service<
             if (row === undefined) return yield* notFound({ message: `File not found: ${id}` })
             return toFile(row)
           }),
-        remove: (workspace, id) =>
+        remove: (workspace, id, principal) =>
           Effect.gen(function* () {
             yield* findRow(workspace, id)
-            const row = yield* die(repo.remove(workspace, id))
-            if (row === undefined) return yield* notFound({ message: `File not found: ${id}` })
-            yield* store
-              .delete(row.blobKey)
-              .pipe(Effect.catchCause((cause) => Effect.logWarning(`storage: removing the bytes of ${id} failed`, cause)))
+            const before = (row: FileRow) =>
+              Option.match(referrers, {
+                onNone: () => Effect.void,
+                onSome: (r) => r.beforeDelete(workspace, row.id, principal)
+              })
+            const removed = yield* repo.remove(workspace, id, before).pipe(Effect.catchTag("SqlError", Effect.die))
+            if (removed === undefined) return yield* notFound({ message: `File not found: ${id}` })
+            yield* Effect.forEach(removed.blobKeys, (key) =>
+              store.delete(key).pipe(Effect.catchCause((cause) => Effect.logWarning(`storage: removing the bytes of ${id} failed`, cause)))
+            )
             return { success: true, message: `File ${id} deleted` }
           }),
         usage: (workspace) => Effect.map(die(repo.usage(workspace)), (u) => ({ ...u, quotaBytes: quota })),
-        download: (workspace, id, request, attachment) => Effect.flatMap(findRow(workspace, id), (row) => serve(row, request, attachment)),
+        download: (workspace, id, request, attachment, variant = {}) =>
+          findRow(workspace, id).pipe(
+            Effect.flatMap((row) => images.rowToServe(row, variant)),
+            Effect.flatMap((row) => serve(row, request, attachment))
+          ),
         signedUrl: (workspace, id, expiresIn, request) =>
           Effect.gen(function* () {
             const row = yield* findRow(workspace, id)

@@ -36,12 +36,14 @@ export const StorageHandlers = HttpApiBuilder.group(
       .handle("usage", ({ params }) => storage.usage(params.workspace))
       .handle("download", ({ params, query }) =>
         Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) =>
-          storage.download(params.workspace, params.id, request, yes(query.download))
+          storage.download(params.workspace, params.id, request, yes(query.download), query)
         )
       )
       .handle("fileMetadata", ({ params }) => storage.get(params.workspace, params.id))
       .handle("updateFile", ({ params, payload }) => storage.update(params.workspace, params.id, payload))
-      .handle("deleteFile", ({ params }) => storage.remove(params.workspace, params.id))
+      .handle("deleteFile", ({ params }) =>
+        Effect.flatMap(Effect.service(CurrentPrincipal), (principal) => storage.remove(params.workspace, params.id, principal))
+      )
       .handle("signedUrl", ({ params, payload }) =>
         Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) =>
           storage.signedUrl(params.workspace, params.id, payload?.expiresIn ?? 3600, request)
@@ -59,7 +61,7 @@ export const StorageSignedHandlers = HttpApiBuilder.group(
       Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         yield* storage.verifySignature(params.workspace, params.id, query.expires, query.signature)
-        return yield* storage.download(params.workspace, params.id, request, yes(query.download))
+        return yield* storage.download(params.workspace, params.id, request, yes(query.download), query)
       })
     )
   })

@@ -145,14 +145,17 @@ export const parseDateTime = (text: string): number | undefined => {
 
 export const isDateTime = (s: string): boolean => parseDateTime(s) !== undefined
 
-export type StringFormat = "email" | "url" | "uuid" | "date" | "datetime"
+export type StringFormat = "email" | "url" | "uuid" | "date" | "datetime" | "file"
 
 export const formatCheckers: Record<StringFormat, (s: string) => boolean> = {
   email: isEmail,
   url: isUrl,
   uuid: isUuid,
   date: isDate,
-  datetime: isDateTime
+  datetime: isDateTime,
+  // as the upload answered it (lowercase), so that a file's delete finds every record naming it; existence in the
+  // workspace's storage is the records layer's check (RecordPrepare.checkReferences)
+  file: (s) => isUuid(s) && s === s.toLowerCase()
 }
 
 export const formatMessages: Record<StringFormat, string> = {
@@ -160,7 +163,8 @@ export const formatMessages: Record<StringFormat, string> = {
   url: "must be a valid URL",
   uuid: "must be a valid UUID",
   date: "must be a date (YYYY-MM-DD)",
-  datetime: "must be an ISO 8601 date-time"
+  datetime: "must be an ISO 8601 date-time",
+  file: "must be a file id (a lowercase UUID)"
 }
 
 /** Keys that could reach an object's prototype when copied naively; refused anywhere in record data. */

@@ -56,6 +56,17 @@ export const referenceFields = (structure: ValidatorStructure): Array<ReferenceF
     ]
   })
 
+export interface FileField {
+  readonly field: string
+  readonly onDelete: "restrict" | "cascade" | "set_null"
+}
+
+/** Top-level `format: "file"` strings: the file's existence, expansion and onDelete are the records layer's job. */
+export const fileFields = (structure: ValidatorStructure): Array<FileField> =>
+  structure.properties.flatMap((p) =>
+    p.type === "string" && p.format === "file" ? [{ field: p.name, onDelete: p.onDelete ?? "restrict" }] : []
+  )
+
 /** Top-level fields with `isUnique` (one-to-one references included: two records may not point at one target). */
 export const uniqueFields = (structure: ValidatorStructure): Array<string> =>
   structure.properties.flatMap((p) => (p.isUnique === true || (p.type === "reference" && p.relationship === "one-to-one") ? [p.name] : []))

@@ -293,6 +293,7 @@ const checkProperty = (w: Walk, p: unknown, at: string, scope: Scope): void => {
   switch (type) {
     case "string":
       checkStringConstraints(problems, p, at)
+      checkFileFormat(problems, p, at, scope, nullable === true)
       if (problems.bool(p, "isSecret", at) === true) {
         if (unique === true) problems.add(`${at}.isSecret`, "a secret field cannot be unique (values are encrypted)")
         if (scope.inArray) problems.add(`${at}.isSecret`, "secret fields are not supported inside array items")
@@ -469,6 +470,7 @@ const checkArray = (w: Walk, p: Raw, at: string, scope: Scope): void => {
 
 const checkItems = (problems: Problems, items: Raw, at: string, type: string): void => {
   const before = problems.size
+  if (items.format === "file") problems.add(`${at}.format`, "'file' is only supported on top-level string properties")
   if (type === "string") checkStringConstraints(problems, items, at)
   if (type === "number") checkNumberConstraints(problems, items, at)
   if (type === "datetime") checkDatetimeConstraints(problems, items, at)
@@ -497,6 +499,18 @@ const checkObject = (w: Walk, p: Raw, at: string, scope: Scope): void => {
     if (typeof r !== "string") problems.add(`${at}.requiredProperties[${i}]`, "must be a string")
     else if (!names.has(r)) problems.add(`${at}.requiredProperties[${i}]`, `'${r}' is not one of the object's properties`)
   })
+}
+
+/** `format: "file"` (a file id of the workspace) on top-level strings only, with its own onDelete (default restrict). */
+const checkFileFormat = (problems: Problems, p: Raw, at: string, scope: Scope, nullable: boolean): void => {
+  const onDelete = problems.oneOf(p, "onDelete", at, ON_DELETE)
+  if (p.format !== "file") {
+    if (p.onDelete !== undefined) problems.add(`${at}.onDelete`, "is only allowed on references and format 'file' strings")
+    return
+  }
+  if (!scope.topLevel) problems.add(`${at}.format`, "'file' is only supported on top-level string properties")
+  if (onDelete === "set_null" && !nullable) problems.add(`${at}.onDelete`, "'set_null' requires nullable: true")
+  if (p.isSecret === true) problems.add(`${at}.isSecret`, "a file id cannot be secret")
 }
 
 const checkReference = (w: Walk, p: Raw, at: string, nullable: boolean): void => {

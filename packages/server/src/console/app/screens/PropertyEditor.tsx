@@ -34,7 +34,8 @@ const stringRules: ReadonlyArray<Rule> = [
   { key: "minLength", label: "Min length", kind: "number" },
   { key: "maxLength", label: "Max length", kind: "number" },
   { key: "pattern", label: "Pattern (RE2)", kind: "text" },
-  { key: "format", label: "Format", kind: "select", options: ["email", "url", "uuid", "date", "datetime"] },
+  { key: "format", label: "Format", kind: "select", options: ["email", "url", "uuid", "date", "datetime", "file"] },
+  { key: "onDelete", label: "On file delete (format file)", kind: "select", options: ["restrict", "cascade", "set_null"] },
   { key: "renderAs", label: "Render as", kind: "select", options: ["textarea", "secret", "color", "code", "html", "markdown"] },
   { key: "isSecret", label: "Secret (encrypted, masked)", kind: "bool" }
 ]
