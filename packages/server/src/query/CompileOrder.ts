@@ -18,8 +18,9 @@ import {
   scalarType,
   typedExpr
 } from "./CompileFields.ts"
-import { isDateTime, uuidPattern } from "./CompileValues.ts"
+import { isDateTime } from "./CompileValues.ts"
 import type { QueryFieldError } from "./QueryErrors.ts"
+import { isUuid } from "../lib/Uuid.ts"
 
 interface SortTerm {
   readonly label: string
@@ -182,7 +183,7 @@ const cursorBind = (sql: Sql, value: string, type: ScalarType): Fragment => {
     case "timestamptz":
       return isDateTime(value) ? sql`${value}::text::timestamptz` : badCursor()
     case "uuid":
-      return uuidPattern.test(value) ? sql`${value}::text::uuid` : badCursor()
+      return isUuid(value) ? sql`${value}::text::uuid` : badCursor()
     case "text":
       return sql`${value}::text`
   }

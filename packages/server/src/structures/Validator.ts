@@ -19,6 +19,7 @@
 // PUT) is tolerated and ignored. Persisted ones are evaluated and stored; virtual ones are stripped from stored
 // data and added on reads by `applyVirtual`.
 // Size: over 500 lines, kept whole: compiles a structure into one validator (every property type, constraints, computed fields) whose parts share the compiled state; the structure facts that validate nothing are in StructureFacts.ts.
+import { errorDetail } from "@troupe/api/Errors"
 import type {
   ArrayItems,
   ArrayProperty,
@@ -92,7 +93,7 @@ export const recordMode = (s: {
 type Errors = Array<ValidationError>
 
 const push = (errors: Errors, field: string, message: string): void => {
-  if (errors.length < MAX_ERRORS) errors.push({ field, property: field, message })
+  if (errors.length < MAX_ERRORS) errors.push(errorDetail(field, message))
 }
 
 /** A scalar check returns its first problem, or undefined. */
@@ -592,7 +593,7 @@ export const compileValidator = (structure: ValidatorStructure): Validator => {
 
   const validate = (input: unknown, options: ValidateOptions): ValidationResult => {
     const errors: Errors = []
-    if (!isObject(input)) return fail([{ field: "data", property: "data", message: `must be an object, got ${describe(input)}` }])
+    if (!isObject(input)) return fail([errorDetail("data", `must be an object, got ${describe(input)}`)])
     const previous = options.previous
     let data: Record<string, unknown>
 
