@@ -32,7 +32,7 @@ import { parseQueryLanguage } from "./ExpressionParser.ts"
 import { parseAggregateRequest } from "./FilterParser.ts"
 import type { QueryFieldError } from "./QueryErrors.ts"
 import { QueryPool } from "./QueryPool.ts"
-import { isObject } from "../lib/JsonPath.ts"
+import { getAt, isObject } from "../lib/JsonPath.ts"
 
 type Sql = Statement.Constructor
 type Fragment = Statement.Fragment
@@ -114,15 +114,6 @@ interface Projection {
   readonly alias: string | undefined
 }
 
-const readPath = (value: unknown, path: ReadonlyArray<string>): unknown => {
-  let v = value
-  for (const key of path) {
-    if (typeof v !== "object" || v === null || Array.isArray(v) || !Object.hasOwn(v, key)) return undefined
-    v = (v as Record<string, unknown>)[key]
-  }
-  return v
-}
-
 const writePath = (target: Record<string, unknown>, path: ReadonlyArray<string>, value: unknown) => {
   let node = target
   path.forEach((key, i) => {
@@ -138,7 +129,7 @@ const writePath = (target: Record<string, unknown>, path: ReadonlyArray<string>,
 const project = (data: Record<string, unknown>, projections: ReadonlyArray<Projection>): Record<string, unknown> => {
   const out: Record<string, unknown> = {}
   for (const p of projections) {
-    const value = readPath(data, p.path)
+    const value = getAt(data, p.path)
     if (value === undefined) continue
     if (p.alias !== undefined) out[p.alias] = value
     else writePath(out, p.path, value)
