@@ -42,7 +42,7 @@ import {
 } from "./Formats.ts"
 import { compilePattern } from "./Pattern.ts"
 import { isComputed } from "./StructureFacts.ts"
-import { isObject } from "../lib/JsonPath.ts"
+import { getAt, isObject } from "../lib/JsonPath.ts"
 
 /** One problem with a record; `property` repeats `field` (both forms of the spec). */
 export interface ValidationError {
@@ -568,15 +568,6 @@ const immutablePaths = (props: ReadonlyArray<PropertyDefinition>, prefix: Readon
     return p.type === "object" ? [...own, ...immutablePaths(p.properties ?? [], segments)] : own
   })
 
-const getPath = (o: unknown, segments: ReadonlyArray<string>): unknown => {
-  let cur = o
-  for (const s of segments) {
-    if (!isObject(cur) || !Object.hasOwn(cur, s)) return undefined
-    cur = cur[s]
-  }
-  return cur
-}
-
 /** Compiles a structure into a validator. The structure is assumed to pass `checkStructure`. */
 export const compileValidator = (structure: ValidatorStructure): Validator => {
   const mode = recordMode(structure)
@@ -641,9 +632,9 @@ export const compileValidator = (structure: ValidatorStructure): Validator => {
 
     if (previous !== undefined && options.mode !== "create") {
       for (const path of immutables) {
-        const before = getPath(previous, path.segments)
+        const before = getAt(previous, path.segments)
         if (before === undefined) continue
-        if (!jsonEqual(before, getPath(data, path.segments))) push(errors, path.field, "is immutable and cannot be changed")
+        if (!jsonEqual(before, getAt(data, path.segments))) push(errors, path.field, "is immutable and cannot be changed")
       }
     }
 
