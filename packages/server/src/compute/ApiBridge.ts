@@ -4,7 +4,7 @@
 // depth). Answers are `{ok, value}` or `{ok: false, error: {message, code, statusCode, details}}`, which the sandbox
 // throws inside the function as an Error carrying those fields.
 import { can, type Permission, type Principal } from "@troupe/api/Authorization"
-import { badRequest, forbidden } from "@troupe/api/Errors"
+import { badRequest, forbidden, errorDetail } from "@troupe/api/Errors"
 import { AggregateRequest } from "@troupe/api/query/QueryApi"
 import { Cause, Effect, Schema } from "effect"
 import { schemaDetails } from "../platform/HttpEdge.ts"
@@ -44,7 +44,7 @@ export interface BridgeExtras {
 type CallError = { readonly message: string; readonly code?: string; readonly statusCode?: number; readonly details?: unknown }
 
 const invalidArg = (field: string, message: string) =>
-  badRequest({ message, code: "VALIDATION_ERROR", details: [{ field, property: field, message }] })
+  badRequest({ message, code: "VALIDATION_ERROR", details: [errorDetail(field, message)] })
 
 /** `queryRecords` options that are not bracket filters. */
 const queryOptionNames = new Set([

@@ -27,6 +27,7 @@ import { makeNewRun, parametersContext, type RunSpec } from "./RunSpec.ts"
 import { Sandbox, type SandboxOutcome } from "./Sandbox.ts"
 import { TriggerParams } from "./TriggerParams.ts"
 import { TriggerRepo } from "./TriggerRepo.ts"
+import { isObject } from "../lib/JsonPath.ts"
 
 const POLL_INTERVAL = Duration.seconds(2)
 const SWEEP_INTERVAL = Duration.seconds(2)
@@ -374,8 +375,8 @@ export class RunWorker extends Context.Service<
 export const outcomeBody = (run: RunRow): Record<string, unknown> => {
   if (run.status !== "completed") return { success: false, error: run.error ?? run.status, runId: run.id }
   const result = run.result
-  if (typeof result === "object" && result !== null && !Array.isArray(result) && typeof (result as any).success === "boolean") {
-    const r = result as Record<string, unknown>
+  if (isObject(result) && typeof result.success === "boolean") {
+    const r = result
     return r.success === true
       ? { success: true, data: r.data ?? null, runId: run.id }
       : { success: false, error: r.error ?? null, runId: run.id }

@@ -73,8 +73,6 @@ const pathProblem = (path: string): string | undefined =>
             ? "path may contain only URL path characters"
             : undefined
 
-const detail = errorDetail
-
 type ExecutionType = Trigger["executionType"]
 
 type TriggerError = BadRequest | NotFound | Conflict
@@ -150,14 +148,14 @@ export class TriggerService extends Context.Service<
           let recordSlug: string | null = null
           let nextRunAt: string | null = null
           if (metadata.params !== undefined && !Predicate.isObject(metadata.params)) {
-            problems.push(detail("triggerMetadata.params", "params must be an object"))
+            problems.push(errorDetail("triggerMetadata.params", "params must be an object"))
           }
           if (type === "event-driven") {
             if (typeof metadata.event !== "string" || metadata.event.trim() === "") {
-              problems.push(detail("triggerMetadata.event", `event is required: one of ${TriggerEvents.join(", ")}`))
+              problems.push(errorDetail("triggerMetadata.event", `event is required: one of ${TriggerEvents.join(", ")}`))
             } else if (!triggerEvents.has(eventName(metadata.event))) {
               problems.push(
-                detail("triggerMetadata.event", `unknown event "${metadata.event}": expected one of ${TriggerEvents.join(", ")}`)
+                errorDetail("triggerMetadata.event", `unknown event "${metadata.event}": expected one of ${TriggerEvents.join(", ")}`)
               )
             } else {
               event = eventName(metadata.event)
@@ -166,11 +164,11 @@ export class TriggerService extends Context.Service<
             if (event !== null && workspaceTriggerEvents.has(event)) {
               delete metadata.recordSlug
             } else if (typeof metadata.recordSlug !== "string" || metadata.recordSlug.trim() === "") {
-              problems.push(detail("triggerMetadata.recordSlug", "recordSlug is required: the slug of a structure"))
+              problems.push(errorDetail("triggerMetadata.recordSlug", "recordSlug is required: the slug of a structure"))
             } else {
               const structure = yield* Effect.result(structures.getBySlug(workspace, metadata.recordSlug.trim()))
               if (structure._tag === "Failure") {
-                problems.push(detail("triggerMetadata.recordSlug", `no structure has the recordSlug "${metadata.recordSlug}"`))
+                problems.push(errorDetail("triggerMetadata.recordSlug", `no structure has the recordSlug "${metadata.recordSlug}"`))
               } else {
                 recordSlug = structure.success.recordSlug
                 metadata.recordSlug = recordSlug
@@ -178,11 +176,11 @@ export class TriggerService extends Context.Service<
             }
           } else if (type === "http-trigger") {
             if (typeof metadata.path !== "string") {
-              problems.push(detail("triggerMetadata.path", "path is required: the URL path that runs the trigger"))
+              problems.push(errorDetail("triggerMetadata.path", "path is required: the URL path that runs the trigger"))
             } else {
               const path = normalizePath(metadata.path)
               const problem = pathProblem(path)
-              if (problem !== undefined) problems.push(detail("triggerMetadata.path", problem))
+              if (problem !== undefined) problems.push(errorDetail("triggerMetadata.path", problem))
               else {
                 httpPath = path
                 metadata.path = `/${path}`
@@ -190,7 +188,7 @@ export class TriggerService extends Context.Service<
             }
           } else if (type === "scheduled") {
             const schedule = parseSchedule(metadata, now)
-            if (!schedule.ok) problems.push(...schedule.problems.map((p) => detail(p.field, p.message)))
+            if (!schedule.ok) problems.push(...schedule.problems.map((p) => errorDetail(p.field, p.message)))
             else {
               Object.assign(metadata, schedule.normalized)
               if (schedule.spec.type === "once" && metadata.completed === true) nextRunAt = null

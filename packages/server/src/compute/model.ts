@@ -10,11 +10,12 @@ import type {
   RunStatus,
   Trigger
 } from "@troupe/api/compute/Compute"
-import { badRequest, type BadRequest, conflict, type ErrorDetail, notFound } from "@troupe/api/Errors"
+import { badRequest, type BadRequest, conflict, type ErrorDetail, notFound, errorDetail } from "@troupe/api/Errors"
 import { Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { iso, isoOrNull, json, num } from "../lib/rows.ts"
 import { isUuid } from "../query/RecordRow.ts"
+import { isObject } from "../lib/JsonPath.ts"
 
 export { isUuid }
 
@@ -29,13 +30,13 @@ export const sha256 = (text: string) => Crypto.createHash("sha256").update(text)
 const str = (v: unknown): string | null => (v === null || v === undefined ? null : String(v))
 const obj = (v: unknown): Record<string, unknown> => {
   const parsed = json<unknown>(v)
-  return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {}
+  return isObject(parsed) ? parsed : {}
 }
 
 // ------------------------------------------------------------------------------------------------ errors
 
 export const invalid = (field: string, message: string): BadRequest =>
-  badRequest({ message, code: "VALIDATION_ERROR", details: [{ field, property: field, message }] })
+  badRequest({ message, code: "VALIDATION_ERROR", details: [errorDetail(field, message)] })
 
 export const invalidAll = (problems: ReadonlyArray<ErrorDetail>): BadRequest =>
   badRequest({ message: problems.map((p) => `${p.field}: ${p.message}`).join("; "), code: "VALIDATION_ERROR", details: problems })

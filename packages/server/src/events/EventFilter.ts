@@ -10,6 +10,7 @@ import { Result } from "effect"
 import type * as Ast from "../query/Ast.ts"
 import { parseCondition } from "../query/ExpressionParser.ts"
 import type { StoredEvent } from "./Outbox.ts"
+import { isObject } from "../lib/JsonPath.ts"
 
 /** The event names a webhook may list (besides `*` and the family wildcards). */
 export const knownEventNames: ReadonlySet<string> = new Set(EventNames)
@@ -150,7 +151,7 @@ const jsonEqual = (a: unknown, b: unknown): boolean => {
 
 const canonical = (v: unknown): string =>
   JSON.stringify(v, (_k, x) =>
-    typeof x === "object" && x !== null && !Array.isArray(x)
+    isObject(x)
       ? Object.fromEntries(
           Object.keys(x)
             .sort()

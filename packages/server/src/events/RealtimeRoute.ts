@@ -11,7 +11,7 @@
 //   read ends with a last `{"event": "stream.closed", reason}` message. TROUPE_SSE_MAX_CONNECTIONS streams per
 //   workspace per node (1000); one more is 429.
 import { can, type Principal } from "@troupe/api/Authorization"
-import { badRequest, unauthorized } from "@troupe/api/Errors"
+import { badRequest, unauthorized, errorDetail } from "@troupe/api/Errors"
 import { Effect, Schedule, Stream } from "effect"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { HttpRouter, HttpServerResponse } from "effect/http"
@@ -100,7 +100,7 @@ export const RealtimeRoute = HttpRouter.use((router) =>
           const field = fromHeader !== undefined ? "headers.last-event-id" : "query.lastEventId"
           const message = "must be the id of an event this stream sent (a whole number)"
           return yield* Effect.fail(
-            badRequest({ message: `${field} ${message}`, code: "VALIDATION_ERROR", details: [{ field, property: field, message }] })
+            badRequest({ message: `${field} ${message}`, code: "VALIDATION_ERROR", details: [errorDetail(field, message)] })
           )
         }
 

@@ -3,7 +3,7 @@
 // version, validated, records migrated as any update does); accepting a validation suggestion is a normal record
 // update made as the caller (a version, the record's events, its permissions).
 import type { Principal } from "@troupe/api/Authorization"
-import { badRequest, conflict, type Conflict, type NotFound, notFound } from "@troupe/api/Errors"
+import { badRequest, conflict, type Conflict, type NotFound, notFound, errorDetail } from "@troupe/api/Errors"
 import type {
   AiConfig,
   AiConfigInput,
@@ -15,6 +15,7 @@ import type {
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Config, Context, Duration, Effect, Layer, Queue, Schedule } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
+import { isUuid } from "../lib/Uuid.ts"
 import type { Writer } from "../records/model.ts"
 import { RecordWriter } from "../records/RecordEntity.ts"
 import { StructureService } from "../structures/StructureService.ts"
@@ -24,7 +25,6 @@ import { makeJobs, STALE_SECONDS } from "./Jobs.ts"
 import { makeModelChecker, modelSettings } from "./ModelChecks.ts"
 import { aiConfigOf, anomalyConfigOf, checkDiscovery, mergeAi, mergeAnomaly } from "./Settings.ts"
 
-const uuidRe = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const POLL = Duration.seconds(2)
 const SCHEDULE_CHECK = Duration.seconds(60)
 
@@ -61,7 +61,7 @@ const make = Effect.gen(function* () {
           badRequest({
             message: `status must be one of ${statuses[kind].join(", ")}`,
             code: "VALIDATION_ERROR",
-            details: [{ field: "status", property: "status", message: `must be one of ${statuses[kind].join(", ")}` }]
+            details: [errorDetail("status", `must be one of ${statuses[kind].join(", ")}`)]
           })
         )
 
@@ -87,7 +87,7 @@ const make = Effect.gen(function* () {
     })
 
   const byId = <A>(workspace: string, id: string, what: string, find: (w: string, id: string) => Effect.Effect<A | undefined, SqlError>) =>
-    uuidRe.test(id)
+    isUuid(id)
       ? Effect.flatMap(orDie(find(workspace, id)), (row) =>
           row === undefined ? Effect.fail(notFound(`${what} ${id} not found`)) : Effect.succeed(row)
         )

@@ -22,8 +22,6 @@ const encodedProblem = (raw: string): string | undefined =>
 /** Whether a request target holds anything the edge refuses (cheap: one pass of two patterns). */
 export const suspectUrl = (url: string): boolean => encodedProblem(url) !== undefined
 
-const detail = errorDetail
-
 /** A field name fit for a message: escapes a NUL or a lone surrogate. */
 const printable = (s: string) => (textProblem(s) === undefined ? s : JSON.stringify(s).slice(1, -1))
 
@@ -52,7 +50,7 @@ export const urlProblems = (
     const problem = encodedProblem(segment)
     if (problem === undefined) return
     const name = paramAt(path, i)
-    problems.push(detail(name === undefined ? "path" : `path.${name}`, problem))
+    problems.push(errorDetail(name === undefined ? "path" : `path.${name}`, problem))
   })
   if (at >= 0) {
     for (const pair of url.slice(at + 1).split("&")) {
@@ -60,11 +58,11 @@ export const urlProblems = (
       const key = eq < 0 ? pair : pair.slice(0, eq)
       const keyProblem = encodedProblem(key)
       if (keyProblem !== undefined) {
-        problems.push(detail("query", `a parameter name ${keyProblem}`))
+        problems.push(errorDetail("query", `a parameter name ${keyProblem}`))
         continue
       }
       const problem = eq < 0 ? undefined : encodedProblem(pair.slice(eq + 1))
-      if (problem !== undefined) problems.push(detail(`query.${decodeQueryName(key)}`, problem))
+      if (problem !== undefined) problems.push(errorDetail(`query.${decodeQueryName(key)}`, problem))
     }
   }
   return problems
@@ -76,7 +74,7 @@ export const formProblems = (text: string): Array<ErrorDetail> => {
   const problems: Array<ErrorDetail> = []
   for (const [key, value] of new URLSearchParams(text)) {
     const problem = textProblem(key) ?? textProblem(value)
-    if (problem !== undefined) problems.push(detail(printable(key) || "body", problem))
+    if (problem !== undefined) problems.push(errorDetail(printable(key) || "body", problem))
   }
   return problems
 }
@@ -173,14 +171,14 @@ export const jsonProblems = (
         top.keyEnd = Math.min(i, n)
         expectKey = false
       }
-      if (problem !== undefined && details.length < MAX_JSON_PROBLEMS) details.push(detail(pathOf(stack.length), problem))
+      if (problem !== undefined && details.length < MAX_JSON_PROBLEMS) details.push(errorDetail(pathOf(stack.length), problem))
       continue
     }
     switch (c) {
       case 123: // {
       case 91: // [
         if (stack.length >= maxDepth) {
-          return { tooDeep: true, details: [detail(pathOf(stack.length), `is nested deeper than ${maxDepth} levels`)] }
+          return { tooDeep: true, details: [errorDetail(pathOf(stack.length), `is nested deeper than ${maxDepth} levels`)] }
         }
         stack.push({ array: c === 91, index: 0, keyStart: 0, keyEnd: 0 })
         expectKey = c === 123

@@ -18,8 +18,10 @@ import {
   scalarType,
   typedExpr
 } from "./CompileFields.ts"
-import { isDateTime, uuidPattern } from "./CompileValues.ts"
+import { isDateTime } from "./CompileValues.ts"
 import type { QueryFieldError } from "./QueryErrors.ts"
+import { isUuid } from "../lib/Uuid.ts"
+import { getAt } from "../lib/JsonPath.ts"
 
 interface SortTerm {
   readonly label: string
@@ -99,15 +101,6 @@ interface CursorPayload {
 
 const signature = (terms: ReadonlyArray<SortTerm>): string => terms.map((t) => `${t.direction === "desc" ? "-" : ""}${t.label}`).join(",")
 
-const readPath = (value: unknown, path: ReadonlyArray<string>): unknown => {
-  let v = value
-  for (const key of path) {
-    if (typeof v !== "object" || v === null || Array.isArray(v) || !Object.hasOwn(v, key)) return undefined
-    v = (v as Record<string, unknown>)[key]
-  }
-  return v
-}
-
 const snake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
 
 /** What the SQL expression of a term evaluates to for this row, as text (the fallback when no `qcursor`). */
@@ -118,7 +111,7 @@ const rowValue = (row: Readonly<Record<string, unknown>>, t: SortTerm): string |
     v = row[f.column!] ?? row[snake(f.column!)]
   } else {
     const data = typeof row.data === "string" ? JSON.parse(row.data) : row.data
-    v = readPath(data, f.path)
+    v = getAt(data, f.path)
     if (!f.asText) {
       if (t.type === "numeric" && typeof v !== "number") return null
       if (t.type === "boolean" && typeof v !== "boolean") return null
@@ -182,7 +175,7 @@ const cursorBind = (sql: Sql, value: string, type: ScalarType): Fragment => {
     case "timestamptz":
       return isDateTime(value) ? sql`${value}::text::timestamptz` : badCursor()
     case "uuid":
-      return uuidPattern.test(value) ? sql`${value}::text::uuid` : badCursor()
+      return isUuid(value) ? sql`${value}::text::uuid` : badCursor()
     case "text":
       return sql`${value}::text`
   }

@@ -1,9 +1,9 @@
 // Literals of a query, checked against the type of the field they are compared with and bound as parameters.
 import * as Ast from "./Ast.ts"
 import { type Fragment, fail, type ResolvedField, type ScalarType, type Sql } from "./CompileFields.ts"
+import { isUuid } from "../lib/Uuid.ts"
 import { extendedDateTime } from "../structures/Formats.ts"
 
-export const uuidPattern = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/
 const jsonNumberPattern = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/
 const datetimePattern = new RegExp(
   "^(\\d{4})-(\\d{2})-(\\d{2})" + "(?:[T ](\\d{2}):(\\d{2})(?::(\\d{2})(?:\\.\\d{1,9})?)?(?:\\s*(?:[Zz]|[+-](\\d{2})(?::?(\\d{2}))?))?)?$"
@@ -52,7 +52,7 @@ const asDateTime = (l: Ast.Literal, f: ResolvedField): string => {
 
 const asUuid = (l: Ast.Literal, f: ResolvedField): string => {
   const v = noNull(l, f)
-  if (typeof v === "string" && uuidPattern.test(v)) return v
+  if (typeof v === "string" && isUuid(v)) return v
   return fail(f.label, `Field '${f.label}' is a UUID; ${show(l)} is not a UUID`)
 }
 

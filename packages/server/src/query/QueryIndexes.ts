@@ -21,12 +21,14 @@ import { Effect, Layer, Schedule, Semaphore, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { json } from "../lib/rows.ts"
+import { isUuid } from "../lib/Uuid.ts"
 import { Notifier } from "../platform/Notifier.ts"
 
 const PREFIX = "rq_"
 const LOCK_KEY = 7412011
 const SAFE_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+/** A structure id as the database writes it (lowercase): index names carry its hex digits. */
+const isStoredUuid = (id: string) => isUuid(id) && id === id.toLowerCase()
 
 interface PropertyLike {
   readonly name?: unknown
@@ -75,7 +77,7 @@ const hexOf = (structureId: string) => structureId.replace(/-/g, "")
 
 /** The indexes a structure's definition asks for. */
 export const desiredIndexes = (structureId: string, properties: ReadonlyArray<PropertyLike>): Array<IndexSpec> => {
-  if (!UUID.test(structureId)) return []
+  if (!isStoredUuid(structureId)) return []
   const specs: Array<IndexSpec> = []
   for (const p of properties) {
     const kind = kindOf(p)
@@ -184,7 +186,7 @@ export const QueryIndexesLayer = Layer.effectDiscard(
       )
 
     const reconcile = (structureId: string) =>
-      UUID.test(structureId)
+      isStoredUuid(structureId)
         ? withLock((run) =>
             Effect.gen(function* () {
               const properties = yield* definitionOf(run, structureId)

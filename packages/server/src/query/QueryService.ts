@@ -4,7 +4,7 @@
 // rows). The SQL shape of a page is the one the record lists use, so the per-property indexes serve both.
 //
 // The statements run on the query pool (QueryPool.ts: statement timeout, custom plans).
-import { badRequest, type BadRequest, type NotFound, type ServiceUnavailable } from "@troupe/api/Errors"
+import { badRequest, type BadRequest, type NotFound, type ServiceUnavailable, errorDetail } from "@troupe/api/Errors"
 import type { AggregateRequest } from "@troupe/api/query/QueryApi"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Clock, Context, Effect, Layer, Result } from "effect"
@@ -32,6 +32,7 @@ import { parseQueryLanguage } from "./ExpressionParser.ts"
 import { parseAggregateRequest } from "./FilterParser.ts"
 import type { QueryFieldError } from "./QueryErrors.ts"
 import { QueryPool } from "./QueryPool.ts"
+import { getAt, isObject } from "../lib/JsonPath.ts"
 
 type Sql = Statement.Constructor
 type Fragment = Statement.Fragment
@@ -60,7 +61,7 @@ const contextFor = (structure: Structure, workspace: string): CompileContext => 
 }
 
 const invalid = (field: string, message: string): BadRequest =>
-  badRequest({ message, code: "VALIDATION_ERROR", details: [{ field, property: field, message }] })
+  badRequest({ message, code: "VALIDATION_ERROR", details: [errorDetail(field, message)] })
 
 /** Live rows of one structure: the predicate the partial indexes of QueryIndexes.ts are defined with. */
 export const scopeOf = (sql: Sql, structureId: string, includeDeleted: boolean): Fragment => {
@@ -113,15 +114,6 @@ interface Projection {
   readonly alias: string | undefined
 }
 
-const readPath = (value: unknown, path: ReadonlyArray<string>): unknown => {
-  let v = value
-  for (const key of path) {
-    if (typeof v !== "object" || v === null || Array.isArray(v) || !Object.hasOwn(v, key)) return undefined
-    v = (v as Record<string, unknown>)[key]
-  }
-  return v
-}
-
 const writePath = (target: Record<string, unknown>, path: ReadonlyArray<string>, value: unknown) => {
   let node = target
   path.forEach((key, i) => {
@@ -129,7 +121,7 @@ const writePath = (target: Record<string, unknown>, path: ReadonlyArray<string>,
       node[key] = value
     } else {
       const next = node[key]
-      node = (typeof next === "object" && next !== null && !Array.isArray(next) ? next : (node[key] = {})) as Record<string, unknown>
+      node = isObject(next) ? next : (node[key] = {})
     }
   })
 }
@@ -137,7 +129,7 @@ const writePath = (target: Record<string, unknown>, path: ReadonlyArray<string>,
 const project = (data: Record<string, unknown>, projections: ReadonlyArray<Projection>): Record<string, unknown> => {
   const out: Record<string, unknown> = {}
   for (const p of projections) {
-    const value = readPath(data, p.path)
+    const value = getAt(data, p.path)
     if (value === undefined) continue
     if (p.alias !== undefined) out[p.alias] = value
     else writePath(out, p.path, value)

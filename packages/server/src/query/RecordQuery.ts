@@ -1,7 +1,7 @@
 // Record reads in bulk: the three list routes compile their filter syntaxes through the one query model to one SQL
 // shape (live rows of one structure, typed filter, typed sort with an id tiebreaker, offset or keyset cursor), and
 // reference expansion loads each level with one query per field, never one per row.
-import { badRequest, type BadRequest, type ErrorDetail, type ServiceUnavailable, errorDetail } from "@troupe/api/Errors"
+import { badRequest, type BadRequest, type ServiceUnavailable, errorDetail } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Clock, Context, Effect, Layer, Result } from "effect"
 import { SqlClient } from "effect/sql"
@@ -119,7 +119,7 @@ export const listStatements = (sql: SqlClient.SqlClient, spec: ListSpec) =>
 
 /** A 400 naming one request parameter. */
 export const badParam = (field: string, message: string) =>
-  badRequest({ message, code: "VALIDATION_ERROR", details: [{ field, property: field, message } satisfies ErrorDetail] })
+  badRequest({ message, code: "VALIDATION_ERROR", details: [errorDetail(field, message)] })
 
 /** A whole number parameter between `min` and `max` (the documented bounds): anything else is a 400 naming it. */
 export const intParam = (name: string, raw: string | undefined, fallback: number, min: number, max: number) => {

@@ -3,7 +3,7 @@
 // otherwise surface as a 500), bounded nesting, and no string longer than 1 MiB (1,048,576 UTF-16 code units)
 // unless the property it fills declares a larger `maxLength`. The edge caps whole bodies at 10 MB; this keeps one
 // field from taking all of it by accident. Schemaless and skipValidation writes get these checks too.
-import type { ErrorDetail } from "@troupe/api/Errors"
+import { type ErrorDetail, errorDetail } from "@troupe/api/Errors"
 import type { PropertyDefinition } from "@troupe/api/structures/Structure"
 import { forbiddenKeys } from "../structures/Formats.ts"
 
@@ -52,7 +52,7 @@ const textProblem = (s: string): string | undefined =>
 export const inspectJson = (value: unknown, root: string, props?: ReadonlyArray<PropertyDefinition>): Array<ErrorDetail> => {
   const problems: Array<ErrorDetail> = []
   const push = (field: string, message: string) => {
-    if (problems.length < MAX_PROBLEMS) problems.push({ field, property: field, message })
+    if (problems.length < MAX_PROBLEMS) problems.push(errorDetail(field, message))
   }
   const walk = (v: unknown, path: string, shape: Shape, depth: number): void => {
     if (problems.length >= MAX_PROBLEMS) return

@@ -18,7 +18,8 @@ import {
   notFound,
   payloadTooLarge,
   type PayloadTooLarge,
-  unprocessable
+  unprocessable,
+  errorDetail
 } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Clock, Effect, Result } from "effect"
@@ -260,8 +261,8 @@ const errorOf: Record<number, (i: { message: string; code?: string; details?: Re
 const itemDetails = (list: string, index: number, e: { message: string; details?: ReadonlyArray<ErrorDetail> }): Array<ErrorDetail> => {
   const path = `${list}[${index}]`
   return e.details !== undefined && e.details.length > 0
-    ? e.details.map((d) => ({ field: `${path}.${d.field}`, property: `${path}.${d.field}`, message: d.message }))
-    : [{ field: path, property: path, message: e.message }]
+    ? e.details.map((d) => errorDetail(`${path}.${d.field}`, d.message))
+    : [errorDetail(path, e.message)]
 }
 
 /** The failure of an atomic batch: the failing item's status and code, nothing written. */
@@ -297,7 +298,7 @@ const bulkSize = (n: number, list: string) =>
           badRequest({
             message: `${list} must not be empty`,
             code: "VALIDATION_ERROR",
-            details: [{ field: list, property: list, message: `${list} must not be empty` }]
+            details: [errorDetail(list, `${list} must not be empty`)]
           })
         )
       : Effect.void

@@ -1,6 +1,6 @@
 // What the record engine's writes take and answer, the errors they fail with, and the limits they enforce. Shared by
 // the parts of RecordService (RecordPrepare, RecordWrites, GroupWrites, RecordBulk) and re-exported by it.
-import { badRequest, type conflict, type ErrorDetail, type locked, notFound, type unprocessable, errorDetail } from "@troupe/api/Errors"
+import { badRequest, type conflict, type ErrorDetail, type locked, notFound, type unprocessable } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import type { RecordRow } from "../query/RecordRow.ts"
 import type { Changes, Writer } from "./model.ts"
@@ -107,8 +107,6 @@ export const recordNotFound = (id: string) =>
 
 export const validationFailed = (details: ReadonlyArray<ErrorDetail>, message = "Record failed validation") =>
   badRequest({ message, code: "VALIDATION_ERROR", details })
-
-export const detail = errorDetail
 
 export const versionNotFound = (id: string, version: number) =>
   notFound({ message: `Version ${version} of record ${id} does not exist`, code: "NOT_FOUND" })

@@ -2,7 +2,7 @@
 // expiry, validation (secrets seen in plaintext, stored encrypted), metadata, references, unique claims,
 // auto-increment values, increments, upsert matches. SQL only where a check needs the database (references, claims,
 // counters), through RecordRepo.
-import { conflict, locked } from "@troupe/api/Errors"
+import { conflict, locked, errorDetail } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Clock, Effect } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
@@ -13,14 +13,13 @@ import type { StructureService } from "../structures/StructureService.ts"
 import { validatorFor } from "../structures/Validator.ts"
 import { autoIncrementFields, claimsOf, fileFields, referenceFields } from "../structures/StructureFacts.ts"
 import { inspectJson } from "./DataGuard.ts"
-import { getAt, setAt, isObject } from "../lib/JsonPath.ts"
+import { getAt, isObject, setAt } from "../lib/JsonPath.ts"
 import { isUuid, type RecordRow } from "../query/RecordRow.ts"
 import { diff, type Writer } from "./model.ts"
 import { MASK, secretPaths } from "../structures/SecretPaths.ts"
 import {
   type CreateInput,
   type PendingCreate,
-  detail,
   MAX_TTL_SECONDS,
   type RecordError,
   type UpdateInput,
@@ -49,15 +48,16 @@ const expiryOf = (
 ) => {
   if (input.expiresAt !== undefined) {
     const t = parseDateTime(input.expiresAt)
-    if (t === undefined) return { error: validationFailed([detail("expiresAt", "expiresAt must be an ISO 8601 date-time")]) }
-    if (t <= now) return { error: validationFailed([detail("expiresAt", "expiresAt must be in the future")]) }
-    if (t > now + MAX_TTL_SECONDS * 1000) return { error: validationFailed([detail("expiresAt", "expiresAt must be within 100 years")]) }
+    if (t === undefined) return { error: validationFailed([errorDetail("expiresAt", "expiresAt must be an ISO 8601 date-time")]) }
+    if (t <= now) return { error: validationFailed([errorDetail("expiresAt", "expiresAt must be in the future")]) }
+    if (t > now + MAX_TTL_SECONDS * 1000)
+      return { error: validationFailed([errorDetail("expiresAt", "expiresAt must be within 100 years")]) }
     return { value: new Date(t).toISOString() }
   }
   const seconds = input.ttlSeconds ?? fallbackSeconds ?? undefined
   if (seconds === undefined || seconds === null) return { value: undefined }
   if (!Number.isFinite(seconds) || seconds <= 0 || seconds > MAX_TTL_SECONDS) {
-    return { error: validationFailed([detail("ttlSeconds", `ttlSeconds must be a positive number of at most ${MAX_TTL_SECONDS}`)]) }
+    return { error: validationFailed([errorDetail("ttlSeconds", `ttlSeconds must be a positive number of at most ${MAX_TTL_SECONDS}`)]) }
   }
   return { value: new Date(now + seconds * 1000).toISOString() }
 }
@@ -72,13 +72,13 @@ export const withoutMatch = (data: Record<string, unknown>, match: Record<string
 /** A match names at least one field, each a scalar, none a secret. */
 export const checkMatch = (structure: Structure, match: Record<string, unknown>) => {
   const keys = Object.keys(match)
-  if (keys.length === 0) return validationFailed([detail("match", "match must name at least one field")])
+  if (keys.length === 0) return validationFailed([errorDetail("match", "match must name at least one field")])
   const problems = [...inspectJson(match, "match", structure.properties)]
   const secretRoots = new Set(secretPaths(structure).map((p) => p[0]!))
   for (const k of keys) {
     const v = match[k]
-    if (v !== null && typeof v === "object") problems.push(detail(`match.${k}`, "match values are strings, numbers, booleans or null"))
-    if (secretRoots.has(k)) problems.push(detail(`match.${k}`, "secret fields are stored encrypted and cannot be matched"))
+    if (v !== null && typeof v === "object") problems.push(errorDetail(`match.${k}`, "match values are strings, numbers, booleans or null"))
+    if (secretRoots.has(k)) problems.push(errorDetail(`match.${k}`, "secret fields are stored encrypted and cannot be matched"))
   }
   return problems.length > 0 ? validationFailed(problems) : Effect.void
 }
@@ -98,7 +98,7 @@ export const batchable = (structure: Structure) =>
 const checkMetadata = (metadata: unknown) =>
   Effect.gen(function* () {
     if (metadata === undefined) return
-    if (!isObject(metadata)) return yield* validationFailed([detail("metadata", "must be an object")])
+    if (!isObject(metadata)) return yield* validationFailed([errorDetail("metadata", "must be an object")])
     const problems = inspectJson(metadata, "metadata")
     if (problems.length > 0) return yield* validationFailed(problems)
   })
@@ -109,11 +109,11 @@ const incremented = (stored: Record<string, unknown>, patch: Record<string, unkn
     let out: Record<string, unknown> = { ...patch }
     for (const [field, by] of Object.entries(increments)) {
       const path = field.split(".")
-      if (!Number.isFinite(by)) return yield* validationFailed([detail(field, "the amount must be a finite number")])
+      if (!Number.isFinite(by)) return yield* validationFailed([errorDetail(field, "the amount must be a finite number")])
       const current = getAt(stored, path)
       if (current !== undefined && current !== null && typeof current !== "number") {
         return yield* validationFailed([
-          detail(field, `${field} holds a ${Array.isArray(current) ? "array" : typeof current}, not a number`)
+          errorDetail(field, `${field} holds a ${Array.isArray(current) ? "array" : typeof current}, not a number`)
         ])
       }
       const next = ((current as number | null | undefined) ?? 0) + by
@@ -205,7 +205,7 @@ export const makePreparation = (deps: {
     skip: boolean
   ) =>
     Effect.gen(function* () {
-      if (!isObject(data)) return yield* validationFailed([detail("data", "must be an object")])
+      if (!isObject(data)) return yield* validationFailed([errorDetail("data", "must be an object")])
       const problems = inspectJson(data, "data", structure.properties)
       if (problems.length > 0) return yield* validationFailed(problems)
       const { input, previous, restore } = yield* withPlainSecrets(structure, data, stored)
@@ -242,7 +242,7 @@ export const makePreparation = (deps: {
         const missing = files.filter(({ field }) => !have.has((data[field] as string).toLowerCase()))
         if (missing.length > 0) {
           return yield* validationFailed(
-            missing.map(({ field }) => detail(`data.${field}`, `file ${String(data[field])} does not exist in this workspace`))
+            missing.map(({ field }) => errorDetail(`data.${field}`, `file ${String(data[field])} does not exist in this workspace`))
           )
         }
       }
@@ -252,20 +252,22 @@ export const makePreparation = (deps: {
         if (previous !== undefined && jsonEqual(previous[ref.field], value)) continue
         const ids = Array.isArray(value) ? value : [value]
         if (ids.some((x) => typeof x !== "string")) {
-          return yield* validationFailed([detail(`data.${ref.field}`, "references are record ids (strings)")])
+          return yield* validationFailed([errorDetail(`data.${ref.field}`, "references are record ids (strings)")])
         }
         const target = yield* structures
           .getBySlug(structure.workspaceSlug, ref.target)
-          .pipe(Effect.mapError(() => validationFailed([detail(`data.${ref.field}`, `target structure "${ref.target}" does not exist`)])))
+          .pipe(
+            Effect.mapError(() => validationFailed([errorDetail(`data.${ref.field}`, `target structure "${ref.target}" does not exist`)]))
+          )
         const wanted = [...new Set(ids as Array<string>)]
         if (ref.targetField === "id" && wanted.some((x) => !isUuid(x))) {
-          return yield* validationFailed([detail(`data.${ref.field}`, "referenced record does not exist")])
+          return yield* validationFailed([errorDetail(`data.${ref.field}`, "referenced record does not exist")])
         }
         const have = yield* repo.existingKeys(target.id, ref.targetField, wanted).pipe(Effect.orDie)
         const missing = wanted.filter((x) => !have.has(x))
         if (missing.length > 0) {
           return yield* validationFailed([
-            detail(`data.${ref.field}`, `referenced record ${missing.join(", ")} does not exist in "${ref.target}"`)
+            errorDetail(`data.${ref.field}`, `referenced record ${missing.join(", ")} does not exist in "${ref.target}"`)
           ])
         }
       }
@@ -297,7 +299,7 @@ export const makePreparation = (deps: {
                 ? `Another record already references this target through one-to-one "${name}"`
                 : `A record with this ${name} already exists`,
               code: "DUPLICATE_KEY",
-              details: [detail(`data.${name}`, "must be unique")]
+              details: [errorDetail(`data.${name}`, "must be unique")]
             })
           )
         }
@@ -362,7 +364,7 @@ export const makePreparation = (deps: {
           conflict({
             message: `Version conflict: expected ${input.expectedVersion}, the record is at version ${row.version}`,
             code: "VERSION_CONFLICT",
-            details: [detail("version", `current version is ${row.version}`)]
+            details: [errorDetail("version", `current version is ${row.version}`)]
           })
         )
       }

@@ -7,7 +7,7 @@
 // The parts, by role: RecordRepo (the SQL), RecordPrepare (validation, secrets, expiry, claims), RecordWrites
 // (writes in one transaction), GroupWrites (the group commit of concurrent writes), RecordBulk (bulk writes). This
 // file is the public service: its interface, the reads, and the assembly.
-import { Conflict, type ErrorDetail, serviceUnavailable } from "@troupe/api/Errors"
+import { Conflict, type ErrorDetail, errorDetail, serviceUnavailable } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Clock, Context, Effect, Exit, Layer, Result } from "effect"
 import * as GroupCommit from "../lib/GroupCommit.ts"
@@ -26,7 +26,6 @@ import {
   type BulkEventType,
   type BulkItemFailure,
   type CreateInput,
-  detail,
   type RecordError,
   recordNotFound,
   type UpdateInput,
@@ -197,7 +196,7 @@ export class RecordService extends Context.Service<
 
       const getVersion = Effect.fn("RecordService.getVersion")(function* (workspace: string, id: string, version: number) {
         const { row, structure } = yield* get(workspace, id)
-        if (!validVersion(version)) return yield* validationFailed([detail("version", "version must be a positive integer")])
+        if (!validVersion(version)) return yield* validationFailed([errorDetail("version", "version must be a positive integer")])
         const v = yield* repo.findVersion(row.id, version).pipe(Effect.orDie)
         if (v === undefined) return yield* versionNotFound(id, version)
         return { structure, row: { ...row, data: v.data, version: v.version, updatedAt: v.created_at, updatedBy: v.created_by } }
@@ -230,7 +229,7 @@ export class RecordService extends Context.Service<
         const bad: Array<ErrorDetail> = []
         for (const key of ["startDate", "endDate"] as const) {
           const v = options[key]
-          if (v !== undefined && !Number.isFinite(Date.parse(v))) bad.push(detail(key, `${key} must be an ISO 8601 date`))
+          if (v !== undefined && !Number.isFinite(Date.parse(v))) bad.push(errorDetail(key, `${key} must be an ISO 8601 date`))
         }
         if (bad.length > 0) return yield* validationFailed(bad, "Invalid changelog query")
         const entries = yield* repo

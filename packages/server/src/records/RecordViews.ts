@@ -4,7 +4,7 @@
 // `GET /records/slug/{slug}`, generation A `GET /{slug}`) from their query parameters, so the ordinary and the fast
 // routes answer identically.
 import { can, type Principal } from "@troupe/api/Authorization"
-import { badRequest, notFound } from "@troupe/api/Errors"
+import { badRequest, notFound, errorDetail } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Clock, Effect, Result } from "effect"
 import * as Ast from "../query/Ast.ts"
@@ -115,7 +115,7 @@ export const recordViews = (records: RecordService["Service"], query: RecordQuer
       if (expand.length > 0) {
         if (spec.structure === undefined) {
           const message = "expand needs a structureId"
-          return yield* badRequest({ message, code: "VALIDATION_ERROR", details: [{ field: "expand", property: "expand", message }] })
+          return yield* badRequest({ message, code: "VALIDATION_ERROR", details: [errorDetail("expand", message)] })
         }
         yield* query.expand(
           spec.structure,

@@ -2,7 +2,7 @@
 // uniqueness, references, auto-increments and TTL right. Creates, updates, deletes (with the onDelete of
 // references), restores and reverts; the group commit (GroupWrites), upserts (RecordUpserts) and bulk requests
 // (RecordBulk) are built from these pieces.
-import { conflict, unprocessable } from "@troupe/api/Errors"
+import { conflict, unprocessable, errorDetail } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Clock, Data, Effect } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
@@ -14,7 +14,6 @@ import { isUuid, type RecordRow } from "../query/RecordRow.ts"
 import { type Changes, diff, type Writer } from "./model.ts"
 import {
   type CreateInput,
-  detail,
   type PendingCreate,
   type PlannedUpdate,
   recordNotFound,
@@ -265,7 +264,7 @@ export const makeWrites = (deps: {
               code: "CONFLICT",
               details: referencing
                 .slice(0, 20)
-                .map((r) => detail(`${other.recordSlug}.${r.id}.${rule.field}`, `references this ${what.kind}`))
+                .map((r) => errorDetail(`${other.recordSlug}.${r.id}.${rule.field}`, `references this ${what.kind}`))
             })
           }
           for (const r of referencing) {
@@ -382,12 +381,12 @@ export const makeWrites = (deps: {
         if (version === undefined) {
           // restore of a soft-deleted record: it comes back as it was
           if (row.deletedAt === null) {
-            return yield* validationFailed([detail("version", "version is required to restore a live record")], "Nothing to restore")
+            return yield* validationFailed([errorDetail("version", "version is required to restore a live record")], "Nothing to restore")
           }
           return yield* rewind(row, structure, row.data, row.version, "record.restored", "restore", reason, writer)
         }
         if (row.deletedAt !== null) return yield* recordNotFound(id)
-        if (!validVersion(version)) return yield* validationFailed([detail("version", "version must be a positive integer")])
+        if (!validVersion(version)) return yield* validationFailed([errorDetail("version", "version must be a positive integer")])
         const stored = yield* repo.findVersion(row.id, version)
         if (stored === undefined) return yield* versionNotFound(id, version)
         return yield* rewind(row, structure, stored.data, version, "record.restored", "restore", reason, writer)

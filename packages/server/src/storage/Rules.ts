@@ -115,6 +115,3 @@ export const cleanContentType = (raw: string | undefined): string | undefined =>
 
 /** True when the client's type says nothing useful (then the bytes are sniffed). */
 export const isGeneric = (contentType: string | undefined) => contentType === undefined || /^application\/octet-stream\b/i.test(contentType)
-
-/** The unknown-id answer's shape check: a file id is a UUID. */
-export const isUuid = (id: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)

@@ -8,7 +8,7 @@ import { Context, Data, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { appendEvent } from "../events/Outbox.ts"
-import { isUuid } from "./Rules.ts"
+import { isUuid } from "../lib/Uuid.ts"
 
 export class QuotaExceeded extends Data.TaggedError("QuotaExceeded")<{ readonly used: number; readonly quota: number }> {}
 

@@ -29,6 +29,7 @@ import { fileTypeFromBuffer } from "file-type"
 import * as Crypto from "node:crypto"
 import type { Readable } from "node:stream"
 import { AppConfig } from "../platform/AppConfig.ts"
+import { isUuid } from "../lib/Uuid.ts"
 import { Secrets } from "../platform/Secrets.ts"
 import { BlobStore } from "./BlobStore.ts"
 import { FileReferrers } from "./FileReferrers.ts"
@@ -38,7 +39,6 @@ import {
   cleanContentType,
   contentDisposition,
   isGeneric,
-  isUuid,
   mustDownload,
   nameProblem,
   parseMetadata,

@@ -1,6 +1,6 @@
 // Checks of a structure definition that StructureService makes beside rules.ts: unique property ids per list, and
 // the references other structures hold to one (a structure, a slug or a property they name cannot go: brokenReferences).
-import type { ErrorDetail } from "@troupe/api/Errors"
+import { type ErrorDetail, errorDetail } from "@troupe/api/Errors"
 import type { PropertyDefinition, Structure } from "@troupe/api/structures/Structure"
 import { type DefinitionProblem, MAX_DEFINITION_DEPTH } from "./rules.ts"
 import { isObject } from "../lib/JsonPath.ts"
@@ -65,11 +65,7 @@ export const brokenReferences = (others: ReadonlyArray<Structure>, before: Struc
   if (inbound.length === 0) return []
   if (after === undefined || after.recordSlug !== before.recordSlug) {
     return inbound.map(
-      (r): ErrorDetail => ({
-        field: after === undefined ? "id" : "recordSlug",
-        property: after === undefined ? "id" : "recordSlug",
-        message: `referenced by ${r.from.recordSlug}.${r.at}`
-      })
+      (r): ErrorDetail => errorDetail(after === undefined ? "id" : "recordSlug", `referenced by ${r.from.recordSlug}.${r.at}`)
     )
   }
   const names = new Set(after.properties.map((p) => p.name))
@@ -78,13 +74,7 @@ export const brokenReferences = (others: ReadonlyArray<Structure>, before: Struc
       (f): Array<ErrorDetail> =>
         f === undefined || RECORD_COLUMNS.has(f) || names.has(f)
           ? []
-          : [
-              {
-                field: "properties",
-                property: "properties",
-                message: `'${f}' is used by ${r.from.recordSlug}.${r.at}`
-              }
-            ]
+          : [errorDetail("properties", `'${f}' is used by ${r.from.recordSlug}.${r.at}`)]
     )
   )
 }

@@ -15,6 +15,7 @@
 //   call        := identifier "(" (expr ("," expr)*)? ")"
 import { Result } from "effect"
 import { tryParse } from "../lib/tryParse.ts"
+import { getAt } from "../lib/JsonPath.ts"
 
 export type Expr =
   | { readonly kind: "literal"; readonly value: string | number | boolean | null }
@@ -297,14 +298,7 @@ export const referencedFields = (ast: Expr): Array<string> => {
   return [...seen]
 }
 
-const lookup = (record: unknown, path: ReadonlyArray<string>): Value => {
-  let cur: unknown = record
-  for (const key of path) {
-    if (typeof cur !== "object" || cur === null || Array.isArray(cur) || !Object.hasOwn(cur, key)) return null
-    cur = (cur as Record<string, unknown>)[key]
-  }
-  return toValue(cur)
-}
+const lookup = (record: unknown, path: ReadonlyArray<string>): Value => toValue(getAt(record, path))
 
 const toValue = (v: unknown): Value => {
   if (v === null || v === undefined) return null
@@ -446,7 +440,7 @@ export const evaluate = (ast: Expr, record: Readonly<Record<string, unknown>>, n
       case "length": {
         const a = args[0]!
         if (a.kind === "field") {
-          const raw = rawLookup(record, a.path)
+          const raw = getAt(record, a.path)
           if (Array.isArray(raw)) return raw.length
         }
         const v = ev(a)
@@ -462,13 +456,4 @@ export const evaluate = (ast: Expr, record: Readonly<Record<string, unknown>>, n
   }
 
   return ev(ast)
-}
-
-const rawLookup = (record: unknown, path: ReadonlyArray<string>): unknown => {
-  let cur: unknown = record
-  for (const key of path) {
-    if (typeof cur !== "object" || cur === null || Array.isArray(cur) || !Object.hasOwn(cur, key)) return undefined
-    cur = (cur as Record<string, unknown>)[key]
-  }
-  return cur
 }

@@ -1,7 +1,7 @@
 // What a definition change does to the records it holds, inside the structure update's transaction: renamed and
 // removed properties move or leave the records' top-level data (with their unique claims and counters), and
 // `record_unique_values` follows the definition (reclaim). StructureService.store calls both.
-import { conflict } from "@troupe/api/Errors"
+import { conflict, errorDetail } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
@@ -68,13 +68,7 @@ export const makeDataMigration = (sql: SqlClient.SqlClient) => {
               return yield* conflict({
                 message: `Records already share a value of "${name}", so it cannot become unique`,
                 code: "DUPLICATE_KEY",
-                details: [
-                  {
-                    field: `properties[${index}]`,
-                    property: `properties[${index}]`,
-                    message: `records ${holder.get(value)} and ${row.id} share a value`
-                  }
-                ]
+                details: [errorDetail(`properties[${index}]`, `records ${holder.get(value)} and ${row.id} share a value`)]
               })
             }
             holder.set(value, row.id as string)

@@ -1,6 +1,6 @@
 // The structure list of a workspace (GET /structures): paged, searched, sorted and filtered in one statement, with
 // its total.
-import { badRequest } from "@troupe/api/Errors"
+import { badRequest, errorDetail } from "@troupe/api/Errors"
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import { num } from "../lib/rows.ts"
@@ -36,7 +36,7 @@ export const makeStructureList = (sql: SqlClient.SqlClient) => {
       badRequest({
         message: `${field} ${message}`,
         code: "VALIDATION_ERROR",
-        details: [{ field, property: field, message }]
+        details: [errorDetail(field, message)]
       })
     const page = q.page ?? 1
     if (!Number.isSafeInteger(page) || page < 1 || page > MAX_LIST_PAGE) {

@@ -19,6 +19,7 @@
 // PUT) is tolerated and ignored. Persisted ones are evaluated and stored; virtual ones are stripped from stored
 // data and added on reads by `applyVirtual`.
 // Size: over 500 lines, kept whole: compiles a structure into one validator (every property type, constraints, computed fields) whose parts share the compiled state; the structure facts that validate nothing are in StructureFacts.ts.
+import { errorDetail } from "@troupe/api/Errors"
 import type {
   ArrayItems,
   ArrayProperty,
@@ -41,7 +42,7 @@ import {
 } from "./Formats.ts"
 import { compilePattern } from "./Pattern.ts"
 import { isComputed } from "./StructureFacts.ts"
-import { isObject } from "../lib/JsonPath.ts"
+import { getAt, isObject } from "../lib/JsonPath.ts"
 
 /** One problem with a record; `property` repeats `field` (both forms of the spec). */
 export interface ValidationError {
@@ -92,7 +93,7 @@ export const recordMode = (s: {
 type Errors = Array<ValidationError>
 
 const push = (errors: Errors, field: string, message: string): void => {
-  if (errors.length < MAX_ERRORS) errors.push({ field, property: field, message })
+  if (errors.length < MAX_ERRORS) errors.push(errorDetail(field, message))
 }
 
 /** A scalar check returns its first problem, or undefined. */
@@ -567,15 +568,6 @@ const immutablePaths = (props: ReadonlyArray<PropertyDefinition>, prefix: Readon
     return p.type === "object" ? [...own, ...immutablePaths(p.properties ?? [], segments)] : own
   })
 
-const getPath = (o: unknown, segments: ReadonlyArray<string>): unknown => {
-  let cur = o
-  for (const s of segments) {
-    if (!isObject(cur) || !Object.hasOwn(cur, s)) return undefined
-    cur = cur[s]
-  }
-  return cur
-}
-
 /** Compiles a structure into a validator. The structure is assumed to pass `checkStructure`. */
 export const compileValidator = (structure: ValidatorStructure): Validator => {
   const mode = recordMode(structure)
@@ -592,7 +584,7 @@ export const compileValidator = (structure: ValidatorStructure): Validator => {
 
   const validate = (input: unknown, options: ValidateOptions): ValidationResult => {
     const errors: Errors = []
-    if (!isObject(input)) return fail([{ field: "data", property: "data", message: `must be an object, got ${describe(input)}` }])
+    if (!isObject(input)) return fail([errorDetail("data", `must be an object, got ${describe(input)}`)])
     const previous = options.previous
     let data: Record<string, unknown>
 
@@ -640,9 +632,9 @@ export const compileValidator = (structure: ValidatorStructure): Validator => {
 
     if (previous !== undefined && options.mode !== "create") {
       for (const path of immutables) {
-        const before = getPath(previous, path.segments)
+        const before = getAt(previous, path.segments)
         if (before === undefined) continue
-        if (!jsonEqual(before, getPath(data, path.segments))) push(errors, path.field, "is immutable and cannot be changed")
+        if (!jsonEqual(before, getAt(data, path.segments))) push(errors, path.field, "is immutable and cannot be changed")
       }
     }
 
