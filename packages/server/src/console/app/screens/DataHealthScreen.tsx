@@ -127,14 +127,33 @@ export const DataHealthScreen = ({ route }: { route: ReadonlyArray<string> }) =>
 }
 
 /** Starts a job and reloads the panel a few times while it runs. */
+/** A job's or scan batch's status path, from what starting it answered (`{jobId}` or `{batchId}`). */
+const statusPath = (started: unknown): string | undefined => {
+  const { jobId, batchId } = (started ?? {}) as { jobId?: string; batchId?: string }
+  if (typeof jobId === "string") return `/intelligence-jobs/${encodeURIComponent(jobId)}`
+  if (typeof batchId === "string") return `/ai-validation/batch/${encodeURIComponent(batchId)}`
+  return undefined
+}
+
+/** Starts a job, follows it until it ends (a scan of many records takes a while), then reloads the panel. */
 const useJob = (reload: () => void) => {
+  const { api } = useSession()
   const toast = useToast()
   const action = useAction()
   const start = (run: () => Promise<unknown>, label: string) =>
     action.run(async () => {
-      await run()
+      const path = statusPath(await run())
       toast(`${label} started`)
-      for (const ms of [1000, 3000, 8000]) setTimeout(reload, ms)
+      const deadline = Date.now() + 10 * 60_000
+      while (path !== undefined && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 1000))
+        const job = await api.get<{ status: string; error?: string | null }>(path)
+        if (job.status === "completed" || job.status === "failed") {
+          toast(job.status === "completed" ? `${label} finished` : `${label} failed: ${job.error ?? "see the server log"}`)
+          break
+        }
+      }
+      reload()
     })
   return { start, action }
 }

@@ -1,0 +1,157 @@
+// The console's screens of the sibling services in a real Chromium (test/support/ConsolePage.ts): the global search
+// (ranked hits with their highlights, the text around the marks escaped, a prefix found as typed) and Data health
+// (a schema scan from the button, a suggestion accepted into the structure; a correction found by "Check records"
+// and accepted as a record update). The data is made over the API; what the screens do is checked over the API too.
+import type { Browser, Page } from "puppeteer-core"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { computeClient } from "./support/compute.ts"
+import { go, launchChromium, rowsOnce, signIn, snap, viewport, waitText } from "./support/ConsolePage.ts"
+import { startServer, type TestServer } from "./support/TestServer.ts"
+import { eventually } from "./support/wait.ts"
+
+// The callbacks given to the page run in Chromium; the node's type-check has no DOM library.
+declare const document: { readonly body: { readonly innerText: string } }
+
+/** The first row `[data-testid=<testId>]` whose text holds every one of `texts`, waiting for it. */
+const rowWith = async (page: Page, testId: string, texts: ReadonlyArray<string>, timeout: number) => {
+  let seen: Array<string> = []
+  try {
+    return await eventually(async () => {
+      seen = []
+      for (const row of await page.$$(`[data-testid=${testId}]`)) {
+        const text = await row.evaluate((r) => r.textContent ?? "")
+        seen.push(text)
+        if (texts.every((t) => text.includes(t))) return row
+      }
+      return undefined
+    }, timeout)
+  } catch (cause) {
+    const shown = await page.evaluate(() => document.body.innerText).catch(() => "(page gone)")
+    throw new Error(`no ${testId} row with ${texts.join(", ")}; rows: ${JSON.stringify(seen)}; the page shows:\n${shown.slice(0, 1500)}`, {
+      cause
+    })
+  }
+}
+
+describe("the services' console screens in Chromium", () => {
+  let server: TestServer
+  let browser: Browser
+  let page: Page
+  let api: ReturnType<typeof computeClient>
+  const pageErrors: Array<string> = []
+
+  const created = async (method: string, path: string, body?: unknown) => {
+    const res = await api.call(method, path, body)
+    expect(res.status, `${method} ${path}: ${res.text}`).toBeLessThan(300)
+    return res.body
+  }
+
+  beforeAll(async () => {
+    const [started, launched] = await Promise.all([startServer(), launchChromium()])
+    server = started
+    browser = launched
+    api = computeClient(server, await server.adminToken())
+    page = await browser.newPage()
+    await page.setViewport(viewport)
+    page.on("pageerror", (e) => pageErrors.push(e instanceof Error ? e.message : String(e)))
+    await signIn(page, server.baseUrl, "admin", server.adminPassword)
+  }, 120_000)
+
+  afterAll(async () => {
+    await browser?.close()
+    await server?.close()
+  })
+
+  it("searches every structure: hits ranked with escaped highlights, a prefix as typed", async () => {
+    await created("POST", "/structures", {
+      name: "Articles",
+      recordSlug: "articles",
+      properties: [
+        { name: "title", type: "string" },
+        { name: "body", type: "string" }
+      ],
+      searchFields: [
+        { name: "title", weight: 4 },
+        { name: "body", weight: 1 }
+      ]
+    })
+    const guide = await created("POST", "/records", {
+      structureId: "articles",
+      data: { title: "Database indexing guide", body: "How a GIN index works" }
+    })
+    await created("POST", "/records", {
+      structureId: "articles",
+      data: { title: "Cooking pasta", body: "Tips & <b>tricks</b>: 2 < 3, a database of recipes" }
+    })
+    await created("POST", "/records", { structureId: "articles", data: { title: "Gardening", body: "Basil in summer" } })
+
+    await go(page, `#/search?q=${encodeURIComponent("databa")}`)
+    await waitText(page, "2 matches")
+    expect(await rowsOnce(page, "table", 2)).toBe(2)
+    // the title match first; its link opens the record
+    const first = await page.$eval("table tbody tr a", (a) => a.getAttribute("href") ?? "")
+    expect(first).toContain(guide.id)
+    // the marks are the server's only markup: the record's "&" and "<" are text (ts_headline leaves out its tags)
+    expect(await page.$$eval("table tbody mark", (marks) => marks.length)).toBeGreaterThanOrEqual(2)
+    expect(await page.$$eval("table tbody b", (bs) => bs.length)).toBe(0)
+    await waitText(page, "Tips & tricks")
+    await waitText(page, "2 < 3, a database of recipes")
+    await snap(page, "search")
+
+    // the search box of the screen: a new query replaces the results
+    await page.click("input[type=search]", { count: 3 })
+    await page.keyboard.press("Backspace")
+    await page.type("input[type=search]", "basil summer")
+    await page.keyboard.press("Enter")
+    await waitText(page, "1 match")
+    expect(await page.evaluate(() => (globalThis as unknown as { location: { hash: string } }).location.hash)).toContain("q=basil%20summer")
+    expect(pageErrors).toEqual([])
+  }, 120_000)
+
+  it("Data health: scans from the button, accepts a schema suggestion and a correction", async () => {
+    const signups = await created("POST", "/structures", {
+      name: "Signups",
+      recordSlug: "signups",
+      properties: [{ name: "name", type: "string" }],
+      schemaDiscoveryMode: "auto-evolving"
+    })
+    await created("POST", "/records/bulk", {
+      structureId: "signups",
+      records: Array.from({ length: 40 }, (_, i) => ({ data: { name: `user ${i}`, age: 20 + i } }))
+    })
+    await go(page, "#/data-health/signups/schema")
+    await page.waitForSelector("button::-p-text(Scan stored records)")
+    await page.click("button::-p-text(Scan stored records)")
+    const row = await rowWith(page, "schema-suggestion", ["add_property", "age"], 60_000)
+    await snap(page, "data-health")
+    await (await row.$("button::-p-text(Accept)"))!.click()
+    await rowWith(page, "schema-suggestion", ["age", "accepted"], 30_000)
+    const structure = await created("GET", `/structures/${signups.id}`)
+    expect(structure.properties.map((p: { name: string }) => p.name)).toEqual(["name", "age"])
+
+    // corrections: a misspelling among frequent values, found by "Check records", accepted as a record update
+    await created("POST", "/structures", {
+      name: "Customers",
+      recordSlug: "customers",
+      properties: [{ name: "country", type: "string" }]
+    })
+    const countries = ["Germany", "France", "Spain", "Italy"]
+    const bulk = await created("POST", "/records/bulk", {
+      structureId: "customers",
+      records: Array.from({ length: 200 }, (_, i) => ({ data: { country: i === 7 ? "Germny" : countries[i % 4] } }))
+    })
+    const misspelt = (bulk.records as Array<{ id: string }>)[7]!.id
+    await created("PUT", "/collections/customers/ai-config", { enabled: true, fields: ["country"] })
+    await go(page, "#/data-health/customers/validation")
+    await page.waitForSelector("button::-p-text(Check records)")
+    await page.click("button::-p-text(Check records)")
+    const correction = await rowWith(page, "validation-suggestion", ["Germny", "Germany"], 60_000)
+    await (await correction.$("button::-p-text(Accept)"))!.click()
+    const fixed = await eventually(async () => {
+      const record = await created("GET", `/records/${misspelt}`)
+      return record.data.country === "Germany" ? record : undefined
+    }, 30_000)
+    expect(fixed.version).toBe(2)
+    expect(pageErrors).toEqual([])
+  }, 180_000)
+})
