@@ -1,8 +1,14 @@
 // The console's screens of the sibling services in a real Chromium (test/support/ConsolePage.ts): the global search
 // (ranked hits with their highlights, the text around the marks escaped, a prefix found as typed) and Data health
 // (a schema scan from the button, a suggestion accepted into the structure; a correction found by "Check records"
-// and accepted as a record update). The data is made over the API; what the screens do is checked over the API too.
-import type { Browser, Page } from "puppeteer-core"
+// and accepted as a record update) and Files (an upload into a folder through the file input with its progress, a
+// text preview, a delete confirmed in the browser's dialog). The data is made over the API; what the screens do is
+// checked over the API too.
+import * as Crypto from "node:crypto"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import type { Browser, ElementHandle, Page } from "puppeteer-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { computeClient } from "./support/compute.ts"
 import { go, launchChromium, rowsOnce, signIn, snap, viewport, waitText } from "./support/ConsolePage.ts"
@@ -11,6 +17,10 @@ import { eventually } from "./support/wait.ts"
 
 // The callbacks given to the page run in Chromium; the node's type-check has no DOM library.
 declare const document: { readonly body: { readonly innerText: string } }
+/** An `<input type=file>` as puppeteer's uploadFile sees it (no DOM library here). */
+interface HTMLInputElementLike {
+  readonly files: unknown
+}
 
 /** The first row `[data-testid=<testId>]` whose text holds every one of `texts`, waiting for it. */
 const rowWith = async (page: Page, testId: string, texts: ReadonlyArray<string>, timeout: number) => {
@@ -38,6 +48,7 @@ describe("the services' console screens in Chromium", () => {
   let browser: Browser
   let page: Page
   let api: ReturnType<typeof computeClient>
+  let token = ""
   const pageErrors: Array<string> = []
 
   const created = async (method: string, path: string, body?: unknown) => {
@@ -50,7 +61,8 @@ describe("the services' console screens in Chromium", () => {
     const [started, launched] = await Promise.all([startServer(), launchChromium()])
     server = started
     browser = launched
-    api = computeClient(server, await server.adminToken())
+    token = await server.adminToken()
+    api = computeClient(server, token)
     page = await browser.newPage()
     await page.setViewport(viewport)
     page.on("pageerror", (e) => pageErrors.push(e instanceof Error ? e.message : String(e)))
@@ -154,4 +166,45 @@ describe("the services' console screens in Chromium", () => {
     expect(fixed.version).toBe(2)
     expect(pageErrors).toEqual([])
   }, 180_000)
+
+  it("Files: uploads into a folder, previews the text, deletes after the confirmation", async () => {
+    const storage = `/storage/workspace/${server.workspace}/api/v1`
+    const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "troupe-console-files-"))
+    const text = `shelf inventory\n${"row,".repeat(2000)}\n`
+    const file = Path.join(dir, "inventory.txt")
+    Fs.writeFileSync(file, text)
+    try {
+      await go(page, "#/files")
+      await page.waitForSelector("input[aria-label='Upload folder']")
+      await page.type("input[aria-label='Upload folder']", "reports/2026")
+      const input = (await page.$("input[type=file]")) as ElementHandle<HTMLInputElementLike>
+      await input.uploadFile(file)
+      await waitText(page, "done")
+      await waitText(page, "inventory.txt")
+      const listed = await server.request("GET", `${storage}/files?folder=reports/2026`, { token })
+      expect(listed.status, listed.text).toBe(200)
+      expect(listed.body.data).toHaveLength(1)
+      const stored = listed.body.data[0]
+      expect(stored).toMatchObject({ name: "inventory.txt", folder: "reports/2026", size: Buffer.byteLength(text) })
+      expect(stored.checksum).toBe(`sha256:${Crypto.createHash("sha256").update(text).digest("hex")}`)
+      await snap(page, "files")
+
+      // the preview shows the text as stored
+      await page.click("a::-p-text(inventory.txt)")
+      await waitText(page, "shelf inventory")
+      await page.keyboard.press("Escape")
+
+      // delete: the browser asks first; the file is gone afterwards
+      page.once("dialog", (dialog) => void dialog.accept())
+      await page.click("button::-p-text(Delete)")
+      await eventually(async () => {
+        const after = await server.request("GET", `${storage}/files/${stored.id}/metadata`, { token })
+        return after.status === 404 ? true : undefined
+      }, 30_000)
+      await waitText(page, "No files here yet.")
+      expect(pageErrors).toEqual([])
+    } finally {
+      Fs.rmSync(dir, { recursive: true, force: true })
+    }
+  }, 120_000)
 })
