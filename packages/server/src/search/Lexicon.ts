@@ -14,9 +14,13 @@ const ONE = new Set(["record.created", "record.updated", "record.restored", "rec
 /** Events naming their records in `payload.data.recordIds`. */
 const MANY = new Set(["record.bulk.created", "record.bulk.updated"])
 
-/** Words of 3 to 64 characters of the given rows' vectors, in a fixed order (two inserts never wait in a cycle). */
+/**
+ * Words of 3 to 64 characters of the given rows' vectors, in a fixed order (two inserts never wait in a cycle).
+ * Words with a digit are left out: numbers, codes and ids tolerate no typo (SearchText.typoBudget), and they are the
+ * long tail that would make every write add words (an order number, a SKU).
+ */
 export const LEXICON_WORDS = `SELECT DISTINCT r.structure_id, w FROM written r, unnest(tsvector_to_array(r.search_vector)) AS w
-  WHERE r.search_vector IS NOT NULL AND length(w) BETWEEN 3 AND 64 ORDER BY 1, 2`
+  WHERE r.search_vector IS NOT NULL AND length(w) BETWEEN 3 AND 64 AND w !~ '[[:digit:]]' ORDER BY 1, 2`
 
 export const LexiconLayer = Layer.effect(
   EventConsumers,

@@ -14,6 +14,7 @@ describe("wordsOf", () => {
 describe("typos", () => {
   it("allows one typo from 5 letters and two from 9", () => {
     expect([typoBudget("data"), typoBudget("datab"), typoBudget("databases"), typoBudget("ééééé")]).toEqual([0, 1, 2, 1])
+    expect([typoBudget("10045"), typoBudget("order2026x"), typoBudget("sku٣٤٥٦٧")]).toEqual([0, 0, 0])
   })
 
   it("counts an adjacent transposition as one edit and stops past the budget", () => {

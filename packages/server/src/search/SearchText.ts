@@ -8,8 +8,12 @@ export { MAX_WORDS, quoteLexeme, wordsOf } from "../lib/SearchWords.ts"
 /** A query longer than this is refused (400). */
 export const MAX_QUERY_LENGTH = 1000
 
-/** Typos a word tolerates: one from 5 letters, two from 9 (counted in characters, not UTF-16 units). */
+/**
+ * Typos a word tolerates: one from 5 letters, two from 9 (counted in characters, not UTF-16 units); none for a word
+ * with a digit (a number, a code, an id: `10045` is not a typo of `10046`).
+ */
 export const typoBudget = (word: string): number => {
+  if (/\p{N}/u.test(word)) return 0
   const n = [...word].length
   return n >= 9 ? 2 : n >= 5 ? 1 : 0
 }
