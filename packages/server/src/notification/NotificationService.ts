@@ -18,7 +18,7 @@ import { AppConfig } from "../platform/AppConfig.ts"
 import { claimIdempotencyKey, storedOutcome, storeOutcome } from "../platform/IdempotencyKeys.ts"
 import { canonicalJson } from "../structures/Formats.ts"
 import { emailProblem, parseMailbox, phoneProblem } from "./Addresses.ts"
-import { type MessageRow, type NewMessage, toMessage, toMessageDetail } from "./model.ts"
+import { type MessageRow, messageColumns, type NewMessage, toMessage, toMessageDetail } from "./model.ts"
 import { NotificationWorker } from "./NotificationWorker.ts"
 import { NotificationRepo } from "./NotificationRepo.ts"
 import { invalid, invalidAll } from "./Problems.ts"
@@ -69,21 +69,8 @@ interface Pending {
 
 /** The row of a message stored leased by this node, as the worker reads rows (no read back). */
 const leasedRow = (m: NewMessage, at: string): MessageRow => ({
-  id: m.id,
-  workspace: m.workspace,
-  channel: m.channel,
+  ...messageColumns(m),
   status: "sending",
-  to_list: m.to,
-  cc_list: m.cc,
-  bcc_list: m.bcc,
-  from_address: m.from,
-  subject: m.subject,
-  text_body: m.text,
-  html_body: m.html,
-  template_id: m.templateId,
-  template_name: m.templateName,
-  template_version: m.templateVersion,
-  message_id: m.messageId,
   attempts: 0,
   last_error: null,
   provider_message_id: null,

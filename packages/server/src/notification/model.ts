@@ -151,6 +151,24 @@ export interface NewMessage {
   readonly runDepth: number | null
 }
 
+/** The columns a new message's row takes from it (the insert adds its lease and author; the worker its status). */
+export const messageColumns = (m: NewMessage) => ({
+  id: m.id,
+  workspace: m.workspace,
+  channel: m.channel,
+  to_list: m.to,
+  cc_list: m.cc,
+  bcc_list: m.bcc,
+  from_address: m.from,
+  subject: m.subject,
+  text_body: m.text,
+  html_body: m.html,
+  template_id: m.templateId,
+  template_name: m.templateName,
+  template_version: m.templateVersion,
+  message_id: m.messageId
+})
+
 /** How an attempt ended, as the worker records it. */
 export interface Outcome {
   readonly id: string
