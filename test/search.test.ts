@@ -410,6 +410,30 @@ describe("one engine: the lists' search= and SEARCH()", () => {
   })
 })
 
+describe("records with heavy search fields", () => {
+  it("read and list on every backend when their fields weigh 3 and 4 (tsvector labels A and B)", async () => {
+    const s = await createStructure(api, {
+      name: slug("heavy"),
+      properties: [
+        { name: "title", type: "string" },
+        { name: "summary", type: "string" }
+      ],
+      searchFields: [
+        { name: "title", weight: 4 },
+        { name: "summary", weight: 3 }
+      ]
+    })
+    const id = await create(s.id, { title: "alpha beta gamma", summary: "delta epsilon zeta" })
+    for (const path of [`/records/${id}`, `/records?structureId=${s.id}`, `/records?structureId=${s.recordSlug}&search=alpha`]) {
+      expectStatus(await api.call("GET", path), 200)
+    }
+    const listed = await api.call("GET", `/records?structureId=${s.id}&search=${encodeURIComponent("alpha delt")}`)
+    expectStatus(listed, 200)
+    expect(listed.body.results.map((r: any) => r.id)).toEqual([id])
+    expect(JSON.stringify(listed.body)).not.toContain("search_vector")
+  })
+})
+
 describe("clients", () => {
   it("search() of @troupe/client-fetch and api.search in functions", async () => {
     const s = await createStructure(api, { name: slug("clients"), properties: [{ name: "t", type: "string" }] })

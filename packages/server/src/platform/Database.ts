@@ -3,6 +3,8 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Option } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
+// the tsvector codec, before any client reads a record
+import "./PgCodecs.ts"
 import migration0001 from "../migrations/0001_core.ts"
 import migration0002 from "../migrations/0002_identity.ts"
 import migration0003 from "../migrations/0003_events.ts"
