@@ -2,7 +2,8 @@
 // (ranked hits with their highlights, the text around the marks escaped, a prefix found as typed) and Data health
 // (a schema scan from the button, a suggestion accepted into the structure; a correction found by "Check records"
 // and accepted as a record update) and Files (an upload into a folder through the file input with its progress, a
-// text preview, a delete confirmed in the browser's dialog). The data is made over the API; what the screens do is
+// text preview, a delete confirmed in the browser's dialog) and Browser apps (two origins saved as the server stores
+// them, a bad one refused with the server's 400 shown). The data is made over the API; what the screens do is
 // checked over the API too.
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
@@ -207,4 +208,38 @@ describe("the services' console screens in Chromium", () => {
       Fs.rmSync(dir, { recursive: true, force: true })
     }
   }, 120_000)
+
+  it("Browser apps (CORS): saves two origins as the server stores them; a bad origin shows the server's 400", async () => {
+    await go(page, "#/cors")
+    await waitText(page, "Allowed origins")
+    await page.waitForSelector("textarea[name=allowed-origins]")
+    expect(await page.$$eval("[data-write]", (els) => els.map((e) => e.getAttribute("data-write")))).toEqual(["write:cors"])
+    await page.type("textarea[name=allowed-origins]", "HTTPS://App.Example.com:443\nhttp://localhost:5173\n")
+    await page.click("button::-p-text(Save origins)")
+    const saved = await eventually(async () => {
+      const res = await api.call("GET", "/settings/cors")
+      return res.body.allowedOrigins.length === 2 ? res.body : undefined
+    }, 15_000)
+    expect(saved).toEqual({ allowedOrigins: ["https://app.example.com", "http://localhost:5173"] })
+    // the form shows the list as stored (canonical)
+    await page.waitForFunction(
+      () =>
+        (globalThis as unknown as { document: { querySelector: (s: string) => { value: string } } }).document.querySelector(
+          "textarea[name=allowed-origins]"
+        ).value === "https://app.example.com\nhttp://localhost:5173"
+    )
+
+    // a bad origin: the server's 400 (its message and the detail naming the entry) shown; the list unchanged
+    const refused = await api.call("PUT", "/settings/cors", { allowedOrigins: ["https://app.example.com", "https://x.example.com/path"] })
+    expect(refused.status).toBe(400)
+    const detail = (refused.body.details as Array<{ field: string; message: string }>)[0]!
+    await page.type("textarea[name=allowed-origins]", "\nhttps://x.example.com/path")
+    await page.click("button::-p-text(Save origins)")
+    await waitText(page, refused.body.message)
+    await waitText(page, detail.message)
+    expect(await page.$eval("[role=alert]", (e) => e.textContent ?? "")).toContain("allowedOrigins[2]")
+    expect((await api.call("GET", "/settings/cors")).body).toEqual(saved)
+    await snap(page, "cors")
+    expect(pageErrors).toEqual([])
+  }, 60_000)
 })
