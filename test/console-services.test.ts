@@ -3,7 +3,7 @@
 // (a schema scan from the button, a suggestion accepted into the structure; a correction found by "Check records"
 // and accepted as a record update) and Files (an upload into a folder through the file input with its progress, a
 // text preview, a delete confirmed in the browser's dialog) and Browser apps (two origins saved as the server stores
-// them, a bad one refused with the server's 400 shown). The data is made over the API; what the screens do is
+// them, a bad one refused with the server's 400 shown; a viewer has no such screen). The data is made over the API; what the screens do is
 // checked over the API too.
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
@@ -12,7 +12,7 @@ import * as Path from "node:path"
 import type { Browser, ElementHandle, Page } from "puppeteer-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { computeClient } from "./support/compute.ts"
-import { go, launchChromium, rowsOnce, signIn, snap, viewport, waitText } from "./support/ConsolePage.ts"
+import { go, launchChromium, rowsOnce, signIn, snap, viewport, waitText, writeControls } from "./support/ConsolePage.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 import { eventually } from "./support/wait.ts"
 
@@ -241,5 +241,21 @@ describe("the services' console screens in Chromium", () => {
     expect((await api.call("GET", "/settings/cors")).body).toEqual(saved)
     await snap(page, "cors")
     expect(pageErrors).toEqual([])
-  }, 60_000)
+
+    // a viewer (no read:cors) has no such screen: not in the navigation, and #/cors shows another screen
+    await created("POST", "/members", { username: "cors-viewer", password: "viewer-password", role: "viewer" })
+    const context = await browser.createBrowserContext()
+    try {
+      const viewerPage = await context.newPage()
+      await viewerPage.setViewport(viewport)
+      await signIn(viewerPage, server.baseUrl, "cors-viewer", "viewer-password")
+      expect(await viewerPage.$eval("nav.side", (e) => e.textContent ?? "")).not.toContain("Browser apps")
+      await go(viewerPage, "#/cors")
+      await waitText(viewerPage, "Structures")
+      expect(await viewerPage.$("textarea[name=allowed-origins]")).toBeNull()
+      expect(await writeControls(viewerPage)).toEqual([])
+    } finally {
+      await context.close()
+    }
+  }, 90_000)
 })
