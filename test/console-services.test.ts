@@ -181,7 +181,8 @@ describe("the services' console screens in Chromium", () => {
       const input = (await page.$("input[type=file]")) as ElementHandle<HTMLInputElementLike>
       await input.uploadFile(file)
       await waitText(page, "done")
-      await waitText(page, "inventory.txt")
+      // the list row's link (the upload's progress line names the file too, before the list has it)
+      await page.waitForSelector("a::-p-text(inventory.txt)")
       const listed = await server.request("GET", `${storage}/files?folder=reports/2026`, { token })
       expect(listed.status, listed.text).toBe(200)
       expect(listed.body.data).toHaveLength(1)
