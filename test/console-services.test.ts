@@ -2,7 +2,8 @@
 // (ranked hits with their highlights, the text around the marks escaped, a prefix found as typed) and Data health
 // (a schema scan from the button, a suggestion accepted into the structure; a correction found by "Check records"
 // and accepted as a record update) and Files (an upload into a folder through the file input with its progress, a
-// text preview, a delete confirmed in the browser's dialog). The data is made over the API; what the screens do is
+// text preview, a delete confirmed in the browser's dialog) and Browser apps (two origins saved as the server stores
+// them, a bad one refused with the server's 400 shown; a viewer has no such screen). The data is made over the API; what the screens do is
 // checked over the API too.
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
@@ -11,7 +12,7 @@ import * as Path from "node:path"
 import type { Browser, ElementHandle, Page } from "puppeteer-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { computeClient } from "./support/compute.ts"
-import { go, launchChromium, rowsOnce, signIn, snap, viewport, waitText } from "./support/ConsolePage.ts"
+import { go, launchChromium, rowsOnce, signIn, snap, viewport, waitText, writeControls } from "./support/ConsolePage.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 import { eventually } from "./support/wait.ts"
 
@@ -180,7 +181,8 @@ describe("the services' console screens in Chromium", () => {
       const input = (await page.$("input[type=file]")) as ElementHandle<HTMLInputElementLike>
       await input.uploadFile(file)
       await waitText(page, "done")
-      await waitText(page, "inventory.txt")
+      // the list row's link (the upload's progress line names the file too, before the list has it)
+      await page.waitForSelector("a::-p-text(inventory.txt)")
       const listed = await server.request("GET", `${storage}/files?folder=reports/2026`, { token })
       expect(listed.status, listed.text).toBe(200)
       expect(listed.body.data).toHaveLength(1)
@@ -207,4 +209,54 @@ describe("the services' console screens in Chromium", () => {
       Fs.rmSync(dir, { recursive: true, force: true })
     }
   }, 120_000)
+
+  it("Browser apps (CORS): saves two origins as the server stores them; a bad origin shows the server's 400", async () => {
+    await go(page, "#/cors")
+    await waitText(page, "Allowed origins")
+    await page.waitForSelector("textarea[name=allowed-origins]")
+    expect(await page.$$eval("[data-write]", (els) => els.map((e) => e.getAttribute("data-write")))).toEqual(["write:cors"])
+    await page.type("textarea[name=allowed-origins]", "HTTPS://App.Example.com:443\nhttp://localhost:5173\n")
+    await page.click("button::-p-text(Save origins)")
+    const saved = await eventually(async () => {
+      const res = await api.call("GET", "/settings/cors")
+      return res.body.allowedOrigins.length === 2 ? res.body : undefined
+    }, 15_000)
+    expect(saved).toEqual({ allowedOrigins: ["https://app.example.com", "http://localhost:5173"] })
+    // the form shows the list as stored (canonical)
+    await page.waitForFunction(
+      () =>
+        (globalThis as unknown as { document: { querySelector: (s: string) => { value: string } } }).document.querySelector(
+          "textarea[name=allowed-origins]"
+        ).value === "https://app.example.com\nhttp://localhost:5173"
+    )
+
+    // a bad origin: the server's 400 (its message and the detail naming the entry) shown; the list unchanged
+    const refused = await api.call("PUT", "/settings/cors", { allowedOrigins: ["https://app.example.com", "https://x.example.com/path"] })
+    expect(refused.status).toBe(400)
+    const detail = (refused.body.details as Array<{ field: string; message: string }>)[0]!
+    await page.type("textarea[name=allowed-origins]", "\nhttps://x.example.com/path")
+    await page.click("button::-p-text(Save origins)")
+    await waitText(page, refused.body.message)
+    await waitText(page, detail.message)
+    expect(await page.$eval("[role=alert]", (e) => e.textContent ?? "")).toContain("allowedOrigins[2]")
+    expect((await api.call("GET", "/settings/cors")).body).toEqual(saved)
+    await snap(page, "cors")
+    expect(pageErrors).toEqual([])
+
+    // a viewer (no read:cors) has no such screen: not in the navigation, and #/cors shows another screen
+    await created("POST", "/members", { username: "cors-viewer", password: "viewer-password", role: "viewer" })
+    const context = await browser.createBrowserContext()
+    try {
+      const viewerPage = await context.newPage()
+      await viewerPage.setViewport(viewport)
+      await signIn(viewerPage, server.baseUrl, "cors-viewer", "viewer-password")
+      expect(await viewerPage.$eval("nav.side", (e) => e.textContent ?? "")).not.toContain("Browser apps")
+      await go(viewerPage, "#/cors")
+      await waitText(viewerPage, "Structures")
+      expect(await viewerPage.$("textarea[name=allowed-origins]")).toBeNull()
+      expect(await writeControls(viewerPage)).toEqual([])
+    } finally {
+      await context.close()
+    }
+  }, 90_000)
 })

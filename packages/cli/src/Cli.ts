@@ -5,6 +5,7 @@
  */
 import { Command } from "effect/cli"
 import { backup, restore } from "./commands/Backup.ts"
+import { cors } from "./commands/Cors.ts"
 import { functions } from "./commands/Functions.ts"
 import { login, logout, whoami } from "./commands/Login.ts"
 import { exportRecords, importRecords } from "./commands/Records.ts"
@@ -38,6 +39,7 @@ export const troupe = Command.make("troupe").pipe(
     files,
     search,
     health,
+    cors,
     backup,
     restore
   ]),

@@ -103,7 +103,12 @@ export const bundleConsole: Effect.Effect<ConsoleBundle, ConsoleBundleError> = E
   const dir = cacheDir(appDir)
   const version = yield* Effect.tryPromise({ try: () => import("esbuild").then((e) => e.version), catch: fail })
   const cached = yield* readCache(dir)
-  const fresh = cached !== undefined && cached.version === version && (yield* inputsKey(cached.inputs)) === cached.key
+  // a cache made from another checkout's sources (a node_modules copied along with its .cache) is not this one's
+  const fresh =
+    cached !== undefined &&
+    cached.version === version &&
+    cached.inputs.some((input) => input.startsWith(`${appDir}${Path.sep}`)) &&
+    (yield* inputsKey(cached.inputs)) === cached.key
   const built = fresh ? cached : yield* build
   if (!fresh) yield* writeCache(dir, built, yield* inputsKey(built.inputs))
   return yield* assemble(built, Math.round(performance.now() - start), fresh)

@@ -3,6 +3,7 @@
 import { useState } from "preact/hooks"
 import type { ComponentChildren } from "preact"
 import { ActivityScreen } from "./screens/ActivityScreen.tsx"
+import { CorsScreen } from "./screens/CorsScreen.tsx"
 import { FilesScreen } from "./screens/FilesScreen.tsx"
 import { DataHealthScreen } from "./screens/DataHealthScreen.tsx"
 import { FunctionsScreen } from "./screens/FunctionsScreen.tsx"
@@ -51,6 +52,7 @@ const screens: ReadonlyArray<Screen> = [
     needs: ["workspace:members", "read:service-accounts"],
     render: () => <MembersScreen />
   },
+  { key: "cors", label: "Browser apps (CORS)", needs: ["read:cors"], render: () => <CorsScreen /> },
   { key: "activity", label: "Live activity", needs: ["read:records"], render: () => <ActivityScreen /> }
 ]
 

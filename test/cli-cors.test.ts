@@ -1,0 +1,87 @@
+// `troupe cors get|set` end to end: the CLI run as a child process (bin/troupe.mjs) against a real node, with the
+// session from TROUPE_URL/TROUPE_WORKSPACE/TROUPE_TOKEN; what it sets is checked over the API.
+import { spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { startServer, type TestServer } from "./support/TestServer.ts"
+
+const root = Path.resolve(import.meta.dirname, "..")
+const bin = Path.join(root, "packages/cli/bin/troupe.mjs")
+
+interface Run {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+describe("troupe cors", { timeout: 120_000 }, () => {
+  let server: TestServer
+  let work: string
+  let token = ""
+  const troupe = (args: ReadonlyArray<string>) =>
+    new Promise<Run>((resolve, reject) => {
+      const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("TROUPE_")))
+      const child = spawn(process.execPath, [bin, ...args], {
+        cwd: root,
+        env: {
+          ...env,
+          TROUPE_CONFIG: Path.join(work, "config.json"),
+          TROUPE_URL: server.baseUrl,
+          TROUPE_WORKSPACE: server.workspace,
+          TROUPE_TOKEN: token
+        },
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      let stdout = ""
+      let stderr = ""
+      child.stdout.on("data", (d) => (stdout += d))
+      child.stderr.on("data", (d) => (stderr += d))
+      child.on("error", reject)
+      child.on("close", (code) => resolve({ code, stdout, stderr }))
+    })
+  const stored = async () => {
+    const res = await server.request("GET", `${server.base}/settings/cors`, { token })
+    expect(res.status).toBe(200)
+    return (res.body as { allowedOrigins: Array<string> }).allowedOrigins
+  }
+
+  beforeAll(async () => {
+    work = Fs.mkdtempSync(Path.join(Os.tmpdir(), "troupe-cli-cors-"))
+    server = await startServer()
+    token = await server.adminToken()
+  }, 60_000)
+  afterAll(async () => {
+    await server?.close()
+    Fs.rmSync(work, { recursive: true, force: true })
+  })
+
+  it("sets, reads and clears the workspace's origins; a bad origin is the server's 400 and changes nothing", async () => {
+    const empty = await troupe(["cors", "get"])
+    expect(empty.code, empty.stderr).toBe(0)
+    expect(empty.stdout).toContain("no origin allowed")
+
+    const set = await troupe(["cors", "set", "https://App.Example.com:443", "http://localhost:5173", "--json"])
+    expect(set.code, set.stderr).toBe(0)
+    expect(JSON.parse(set.stdout)).toEqual({ allowedOrigins: ["https://app.example.com", "http://localhost:5173"] })
+    expect(await stored()).toEqual(["https://app.example.com", "http://localhost:5173"])
+
+    const got = await troupe(["cors", "get"])
+    expect(got.code).toBe(0)
+    expect(got.stdout.trim().split("\n")).toEqual(["https://app.example.com", "http://localhost:5173"])
+
+    const bad = await troupe(["cors", "set", "https://ok.example.com", "https://app.example.com/path"])
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toContain("allowedOrigins[1]")
+    expect(await stored()).toEqual(["https://app.example.com", "http://localhost:5173"])
+
+    expect((await troupe(["cors", "set"])).code).toBe(2)
+    expect((await troupe(["cors", "set", "--clear", "https://a.example.com"])).code).toBe(2)
+
+    const cleared = await troupe(["cors", "set", "--clear", "--json"])
+    expect(cleared.code, cleared.stderr).toBe(0)
+    expect(JSON.parse(cleared.stdout)).toEqual({ allowedOrigins: [] })
+    expect(await stored()).toEqual([])
+  })
+})
