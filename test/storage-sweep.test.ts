@@ -1,7 +1,11 @@
-// The PostgreSQL store's sweep (docs/storage.md, "Choosing a store") every TROUPE_STORAGE_SWEEP_SECONDS: chunks no
-// file or variant row names and older than an hour go (an upload or a variant whose node died before its row
-// committed); chunks of an upload still streaming (younger) stay, and so do a committed image variant's.
-// PostgreSQL only (the embedded node's disk store empties its temporary directory at start instead).
+// The orphan sweep of the built-in stores (docs/storage.md, "Stores") every TROUPE_STORAGE_SWEEP_SECONDS: bytes no
+// file or variant row names and older than an hour go (an upload or an image variant whose node died before its row
+// committed); younger ones (an upload still streaming) stay, and so do a committed file's and variant's. PostgreSQL
+// chunks with DATABASE_URL, files under TROUPE_DATA_DIR/storage/blobs on the embedded node.
+import * as Crypto from "node:crypto"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
 import sharp from "sharp"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { database } from "./support/records.ts"
@@ -9,14 +13,52 @@ import { startServer, type TestServer } from "./support/TestServer.ts"
 import { eventually, sleep } from "./support/wait.ts"
 
 const onPg = process.env.DATABASE_URL !== undefined && process.env.DATABASE_URL !== ""
+const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "troupe-sweep-test-"))
+const blobs = Path.join(dataDir, "storage", "blobs")
+const twoHoursAgo = () => new Date(Date.now() - 2 * 3600 * 1000)
 
-describe.runIf(onPg)("the orphan chunk sweep", () => {
+/** Per backend: make every stored blob look old, add an orphan (old or young), see whether a key's bytes remain. */
+const backend = (server: TestServer) => {
+  if (onPg) {
+    const sql = database(server)
+    return {
+      ageAll: async () => {
+        await sql`UPDATE storage_chunks SET created_at = now() - interval '2 hours'`
+      },
+      orphan: async (key: string, old: boolean) => {
+        await sql`INSERT INTO storage_chunks (blob_key, seq, data, created_at)
+          VALUES (${key}, 0, ${Buffer.from("x")}, ${old ? twoHoursAgo() : new Date()})`
+      },
+      has: async (key: string) => (await sql`SELECT 1 FROM storage_chunks WHERE blob_key = ${key}`).length > 0,
+      keptKeys: async () => (await sql<{ blob_key: string }[]>`SELECT blob_key FROM storage_variants`).map((r) => r.blob_key),
+      end: () => sql.end()
+    }
+  }
+  return {
+    ageAll: async () => {
+      for (const name of Fs.readdirSync(blobs)) Fs.utimesSync(Path.join(blobs, name), twoHoursAgo(), twoHoursAgo())
+    },
+    orphan: async (key: string, old: boolean) => {
+      Fs.writeFileSync(Path.join(blobs, key), "x")
+      if (old) Fs.utimesSync(Path.join(blobs, key), twoHoursAgo(), twoHoursAgo())
+    },
+    has: async (key: string) => Fs.existsSync(Path.join(blobs, key)),
+    // on disk: every blob so far (the original and its variant)
+    keptKeys: async () => Fs.readdirSync(blobs),
+    end: async () => {}
+  }
+}
+
+describe("the orphan sweep", () => {
   let server: TestServer
   beforeAll(async () => {
-    server = await startServer({ env: { TROUPE_STORAGE_SWEEP_SECONDS: "1", TROUPE_STORAGE_IMAGE_SIZES: "16" } })
+    server = await startServer({
+      env: { TROUPE_STORAGE_SWEEP_SECONDS: "1", TROUPE_STORAGE_IMAGE_SIZES: "16", ...(onPg ? {} : { TROUPE_DATA_DIR: dataDir }) }
+    })
   }, 300_000)
   afterAll(async () => {
     await server?.close()
+    Fs.rmSync(dataDir, { recursive: true, force: true })
   })
 
   it("drops old orphans only, keeping files, variants and uploads in progress", { timeout: 120_000 }, async () => {
@@ -37,23 +79,23 @@ describe.runIf(onPg)("the orphan chunk sweep", () => {
     const variant = await get(`/files/${id}?width=16`)
     expect(variant.status).toBe(200)
 
-    const sql = database(server)
+    const store = backend(server)
     try {
+      const stored = await store.keptKeys()
+      expect(stored.length).toBeGreaterThan(0)
       // every committed blob looks old; one old orphan (a crashed upload or variant) and one young (still streaming)
-      await sql`UPDATE storage_chunks SET created_at = now() - interval '2 hours'`
-      await sql`INSERT INTO storage_chunks (blob_key, seq, data, created_at)
-        VALUES ('orphan-old', 0, ${Buffer.from("x")}, now() - interval '2 hours'), ('orphan-young', 0, ${Buffer.from("y")}, now())`
-      await eventually(async () =>
-        (await sql`SELECT 1 FROM storage_chunks WHERE blob_key = 'orphan-old'`).length === 0 ? true : undefined
-      )
+      await store.ageAll()
+      const oldKey = Crypto.randomUUID()
+      const youngKey = Crypto.randomUUID()
+      await store.orphan(oldKey, true)
+      await store.orphan(youngKey, false)
+      await eventually(async () => ((await store.has(oldKey)) ? undefined : true))
       // a sweep or two more: the rest stays
       await sleep(2500)
-      expect((await sql`SELECT 1 FROM storage_chunks WHERE blob_key = 'orphan-young'`).length).toBe(1)
-      const kept = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM storage_chunks c
-        WHERE EXISTS (SELECT 1 FROM storage_variants v WHERE v.blob_key = c.blob_key)`
-      expect(kept[0]!.n).toBeGreaterThan(0)
+      expect(await store.has(youngKey)).toBe(true)
+      for (const key of stored) expect(await store.has(key)).toBe(true)
     } finally {
-      await sql.end()
+      await store.end()
     }
     expect((await get(`/files/${id}`)).bytes.equals(png)).toBe(true)
     const again = await get(`/files/${id}?width=16`)
