@@ -104,6 +104,8 @@ export class StorageSignedApi extends HttpApiGroup.make("storageSigned")
   .annotateMerge(
     OpenApi.annotations({
       title: "Storage (signed URLs)",
-      description: "Downloads by a URL made with POST /files/{id}/signed-url; an expired or altered URL answers 403."
+      description:
+        "Downloads by a URL made with POST /files/{id}/signed-url; an expired or altered URL answers 403. " +
+        "Each download counts against the workspace's `reads` rate limit (429 with Retry-After past it)."
     })
   ) {}

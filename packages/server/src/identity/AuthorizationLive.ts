@@ -54,6 +54,13 @@ const urlWorkspace = Effect.gen(function* () {
   }
 })
 
+/** The contract's 429 body with Retry-After (also answered by routes without a token: signed downloads). */
+export const tooManyResponse = (error: TooManyRequests): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.jsonUnsafe(
+    { error: error.error, message: error.message, code: error.code, statusCode: error.statusCode, details: error.details },
+    { status: 429, headers: { "retry-after": String((error as TooManyRequests & { retryAfter?: number }).retryAfter ?? 1) } }
+  )
+
 export const AuthorizationLive: Layer.Layer<Authorization, never, Authenticator> = Layer.effect(
   Authorization,
   Effect.gen(function* () {
@@ -76,23 +83,7 @@ export const AuthorizationLive: Layer.Layer<Authorization, never, Authenticator>
           return yield* Effect.provideService(httpEffect, CurrentPrincipal, principal)
         }).pipe(
           // HttpApi would encode a declared error by its schema alone, dropping Retry-After: answer 429 here.
-          Effect.catchTag("Limited", ({ error }) =>
-            Effect.succeed(
-              HttpServerResponse.jsonUnsafe(
-                {
-                  error: error.error,
-                  message: error.message,
-                  code: error.code,
-                  statusCode: error.statusCode,
-                  details: error.details
-                },
-                {
-                  status: 429,
-                  headers: { "retry-after": String((error as TooManyRequests & { retryAfter?: number }).retryAfter ?? 1) }
-                }
-              )
-            )
-          )
+          Effect.catchTag("Limited", ({ error }) => Effect.succeed(tooManyResponse(error)))
         )
     })
   })

@@ -152,6 +152,8 @@ const config = Effect.gen(function* () {
     maxFileBytes: yield* int("TROUPE_STORAGE_MAX_FILE_BYTES", 100 * 1024 * 1024, 1),
     /** 0 = no quota */
     quotaBytes: yield* int("TROUPE_STORAGE_QUOTA_BYTES", 0, 0),
+    /** how often the disk and PostgreSQL stores sweep bytes no file or variant row names (older than an hour) */
+    sweepSeconds: yield* int("TROUPE_STORAGE_SWEEP_SECONDS", 3600, 1),
     /** the widths and heights image variants may be asked for (GET /files/{id}?width=&height=) */
     imageSizes: yield* read(
       "TROUPE_STORAGE_IMAGE_SIZES",

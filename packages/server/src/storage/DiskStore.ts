@@ -1,8 +1,10 @@
 // The embedded node's store: one file per key under <TROUPE_DATA_DIR>/storage/blobs (or a temporary directory when
 // the database is in memory). A put writes `tmp/<random>`, fsyncs it, then renames it onto `blobs/<key>` (rename is
 // atomic on one file system), so a crash never leaves a half file under a live key; leftovers in `tmp/` are removed
-// when the store opens (one process owns an embedded data directory).
-import { Effect, Layer, Stream } from "effect"
+// when the store opens (one process owns an embedded data directory). Blobs no file or variant row names (a
+// variant whose node died before its row committed) are swept at start and every TROUPE_STORAGE_SWEEP_SECONDS.
+import { Effect, Layer, Schedule, Stream } from "effect"
+import { SqlClient } from "effect/sql"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -86,7 +88,34 @@ export const makeDiskStore = (root: string) =>
     })
   })
 
-/** The disk store under the data directory (a temporary one for `memory://`). */
+/** Blobs younger than this are never swept: the row of a put that just renamed its file may not be committed yet. */
+const SWEEP_MIN_AGE_MS = 60 * 60 * 1000
+
+/** Removes blobs older than an hour that no storage_files or storage_variants row names. */
+export const sweepDisk = (root: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const blobs = Path.join(root, "blobs")
+    const names = yield* Effect.promise(() => Fs.promises.readdir(blobs))
+    const before = Date.now() - SWEEP_MIN_AGE_MS
+    const old: Array<string> = []
+    for (const name of names) {
+      if (!safeKey(name)) continue
+      const stat = yield* Effect.promise(() => Fs.promises.stat(Path.join(blobs, name)).catch(() => undefined))
+      if (stat !== undefined && stat.mtimeMs < before) old.push(name)
+    }
+    for (let i = 0; i < old.length; i += 500) {
+      const batch = old.slice(i, i + 500)
+      const named = yield* sql<{ blob_key: string }>`SELECT blob_key FROM storage_files WHERE ${sql.in("blob_key", batch)}
+        UNION SELECT blob_key FROM storage_variants WHERE ${sql.in("blob_key", batch)}`
+      const keep = new Set(named.map((r) => r.blob_key))
+      for (const key of batch) {
+        if (!keep.has(key)) yield* Effect.promise(() => Fs.promises.rm(Path.join(blobs, key), { force: true }))
+      }
+    }
+  }).pipe(Effect.catchCause((cause) => Effect.logWarning("storage: sweeping orphan blobs failed", cause)))
+
+/** The disk store under the data directory (a temporary one for `memory://`), and its sweep. */
 export const DiskStoreLayer = Layer.effect(
   BlobStore,
   Effect.gen(function* () {
@@ -94,6 +123,9 @@ export const DiskStoreLayer = Layer.effect(
     const root = config.dataDir.startsWith("memory://")
       ? Fs.mkdtempSync(Path.join(Os.tmpdir(), "troupe-storage-"))
       : Path.join(config.dataDir, "storage")
-    return yield* makeDiskStore(root)
+    const store = yield* makeDiskStore(root)
+    const every = Schedule.spaced(`${config.storage.sweepSeconds} seconds`)
+    yield* Effect.forkScoped(Effect.repeat(sweepDisk(root), every))
+    return store
   })
 )

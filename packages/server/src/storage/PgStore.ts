@@ -1,8 +1,8 @@
 // The PostgreSQL store: a file's bytes as 256 KiB `bytea` rows of storage_chunks in the node's own database, so a
 // cluster needs nothing but its database to serve every file from every node. A put inserts each chunk as it fills
 // (one statement each, never the whole file in memory); the chunks of an upload are invisible until its metadata
-// row commits, and removed when the upload fails. Chunks left by a crashed node (no metadata row, older than an
-// hour) are swept at start and hourly.
+// row commits, and removed when the upload fails. Chunks left by a crashed node (no file or variant row, older
+// than an hour) are swept at start and every TROUPE_STORAGE_SWEEP_SECONDS (default hourly).
 import { Effect, Layer, Option, Schedule, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { Readable } from "node:stream"
@@ -123,14 +123,21 @@ export const makePgStore = Effect.gen(function* () {
   })
 })
 
-/** Drops chunks of uploads that never committed (their node died mid-upload): at start, then hourly. */
-const sweep = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  yield* sql`DELETE FROM storage_chunks c WHERE c.created_at < now() - interval '1 hour'
-    AND NOT EXISTS (SELECT 1 FROM storage_files f WHERE f.blob_key = c.blob_key)`
-}).pipe(
-  Effect.catchCause((cause) => Effect.logWarning("storage: sweeping orphan chunks failed", cause)),
-  Effect.repeat(Schedule.spaced("1 hour"))
-)
+/**
+ * Drops chunks no file or variant row names: uploads and image variants whose node died before their row
+ * committed. Only chunks older than an hour, so bytes of an upload still streaming are never touched.
+ */
+const sweep = (everySeconds: number) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`DELETE FROM storage_chunks c WHERE c.created_at < now() - interval '1 hour'
+      AND NOT EXISTS (SELECT 1 FROM storage_files f WHERE f.blob_key = c.blob_key)
+      AND NOT EXISTS (SELECT 1 FROM storage_variants v WHERE v.blob_key = c.blob_key)`
+  }).pipe(
+    Effect.catchCause((cause) => Effect.logWarning("storage: sweeping orphan chunks failed", cause)),
+    Effect.repeat(Schedule.spaced(`${everySeconds} seconds`))
+  )
 
-export const PgStoreLayer = Layer.effect(BlobStore, makePgStore).pipe(Layer.merge(Layer.effectDiscard(Effect.forkScoped(sweep))))
+/** The store, and its sweep at start and every `sweepSeconds` (TROUPE_STORAGE_SWEEP_SECONDS, default hourly). */
+export const PgStoreLayer = (sweepSeconds: number) =>
+  Layer.effect(BlobStore, makePgStore).pipe(Layer.merge(Layer.effectDiscard(Effect.forkScoped(sweep(sweepSeconds)))))

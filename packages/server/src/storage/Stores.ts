@@ -13,7 +13,7 @@ export const BlobStoreLayer: Layer.Layer<BlobStore, never, AppConfig | SqlClient
   Effect.gen(function* (): Effect.fn.Return<Layer.Layer<BlobStore, never, AppConfig | SqlClient.SqlClient>, never, AppConfig> {
     const config = yield* AppConfig
     if (Option.isSome(config.storage.url)) return S3StoreLayer(config.storage.url.value)
-    if (Option.isSome(config.databaseUrl)) return PgStoreLayer
+    if (Option.isSome(config.databaseUrl)) return PgStoreLayer(config.storage.sweepSeconds)
     return Layer.orDie(DiskStoreLayer)
   })
 ).pipe(Layer.orDie)

@@ -1,11 +1,13 @@
 // Handlers of the storage groups: the caller from CurrentPrincipal, then one service call each. Upload reads the
 // raw request (its multipart body is streamed by the service, never decoded whole); downloads answer raw
-// responses (streamed bytes, ranges, 304).
+// responses (streamed bytes, ranges, 304). Signed downloads have no token but count as reads of their workspace.
 import { Api } from "@troupe/api/Api"
 import { CurrentPrincipal } from "@troupe/api/Authorization"
 import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import { tooManyResponse } from "../identity/AuthorizationLive.ts"
+import { RateLimiter } from "../identity/RateLimiter.ts"
 import { StorageService } from "./StorageService.ts"
 
 const yes = (v: string | undefined) => v === "true" || v === "1"
@@ -57,10 +59,17 @@ export const StorageSignedHandlers = HttpApiBuilder.group(
   "storageSigned",
   Effect.fn(function* (handlers) {
     const storage = yield* StorageService
+    const limiter = yield* RateLimiter
     return handlers.handle("signedDownload", ({ params, query }) =>
       Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         yield* storage.verifySignature(params.workspace, params.id, query.expires, query.signature)
+        // A valid URL counts as a read of its workspace, like a download with a token (after the check, as a token is).
+        const limited = yield* limiter.hit(params.workspace, "reads").pipe(
+          Effect.as(undefined),
+          Effect.catch((error) => Effect.succeed(tooManyResponse(error)))
+        )
+        if (limited !== undefined) return limited
         return yield* storage.download(params.workspace, params.id, request, yes(query.download), query)
       })
     )
