@@ -16,4 +16,6 @@ export default Effect.gen(function* () {
     created_at timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (file_id, variant)
   )`
+  // the orphan sweeps ask, per blob, whether a variant names it
+  yield* sql`CREATE INDEX storage_variants_blob ON storage_variants (blob_key)`
 })
