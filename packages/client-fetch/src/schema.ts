@@ -5463,6 +5463,15 @@ export interface operations {
                     "application/json": components["schemas"]["RangeNotSatisfiableEncoded"];
                 };
             };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsEncoded"];
+                };
+            };
         };
     };
     "storage.upload": {

@@ -97,7 +97,7 @@ export class StorageSignedApi extends HttpApiGroup.make("storageSigned")
       params: idParams,
       query: SignedQuery,
       success: FileBytes,
-      error: [BadRequest, Forbidden, NotFound, RangeNotSatisfiable]
+      error: [BadRequest, Forbidden, NotFound, RangeNotSatisfiable, TooManyRequests]
     })
   )
   .prefix(storageBase)
