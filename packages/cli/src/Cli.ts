@@ -6,6 +6,7 @@
 import { Command } from "effect/cli"
 import { backup, restore } from "./commands/Backup.ts"
 import { cors } from "./commands/Cors.ts"
+import { resolve } from "./commands/Resolve.ts"
 import { functions } from "./commands/Functions.ts"
 import { login, logout, whoami } from "./commands/Login.ts"
 import { exportRecords, importRecords } from "./commands/Records.ts"
@@ -39,6 +40,7 @@ export const troupe = Command.make("troupe").pipe(
     files,
     search,
     health,
+    resolve,
     cors,
     backup,
     restore
