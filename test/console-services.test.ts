@@ -44,6 +44,25 @@ const rowWith = async (page: Page, testId: string, texts: ReadonlyArray<string>,
   }
 }
 
+/**
+ * Clicks a Data health job button until the screen says the job started ("Scan started"): a click while the panel
+ * re-renders (its lists loading) can land on a node that is being replaced.
+ */
+const startJob = async (page: Page, label: string) => {
+  await page.waitForSelector(`button::-p-text(${label})`)
+  // an earlier job's toast is gone first, so the one waited for is this click's
+  await page.waitForFunction(() => !document.body.innerText.includes("Scan started"), { timeout: 15_000 })
+  for (let attempt = 0; attempt < 3; attempt++) {
+    await page.click(`button::-p-text(${label})`)
+    const started = await page
+      .waitForFunction(() => document.body.innerText.includes("Scan started"), { timeout: 10_000 })
+      .then(() => true)
+      .catch(() => false)
+    if (started) return
+  }
+  throw new Error(`${label}: the screen never said the job started`)
+}
+
 describe("the services' console screens in Chromium", () => {
   let server: TestServer
   let browser: Browser
@@ -122,20 +141,23 @@ describe("the services' console screens in Chromium", () => {
   }, 120_000)
 
   it("Data health: scans from the button, accepts a schema suggestion and a correction", async () => {
+    // slugs of this attempt (a retry runs against the same node)
+    const tag = Date.now().toString(36)
+    const signupsSlug = `signups-${tag}`
+    const customersSlug = `customers-${tag}`
     const signups = await created("POST", "/structures", {
-      name: "Signups",
-      recordSlug: "signups",
+      name: `Signups ${tag}`,
+      recordSlug: signupsSlug,
       properties: [{ name: "name", type: "string" }],
       schemaDiscoveryMode: "auto-evolving"
     })
     await created("POST", "/records/bulk", {
-      structureId: "signups",
+      structureId: signupsSlug,
       records: Array.from({ length: 40 }, (_, i) => ({ data: { name: `user ${i}`, age: 20 + i } }))
     })
-    await go(page, "#/data-health/signups/schema")
-    await page.waitForSelector("button::-p-text(Scan stored records)")
-    await page.click("button::-p-text(Scan stored records)")
-    const row = await rowWith(page, "schema-suggestion", ["add_property", "age"], 60_000)
+    await go(page, `#/data-health/${signupsSlug}/schema`)
+    await startJob(page, "Scan stored records")
+    const row = await rowWith(page, "schema-suggestion", ["add_property", "age"], 120_000)
     await snap(page, "data-health")
     await (await row.$("button::-p-text(Accept)"))!.click()
     await rowWith(page, "schema-suggestion", ["age", "accepted"], 30_000)
@@ -144,21 +166,20 @@ describe("the services' console screens in Chromium", () => {
 
     // corrections: a misspelling among frequent values, found by "Check records", accepted as a record update
     await created("POST", "/structures", {
-      name: "Customers",
-      recordSlug: "customers",
+      name: `Customers ${tag}`,
+      recordSlug: customersSlug,
       properties: [{ name: "country", type: "string" }]
     })
     const countries = ["Germany", "France", "Spain", "Italy"]
     const bulk = await created("POST", "/records/bulk", {
-      structureId: "customers",
+      structureId: customersSlug,
       records: Array.from({ length: 200 }, (_, i) => ({ data: { country: i === 7 ? "Germny" : countries[i % 4] } }))
     })
     const misspelt = (bulk.records as Array<{ id: string }>)[7]!.id
-    await created("PUT", "/collections/customers/ai-config", { enabled: true, fields: ["country"] })
-    await go(page, "#/data-health/customers/validation")
-    await page.waitForSelector("button::-p-text(Check records)")
-    await page.click("button::-p-text(Check records)")
-    const correction = await rowWith(page, "validation-suggestion", ["Germny", "Germany"], 60_000)
+    await created("PUT", `/collections/${customersSlug}/ai-config`, { enabled: true, fields: ["country"] })
+    await go(page, `#/data-health/${customersSlug}/validation`)
+    await startJob(page, "Check records")
+    const correction = await rowWith(page, "validation-suggestion", ["Germny", "Germany"], 120_000)
     await (await correction.$("button::-p-text(Accept)"))!.click()
     const fixed = await eventually(async () => {
       const record = await created("GET", `/records/${misspelt}`)
@@ -166,7 +187,7 @@ describe("the services' console screens in Chromium", () => {
     }, 30_000)
     expect(fixed.version).toBe(2)
     expect(pageErrors).toEqual([])
-  }, 180_000)
+  }, 300_000)
 
   it("Files: uploads into a folder, previews the text, deletes after the confirmation", async () => {
     const storage = `/storage/workspace/${server.workspace}/api/v1`
