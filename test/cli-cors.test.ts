@@ -1,46 +1,18 @@
 // `troupe cors get|set` end to end: the CLI run as a child process (bin/troupe.mjs) against a real node, with the
 // session from TROUPE_URL/TROUPE_WORKSPACE/TROUPE_TOKEN; what it sets is checked over the API.
-import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startServer, type TestServer } from "./support/TestServer.ts"
-
-const root = Path.resolve(import.meta.dirname, "..")
-const bin = Path.join(root, "packages/cli/bin/troupe.mjs")
-
-interface Run {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
+import { runTroupe } from "./support/TroupeCli.ts"
 
 describe("troupe cors", { timeout: 120_000 }, () => {
   let server: TestServer
   let work: string
   let token = ""
   const troupe = (args: ReadonlyArray<string>) =>
-    new Promise<Run>((resolve, reject) => {
-      const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("TROUPE_")))
-      const child = spawn(process.execPath, [bin, ...args], {
-        cwd: root,
-        env: {
-          ...env,
-          TROUPE_CONFIG: Path.join(work, "config.json"),
-          TROUPE_URL: server.baseUrl,
-          TROUPE_WORKSPACE: server.workspace,
-          TROUPE_TOKEN: token
-        },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      let stdout = ""
-      let stderr = ""
-      child.stdout.on("data", (d) => (stdout += d))
-      child.stderr.on("data", (d) => (stderr += d))
-      child.on("error", reject)
-      child.on("close", (code) => resolve({ code, stdout, stderr }))
-    })
+    runTroupe({ url: server.baseUrl, workspace: server.workspace, token, config: Path.join(work, "config.json") }, args)
   const stored = async () => {
     const res = await server.request("GET", `${server.base}/settings/cors`, { token })
     expect(res.status).toBe(200)

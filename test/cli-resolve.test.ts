@@ -2,47 +2,19 @@
 // (session from TROUPE_URL/TROUPE_WORKSPACE/TROUPE_TOKEN): health scans and lists with ids; resolve accepts a schema
 // suggestion into the structure and a correction into its record (both checked over the API), rejects another, and
 // a second accept is the server's 409 (exit 1).
-import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startServer, type TestServer } from "./support/TestServer.ts"
-
-const root = Path.resolve(import.meta.dirname, "..")
-const bin = Path.join(root, "packages/cli/bin/troupe.mjs")
-
-interface Run {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
+import { runTroupe } from "./support/TroupeCli.ts"
 
 describe("troupe resolve", { timeout: 240_000 }, () => {
   let server: TestServer
   let work: string
   let token = ""
   const troupe = (args: ReadonlyArray<string>) =>
-    new Promise<Run>((resolve, reject) => {
-      const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("TROUPE_")))
-      const child = spawn(process.execPath, [bin, ...args], {
-        cwd: root,
-        env: {
-          ...env,
-          TROUPE_CONFIG: Path.join(work, "config.json"),
-          TROUPE_URL: server.baseUrl,
-          TROUPE_WORKSPACE: server.workspace,
-          TROUPE_TOKEN: token
-        },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      let stdout = ""
-      let stderr = ""
-      child.stdout.on("data", (d) => (stdout += d))
-      child.stderr.on("data", (d) => (stderr += d))
-      child.on("error", reject)
-      child.on("close", (code) => resolve({ code, stdout, stderr }))
-    })
+    runTroupe({ url: server.baseUrl, workspace: server.workspace, token, config: Path.join(work, "config.json") }, args)
   beforeAll(async () => {
     work = Fs.mkdtempSync(Path.join(Os.tmpdir(), "troupe-cli-resolve-"))
     server = await startServer()

@@ -4,7 +4,6 @@
 // the model path against a scripted chat-completions server (malformed JSON, a timeout and a 429 each a clear batch
 // error, never a write); and bad input answered 4xx with the contract's body. Runs on PGlite, or PostgreSQL with
 // DATABASE_URL.
-import { spawn } from "node:child_process"
 import * as Http from "node:http"
 import type * as Net from "node:net"
 import * as Os from "node:os"
@@ -14,6 +13,7 @@ import { computeClient, fn } from "./support/compute.ts"
 import { createAccount, createUser } from "./support/IdentityHelpers.ts"
 import { openSse } from "./support/SseClient.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
+import { runTroupe } from "./support/TroupeCli.ts"
 import { eventually, sleep } from "./support/wait.ts"
 import { type Receiver, startReceiver } from "./support/WebhookReceiver.ts"
 
@@ -415,26 +415,13 @@ describe("bad input", () => {
 
 describe("troupe health", () => {
   it("scans a structure and lists what was found, with why", async () => {
-    const root = Path.resolve(import.meta.dirname, "..")
-    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, [Path.join(root, "packages/cli/bin/troupe.mjs"), "health", "customers", "--json"], {
-        cwd: root,
-        env: {
-          ...process.env,
-          TROUPE_CONFIG: Path.join(Os.tmpdir(), `troupe-health-${process.pid}.json`),
-          TROUPE_URL: server.baseUrl,
-          TROUPE_WORKSPACE: server.workspace,
-          TROUPE_TOKEN: token
-        },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      let stdout = ""
-      let stderr = ""
-      child.stdout.on("data", (d) => (stdout += d))
-      child.stderr.on("data", (d) => (stderr += d))
-      child.on("error", reject)
-      child.on("close", (code) => resolve({ code, stdout, stderr }))
-    })
+    const session = {
+      url: server.baseUrl,
+      workspace: server.workspace,
+      token,
+      config: Path.join(Os.tmpdir(), `troupe-health-${process.pid}.json`)
+    }
+    const run = await runTroupe(session, ["health", "customers", "--json"])
     expect(run.code, run.stderr).toBe(0)
     const report = JSON.parse(run.stdout)
     expect(report.jobs.map((j: any) => `${j.kind}:${j.status}`)).toEqual([

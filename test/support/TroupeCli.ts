@@ -1,0 +1,43 @@
+// The `troupe` CLI run as a child process (packages/cli/bin/troupe.mjs) against a test node, with its session from
+// TROUPE_URL/TROUPE_WORKSPACE/TROUPE_TOKEN and its config file where the test says (no TROUPE_* of the caller leaks in).
+import { spawn } from "node:child_process"
+import * as Path from "node:path"
+
+const root = Path.resolve(import.meta.dirname, "../..")
+const bin = Path.join(root, "packages/cli/bin/troupe.mjs")
+
+export interface CliRun {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+export interface CliSession {
+  readonly url: string
+  readonly workspace: string
+  readonly token: string
+  /** TROUPE_CONFIG: a file of the test's own */
+  readonly config: string
+}
+
+export const runTroupe = (session: CliSession, args: ReadonlyArray<string>) =>
+  new Promise<CliRun>((resolve, reject) => {
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("TROUPE_")))
+    const child = spawn(process.execPath, [bin, ...args], {
+      cwd: root,
+      env: {
+        ...env,
+        TROUPE_CONFIG: session.config,
+        TROUPE_URL: session.url,
+        TROUPE_WORKSPACE: session.workspace,
+        TROUPE_TOKEN: session.token
+      },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (d) => (stdout += d))
+    child.stderr.on("data", (d) => (stderr += d))
+    child.on("error", reject)
+    child.on("close", (code) => resolve({ code, stdout, stderr }))
+  })
