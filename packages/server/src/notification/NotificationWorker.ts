@@ -84,12 +84,15 @@ export class NotificationWorker extends Context.Service<
           )
       yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.takeAll(finishing), writeBatch)))
 
+      /** ids whose outcome waits for its batch: their slot is free again, their lease is still renewed */
+      const recording = new Set<string>()
       const record = (outcome: Outcome) =>
         Effect.gen(function* () {
           const done = yield* Deferred.make<void>()
+          recording.add(outcome.id)
           yield* Queue.offer(finishing, { outcome, done })
           yield* Deferred.await(done)
-        })
+        }).pipe(Effect.ensuring(Effect.sync(() => recording.delete(outcome.id))))
 
       // ---------------------------------------------------------------- one message
 
@@ -165,7 +168,8 @@ export class NotificationWorker extends Context.Service<
 
       // in the layer's scope: a node shutting down interrupts its sends; their leases expire and another node
       // (or this one, restarted) sends them
-      const start = (row: MessageRow) => Effect.forkIn(Effect.flatMap(attempt(row), record).pipe(Effect.ensuring(release(row))), layerScope)
+      // the slot is given back once the provider answered: recording the outcome holds no provider connection
+      const start = (row: MessageRow) => Effect.forkIn(Effect.flatMap(attempt(row).pipe(Effect.ensuring(release(row))), record), layerScope)
 
       // ---------------------------------------------------------------- the loop
 
@@ -212,7 +216,7 @@ export class NotificationWorker extends Context.Service<
       const worker = yield* Effect.forkScoped(loop)
       yield* Effect.addFinalizer(() => Fiber.interrupt(worker))
 
-      const renew = Effect.suspend(() => repo.renew(owner, [...held.keys()], leaseMs)).pipe(
+      const renew = Effect.suspend(() => repo.renew(owner, [...held.keys(), ...recording], leaseMs)).pipe(
         Effect.catchCause((cause) => Effect.logWarning("notifications: lease renewal failed", cause)),
         Effect.repeat(Schedule.spaced(Duration.millis(Math.max(100, Math.floor(leaseMs / 3)))))
       )
@@ -228,7 +232,7 @@ export class NotificationWorker extends Context.Service<
       yield* Effect.forkScoped(sweep)
 
       return NotificationWorker.of({
-        inHand: Effect.sync(() => held.size),
+        inHand: Effect.sync(() => held.size + recording.size),
         reserve,
         unreserve: give,
         begin: (row) => Effect.asVoid(start(row)),
