@@ -4,18 +4,16 @@
 // when the store opens (one process owns an embedded data directory). Blobs no file or variant row names (a
 // variant whose node died before its row committed) are swept at start and every TROUPE_STORAGE_SWEEP_SECONDS.
 import { Effect, Layer, Schedule, Stream } from "effect"
-import { SqlClient } from "effect/sql"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { BlobStore, BlobStoreError, metered } from "./BlobStore.ts"
+import { isBlobKey, removeUnnamed, SWEEP_MIN_AGE_MS } from "./Sweep.ts"
 
 const fail = (reason: string) => (cause: unknown) => new BlobStoreError({ reason, cause })
 
 /** A key is a uuid (the file id, or id + variant): never a path. */
-const safeKey = (key: string) => /^[0-9a-f-]{36}(\.[a-z0-9]+)?$/.test(key)
-
 export const makeDiskStore = (root: string) =>
   Effect.gen(function* () {
     const blobs = Path.join(root, "blobs")
@@ -29,7 +27,7 @@ export const makeDiskStore = (root: string) =>
       catch: fail(`cannot prepare ${root}`)
     })
     const pathOf = (key: string) => {
-      if (!safeKey(key)) throw new Error(`bad blob key ${key}`)
+      if (!isBlobKey(key)) throw new Error(`bad blob key ${key}`)
       return Path.join(blobs, key)
     }
     return BlobStore.of({
@@ -88,31 +86,19 @@ export const makeDiskStore = (root: string) =>
     })
   })
 
-/** Blobs younger than this are never swept: the row of a put that just renamed its file may not be committed yet. */
-const SWEEP_MIN_AGE_MS = 60 * 60 * 1000
-
-/** Removes blobs older than an hour that no storage_files or storage_variants row names. */
+/** Removes blobs older than an hour that no storage_files or storage_variants row names (Sweep.ts). */
 export const sweepDisk = (root: string) =>
   Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
     const blobs = Path.join(root, "blobs")
     const names = yield* Effect.promise(() => Fs.promises.readdir(blobs))
     const before = Date.now() - SWEEP_MIN_AGE_MS
     const old: Array<string> = []
     for (const name of names) {
-      if (!safeKey(name)) continue
+      if (!isBlobKey(name)) continue
       const stat = yield* Effect.promise(() => Fs.promises.stat(Path.join(blobs, name)).catch(() => undefined))
       if (stat !== undefined && stat.mtimeMs < before) old.push(name)
     }
-    for (let i = 0; i < old.length; i += 500) {
-      const batch = old.slice(i, i + 500)
-      const named = yield* sql<{ blob_key: string }>`SELECT blob_key FROM storage_files WHERE ${sql.in("blob_key", batch)}
-        UNION SELECT blob_key FROM storage_variants WHERE ${sql.in("blob_key", batch)}`
-      const keep = new Set(named.map((r) => r.blob_key))
-      for (const key of batch) {
-        if (!keep.has(key)) yield* Effect.promise(() => Fs.promises.rm(Path.join(blobs, key), { force: true }))
-      }
-    }
+    yield* removeUnnamed(old, (key) => Effect.promise(() => Fs.promises.rm(Path.join(blobs, key), { force: true })))
   }).pipe(Effect.catchCause((cause) => Effect.logWarning("storage: sweeping orphan blobs failed", cause)))
 
 /** The disk store under the data directory (a temporary one for `memory://`), and its sweep. */

@@ -2,13 +2,15 @@
 // path-style (`<endpoint>/<bucket>/<key>`) so any of them works without DNS per bucket. TROUPE_S3_ENDPOINT and
 // TROUPE_S3_REGION choose the service, AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or the SDK's other sources)
 // the credentials. A put streams through @aws-sdk/lib-storage's Upload: one PUT for a small file, a multipart
-// upload in 8 MiB parts for a large one, aborted (its parts dropped) when the upload fails or is cut off.
-import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, S3Client } from "@aws-sdk/client-s3"
+// upload in 8 MiB parts for a large one, aborted (its parts dropped) when the upload fails or is cut off. Orphan
+// objects under the prefix are swept (sweepS3).
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3"
 import { Upload } from "@aws-sdk/lib-storage"
-import { Effect, Layer, Option, Stream } from "effect"
+import { Effect, Layer, Option, Schedule, Stream } from "effect"
 import { PassThrough, type Readable } from "node:stream"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { BlobStore, BlobStoreError, metered } from "./BlobStore.ts"
+import { isBlobKey, removeUnnamed, SWEEP_MIN_AGE_MS } from "./Sweep.ts"
 
 const fail = (reason: string) => (cause: unknown) => new BlobStoreError({ reason, cause })
 
@@ -114,6 +116,29 @@ export const makeS3Store = (client: S3Client, location: S3Location) => {
   })
 }
 
+/**
+ * Removes objects under the prefix older than an hour that no file or variant row names (Sweep.ts), a page of the
+ * listing at a time. Every node of a cluster may sweep: a delete of a missing object succeeds.
+ */
+export const sweepS3 = (client: S3Client, location: S3Location) =>
+  Effect.gen(function* () {
+    const store = makeS3Store(client, location)
+    let token: string | undefined
+    do {
+      const page = yield* Effect.tryPromise({
+        try: () => client.send(new ListObjectsV2Command({ Bucket: location.bucket, Prefix: location.prefix, ContinuationToken: token })),
+        catch: fail("list failed")
+      })
+      const before = Date.now() - SWEEP_MIN_AGE_MS
+      const old = (page.Contents ?? []).flatMap((object) => {
+        const key = (object.Key ?? "").slice(location.prefix.length)
+        return isBlobKey(key) && object.LastModified !== undefined && object.LastModified.getTime() < before ? [key] : []
+      })
+      yield* removeUnnamed(old, store.delete)
+      token = page.IsTruncated === true ? page.NextContinuationToken : undefined
+    } while (token !== undefined)
+  }).pipe(Effect.catchCause((cause) => Effect.logWarning("storage: sweeping orphan objects failed", cause)))
+
 /** The S3 store of TROUPE_STORAGE, with the node's endpoint, region and the SDK's credential chain. */
 export const S3StoreLayer = (url: string) =>
   Layer.effect(
@@ -126,6 +151,8 @@ export const S3StoreLayer = (url: string) =>
         ...Option.match(config.storage.s3Endpoint, { onNone: () => ({}), onSome: (endpoint) => ({ endpoint }) })
       })
       yield* Effect.addFinalizer(() => Effect.sync(() => client.destroy()))
-      return makeS3Store(client, parseS3Url(url))
+      const location = parseS3Url(url)
+      yield* Effect.forkScoped(Effect.repeat(sweepS3(client, location), Schedule.spaced(`${config.storage.sweepSeconds} seconds`)))
+      return makeS3Store(client, location)
     })
   )
