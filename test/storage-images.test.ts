@@ -7,6 +7,7 @@ import { execFile } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import * as Zlib from "node:zlib"
 import sharp from "sharp"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { downloadFile } from "../packages/client-fetch/src/Storage.ts"
@@ -162,6 +163,23 @@ describe("image variants", () => {
       expectError({ status: res.status, body, text: res.bytes.toString() } as any, 400, "VALIDATION_ERROR")
       expect(body.details[0].field, query).toBe(field)
     }
+  })
+
+  it("an image past the pixel bound is refused a variant with a 400 saying why, and still downloads whole", async () => {
+    // a real PNG whose header claims 10000 × 10000 pixels (its CRC fixed): refused before anything is decoded
+    const png = Buffer.from(await image())
+    png.writeUInt32BE(10_000, 16)
+    png.writeUInt32BE(10_000, 20)
+    png.writeUInt32BE(Zlib.crc32(png.subarray(12, 29)), 29)
+    const file = await upload(png, "huge.png", "image/png")
+    const res = await get(file.id, "?width=32")
+    const body = res.body()
+    expectError({ status: res.status, body, text: res.bytes.toString() } as any, 400, "VALIDATION_ERROR")
+    expect(body.details[0].field).toBe("width")
+    expect(body.details[0].message).toMatch(/megapixels/)
+    const whole = await get(file.id, "")
+    expect(whole.status).toBe(200)
+    expect(whole.bytes.equals(png)).toBe(true)
   })
 
   it("concurrent asks for one new variant all get the same bytes, and one variant is stored", async () => {

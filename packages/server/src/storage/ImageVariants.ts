@@ -39,6 +39,11 @@ const invalid = (field: string, problem: string) =>
 
 const baseType = (contentType: string) => contentType.split(";")[0]!.trim().toLowerCase()
 
+// Bounds of the memory one variant takes: the original is read whole (sharp buffers a streamed input anyway) and
+// decoded whole (4 bytes a pixel), two at a time (the semaphore below).
+const MAX_SOURCE_BYTES = 64 * 1024 * 1024
+const MAX_PIXELS = 64 * 1024 * 1024
+
 export const makeImageVariants = (deps: {
   readonly store: BlobStoreShape
   readonly repo: StorageRepo["Service"]
@@ -87,11 +92,17 @@ export const makeImageVariants = (deps: {
   const resize = (input: Buffer, w: Wanted) =>
     Effect.tryPromise({
       try: () =>
-        sharp(input, { animated: true })
+        sharp(input, { animated: true, limitInputPixels: MAX_PIXELS })
           .rotate()
           .resize({ width: w.width, height: w.height, fit: w.fit })
           .toBuffer({ resolveWithObject: true }),
-      catch: () => invalid(w.width !== undefined ? "width" : "height", "cannot be applied: the file is not a readable image")
+      catch: (e) =>
+        invalid(
+          w.width !== undefined ? "width" : "height",
+          /pixel limit/i.test(String(e))
+            ? `cannot be applied: images over ${MAX_PIXELS >> 20} megapixels are served whole only`
+            : "cannot be applied: the file is not a readable image"
+        )
     })
 
   /** Makes the variant, stores it under a fresh key and records it, or answers the one recorded first. */
@@ -112,6 +123,12 @@ export const makeImageVariants = (deps: {
       // made meanwhile by a request that held the permit before this one
       const done = yield* Effect.orDie(repo.findVariant(row.id, w.key))
       if (done !== undefined) return done
+      if (row.size > MAX_SOURCE_BYTES) {
+        return yield* invalid(
+          w.width !== undefined ? "width" : "height",
+          `cannot be applied: images over ${MAX_SOURCE_BYTES >> 20} MiB are served whole only`
+        )
+      }
       const { data, info } = yield* resize(yield* original(row), w)
       const blobKey = Crypto.randomUUID()
       const recorded = yield* keep(row, w, blobKey, data, info.format).pipe(
