@@ -2,10 +2,15 @@
 // 10 MB file at 16 connections through GET /files/{id} beside a raw baseline that serves the same bytes from the same
 // store with node:http and a plain stream (the disk store's file with fs.createReadStream on the embedded node; the
 // PostgreSQL store's chunk rows, four per query as the node reads them, on PostgreSQL), measured alternately in one
-// run; target >= 80 % of the baseline's bytes per second.
+// run; target >= 80 % of the baseline's bytes per second. Then the issue's other figures: uploads of 1 MB files at
+// 16 connections (POST /upload, multipart) beside the same baseline's POST (the body piped into the same store:
+// a file, or chunk rows), target >= 60 %; a 4 KB file's GET p99 beside GET /records/{id} on the same node, target
+// <= 2x; and a 1 GiB upload then download (streamed from and to this process) with the node's peak RSS over its
+// idle RSS, target <= 64 MiB.
 // Runs on its own: `node --no-node-snapshot --experimental-strip-types scripts/bench/storage.ts`.
 // Knobs: BENCH_STORAGE_DURATION (s per drive, default 5), BENCH_STORAGE_ROUNDS (alternations, 2), BENCH_WARMUP (s, 2),
-// BENCH_STORAGE_CONNECTIONS (16), BENCH_STORAGE_MB (10), BENCH_LOG_LEVEL (the node's TROUPE_LOG_LEVEL, default none).
+// BENCH_STORAGE_CONNECTIONS (16), BENCH_STORAGE_MB (10), BENCH_STORAGE_BIG_MB (the large file, 1024; 0 skips it),
+// BENCH_LOG_LEVEL (the node's TROUPE_LOG_LEVEL, default none).
 import { type ChildProcess, spawn } from "node:child_process"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
@@ -19,6 +24,108 @@ const rounds = Number(process.env.BENCH_STORAGE_ROUNDS ?? 2)
 const warmup = Number(process.env.BENCH_WARMUP ?? 2)
 const connections = Number(process.env.BENCH_STORAGE_CONNECTIONS ?? 16)
 const megabytes = Number(process.env.BENCH_STORAGE_MB ?? 10)
+const bigMegabytes = Number(process.env.BENCH_STORAGE_BIG_MB ?? 1024)
+const MiB = 1024 * 1024
+
+/** VmRSS of a process in MiB. */
+const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(Fs.readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? Number.NaN) / 1024
+
+/** One multipart body with a single `file` part of `bytes`. */
+const multipart = (bytes: Buffer) => {
+  const boundary = "benchboundary7MA4YWxk"
+  const head = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="bench.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`
+  return {
+    body: Buffer.concat([Buffer.from(head), bytes, Buffer.from(`\r\n--${boundary}--\r\n`)]),
+    head,
+    tail: `\r\n--${boundary}--\r\n`,
+    contentType: `multipart/form-data; boundary=${boundary}`
+  }
+}
+
+/** POST of `body` in `connections` loops for `seconds`: MB/s of 201 answers, their p99, and the count. */
+const driveUploads = async (url: string, headers: Record<string, string>, body: Buffer, seconds: number) => {
+  const until = performance.now() + seconds * 1000
+  const latencies: Array<number> = []
+  const loop = async () => {
+    const agent = new Http.Agent({ keepAlive: true, maxSockets: 1 })
+    while (performance.now() < until) {
+      const start = performance.now()
+      await new Promise<void>((resolve, reject) => {
+        const req = Http.request(url, { method: "POST", agent, headers: { ...headers, "content-length": body.length } }, (res) => {
+          res.resume()
+          res.on("end", () => (res.statusCode === 201 ? resolve() : reject(new Error(`${url}: ${res.statusCode}`))))
+        })
+        req.on("error", reject)
+        req.end(body)
+      })
+      latencies.push(performance.now() - start)
+    }
+    agent.destroy()
+  }
+  const began = performance.now()
+  await Promise.all(Array.from({ length: connections }, loop))
+  const elapsed = (performance.now() - began) / 1000
+  latencies.sort((a, b) => a - b)
+  return {
+    mbps: (latencies.length * body.length) / MiB / elapsed,
+    p99: Math.round(latencies[Math.floor(latencies.length * 0.99)] ?? 0),
+    count: latencies.length
+  }
+}
+
+/** Streams a `mb` MiB upload (a repeated random MiB) through POST /upload, then downloads it: the node's peak RSS. */
+const bigRoundTrip = async (baseUrl: string, token: string, pid: number, mb: number) => {
+  const idle = rssMb(pid)
+  let peak = idle
+  const sampler = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 50)
+  const block = Crypto.randomBytes(MiB)
+  const form = multipart(Buffer.alloc(0))
+  const started = performance.now()
+  const id = await new Promise<string>((resolve, reject) => {
+    const req = Http.request(
+      `${baseUrl}/storage/workspace/default/api/v1/upload`,
+      {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${token}`,
+          "content-type": form.contentType,
+          "content-length": form.head.length + mb * MiB + form.tail.length
+        }
+      },
+      (res) => {
+        let text = ""
+        res.on("data", (d: Buffer) => (text += d.toString()))
+        res.on("end", () =>
+          res.statusCode === 201 ? resolve(JSON.parse(text).id) : reject(new Error(`big upload: ${res.statusCode} ${text}`))
+        )
+      }
+    )
+    req.on("error", reject)
+    let sent = 0
+    const write = () => {
+      if (sent === 0) req.write(form.head)
+      while (sent < mb) {
+        sent++
+        if (!req.write(block)) return void req.once("drain", write)
+      }
+      req.end(form.tail)
+    }
+    write()
+  })
+  const uploadSeconds = (performance.now() - started) / 1000
+  const downStart = performance.now()
+  const got = await new Promise<number>((resolve, reject) => {
+    Http.get(`${baseUrl}/storage/workspace/default/api/v1/files/${id}`, { headers: { authorization: `Bearer ${token}` } }, (res) => {
+      let n = 0
+      res.on("data", (d: Buffer) => (n += d.length))
+      res.on("end", () => resolve(n))
+      res.on("error", reject)
+    }).on("error", reject)
+  })
+  clearInterval(sampler)
+  if (got !== mb * MiB) throw new Error(`big download: ${got} bytes of ${mb * MiB}`)
+  return { idle, peak, uploadSeconds, downloadSeconds: (performance.now() - downStart) / 1000 }
+}
 
 /**
  * `connections` loops, each downloading the URL again and again for `seconds` (bodies read and dropped) with its own
@@ -64,6 +171,7 @@ const main = async () => {
     TROUPE_LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "none",
     TROUPE_LIMIT_READS: "0",
     TROUPE_LIMIT_WRITES: "0",
+    TROUPE_STORAGE_MAX_FILE_BYTES: String(Math.max(bigMegabytes, megabytes) * MiB + MiB),
     ...(db ? { DATABASE_URL: db.url } : { DATABASE_URL: "", TROUPE_DATA_DIR: dataDir! })
   })
   let raw: ChildProcess | undefined
@@ -131,6 +239,63 @@ const main = async () => {
       `| GET /files/{id} | ${mbps.toFixed(0)} | ${p99} | raw node:http, same store | ${base.toFixed(0)} | ${baseP99} | ` +
         `${((mbps / base) * 100).toFixed(0)} % | >= 80 % | ${mbps >= 0.8 * base ? "yes" : "NO"} |`
     )
+
+    // uploads of 1 MB files, alternately with the baseline's POST of the same body
+    const oneMb = multipart(Crypto.randomBytes(MiB))
+    const uploadHeaders = { ...auth, "content-type": oneMb.contentType }
+    const uploadUrl = `${node.baseUrl}/storage/workspace/default/api/v1/upload`
+    await driveUploads(uploadUrl, uploadHeaders, oneMb.body, warmup)
+    await driveUploads(rawUrl, { "content-type": oneMb.contentType }, oneMb.body, warmup)
+    const ups: Array<[number, number, number, number]> = []
+    for (let i = 0; i < rounds; i++) {
+      const x = await driveUploads(uploadUrl, uploadHeaders, oneMb.body, duration)
+      const y = await driveUploads(rawUrl, { "content-type": oneMb.contentType }, oneMb.body, duration)
+      ups.push([x.mbps, y.mbps, x.p99, y.p99])
+    }
+    const upMedian = (i: number) => [...ups.map((r) => r[i]!)].sort((p, q) => p - q)[Math.floor(ups.length / 2)]!
+    const [upMbps, upBase] = [upMedian(0), upMedian(1)]
+    console.log(
+      `| POST /upload, 1 MB files | ${upMbps.toFixed(0)} | ${upMedian(2)} | raw node:http POST, body piped into the same store | ` +
+        `${upBase.toFixed(0)} | ${upMedian(3)} | ${((upMbps / upBase) * 100).toFixed(0)} % | >= 60 % | ${upMbps >= 0.6 * upBase ? "yes" : "NO"} |`
+    )
+
+    // a 4 KB file's download beside GET /records/{id}, alternately
+    const small = multipart(Crypto.randomBytes(4096))
+    const smallUp = await fetch(uploadUrl, {
+      method: "POST",
+      headers: { ...uploadHeaders, "content-type": small.contentType },
+      body: small.body
+    })
+    const smallId = ((await smallUp.json()) as { id: string }).id
+    const structure = await node.request("POST", "/workspace/default/api/v1/structures", {
+      token,
+      body: { name: "bench-files", recordSlug: "bench-files", properties: [{ name: "title", type: "string" }] }
+    })
+    const record = await node.request("POST", "/workspace/default/api/v1/records", {
+      token,
+      body: { structureId: structure.body.id, data: { title: "a record of about the same size as nothing" } }
+    })
+    const smallUrl = `${node.baseUrl}/storage/workspace/default/api/v1/files/${smallId}`
+    const recordUrl = `${node.baseUrl}/workspace/default/api/v1/records/${record.body.id}`
+    await drive(smallUrl, auth, warmup)
+    await drive(recordUrl, auth, warmup)
+    const p99s: Array<[number, number]> = []
+    for (let i = 0; i < rounds; i++) p99s.push([(await drive(smallUrl, auth, duration)).p99, (await drive(recordUrl, auth, duration)).p99])
+    const fileP99 = [...p99s.map((r) => r[0])].sort((p, q) => p - q)[Math.floor(p99s.length / 2)]!
+    const recordP99 = [...p99s.map((r) => r[1])].sort((p, q) => p - q)[Math.floor(p99s.length / 2)]!
+    console.log(
+      `| GET /files/{id}, 4 KB | | ${fileP99} | GET /records/{id}, same node | | ${recordP99} | ` +
+        `${(fileP99 / Math.max(1, recordP99)).toFixed(2)}x p99 | <= 2x | ${fileP99 <= 2 * Math.max(1, recordP99) ? "yes" : "NO"} |`
+    )
+
+    if (bigMegabytes > 0) {
+      const big = await bigRoundTrip(node.baseUrl, token, node.process.pid!, bigMegabytes)
+      const grew = big.peak - big.idle
+      console.log(
+        `| ${bigMegabytes} MiB upload (${big.uploadSeconds.toFixed(1)} s) then download (${big.downloadSeconds.toFixed(1)} s) | | | ` +
+          `node RSS idle ${big.idle.toFixed(0)} MiB, peak ${big.peak.toFixed(0)} MiB | | | +${grew.toFixed(0)} MiB | <= 64 MiB | ${grew <= 64 ? "yes" : "NO"} |`
+      )
+    }
   } finally {
     raw?.kill("SIGTERM")
     await node.stop()

@@ -150,22 +150,26 @@ export class StorageRepo extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       return StorageRepo.of({
+        // the usage row is updated last, under its quota, so its lock (every upload of the workspace takes it) is
+        // held only until the commit that follows; its first upload creates it
         insert: (f, quota) =>
           sql.withTransaction(
             Effect.gen(function* () {
-              yield* sql`INSERT INTO storage_usage (workspace) VALUES (${f.workspace}) ON CONFLICT (workspace) DO NOTHING`
-              const used = yield* sql<{ bytes: unknown }>`SELECT bytes FROM storage_usage WHERE workspace = ${f.workspace} FOR UPDATE`
-              const bytes = Number(used[0]?.bytes ?? 0)
-              if (quota > 0 && bytes + f.size > quota) return yield* new QuotaExceeded({ used: bytes, quota })
               const rows =
                 yield* sql`INSERT INTO storage_files (id, workspace, name, folder, content_type, size, sha256, metadata, blob_key, created_by)
                 VALUES (${f.id}, ${f.workspace}, ${f.name}, ${f.folder}, ${f.contentType}, ${f.size}, ${f.sha256},
                   ${JSON.stringify(f.metadata)}::jsonb, ${f.blobKey}, ${f.createdBy})
                 RETURNING *`
-              yield* sql`UPDATE storage_usage SET files = files + 1, bytes = bytes + ${f.size} WHERE workspace = ${f.workspace}`
               const row = toRow(rows[0])
               yield* appendEvent(sql, event("file.uploaded", row))
-              return row
+              const count = () =>
+                sql<{ bytes: unknown }>`UPDATE storage_usage SET files = files + 1, bytes = bytes + ${f.size}
+                WHERE workspace = ${f.workspace} AND (${quota}::bigint = 0 OR bytes + ${f.size} <= ${quota}::bigint) RETURNING bytes`
+              if ((yield* count()).length > 0) return row
+              yield* sql`INSERT INTO storage_usage (workspace) VALUES (${f.workspace}) ON CONFLICT (workspace) DO NOTHING`
+              if ((yield* count()).length > 0) return row
+              const used = yield* sql<{ bytes: unknown }>`SELECT bytes FROM storage_usage WHERE workspace = ${f.workspace}`
+              return yield* new QuotaExceeded({ used: Number(used[0]?.bytes ?? 0), quota })
             })
           ),
         find: (workspace, id) =>
