@@ -39,6 +39,7 @@ import { fastWriteRoutes } from "../records/WriteRoutes.ts"
 import { RecordsHandlers } from "../records/http.ts"
 import { RecordQuery } from "../query/RecordQuery.ts"
 import { RecordService } from "../records/RecordService.ts"
+import { RecordEngine } from "../records/write/Engine.ts"
 import { TtlSweeperLayer } from "../records/TtlSweeper.ts"
 import { SearchHandlers } from "../search/http.ts"
 import { LexiconLayer } from "../search/Lexicon.ts"
@@ -105,7 +106,6 @@ const Domains = ComputeLayer.pipe(
   Layer.provideMerge(IntelligenceLayer),
   Layer.provideMerge(
     Layer.mergeAll(
-      RecordWriter.layer,
       RecordQuery.layer,
       EventsLayer,
       QueryService.layer,
@@ -116,13 +116,16 @@ const Domains = ComputeLayer.pipe(
       SearchLayer
     )
   ),
+  // the one entry point of record writes (the storage's file deletes reach records through it too)
+  Layer.provideMerge(RecordWriter.layer),
   Layer.provideMerge(QueryPool.layer),
   Layer.provideMerge(RecordService.layer),
+  Layer.provideMerge(RecordEngine.layer),
   // undeclared fields of relayed writes reach schema discovery (intelligence/Observer.ts)
   Layer.provideMerge(ObserverLayer),
   // the words of relayed writes reach the search lexicon (search/Lexicon.ts)
   Layer.provideMerge(LexiconLayer),
-  // record events and failed writes reach event-driven triggers (read by the relay and by RecordService)
+  // record events and failed writes reach event-driven triggers (read by the relay and by the record engine)
   Layer.provideMerge(EventTriggersLayer),
   Layer.provideMerge(StructureService.layer),
   // records check and expand `format: "file"` values through it

@@ -6,12 +6,12 @@ import { conflict, unprocessable, errorDetail } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Clock, Data, Effect } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
-import type { RecordFailure } from "./RecordFailures.ts"
-import type { StructureService } from "../structures/StructureService.ts"
-import { claimsOf, fileFields, type ReferenceField, referenceFields } from "../structures/StructureFacts.ts"
-import { isLive, isExpired } from "../query/Live.ts"
-import { isUuid, type RecordRow } from "../query/RecordRow.ts"
-import { type Changes, diff, type Writer } from "./model.ts"
+import type { RecordFailure } from "../RecordFailures.ts"
+import type { StructureService } from "../../structures/StructureService.ts"
+import { claimsOf, fileFields, type ReferenceField, referenceFields } from "../../structures/StructureFacts.ts"
+import { isLive, isExpired } from "../../query/Live.ts"
+import { isUuid, type RecordRow } from "../../query/RecordRow.ts"
+import { type Changes, diff, type Writer } from "../model.ts"
 import {
   type CreateInput,
   type PendingCreate,
@@ -25,10 +25,10 @@ import {
   validVersion,
   versionNotFound,
   type WriteResult
-} from "./RecordInputs.ts"
-import type { Preparation } from "./RecordPrepare.ts"
-import type { RecordRepo, RecordUpdate } from "./RecordRepo.ts"
-import { changelogRow, eventOf, versionRow } from "./RecordRows.ts"
+} from "../RecordInputs.ts"
+import type { Preparation } from "../RecordPrepare.ts"
+import type { RecordRepo, RecordUpdate } from "../RecordRepo.ts"
+import { changelogRow, eventOf, versionRow } from "../RecordRows.ts"
 
 /** A batch claimed a unique value someone holds (or two of its items claimed the same one). */
 export class ClaimTaken extends Data.TaggedError("ClaimTaken") {}

@@ -7,14 +7,14 @@
 import { conflict, serviceUnavailable } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Clock, Effect, Exit, Result } from "effect"
-import * as GroupCommit from "../lib/GroupCommit.ts"
-import * as Recent from "../lib/Recent.ts"
-import { canonicalJson } from "../structures/Formats.ts"
-import type { StructureService } from "../structures/StructureService.ts"
-import { claimsOf, referenceFields } from "../structures/StructureFacts.ts"
-import { isLive } from "../query/Live.ts"
-import { isUuid, type RecordRow } from "../query/RecordRow.ts"
-import type { Writer } from "./model.ts"
+import * as GroupCommit from "../../lib/GroupCommit.ts"
+import * as Recent from "../../lib/Recent.ts"
+import { canonicalJson } from "../../structures/Formats.ts"
+import type { StructureService } from "../../structures/StructureService.ts"
+import { claimsOf, referenceFields } from "../../structures/StructureFacts.ts"
+import { isLive } from "../../query/Live.ts"
+import { isUuid, type RecordRow } from "../../query/RecordRow.ts"
+import type { Writer } from "../model.ts"
 import {
   type CreateInput,
   type PendingCreate,
@@ -25,13 +25,13 @@ import {
   type UpdateInput,
   type UpsertResult,
   type WriteResult
-} from "./RecordInputs.ts"
-import { batchable, checkMatch, type Preparation, withoutMatch, writable } from "./RecordPrepare.ts"
-import type { RecordRepo, Versioned } from "./RecordRepo.ts"
-import { changelogRow, eventOf } from "./RecordRows.ts"
-import { upsertCreated, upsertUpdated } from "./RecordUpserts.ts"
-import { afterUpdate, ClaimTaken, timestamp, type Writes } from "./RecordWrites.ts"
-import { observeBatch, observeRetry, type WriteKind } from "./WriteMetrics.ts"
+} from "../RecordInputs.ts"
+import { batchable, checkMatch, type Preparation, withoutMatch, writable } from "../RecordPrepare.ts"
+import type { RecordRepo, Versioned } from "../RecordRepo.ts"
+import { changelogRow, eventOf } from "../RecordRows.ts"
+import { upsertCreated, upsertUpdated } from "./Upsert.ts"
+import { afterUpdate, ClaimTaken, timestamp, type Writes } from "./Writes.ts"
+import { observeBatch, observeRetry, type WriteKind } from "../WriteMetrics.ts"
 
 /** The most writes one group commit carries. */
 const WRITE_BATCH_MAX = 256

@@ -13,36 +13,41 @@ import {
   conflict,
   type ErrorDetail,
   forbidden,
-  type Forbidden,
   locked,
   notFound,
   payloadTooLarge,
-  type PayloadTooLarge,
   unprocessable,
   errorDetail
 } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Clock, Effect, Result } from "effect"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
-import type { StructureService } from "../structures/StructureService.ts"
-import { isLive } from "../query/Live.ts"
-import { isUuid, type RecordRow } from "../query/RecordRow.ts"
-import type { Writer } from "./model.ts"
+import type { StructureService } from "../../structures/StructureService.ts"
+import { isLive } from "../../query/Live.ts"
+import { isUuid, type RecordRow } from "../../query/RecordRow.ts"
+import type { Writer } from "../model.ts"
 import {
+  type BulkError,
   type BulkEventType,
+  type BulkFailure,
   type BulkItemFailure,
+  type BulkOptions,
+  type BulkOutcome,
   type CreateInput,
   MAX_BULK_ITEMS,
   type PendingCreate,
   recordNotFound,
   type RecordError,
+  type RemoveArgs,
+  type UpdateArgs,
   type UpdateInput,
   type WriteResult
-} from "./RecordInputs.ts"
-import { batchable, type Preparation } from "./RecordPrepare.ts"
-import type { RecordRepo } from "./RecordRepo.ts"
-import { type ClaimTaken, timestamp, type Writes } from "./RecordWrites.ts"
-import type { RecordService } from "./RecordService.ts"
+} from "../RecordInputs.ts"
+import { batchable, type Preparation } from "../RecordPrepare.ts"
+import type { RecordRepo } from "../RecordRepo.ts"
+import { type ClaimTaken, timestamp, type Writes } from "./Writes.ts"
+import type { RecordService } from "../RecordService.ts"
+import type { RecordEngine } from "./Engine.ts"
 
 /** Groups written rows by structure, for one bulk event per structure. */
 const byStructure = (written: ReadonlyArray<{ row: RecordRow; structure: Structure }>) => {
@@ -223,29 +228,6 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
 
 // ------------------------------------------------------------------ whole bulk requests
 
-/** What a bulk request fails with: an item's error (atomic), every item's (non-atomic), or the request's own. */
-export type BulkError = RecordError | Forbidden | PayloadTooLarge
-
-/** An item of a non-atomic batch that failed; `id` for updates and deletes. */
-export interface BulkFailure {
-  readonly index: number
-  readonly id?: string | undefined
-  readonly error: RecordError
-}
-
-/** What a bulk request wrote, in item order, and the items that failed (none when atomic). */
-export interface BulkOutcome<A> {
-  readonly done: ReadonlyArray<A>
-  readonly failures: ReadonlyArray<BulkFailure>
-}
-
-export interface BulkOptions {
-  readonly atomic: boolean
-  /** the name of the item list in the request, for error paths (`records[3].data.name`) */
-  readonly list: string
-  readonly skipValidation?: boolean | undefined
-}
-
 /** The error constructor of each status a record error can have. */
 const errorOf: Record<number, (i: { message: string; code?: string; details?: ReadonlyArray<ErrorDetail> }) => RecordError> = {
   400: badRequest,
@@ -325,32 +307,20 @@ const eachItem = <I, A>(items: ReadonlyArray<I>, run: (item: I) => Effect.Effect
   )
 
 export const makeBulkRequests = (deps: {
-  readonly records: Pick<
-    RecordService["Service"],
-    "create" | "get" | "createAll" | "createSome" | "updateAll" | "removeAll" | "publishBulk"
-  >
+  readonly engine: Pick<RecordEngine["Service"], "createAll" | "createSome" | "updateAll" | "removeAll" | "publishBulk">
+  readonly get: RecordService["Service"]["get"]
   /** one update (the node's group commit) and one delete (its record's actor) */
-  readonly update: (
-    workspace: string,
-    id: string,
-    input: UpdateInput,
-    writer: Writer
-  ) => Effect.Effect<{ readonly row: RecordRow }, RecordError>
-  readonly remove: (
-    workspace: string,
-    id: string,
-    permanent: boolean,
-    writer: Writer
-  ) => Effect.Effect<{ id: string; deletedAt: string; structureId: string }, RecordError>
+  readonly update: (args: UpdateArgs) => Effect.Effect<{ readonly row: RecordRow }, RecordError>
+  readonly remove: (args: RemoveArgs) => Effect.Effect<{ id: string; deletedAt: string; structureId: string }, RecordError>
   readonly structures: StructureService["Service"]
 }) => {
-  const { records, structures } = deps
+  const { engine, structures } = deps
 
   /** A record of `structure` (generation A batches may only touch records of the structure in the path). */
   const ofStructure = (workspace: string, id: string, structure: Structure | undefined) =>
     structure === undefined
       ? Effect.void
-      : Effect.flatMap(records.get(workspace, id), ({ row }) =>
+      : Effect.flatMap(deps.get(workspace, id), ({ row }) =>
           row.structureId === structure.id ? Effect.void : Effect.fail(recordNotFound(id))
         )
 
@@ -366,12 +336,12 @@ export const makeBulkRequests = (deps: {
       const bulkWriter: Writer = { ...writer, source: "bulk" }
       if (options.atomic) {
         return {
-          done: yield* records.createAll(structure, items, bulkWriter).pipe(Effect.mapError(atomicFailure(options.list))),
+          done: yield* engine.createAll({ structure, items, writer: bulkWriter }).pipe(Effect.mapError(atomicFailure(options.list))),
           failures: []
         }
       }
       // each item keeps its own outcome, in item order
-      const outcomes = yield* records.createSome(structure, items, bulkWriter)
+      const outcomes = yield* engine.createSome({ structure, items, writer: bulkWriter })
       const done: Array<WriteResult> = []
       const failures: Array<BulkFailure> = []
       outcomes.forEach((outcome, index) => {
@@ -379,12 +349,7 @@ export const makeBulkRequests = (deps: {
         else failures.push({ index, error: outcome.failure })
       })
       if (done.length === 0) return yield* allFailed(options.list, failures)
-      yield* records.publishBulk(
-        structure,
-        "record.bulk.created",
-        done.map((w) => w.row.id),
-        writer
-      )
+      yield* engine.publishBulk({ structure, type: "record.bulk.created", ids: done.map((w) => w.row.id), writer })
       return { done, failures }
     })
 
@@ -401,14 +366,18 @@ export const makeBulkRequests = (deps: {
       const bulkWriter: Writer = { ...writer, source: "bulk" }
       if (items.length === 0) return { done: [], failures: [] }
       if (options.atomic) {
-        const written = yield* records
-          .updateAll(workspace, items, bulkWriter, options.structure?.id)
+        const written = yield* engine
+          .updateAll({ workspace, items, writer: bulkWriter, structureId: options.structure?.id })
           .pipe(Effect.mapError(atomicFailure(options.list)))
         return { done: written, failures: [] }
       }
       const outcome = yield* eachItem(
         items,
-        (u) => Effect.andThen(ofStructure(workspace, u.id, options.structure), deps.update(workspace, u.id, u.input, bulkWriter)),
+        (u) =>
+          Effect.andThen(
+            ofStructure(workspace, u.id, options.structure),
+            deps.update({ workspace, id: u.id, input: u.input, writer: bulkWriter })
+          ),
         (u) => u.id
       )
       if (outcome.done.length === 0) return yield* allFailed(options.list, outcome.failures)
@@ -416,7 +385,7 @@ export const makeBulkRequests = (deps: {
       for (const { row } of outcome.done) groups.set(row.structureId, [...(groups.get(row.structureId) ?? []), row.id])
       for (const [structureId, ids] of groups) {
         const structure = yield* structures.get(workspace, structureId)
-        yield* records.publishBulk(structure, "record.bulk.updated", ids, writer)
+        yield* engine.publishBulk({ structure, type: "record.bulk.updated", ids, writer })
       }
       return outcome
     })
@@ -434,15 +403,16 @@ export const makeBulkRequests = (deps: {
       const bulkWriter: Writer = { ...writer, source: "bulk" }
       if (options.atomic) {
         return {
-          done: yield* records
-            .removeAll(workspace, ids, permanent, bulkWriter, options.structure?.id)
+          done: yield* engine
+            .removeAll({ workspace, ids, permanent, writer: bulkWriter, structureId: options.structure?.id })
             .pipe(Effect.mapError(atomicFailure(options.list))),
           failures: []
         }
       }
       const outcome = yield* eachItem(
         ids,
-        (id) => Effect.andThen(ofStructure(workspace, id, options.structure), deps.remove(workspace, id, permanent, bulkWriter)),
+        (id) =>
+          Effect.andThen(ofStructure(workspace, id, options.structure), deps.remove({ workspace, id, permanent, writer: bulkWriter })),
         (id) => id
       )
       if (outcome.done.length === 0) return yield* allFailed(options.list, outcome.failures)
@@ -450,7 +420,7 @@ export const makeBulkRequests = (deps: {
       for (const r of outcome.done) groups.set(r.structureId, [...(groups.get(r.structureId) ?? []), r.id])
       for (const [structureId, done] of groups) {
         const structure = yield* structures.get(workspace, structureId).pipe(Effect.orElseSucceed(() => undefined))
-        if (structure) yield* records.publishBulk(structure, "record.bulk.deleted", done, writer)
+        if (structure) yield* engine.publishBulk({ structure, type: "record.bulk.deleted", ids: done, writer })
       }
       return outcome
     })

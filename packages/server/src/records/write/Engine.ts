@@ -1,0 +1,174 @@
+// The record engine's assembly: one instance per node (its group commit queues, its remembered rows), used only by
+// the write front (RecordEntity.ts: RecordWriter and the actors). Every write is one SQL transaction that writes the
+// record row, a version row, a changelog row and the outbox event, and keeps uniqueness, references,
+// auto-increments and TTL right.
+import { Conflict } from "@troupe/api/Errors"
+import type { Structure } from "@troupe/api/structures/Structure"
+import { Context, Effect, Layer, Result } from "effect"
+import { Secrets } from "../../platform/Secrets.ts"
+import { StructureService } from "../../structures/StructureService.ts"
+import type { Writer } from "../model.ts"
+import { makePlannerStats } from "../PlannerStats.ts"
+import { RecordFailureHook } from "../RecordFailures.ts"
+import type {
+  BulkEventType,
+  BulkItemFailure,
+  CreateArgs,
+  CreateInput,
+  FileDeletedArgs,
+  RecordError,
+  Removed,
+  RemoveArgs,
+  RestoreArgs,
+  RevertArgs,
+  UpdateArgs,
+  UpdateInput,
+  UpsertItem,
+  UpsertResult,
+  WriteResult
+} from "../RecordInputs.ts"
+import { makePreparation } from "../RecordPrepare.ts"
+import { RecordRepo } from "../RecordRepo.ts"
+import { makeAtomicBulk } from "./Bulk.ts"
+import { makeGroupWrites } from "./Group.ts"
+import { makeUpserts } from "./Upsert.ts"
+import { makeWrites } from "./Writes.ts"
+
+/** An upsert of one business key. */
+export interface UpsertArgs {
+  readonly structure: Structure
+  readonly match: Record<string, unknown>
+  readonly data: Record<string, unknown>
+  readonly writer: Writer
+  readonly idempotencyKey?: string | undefined
+}
+
+/** Items of an atomic or non-atomic bulk write. */
+export interface BulkArgs<I> {
+  readonly items: ReadonlyArray<I>
+  readonly writer: Writer
+}
+
+export class RecordEngine extends Context.Service<
+  RecordEngine,
+  {
+    readonly create: (args: CreateArgs) => Effect.Effect<WriteResult, RecordError>
+    readonly update: (args: UpdateArgs) => Effect.Effect<WriteResult, RecordError>
+    readonly remove: (args: RemoveArgs) => Effect.Effect<Removed, RecordError>
+    readonly restore: (args: RestoreArgs) => Effect.Effect<WriteResult, RecordError>
+    readonly revert: (args: RevertArgs) => Effect.Effect<WriteResult, RecordError>
+    readonly upsert: (args: UpsertArgs) => Effect.Effect<{ status: number; body: unknown; replayed: boolean }, RecordError>
+    /**
+     * An upsert (no Idempotency-Key) of a match on a unique property, committed with upserts of other keys; `undefined`
+     * when it must go through its key's actor instead (no unique property in the match, or the shared batch failed).
+     */
+    readonly upsertGrouped: (args: Omit<UpsertArgs, "idempotencyKey">) => Effect.Effect<UpsertResult | undefined, RecordError>
+    /** Upserts of one match in one transaction, in order; fails as a whole (nothing written) when any item fails. */
+    readonly upsertMany: (args: {
+      readonly structure: Structure
+      readonly match: Record<string, unknown>
+      readonly items: ReadonlyArray<UpsertItem>
+    }) => Effect.Effect<ReadonlyArray<UpsertResult>, RecordError>
+    /**
+     * A file is being deleted (inside the storage's transaction): the onDelete of the `format: "file"` properties
+     * naming it (restrict → 409, set_null, cascade).
+     */
+    readonly fileDeleted: (args: FileDeletedArgs) => Effect.Effect<void, Conflict>
+    /** Atomic bulk create: every item in one transaction with the `record.bulk.created` event, or nothing. */
+    readonly createAll: (
+      args: BulkArgs<CreateInput> & { readonly structure: Structure }
+    ) => Effect.Effect<ReadonlyArray<WriteResult>, BulkItemFailure | RecordError>
+    /** Non-atomic bulk create: each item's outcome, in item order (Bulk's createSome). */
+    readonly createSome: (
+      args: BulkArgs<CreateInput> & { readonly structure: Structure }
+    ) => Effect.Effect<Array<Result.Result<WriteResult, RecordError>>>
+    /** Atomic bulk update (rows locked in id order); `structureId` restricts the batch to one structure. */
+    readonly updateAll: (
+      args: BulkArgs<{ id: string; input: UpdateInput }> & { readonly workspace: string; readonly structureId?: string | undefined }
+    ) => Effect.Effect<ReadonlyArray<WriteResult>, BulkItemFailure | RecordError>
+    /** Atomic bulk delete. */
+    readonly removeAll: (args: {
+      readonly workspace: string
+      readonly ids: ReadonlyArray<string>
+      readonly permanent: boolean
+      readonly writer: Writer
+      readonly structureId?: string | undefined
+    }) => Effect.Effect<ReadonlyArray<{ id: string; deletedAt: string; structureId: string }>, BulkItemFailure | RecordError>
+    /** The `record.bulk.*` event of a non-atomic batch, in a transaction of its own after the items. */
+    readonly publishBulk: (args: {
+      readonly structure: Structure
+      readonly type: BulkEventType
+      readonly ids: ReadonlyArray<string>
+      readonly writer: Writer
+    }) => Effect.Effect<void>
+  }
+>()("@troupe/server/records/RecordEngine") {
+  static readonly layerNoDeps = Layer.effect(
+    RecordEngine,
+    Effect.gen(function* () {
+      const repo = yield* RecordRepo
+      const structures = yield* StructureService
+      const secrets = yield* Secrets
+      const onFailure = yield* RecordFailureHook
+      const prep = makePreparation({ repo, structures, secrets })
+      const writes = makeWrites({ repo, prep, structures, onFailure })
+      const upserts = makeUpserts({ repo, prep, writes })
+      const grouped = yield* makeGroupWrites({ repo, prep, writes, structures })
+      const bulk = makeAtomicBulk({ repo, prep, writes })
+      const planner = yield* makePlannerStats(repo.sql)
+
+      return RecordEngine.of({
+        create: Effect.fn("RecordEngine.create")(({ structure, input, writer }: CreateArgs) =>
+          Effect.tap(grouped.create(structure, input, writer), () => planner.wrote(structure.id, 1, true))
+        ),
+        update: Effect.fn("RecordEngine.update")(({ workspace, id, input, writer }: UpdateArgs) =>
+          grouped.update(workspace, id, input, writer)
+        ),
+        remove: Effect.fn("RecordEngine.remove")(({ workspace, id, permanent, writer, reason }: RemoveArgs) =>
+          grouped.remove(workspace, id, permanent, writer, reason)
+        ),
+        restore: Effect.fn("RecordEngine.restore")(({ workspace, id, version, reason, writer }: RestoreArgs) =>
+          writes.restore(workspace, id, version, reason, writer)
+        ),
+        revert: Effect.fn("RecordEngine.revert")(({ workspace, id, reason, writer }: RevertArgs) =>
+          writes.revert(workspace, id, reason, writer)
+        ),
+        upsert: Effect.fn("RecordEngine.upsert")(({ structure, match, data, writer, idempotencyKey }: UpsertArgs) =>
+          upserts.upsert(structure, match, data, writer, idempotencyKey)
+        ),
+        upsertMany: Effect.fn("RecordEngine.upsertMany")(
+          ({ structure, match, items }: { structure: Structure; match: Record<string, unknown>; items: ReadonlyArray<UpsertItem> }) =>
+            upserts.upsertMany(structure, match, items)
+        ),
+        upsertGrouped: Effect.fn("RecordEngine.upsertGrouped")(({ structure, match, data, writer }: Omit<UpsertArgs, "idempotencyKey">) =>
+          grouped.upsertGrouped(structure, match, data, writer)
+        ),
+        fileDeleted: Effect.fn("RecordEngine.fileDeleted")(({ workspace, fileId, writer }: FileDeletedArgs) =>
+          repo
+            .atomic(writes.fileDeleted(workspace, fileId, writer))
+            .pipe(Effect.catch((e) => (e instanceof Conflict ? Effect.fail(e) : Effect.die(e))))
+        ),
+        createAll: Effect.fn("RecordEngine.createAll")(({ structure, items, writer }) =>
+          Effect.tap(bulk.createAll(structure, items, writer), (done) => planner.wrote(structure.id, done.length))
+        ),
+        createSome: Effect.fn("RecordEngine.createSome")(({ structure, items, writer }) =>
+          Effect.tap(
+            bulk.createSome(structure, items, writer, (input) => grouped.create(structure, input, writer)),
+            (outcomes) => planner.wrote(structure.id, outcomes.filter(Result.isSuccess).length)
+          )
+        ),
+        updateAll: Effect.fn("RecordEngine.updateAll")(({ workspace, items, writer, structureId }) =>
+          bulk.updateAll(workspace, items, writer, structureId)
+        ),
+        removeAll: Effect.fn("RecordEngine.removeAll")(({ workspace, ids, permanent, writer, structureId }) =>
+          bulk.removeAll(workspace, ids, permanent, writer, structureId)
+        ),
+        publishBulk: Effect.fn("RecordEngine.publishBulk")(({ structure, type, ids, writer }) =>
+          bulk.publishBulk(structure, type, ids, writer)
+        )
+      })
+    })
+  )
+
+  static readonly layer = RecordEngine.layerNoDeps.pipe(Layer.provide(RecordRepo.layer))
+}
