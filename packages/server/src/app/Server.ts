@@ -33,13 +33,12 @@ import { QueryPool } from "../query/QueryPool.ts"
 import { fastQueryRoutes } from "../query/FastQuery.ts"
 import { fastRunRoutes } from "../compute/FastRuns.ts"
 import { QueryService } from "../query/QueryService.ts"
-import { RecordEntityLayer, RecordKeyEntityLayer, RecordWriter } from "../records/RecordEntity.ts"
+import { RecordEngineLayer, RecordEntityLayer, RecordKeyEntityLayer, RecordWriter } from "../records/RecordEntity.ts"
 import { fastReadRoutes } from "../records/FastRead.ts"
 import { fastWriteRoutes } from "../records/WriteRoutes.ts"
 import { RecordsHandlers } from "../records/http.ts"
 import { RecordQuery } from "../query/RecordQuery.ts"
 import { RecordService } from "../records/RecordService.ts"
-import { RecordEngine } from "../records/write/Engine.ts"
 import { TtlSweeperLayer } from "../records/TtlSweeper.ts"
 import { SearchHandlers } from "../search/http.ts"
 import { LexiconLayer } from "../search/Lexicon.ts"
@@ -120,7 +119,7 @@ const Domains = ComputeLayer.pipe(
   Layer.provideMerge(RecordWriter.layer),
   Layer.provideMerge(QueryPool.layer),
   Layer.provideMerge(RecordService.layer),
-  Layer.provideMerge(RecordEngine.layer),
+  Layer.provideMerge(RecordEngineLayer),
   // undeclared fields of relayed writes reach schema discovery (intelligence/Observer.ts)
   Layer.provideMerge(ObserverLayer),
   // the words of relayed writes reach the search lexicon (search/Lexicon.ts)

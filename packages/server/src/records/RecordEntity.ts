@@ -134,6 +134,9 @@ export const RecordEntityLayer = RecordEntity.toLayer(
   { maxIdleTime: "10 seconds" }
 )
 
+/** The node's record engine (write/Engine.ts), for RecordWriter and the actors: one instance, provided below both. */
+export const RecordEngineLayer = RecordEngine.layer
+
 /** The most upserts one transaction carries. */
 const MAX_UPSERT_BATCH = 128
 
@@ -307,7 +310,7 @@ export class RecordWriter extends Context.Service<
         isUuid(id) ? send() : Effect.fail(recordNotFound(id))
       // An update needs no actor: the node's group commit writes it with a statement guarded by the row's version and
       // xmin, and writes it alone with its row locked when anything wrote the record since it was read
-      // (write/Group.ts, writeUpdates); a node writes one batch of updates at a time, in arrival order.
+      // (write/Update.ts, writeUpdates); a node writes one batch of updates at a time, in arrival order.
       const update = ({ workspace, id, input, writer }: UpdateArgs): Effect.Effect<Written, RecordError> =>
         known(id, () => engine.update({ workspace, id: id.toLowerCase(), input, writer }))
       const remove = ({ workspace, id, permanent, writer, reason }: RemoveArgs): Effect.Effect<Removal, RecordError> =>

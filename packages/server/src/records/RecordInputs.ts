@@ -1,5 +1,5 @@
-// What the record engine's writes take and answer, the errors they fail with, and the limits they enforce. Shared by
-// the parts of RecordService (RecordPrepare, RecordWrites, GroupWrites, RecordBulk) and re-exported by it.
+// What record writes take and answer, the errors they fail with, and the limits they enforce: the types shared by
+// RecordWriter (RecordEntity.ts), the engine (write/), RecordPrepare and the routes; re-exported by RecordService.
 import {
   badRequest,
   type conflict,

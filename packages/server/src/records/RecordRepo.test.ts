@@ -1,5 +1,5 @@
 // The guard of RecordRepo.updateRecordsWithHistory against a real database (PGlite, or PostgreSQL when DATABASE_URL
-// is set): the group commit plans updates on rows read without a lock (GroupWrites), so the statement must write an
+// is set): the group commit plans updates on rows read without a lock (write/Update.ts), so the statement must write an
 // update only while the record is the very row that was read, and nothing of it otherwise.
 import type { Structure } from "@troupe/api/structures/Structure"
 import { expect, layer } from "@effect/vitest"

@@ -1,4 +1,4 @@
-// RecordService.upsertMany against a real database (PGlite, or PostgreSQL when DATABASE_URL is set): the group
+// RecordEngine.upsertMany against a real database (PGlite, or PostgreSQL when DATABASE_URL is set): the group
 // commit of one key's queued upserts. Over HTTP, batches form only when requests queue up while a transaction runs
 // (test/records-concurrency.test.ts); here they are formed on purpose.
 import type { Structure } from "@troupe/api/structures/Structure"
@@ -33,7 +33,7 @@ const structure = Effect.flatMap(Effect.service(StructureService), (s) =>
 const rowsOf = (sql: SqlClient.SqlClient, table: string, id: string) =>
   sql`SELECT * FROM ${sql(table)} WHERE record_id = ${id}`.pipe(Effect.orDie)
 
-layer(Services)("RecordService.upsertMany", (it) => {
+layer(Services)("RecordEngine.upsertMany", (it) => {
   it.effect("creates with the first item, updates with the rest: one version, changelog entry and event each, in order", () =>
     Effect.gen(function* () {
       const records = yield* RecordService

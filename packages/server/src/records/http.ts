@@ -1,6 +1,6 @@
 // Record routes of both generations. Handlers only translate: the body and status each route answers with, who is
 // writing, and which read or write service call does the work. Lists are built by RecordViews.listPage, bulk writes
-// by RecordWriter (RecordBulk.ts, which states their rules): a bulk answer is 201 (create) / 200 whenever some item
+// by RecordWriter (write/Bulk.ts, which states their rules): a bulk answer is 201 (create) / 200 whenever some item
 // was written, with `success: false` and per-item `errors` when others were not.
 import { Api } from "@troupe/api/Api"
 import { CurrentPrincipal, type Principal } from "@troupe/api/Authorization"

@@ -1,5 +1,5 @@
 // Bulk writes. A request holds at most MAX_BULK_ITEMS items (413 beyond); an empty list is a 400.
-// - atomic: one transaction for the whole batch and its record.bulk.* event (RecordService.createAll, updateAll,
+// - atomic: one transaction for the whole batch and its record.bulk.* event (RecordEngine.createAll, updateAll,
 //   removeAll, built here by makeAtomicBulk); the first bad item fails the request with its own status and error,
 //   details prefixed with the item's path, and nothing is written.
 // - non-atomic (the default): every item is its own write (the valid creates of a request share one statement,
@@ -43,11 +43,13 @@ import {
   type UpdateInput,
   type WriteResult
 } from "../RecordInputs.ts"
-import { batchable, type Preparation } from "../RecordPrepare.ts"
-import type { RecordRepo } from "../RecordRepo.ts"
-import { type ClaimTaken, timestamp, type Writes } from "./Writes.ts"
+import { batchable } from "../RecordPrepare.ts"
+import { type ClaimTaken, type EngineDeps, timestamp } from "./Common.ts"
+import type { Creates } from "./Create.ts"
+import type { Deletes } from "./Delete.ts"
 import type { RecordService } from "../RecordService.ts"
 import type { RecordEngine } from "./Engine.ts"
+import type { Updates } from "./Update.ts"
 
 /** Groups written rows by structure, for one bulk event per structure. */
 const byStructure = (written: ReadonlyArray<{ row: RecordRow; structure: Structure }>) => {
@@ -66,9 +68,9 @@ const at =
   <A, E>(effect: Effect.Effect<A, E, never>): Effect.Effect<A, BulkItemFailure | SqlError> =>
     Effect.catch(effect, (e: any) => Effect.fail(isSqlError(e) ? e : { index, error: e as RecordError }))
 
-/** The atomic bulk writes of RecordService, and the record.bulk.* event of a non-atomic batch. */
-export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; readonly prep: Preparation; readonly writes: Writes }) => {
-  const { prep, repo, writes } = deps
+/** The atomic bulk writes of RecordEngine, and the record.bulk.* event of a non-atomic batch. */
+export const makeAtomicBulk = (deps: EngineDeps & { readonly creates: Creates; readonly updates: Updates; readonly deletes: Deletes }) => {
+  const { common, creates, deletes, prep, repo, updates } = deps
   const { transaction } = repo
 
   const bulkEventInTx = (structure: Structure, type: BulkEventType, ids: ReadonlyArray<string>, writer: Writer) =>
@@ -107,7 +109,7 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
     transaction(
       Effect.gen(function* () {
         const written: Array<WriteResult> = []
-        for (let i = 0; i < items.length; i++) written.push(yield* at(i)(writes.createInTx(structure, items[i]!, writer)))
+        for (let i = 0; i < items.length; i++) written.push(yield* at(i)(creates.createInTx(structure, items[i]!, writer)))
         yield* bulkEventInTx(
           structure,
           "record.bulk.created",
@@ -118,7 +120,7 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
       })
     )
 
-  /** A bulk of plain creates is one batch: one statement for every item (writes.createMany), or item by item. */
+  /** A bulk of plain creates is one batch: one statement for every item (creates.createMany), or item by item. */
   const createAll = (structure: Structure, items: ReadonlyArray<CreateInput>, writer: Writer) =>
     !batchable(structure)
       ? createEach(structure, items, writer)
@@ -131,7 +133,7 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
           }
           return yield* transaction(
             Effect.gen(function* () {
-              const written = yield* writes.createMany(pending)
+              const written = yield* creates.createMany(pending)
               yield* bulkEventInTx(
                 structure,
                 "record.bulk.created",
@@ -145,7 +147,7 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
 
   /**
    * The creates of a non-atomic request, each with its own outcome, in item order: every item that passes its
-   * checks goes into one statement (writes.createMany: no transaction, no group commit queue); the others, and all
+   * checks goes into one statement (creates.createMany: no transaction, no group commit queue); the others, and all
    * of them when that statement fails (a held or repeated unique value), go through `one` (the single-record create,
    * which tells failures to the failure hook). Structures with references or counters: `one` for each item.
    */
@@ -164,7 +166,7 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
         pending.push(Result.isSuccess(p) ? p.success : undefined)
       }
       const valid = pending.filter((p) => p !== undefined)
-      const written = valid.length === 0 ? [] : yield* repo.atomic(writes.createMany(valid)).pipe(Effect.orElseSucceed(() => undefined))
+      const written = valid.length === 0 ? [] : yield* repo.atomic(creates.createMany(valid)).pipe(Effect.orElseSucceed(() => undefined))
       if (written === undefined) return yield* each(items.map((_, i) => i))
       const rows = new Map(written.map((w) => [w.row.id, w]))
       const rest = yield* each(pending.flatMap((p, i) => (p === undefined ? [i] : [])))
@@ -185,10 +187,10 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
           written.push(
             yield* at(i)(
               Effect.gen(function* () {
-                const row = yield* writes.lockLive(workspace, id)
+                const row = yield* common.lockLive(workspace, id)
                 if (structureId !== undefined && row.structureId !== structureId) return yield* recordNotFound(id)
-                const structure = yield* writes.liveStructure(workspace, row)
-                return yield* writes.updateInTx(row, structure, input, writer, input.replace ? "replace" : "update")
+                const structure = yield* common.liveStructure(workspace, row)
+                return yield* updates.updateInTx(row, structure, input, writer, input.replace ? "replace" : "update")
               })
             )
           )
@@ -208,11 +210,11 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
           removed.push(
             yield* at(i)(
               Effect.gen(function* () {
-                const row = yield* writes.lock(workspace, id)
+                const row = yield* common.lock(workspace, id)
                 if (row === undefined || (!permanent && !isLive(row, yield* Clock.currentTimeMillis))) return yield* recordNotFound(id)
                 if (structureId !== undefined && row.structureId !== structureId) return yield* recordNotFound(id)
-                const structure = yield* writes.liveStructure(workspace, row)
-                const deletedAt = yield* writes.deleteInTx(structure, row, permanent, writer)
+                const structure = yield* common.liveStructure(workspace, row)
+                const deletedAt = yield* deletes.deleteInTx(structure, row, permanent, writer)
                 return { row, structure, deletedAt }
               })
             )

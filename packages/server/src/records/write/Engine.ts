@@ -30,9 +30,12 @@ import type {
 import { makePreparation } from "../RecordPrepare.ts"
 import { RecordRepo } from "../RecordRepo.ts"
 import { makeAtomicBulk } from "./Bulk.ts"
-import { makeGroupWrites } from "./Group.ts"
+import { makeCommon } from "./Common.ts"
+import { makeCreates } from "./Create.ts"
+import { makeDeletes } from "./Delete.ts"
+import { makeRestores } from "./Restore.ts"
+import { makeUpdates } from "./Update.ts"
 import { makeUpserts } from "./Upsert.ts"
-import { makeWrites } from "./Writes.ts"
 
 /** An upsert of one business key. */
 export interface UpsertArgs {
@@ -111,27 +114,31 @@ export class RecordEngine extends Context.Service<
       const secrets = yield* Secrets
       const onFailure = yield* RecordFailureHook
       const prep = makePreparation({ repo, structures, secrets })
-      const writes = makeWrites({ repo, prep, structures, onFailure })
-      const upserts = makeUpserts({ repo, prep, writes })
-      const grouped = yield* makeGroupWrites({ repo, prep, writes, structures })
-      const bulk = makeAtomicBulk({ repo, prep, writes })
+      const base = { repo, prep, structures, common: makeCommon({ repo, structures, onFailure }) }
+      // the group commit queues, in this order: creates, updates, deletes, upserts
+      const creates = yield* makeCreates(base)
+      const updates = yield* makeUpdates(base)
+      const deletes = yield* makeDeletes({ ...base, updates })
+      const restores = makeRestores(base)
+      const upserts = yield* makeUpserts({ ...base, creates, updates })
+      const bulk = makeAtomicBulk({ ...base, creates, updates, deletes })
       const planner = yield* makePlannerStats(repo.sql)
 
       return RecordEngine.of({
         create: Effect.fn("RecordEngine.create")(({ structure, input, writer }: CreateArgs) =>
-          Effect.tap(grouped.create(structure, input, writer), () => planner.wrote(structure.id, 1, true))
+          Effect.tap(creates.create(structure, input, writer), () => planner.wrote(structure.id, 1, true))
         ),
         update: Effect.fn("RecordEngine.update")(({ workspace, id, input, writer }: UpdateArgs) =>
-          grouped.update(workspace, id, input, writer)
+          updates.update(workspace, id, input, writer)
         ),
         remove: Effect.fn("RecordEngine.remove")(({ workspace, id, permanent, writer, reason }: RemoveArgs) =>
-          grouped.remove(workspace, id, permanent, writer, reason)
+          deletes.remove(workspace, id, permanent, writer, reason)
         ),
         restore: Effect.fn("RecordEngine.restore")(({ workspace, id, version, reason, writer }: RestoreArgs) =>
-          writes.restore(workspace, id, version, reason, writer)
+          restores.restore(workspace, id, version, reason, writer)
         ),
         revert: Effect.fn("RecordEngine.revert")(({ workspace, id, reason, writer }: RevertArgs) =>
-          writes.revert(workspace, id, reason, writer)
+          restores.revert(workspace, id, reason, writer)
         ),
         upsert: Effect.fn("RecordEngine.upsert")(({ structure, match, data, writer, idempotencyKey }: UpsertArgs) =>
           upserts.upsert(structure, match, data, writer, idempotencyKey)
@@ -141,11 +148,11 @@ export class RecordEngine extends Context.Service<
             upserts.upsertMany(structure, match, items)
         ),
         upsertGrouped: Effect.fn("RecordEngine.upsertGrouped")(({ structure, match, data, writer }: Omit<UpsertArgs, "idempotencyKey">) =>
-          grouped.upsertGrouped(structure, match, data, writer)
+          upserts.upsertGrouped(structure, match, data, writer)
         ),
         fileDeleted: Effect.fn("RecordEngine.fileDeleted")(({ workspace, fileId, writer }: FileDeletedArgs) =>
           repo
-            .atomic(writes.fileDeleted(workspace, fileId, writer))
+            .atomic(deletes.fileDeleted(workspace, fileId, writer))
             .pipe(Effect.catch((e) => (e instanceof Conflict ? Effect.fail(e) : Effect.die(e))))
         ),
         createAll: Effect.fn("RecordEngine.createAll")(({ structure, items, writer }) =>
@@ -153,7 +160,7 @@ export class RecordEngine extends Context.Service<
         ),
         createSome: Effect.fn("RecordEngine.createSome")(({ structure, items, writer }) =>
           Effect.tap(
-            bulk.createSome(structure, items, writer, (input) => grouped.create(structure, input, writer)),
+            bulk.createSome(structure, items, writer, (input) => creates.create(structure, input, writer)),
             (outcomes) => planner.wrote(structure.id, outcomes.filter(Result.isSuccess).length)
           )
         ),
