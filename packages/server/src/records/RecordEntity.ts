@@ -17,6 +17,7 @@ import {
   type BulkError,
   type BulkOptions,
   type BulkOutcome,
+  type ScopedBulkOptions,
   type CreateArgs,
   type CreateInput,
   type FileDeletedArgs,
@@ -238,9 +239,6 @@ export interface KeyedUpsert {
   readonly idempotencyKey?: string | undefined
 }
 
-/** Options of a bulk request that may be limited to the records of one structure (generation A). */
-type ScopedBulkOptions = BulkOptions & { readonly structure?: Structure | undefined }
-
 /**
  * The one entry point of record writes (the record engine, write/, is used by nothing else): creates and updates
  * through the node's group commit, deletes, restores, reverts and upserts routed to their actors wherever they
@@ -369,15 +367,9 @@ export class RecordWriter extends Context.Service<
             engine.upsertGrouped({ structure, match, data, writer })
           ).pipe(Effect.flatMap((done) => (done === undefined ? throughActor() : Effect.succeed({ ...done, replayed: false }))))
         },
-        bulkCreate: Effect.fn("RecordWriter.bulkCreate")(({ structure, items, writer, options }) =>
-          bulk.bulkCreate(structure, items, writer, options)
-        ),
-        bulkUpdate: Effect.fn("RecordWriter.bulkUpdate")(({ workspace, items, writer, options }) =>
-          bulk.bulkUpdate(workspace, items, writer, options)
-        ),
-        bulkRemove: Effect.fn("RecordWriter.bulkRemove")(({ workspace, ids, permanent, writer, options }) =>
-          bulk.bulkRemove(workspace, ids, permanent, writer, options)
-        ),
+        bulkCreate: Effect.fn("RecordWriter.bulkCreate")(bulk.bulkCreate),
+        bulkUpdate: Effect.fn("RecordWriter.bulkUpdate")(bulk.bulkUpdate),
+        bulkRemove: Effect.fn("RecordWriter.bulkRemove")(bulk.bulkRemove),
         fileDeleted: engine.fileDeleted
       })
     })

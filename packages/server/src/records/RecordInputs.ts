@@ -100,6 +100,21 @@ export interface RevertArgs extends RecordTarget {
   readonly reason?: string | undefined
 }
 
+/** An upsert of one business key. */
+export interface UpsertArgs {
+  readonly structure: Structure
+  readonly match: Record<string, unknown>
+  readonly data: Record<string, unknown>
+  readonly writer: Writer
+  readonly idempotencyKey?: string | undefined
+}
+
+/** Items of a bulk write. */
+export interface BulkArgs<I> {
+  readonly items: ReadonlyArray<I>
+  readonly writer: Writer
+}
+
 /** A file being deleted (the onDelete of the `format: "file"` properties naming it). */
 export interface FileDeletedArgs {
   readonly workspace: string
@@ -144,6 +159,9 @@ export interface BulkOptions {
   readonly list: string
   readonly skipValidation?: boolean | undefined
 }
+
+/** Options of a bulk request that may be limited to the records of one structure (generation A). */
+export type ScopedBulkOptions = BulkOptions & { readonly structure?: Structure | undefined }
 
 export type BulkEventType = "record.bulk.created" | "record.bulk.updated" | "record.bulk.deleted"
 

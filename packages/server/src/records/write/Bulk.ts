@@ -27,12 +27,14 @@ import { isLive } from "../../query/Live.ts"
 import { isUuid, type RecordRow } from "../../query/RecordRow.ts"
 import type { Writer } from "../model.ts"
 import {
+  type BulkArgs,
   type BulkError,
   type BulkEventType,
   type BulkFailure,
   type BulkItemFailure,
   type BulkOptions,
   type BulkOutcome,
+  type ScopedBulkOptions,
   type CreateInput,
   MAX_BULK_ITEMS,
   type PendingCreate,
@@ -68,6 +70,32 @@ const at =
   <A, E>(effect: Effect.Effect<A, E, never>): Effect.Effect<A, BulkItemFailure | SqlError> =>
     Effect.catch(effect, (e: any) => Effect.fail(isSqlError(e) ? e : { index, error: e as RecordError }))
 
+/** Creates of one structure, in item order. */
+export type BulkCreateArgs = BulkArgs<CreateInput> & { readonly structure: Structure }
+
+/** Updates by id; `structureId` restricts the batch to the records of one structure. */
+export type BulkUpdateArgs = BulkArgs<{ readonly id: string; readonly input: UpdateInput }> & {
+  readonly workspace: string
+  readonly structureId?: string | undefined
+}
+
+/** Deletes by id; `structureId` restricts the batch to the records of one structure. */
+export interface BulkRemoveArgs {
+  readonly workspace: string
+  readonly ids: ReadonlyArray<string>
+  readonly permanent: boolean
+  readonly writer: Writer
+  readonly structureId?: string | undefined
+}
+
+/** The `record.bulk.*` event of the records a batch wrote. */
+export interface BulkEventArgs {
+  readonly structure: Structure
+  readonly type: BulkEventType
+  readonly ids: ReadonlyArray<string>
+  readonly writer: Writer
+}
+
 /** The atomic bulk writes of RecordEngine, and the record.bulk.* event of a non-atomic batch. */
 export const makeAtomicBulk = (deps: EngineDeps & { readonly creates: Creates; readonly updates: Updates; readonly deletes: Deletes }) => {
   const { common, creates, deletes, prep, repo, updates } = deps
@@ -98,7 +126,7 @@ export const makeAtomicBulk = (deps: EngineDeps & { readonly creates: Creates; r
           })
         )
 
-  const publishBulk = (structure: Structure, type: BulkEventType, ids: ReadonlyArray<string>, writer: Writer) =>
+  const publishBulk = ({ ids, structure, type, writer }: BulkEventArgs) =>
     ids.length === 0 ? Effect.void : repo.sql.withTransaction(bulkEventInTx(structure, type, ids, writer)).pipe(Effect.orDie)
 
   /** Locks the rows of a batch in id order first, so two batches touching the same records cannot deadlock. */
@@ -109,7 +137,7 @@ export const makeAtomicBulk = (deps: EngineDeps & { readonly creates: Creates; r
     transaction(
       Effect.gen(function* () {
         const written: Array<WriteResult> = []
-        for (let i = 0; i < items.length; i++) written.push(yield* at(i)(creates.createInTx(structure, items[i]!, writer)))
+        for (let i = 0; i < items.length; i++) written.push(yield* at(i)(creates.createInTx({ structure, input: items[i]!, writer })))
         yield* bulkEventInTx(
           structure,
           "record.bulk.created",
@@ -121,7 +149,7 @@ export const makeAtomicBulk = (deps: EngineDeps & { readonly creates: Creates; r
     )
 
   /** A bulk of plain creates is one batch: one statement for every item (creates.createMany), or item by item. */
-  const createAll = (structure: Structure, items: ReadonlyArray<CreateInput>, writer: Writer) =>
+  const createAll = ({ items, structure, writer }: BulkCreateArgs) =>
     !batchable(structure)
       ? createEach(structure, items, writer)
       : Effect.gen(function* () {
@@ -152,9 +180,7 @@ export const makeAtomicBulk = (deps: EngineDeps & { readonly creates: Creates; r
    * which tells failures to the failure hook). Structures with references or counters: `one` for each item.
    */
   const createSome = (
-    structure: Structure,
-    items: ReadonlyArray<CreateInput>,
-    writer: Writer,
+    { items, structure, writer }: BulkCreateArgs,
     one: (input: CreateInput) => Effect.Effect<WriteResult, RecordError>
   ): Effect.Effect<Array<Result.Result<WriteResult, RecordError>>> =>
     Effect.gen(function* () {
@@ -174,7 +200,7 @@ export const makeAtomicBulk = (deps: EngineDeps & { readonly creates: Creates; r
       return pending.map((p) => (p === undefined ? rest[k++]! : Result.succeed(rows.get(p.record.id)!)))
     })
 
-  const updateAll = (workspace: string, items: ReadonlyArray<{ id: string; input: UpdateInput }>, writer: Writer, structureId?: string) =>
+  const updateAll = ({ items, structureId, workspace, writer }: BulkUpdateArgs) =>
     transaction(
       Effect.gen(function* () {
         yield* lockAll(
@@ -190,7 +216,7 @@ export const makeAtomicBulk = (deps: EngineDeps & { readonly creates: Creates; r
                 const row = yield* common.lockLive(workspace, id)
                 if (structureId !== undefined && row.structureId !== structureId) return yield* recordNotFound(id)
                 const structure = yield* common.liveStructure(workspace, row)
-                return yield* updates.updateInTx(row, structure, input, writer, input.replace ? "replace" : "update")
+                return yield* updates.updateInTx({ row, structure, input, writer, action: input.replace ? "replace" : "update" })
               })
             )
           )
@@ -200,7 +226,7 @@ export const makeAtomicBulk = (deps: EngineDeps & { readonly creates: Creates; r
       })
     )
 
-  const removeAll = (workspace: string, ids: ReadonlyArray<string>, permanent: boolean, writer: Writer, structureId?: string) =>
+  const removeAll = ({ ids, permanent, structureId, workspace, writer }: BulkRemoveArgs) =>
     transaction(
       Effect.gen(function* () {
         yield* lockAll(workspace, ids)
@@ -214,7 +240,7 @@ export const makeAtomicBulk = (deps: EngineDeps & { readonly creates: Creates; r
                 if (row === undefined || (!permanent && !isLive(row, yield* Clock.currentTimeMillis))) return yield* recordNotFound(id)
                 if (structureId !== undefined && row.structureId !== structureId) return yield* recordNotFound(id)
                 const structure = yield* common.liveStructure(workspace, row)
-                const deletedAt = yield* deletes.deleteInTx(structure, row, permanent, writer)
+                const deletedAt = yield* deletes.deleteInTx({ structure, row, permanent, writer })
                 return { row, structure, deletedAt }
               })
             )
@@ -326,12 +352,12 @@ export const makeBulkRequests = (deps: {
           row.structureId === structure.id ? Effect.void : Effect.fail(recordNotFound(id))
         )
 
-  const bulkCreate = (
-    structure: Structure,
-    items: ReadonlyArray<CreateInput>,
-    writer: Writer,
-    options: BulkOptions
-  ): Effect.Effect<BulkOutcome<WriteResult>, BulkError> =>
+  const bulkCreate = ({
+    items,
+    options,
+    structure,
+    writer
+  }: BulkCreateArgs & { readonly options: BulkOptions }): Effect.Effect<BulkOutcome<WriteResult>, BulkError> =>
     Effect.gen(function* () {
       yield* bulkSize(items.length, options.list)
       yield* maySkip(writer, options.skipValidation)
@@ -356,12 +382,15 @@ export const makeBulkRequests = (deps: {
     })
 
   /** `structure`: only records of this structure (generation A); its batches may be empty. */
-  const bulkUpdate = (
-    workspace: string,
-    items: ReadonlyArray<{ readonly id: string; readonly input: UpdateInput }>,
-    writer: Writer,
-    options: BulkOptions & { readonly structure?: Structure | undefined }
-  ): Effect.Effect<BulkOutcome<{ readonly row: RecordRow }>, BulkError> =>
+  const bulkUpdate = ({
+    items,
+    options,
+    workspace,
+    writer
+  }: Omit<BulkUpdateArgs, "structureId"> & { readonly options: ScopedBulkOptions }): Effect.Effect<
+    BulkOutcome<{ readonly row: RecordRow }>,
+    BulkError
+  > =>
     Effect.gen(function* () {
       if (options.structure === undefined || items.length > 0) yield* bulkSize(items.length, options.list)
       yield* maySkip(writer, options.skipValidation)
@@ -392,13 +421,16 @@ export const makeBulkRequests = (deps: {
       return outcome
     })
 
-  const bulkRemove = (
-    workspace: string,
-    ids: ReadonlyArray<string>,
-    permanent: boolean,
-    writer: Writer,
-    options: BulkOptions & { readonly structure?: Structure | undefined }
-  ): Effect.Effect<BulkOutcome<{ readonly id: string; readonly deletedAt: string; readonly structureId: string }>, BulkError> =>
+  const bulkRemove = ({
+    ids,
+    options,
+    permanent,
+    workspace,
+    writer
+  }: Omit<BulkRemoveArgs, "structureId"> & { readonly options: ScopedBulkOptions }): Effect.Effect<
+    BulkOutcome<{ readonly id: string; readonly deletedAt: string; readonly structureId: string }>,
+    BulkError
+  > =>
     Effect.gen(function* () {
       if (options.structure === undefined || ids.length > 0) yield* bulkSize(ids.length, options.list)
       if (ids.length === 0) return { done: [], failures: [] }

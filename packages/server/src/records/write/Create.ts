@@ -1,12 +1,11 @@
 // Creates: a new record with its version 1, changelog entry and event. Plain creates of concurrent requests share
 // one statement through the node's group commit (RecordRepo.createRecords, atomic without a transaction); a
 // structure with references to check or counters to draw creates in a transaction of its own.
-import type { Structure } from "@troupe/api/structures/Structure"
 import { Effect, Exit } from "effect"
 import type { RecordRow } from "../../query/RecordRow.ts"
 import { claimsOf } from "../../structures/StructureFacts.ts"
-import { diff, type Writer } from "../model.ts"
-import type { CreateInput, PendingCreate, RecordError, WriteResult } from "../RecordInputs.ts"
+import { diff } from "../model.ts"
+import type { CreateArgs, PendingCreate, RecordError, WriteResult } from "../RecordInputs.ts"
 import { batchable } from "../RecordPrepare.ts"
 import { changelogRow, eventOf } from "../RecordRows.ts"
 import { batched, ClaimTaken, type EngineDeps, reasonOf, timestamp } from "./Common.ts"
@@ -66,7 +65,8 @@ export const makeCreates = (deps: EngineDeps) =>
         return written([item])(rows)[0]!
       })
 
-    const createInTx = (structure: Structure, input: CreateInput, writer: Writer) =>
+    /** A create in the caller's transaction, its references checked and its counters drawn. */
+    const createInTx = ({ input, structure, writer }: CreateArgs) =>
       Effect.gen(function* () {
         const prepared = yield* prep.prepareCreate(structure, input, writer)
         yield* prep.checkReferences(structure, prepared.data, undefined)
@@ -89,11 +89,12 @@ export const makeCreates = (deps: EngineDeps) =>
     const creates = yield* common.groupCommit(writeCreates)
 
     /** Creates with no references to check and no counters to draw share a commit; the others go on their own. */
-    const create = (structure: Structure, input: CreateInput, writer: Writer) =>
-      (batchable(structure)
-        ? Effect.flatMap(prep.pendingCreate(structure, input, writer), creates.submit)
-        : transaction(createInTx(structure, input, writer))
+    const create = (args: CreateArgs) => {
+      const { input, structure, writer } = args
+      return (
+        batchable(structure) ? Effect.flatMap(prep.pendingCreate(structure, input, writer), creates.submit) : transaction(createInTx(args))
       ).pipe(common.reported("create", undefined, input.data, writer, () => structure))
+    }
 
     return { createMany, insertOne, createInTx, create }
   })

@@ -10,7 +10,7 @@ import { fileFields, type ReferenceField, referenceFields } from "../../structur
 import { isLive } from "../../query/Live.ts"
 import { isUuid, type RecordRow } from "../../query/RecordRow.ts"
 import type { Writer } from "../model.ts"
-import { recordNotFound, type RecordError, type Removed } from "../RecordInputs.ts"
+import { type FileDeletedArgs, recordNotFound, type RecordError, type Removed, type RemoveArgs } from "../RecordInputs.ts"
 import { changelogRow, eventOf } from "../RecordRows.ts"
 import { observeBatch } from "../WriteMetrics.ts"
 import { alone, batched, type EngineDeps, reasonOf, timestamp } from "./Common.ts"
@@ -36,14 +36,21 @@ export const makeDeletes = (deps: EngineDeps & { readonly updates: Updates }) =>
      * cascade deletes the referring records (transitively), set_null clears the property (one new version per record,
      * whatever number of its fields named it; many-to-many arrays lose the key). `what`: "record" or "file".
      */
-    const applyOnDelete = (
-      workspace: string,
-      what: { kind: "record" | "file"; id: string },
-      rulesOf: (other: Structure) => ReadonlyArray<{ field: string; onDelete: ReferenceField["onDelete"]; key: unknown }>,
-      permanent: boolean,
-      writer: Writer,
-      depth: number
-    ): Effect.Effect<void, RecordError | SqlError> =>
+    const applyOnDelete = ({
+      depth,
+      permanent,
+      rulesOf,
+      what,
+      workspace,
+      writer
+    }: {
+      readonly workspace: string
+      readonly what: { kind: "record" | "file"; id: string }
+      readonly rulesOf: (other: Structure) => ReadonlyArray<{ field: string; onDelete: ReferenceField["onDelete"]; key: unknown }>
+      readonly permanent: boolean
+      readonly writer: Writer
+      readonly depth: number
+    }): Effect.Effect<void, RecordError | SqlError> =>
       Effect.gen(function* () {
         if (depth > 32) return yield* conflict({ message: "Cascade too deep", code: "CONFLICT" })
         const all = yield* structures.all(workspace)
@@ -77,7 +84,7 @@ export const makeDeletes = (deps: EngineDeps & { readonly updates: Updates }) =>
                 if (cascaded.has(r.id)) continue
                 cascaded.add(r.id)
                 cleared.delete(r.id)
-                yield* deleteInTx(other, r, permanent, { ...writer, source: "cascade" }, depth + 1)
+                yield* deleteInTx({ structure: other, row: r, permanent, writer: { ...writer, source: "cascade" }, depth: depth + 1 })
               } else if (!cascaded.has(r.id)) {
                 const entry = cleared.get(r.id) ?? { row: r, data: { ...r.data } }
                 const value = entry.data[rule.field]
@@ -87,12 +94,12 @@ export const makeDeletes = (deps: EngineDeps & { readonly updates: Updates }) =>
             }
           }
           for (const { row: r, data } of cleared.values()) {
-            yield* updates.updateInTx(
-              r,
-              other,
-              { data, replace: true, skipValidation: true },
-              { ...writer, source: "set_null", canSkipValidation: true }
-            )
+            yield* updates.updateInTx({
+              row: r,
+              structure: other,
+              input: { data, replace: true, skipValidation: true },
+              writer: { ...writer, source: "set_null", canSkipValidation: true }
+            })
           }
         }
       })
@@ -107,33 +114,41 @@ export const makeDeletes = (deps: EngineDeps & { readonly updates: Updates }) =>
      * A file is being deleted (in the storage's transaction, its row locked): the onDelete of every `format: "file"`
      * property naming it. Records deleted by cascade are soft-deleted, as a record's cascade deletes them.
      */
-    const fileDeleted = (workspace: string, fileId: string, writer: Writer) =>
-      applyOnDelete(
+    const fileDeleted = ({ fileId, workspace, writer }: FileDeletedArgs) =>
+      applyOnDelete({
         workspace,
-        { kind: "file", id: fileId },
-        (other) => fileFields(other).map((f) => ({ field: f.field, onDelete: f.onDelete, key: fileId })),
-        false,
+        what: { kind: "file", id: fileId },
+        rulesOf: (other) => fileFields(other).map((f) => ({ field: f.field, onDelete: f.onDelete, key: fileId })),
+        permanent: false,
         writer,
-        0
-      )
+        depth: 0
+      })
 
-    const deleteInTx = (
-      structure: Structure,
-      row: RecordRow,
-      permanent: boolean,
-      writer: Writer,
+    /** A record deleted in the caller's transaction (its row locked): `depth` counts the cascade that reached it. */
+    const deleteInTx = ({
       depth = 0,
-      reason?: string
-    ): Effect.Effect<string, RecordError | SqlError> =>
+      permanent,
+      reason,
+      row,
+      structure,
+      writer
+    }: {
+      readonly structure: Structure
+      readonly row: RecordRow
+      readonly permanent: boolean
+      readonly writer: Writer
+      readonly depth?: number | undefined
+      readonly reason?: string | undefined
+    }): Effect.Effect<string, RecordError | SqlError> =>
       Effect.gen(function* () {
-        yield* applyOnDelete(
-          structure.workspaceSlug,
-          { kind: "record", id: row.id },
-          referencesTo(structure, row),
+        yield* applyOnDelete({
+          workspace: structure.workspaceSlug,
+          what: { kind: "record", id: row.id },
+          rulesOf: referencesTo(structure, row),
           permanent,
           writer,
           depth
-        )
+        })
         const deletedAt = yield* timestamp
         if (permanent) {
           yield* repo.deleteRecords([row.id])
@@ -146,14 +161,14 @@ export const makeDeletes = (deps: EngineDeps & { readonly updates: Updates }) =>
       })
 
     /** A delete in its own transaction, its failure told to the failure hook. */
-    const removeOne = (workspace: string, id: string, permanent: boolean, writer: Writer, reason?: string) => {
+    const removeOne = ({ id, permanent, reason, workspace, writer }: RemoveArgs) => {
       let found: Structure | undefined
       return transaction(
         Effect.gen(function* () {
           const row = yield* common.lock(workspace, id)
           if (row === undefined || (!permanent && !isLive(row, yield* Clock.currentTimeMillis))) return yield* recordNotFound(id)
           const structure = (found = yield* common.liveStructure(workspace, row))
-          const deletedAt = yield* deleteInTx(structure, row, permanent, writer, 0, reason)
+          const deletedAt = yield* deleteInTx({ structure, row, permanent, writer, reason })
           return { id: row.id, deletedAt, structure } satisfies Removed
         })
       ).pipe(common.reported("delete", id, { permanent }, writer, () => found))
@@ -173,9 +188,7 @@ export const makeDeletes = (deps: EngineDeps & { readonly updates: Updates }) =>
      * (onDelete work on other records) fail the batch, and so go one by one.
      */
     const writeDeletes = (items: ReadonlyArray<PendingDelete>) => {
-      const oneByOne = Effect.forEach(items, (item) =>
-        Effect.exit(removeOne(item.workspace, item.id, item.permanent, item.writer, item.reason))
-      )
+      const oneByOne = Effect.forEach(items, (item) => Effect.exit(removeOne(item)))
       if (alone(items)) return Effect.andThen(observeBatch("delete", 1), oneByOne)
       return transaction(
         Effect.gen(function* () {
@@ -212,10 +225,12 @@ export const makeDeletes = (deps: EngineDeps & { readonly updates: Updates }) =>
 
     const deletes = yield* common.groupCommit(writeDeletes)
 
-    const remove = (workspace: string, id: string, permanent: boolean, writer: Writer, reason?: string) =>
-      isUuid(id)
+    const remove = (args: RemoveArgs) => {
+      const { id, permanent, reason, workspace, writer } = args
+      return isUuid(id)
         ? deletes.submit({ workspace, id, permanent, writer, ...(reason !== undefined ? { reason } : {}) })
-        : removeOne(workspace, id, permanent, writer, reason)
+        : removeOne(args)
+    }
 
     return { deleteInTx, removeOne, fileDeleted, remove }
   })

@@ -7,14 +7,11 @@ import type { Structure } from "@troupe/api/structures/Structure"
 import { Context, Effect, Layer, Result } from "effect"
 import { Secrets } from "../../platform/Secrets.ts"
 import { StructureService } from "../../structures/StructureService.ts"
-import type { Writer } from "../model.ts"
 import { makePlannerStats } from "../PlannerStats.ts"
 import { RecordFailureHook } from "../RecordFailures.ts"
 import type {
-  BulkEventType,
   BulkItemFailure,
   CreateArgs,
-  CreateInput,
   FileDeletedArgs,
   RecordError,
   Removed,
@@ -22,35 +19,20 @@ import type {
   RestoreArgs,
   RevertArgs,
   UpdateArgs,
-  UpdateInput,
+  UpsertArgs,
   UpsertItem,
   UpsertResult,
   WriteResult
 } from "../RecordInputs.ts"
 import { makePreparation } from "../RecordPrepare.ts"
 import { RecordRepo } from "../RecordRepo.ts"
-import { makeAtomicBulk } from "./Bulk.ts"
+import { type BulkCreateArgs, type BulkEventArgs, type BulkRemoveArgs, type BulkUpdateArgs, makeAtomicBulk } from "./Bulk.ts"
 import { makeCommon } from "./Common.ts"
 import { makeCreates } from "./Create.ts"
 import { makeDeletes } from "./Delete.ts"
 import { makeRestores } from "./Restore.ts"
 import { makeUpdates } from "./Update.ts"
 import { makeUpserts } from "./Upsert.ts"
-
-/** An upsert of one business key. */
-export interface UpsertArgs {
-  readonly structure: Structure
-  readonly match: Record<string, unknown>
-  readonly data: Record<string, unknown>
-  readonly writer: Writer
-  readonly idempotencyKey?: string | undefined
-}
-
-/** Items of an atomic or non-atomic bulk write. */
-export interface BulkArgs<I> {
-  readonly items: ReadonlyArray<I>
-  readonly writer: Writer
-}
 
 export class RecordEngine extends Context.Service<
   RecordEngine,
@@ -78,32 +60,17 @@ export class RecordEngine extends Context.Service<
      */
     readonly fileDeleted: (args: FileDeletedArgs) => Effect.Effect<void, Conflict>
     /** Atomic bulk create: every item in one transaction with the `record.bulk.created` event, or nothing. */
-    readonly createAll: (
-      args: BulkArgs<CreateInput> & { readonly structure: Structure }
-    ) => Effect.Effect<ReadonlyArray<WriteResult>, BulkItemFailure | RecordError>
+    readonly createAll: (args: BulkCreateArgs) => Effect.Effect<ReadonlyArray<WriteResult>, BulkItemFailure | RecordError>
     /** Non-atomic bulk create: each item's outcome, in item order (Bulk's createSome). */
-    readonly createSome: (
-      args: BulkArgs<CreateInput> & { readonly structure: Structure }
-    ) => Effect.Effect<Array<Result.Result<WriteResult, RecordError>>>
+    readonly createSome: (args: BulkCreateArgs) => Effect.Effect<Array<Result.Result<WriteResult, RecordError>>>
     /** Atomic bulk update (rows locked in id order); `structureId` restricts the batch to one structure. */
-    readonly updateAll: (
-      args: BulkArgs<{ id: string; input: UpdateInput }> & { readonly workspace: string; readonly structureId?: string | undefined }
-    ) => Effect.Effect<ReadonlyArray<WriteResult>, BulkItemFailure | RecordError>
+    readonly updateAll: (args: BulkUpdateArgs) => Effect.Effect<ReadonlyArray<WriteResult>, BulkItemFailure | RecordError>
     /** Atomic bulk delete. */
-    readonly removeAll: (args: {
-      readonly workspace: string
-      readonly ids: ReadonlyArray<string>
-      readonly permanent: boolean
-      readonly writer: Writer
-      readonly structureId?: string | undefined
-    }) => Effect.Effect<ReadonlyArray<{ id: string; deletedAt: string; structureId: string }>, BulkItemFailure | RecordError>
+    readonly removeAll: (
+      args: BulkRemoveArgs
+    ) => Effect.Effect<ReadonlyArray<{ id: string; deletedAt: string; structureId: string }>, BulkItemFailure | RecordError>
     /** The `record.bulk.*` event of a non-atomic batch, in a transaction of its own after the items. */
-    readonly publishBulk: (args: {
-      readonly structure: Structure
-      readonly type: BulkEventType
-      readonly ids: ReadonlyArray<string>
-      readonly writer: Writer
-    }) => Effect.Effect<void>
+    readonly publishBulk: (args: BulkEventArgs) => Effect.Effect<void>
   }
 >()("@troupe/server/records/RecordEngine") {
   static readonly layerNoDeps = Layer.effect(
@@ -125,54 +92,33 @@ export class RecordEngine extends Context.Service<
       const planner = yield* makePlannerStats(repo.sql)
 
       return RecordEngine.of({
-        create: Effect.fn("RecordEngine.create")(({ structure, input, writer }: CreateArgs) =>
-          Effect.tap(creates.create(structure, input, writer), () => planner.wrote(structure.id, 1, true))
+        create: Effect.fn("RecordEngine.create")((args: CreateArgs) =>
+          Effect.tap(creates.create(args), () => planner.wrote(args.structure.id, 1, true))
         ),
-        update: Effect.fn("RecordEngine.update")(({ workspace, id, input, writer }: UpdateArgs) =>
-          updates.update(workspace, id, input, writer)
-        ),
-        remove: Effect.fn("RecordEngine.remove")(({ workspace, id, permanent, writer, reason }: RemoveArgs) =>
-          deletes.remove(workspace, id, permanent, writer, reason)
-        ),
-        restore: Effect.fn("RecordEngine.restore")(({ workspace, id, version, reason, writer }: RestoreArgs) =>
-          restores.restore(workspace, id, version, reason, writer)
-        ),
-        revert: Effect.fn("RecordEngine.revert")(({ workspace, id, reason, writer }: RevertArgs) =>
-          restores.revert(workspace, id, reason, writer)
-        ),
-        upsert: Effect.fn("RecordEngine.upsert")(({ structure, match, data, writer, idempotencyKey }: UpsertArgs) =>
-          upserts.upsert(structure, match, data, writer, idempotencyKey)
-        ),
+        update: Effect.fn("RecordEngine.update")((args: UpdateArgs) => updates.update(args)),
+        remove: Effect.fn("RecordEngine.remove")((args: RemoveArgs) => deletes.remove(args)),
+        restore: Effect.fn("RecordEngine.restore")((args: RestoreArgs) => restores.restore(args)),
+        revert: Effect.fn("RecordEngine.revert")((args: RevertArgs) => restores.revert(args)),
+        upsert: Effect.fn("RecordEngine.upsert")((args: UpsertArgs) => upserts.upsert(args)),
         upsertMany: Effect.fn("RecordEngine.upsertMany")(
-          ({ structure, match, items }: { structure: Structure; match: Record<string, unknown>; items: ReadonlyArray<UpsertItem> }) =>
-            upserts.upsertMany(structure, match, items)
+          (args: { structure: Structure; match: Record<string, unknown>; items: ReadonlyArray<UpsertItem> }) => upserts.upsertMany(args)
         ),
-        upsertGrouped: Effect.fn("RecordEngine.upsertGrouped")(({ structure, match, data, writer }: Omit<UpsertArgs, "idempotencyKey">) =>
-          upserts.upsertGrouped(structure, match, data, writer)
+        upsertGrouped: Effect.fn("RecordEngine.upsertGrouped")((args: Omit<UpsertArgs, "idempotencyKey">) => upserts.upsertGrouped(args)),
+        fileDeleted: Effect.fn("RecordEngine.fileDeleted")((args: FileDeletedArgs) =>
+          repo.atomic(deletes.fileDeleted(args)).pipe(Effect.catch((e) => (e instanceof Conflict ? Effect.fail(e) : Effect.die(e))))
         ),
-        fileDeleted: Effect.fn("RecordEngine.fileDeleted")(({ workspace, fileId, writer }: FileDeletedArgs) =>
-          repo
-            .atomic(deletes.fileDeleted(workspace, fileId, writer))
-            .pipe(Effect.catch((e) => (e instanceof Conflict ? Effect.fail(e) : Effect.die(e))))
+        createAll: Effect.fn("RecordEngine.createAll")((args: BulkCreateArgs) =>
+          Effect.tap(bulk.createAll(args), (done) => planner.wrote(args.structure.id, done.length))
         ),
-        createAll: Effect.fn("RecordEngine.createAll")(({ structure, items, writer }) =>
-          Effect.tap(bulk.createAll(structure, items, writer), (done) => planner.wrote(structure.id, done.length))
-        ),
-        createSome: Effect.fn("RecordEngine.createSome")(({ structure, items, writer }) =>
+        createSome: Effect.fn("RecordEngine.createSome")((args: BulkCreateArgs) =>
           Effect.tap(
-            bulk.createSome(structure, items, writer, (input) => creates.create(structure, input, writer)),
-            (outcomes) => planner.wrote(structure.id, outcomes.filter(Result.isSuccess).length)
+            bulk.createSome(args, (input) => creates.create({ structure: args.structure, input, writer: args.writer })),
+            (outcomes) => planner.wrote(args.structure.id, outcomes.filter(Result.isSuccess).length)
           )
         ),
-        updateAll: Effect.fn("RecordEngine.updateAll")(({ workspace, items, writer, structureId }) =>
-          bulk.updateAll(workspace, items, writer, structureId)
-        ),
-        removeAll: Effect.fn("RecordEngine.removeAll")(({ workspace, ids, permanent, writer, structureId }) =>
-          bulk.removeAll(workspace, ids, permanent, writer, structureId)
-        ),
-        publishBulk: Effect.fn("RecordEngine.publishBulk")(({ structure, type, ids, writer }) =>
-          bulk.publishBulk(structure, type, ids, writer)
-        )
+        updateAll: Effect.fn("RecordEngine.updateAll")((args: BulkUpdateArgs) => bulk.updateAll(args)),
+        removeAll: Effect.fn("RecordEngine.removeAll")((args: BulkRemoveArgs) => bulk.removeAll(args)),
+        publishBulk: Effect.fn("RecordEngine.publishBulk")((args: BulkEventArgs) => bulk.publishBulk(args))
       })
     })
   )

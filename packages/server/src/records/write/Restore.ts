@@ -6,7 +6,15 @@ import { Clock, Effect } from "effect"
 import { isExpired } from "../../query/Live.ts"
 import type { RecordRow } from "../../query/RecordRow.ts"
 import { type Changes, diff, type Writer } from "../model.ts"
-import { recordNotFound, validationFailed, validVersion, versionNotFound, type WriteResult } from "../RecordInputs.ts"
+import {
+  recordNotFound,
+  type RestoreArgs,
+  type RevertArgs,
+  validationFailed,
+  validVersion,
+  versionNotFound,
+  type WriteResult
+} from "../RecordInputs.ts"
 import { changelogRow, eventOf, versionRow } from "../RecordRows.ts"
 import { type EngineDeps, reasonOf, timestamp } from "./Common.ts"
 
@@ -14,16 +22,26 @@ export const makeRestores = (deps: EngineDeps) => {
   const { common, prep, repo } = deps
   const { transaction } = repo
 
-  const rewind = (
-    row: RecordRow,
-    structure: Structure,
-    data: Record<string, unknown>,
-    restoredFrom: number,
-    event: string,
-    action: string,
-    reason: string | undefined,
-    writer: Writer
-  ) =>
+  /** The locked `row` rewound to `data` (of version `restoredFrom`) by `action`, announced as `event`. */
+  const rewind = ({
+    action,
+    data,
+    event,
+    reason,
+    restoredFrom,
+    row,
+    structure,
+    writer
+  }: {
+    readonly row: RecordRow
+    readonly structure: Structure
+    readonly data: Record<string, unknown>
+    readonly restoredFrom: number
+    readonly event: string
+    readonly action: string
+    readonly reason: string | undefined
+    readonly writer: Writer
+  }) =>
     Effect.gen(function* () {
       // a soft-deleted record gave its unique values up: it claims them (and checks its references) afresh
       const before = row.deletedAt === null ? row.data : undefined
@@ -37,7 +55,7 @@ export const makeRestores = (deps: EngineDeps) => {
       return { row: next, structure, previousVersion: row.version, restoredFrom } satisfies WriteResult
     })
 
-  const restore = (workspace: string, id: string, version: number | undefined, reason: string | undefined, writer: Writer) =>
+  const restore = ({ id, reason, version, workspace, writer }: RestoreArgs) =>
     transaction(
       Effect.gen(function* () {
         const row = yield* common.lock(workspace, id)
@@ -48,17 +66,35 @@ export const makeRestores = (deps: EngineDeps) => {
           if (row.deletedAt === null) {
             return yield* validationFailed([errorDetail("version", "version is required to restore a live record")], "Nothing to restore")
           }
-          return yield* rewind(row, structure, row.data, row.version, "record.restored", "restore", reason, writer)
+          return yield* rewind({
+            row,
+            structure,
+            data: row.data,
+            restoredFrom: row.version,
+            event: "record.restored",
+            action: "restore",
+            reason,
+            writer
+          })
         }
         if (row.deletedAt !== null) return yield* recordNotFound(id)
         if (!validVersion(version)) return yield* validationFailed([errorDetail("version", "version must be a positive integer")])
         const stored = yield* repo.findVersion(row.id, version)
         if (stored === undefined) return yield* versionNotFound(id, version)
-        return yield* rewind(row, structure, stored.data, version, "record.restored", "restore", reason, writer)
+        return yield* rewind({
+          row,
+          structure,
+          data: stored.data,
+          restoredFrom: version,
+          event: "record.restored",
+          action: "restore",
+          reason,
+          writer
+        })
       })
     )
 
-  const revert = (workspace: string, id: string, reason: string | undefined, writer: Writer) =>
+  const revert = ({ id, reason, workspace, writer }: RevertArgs) =>
     transaction(
       Effect.gen(function* () {
         const row = yield* common.lockLive(workspace, id)
@@ -67,7 +103,16 @@ export const makeRestores = (deps: EngineDeps) => {
         if (previous === undefined) {
           return yield* unprocessable({ message: "The record has no previous version to revert to", code: "NO_PREVIOUS_VERSION" })
         }
-        return yield* rewind(row, structure, previous.data, previous.version, "record.reverted", "revert", reason, writer)
+        return yield* rewind({
+          row,
+          structure,
+          data: previous.data,
+          restoredFrom: previous.version,
+          event: "record.reverted",
+          action: "revert",
+          reason,
+          writer
+        })
       })
     )
 

@@ -10,7 +10,7 @@ import * as Recent from "../../lib/Recent.ts"
 import { isLive } from "../../query/Live.ts"
 import { isUuid, type RecordRow } from "../../query/RecordRow.ts"
 import type { Writer } from "../model.ts"
-import type { PlannedUpdate, RecordError, UpdateInput, WriteResult } from "../RecordInputs.ts"
+import type { PlannedUpdate, RecordError, UpdateArgs, UpdateInput, WriteResult } from "../RecordInputs.ts"
 import type { Versioned } from "../RecordRepo.ts"
 import { changelogRow, eventOf } from "../RecordRows.ts"
 import { observeBatch, observeRetry } from "../WriteMetrics.ts"
@@ -34,7 +34,20 @@ export const makeUpdates = (deps: EngineDeps) =>
     const { common, prep, repo } = deps
     const { transaction } = repo
 
-    const updateInTx = (row: RecordRow, structure: Structure, input: UpdateInput, writer: Writer, action = "update") =>
+    /** An update of a row the caller's transaction locked; `action` names it in the changelog. */
+    const updateInTx = ({
+      action = "update",
+      input,
+      row,
+      structure,
+      writer
+    }: {
+      readonly row: RecordRow
+      readonly structure: Structure
+      readonly input: UpdateInput
+      readonly writer: Writer
+      readonly action?: string | undefined
+    }) =>
       Effect.gen(function* () {
         const plan = yield* prep.planUpdate(row, structure, input, writer)
         if (plan.version !== row.version) {
@@ -50,13 +63,13 @@ export const makeUpdates = (deps: EngineDeps) =>
       })
 
     /** One update in its own transaction, its failure told to the failure hook. */
-    const updateOne = (workspace: string, id: string, input: UpdateInput, writer: Writer) => {
+    const updateOne = ({ id, input, workspace, writer }: UpdateArgs) => {
       let structure: Structure | undefined
       return transaction(
         Effect.gen(function* () {
           const row = yield* common.lockLive(workspace, id)
           structure = yield* common.liveStructure(workspace, row)
-          return yield* updateInTx(row, structure, input, writer, input.replace ? "replace" : "update")
+          return yield* updateInTx({ row, structure, input, writer, action: input.replace ? "replace" : "update" })
         })
       ).pipe(common.reported("update", id, input.data, writer, () => structure))
     }
@@ -127,7 +140,7 @@ export const makeUpdates = (deps: EngineDeps) =>
      * after it, in arrival order (updateOne: its row locked, its exact outcome, failures told to the hook).
      */
     const writeUpdates = (items: ReadonlyArray<PendingUpdate>) => {
-      const oneByOne = (item: PendingUpdate) => Effect.exit(updateOne(item.workspace, item.id, item.input, item.writer))
+      const oneByOne = (item: PendingUpdate) => Effect.exit(updateOne(item))
       const results: Array<Exit.Exit<WriteResult, RecordError> | undefined> = items.map(() => undefined)
 
       /** Plans each record's items on its row and writes them in one statement: the records the guard skipped. */
@@ -208,10 +221,12 @@ export const makeUpdates = (deps: EngineDeps) =>
     const updates = yield* common.groupCommit(writeUpdates, 1)
 
     /** Updates that keep the version (createVersion: false) rewrite their version row: they go on their own. */
-    const update = (workspace: string, id: string, input: UpdateInput, writer: Writer) =>
-      input.createVersion === false || !isUuid(id)
-        ? updateOne(workspace, id, input, writer)
+    const update = (args: UpdateArgs) => {
+      const { id, input, workspace, writer } = args
+      return input.createVersion === false || !isUuid(id)
+        ? updateOne(args)
         : updates.submit({ workspace, id: id.toLowerCase(), input, writer })
+    }
 
     return { updateInTx, updateOne, applyUpdates, update }
   })

@@ -10,7 +10,7 @@ import { maskData } from "../../structures/SecretPaths.ts"
 import { canonicalJson } from "../../structures/Formats.ts"
 import { claimsOf } from "../../structures/StructureFacts.ts"
 import type { Writer } from "../model.ts"
-import type { PendingCreate, PlannedUpdate, RecordError, UpsertItem, UpsertResult } from "../RecordInputs.ts"
+import type { PendingCreate, PlannedUpdate, RecordError, UpsertArgs, UpsertItem, UpsertResult } from "../RecordInputs.ts"
 import { batchable, checkMatch, withoutMatch, writable } from "../RecordPrepare.ts"
 import { changelogRow, eventOf, versionRow } from "../RecordRows.ts"
 import { batched, ClaimTaken, type EngineDeps, timestamp } from "./Common.ts"
@@ -52,13 +52,7 @@ export const makeUpserts = (deps: EngineDeps & { readonly creates: Creates; read
      * transaction as the write (a concurrent request with the same key waits on that claim), so a key maps to
      * exactly one committed outcome, replayed for 24 hours; failures store nothing and may be retried.
      */
-    const upsert = (
-      structure: Structure,
-      match: Record<string, unknown>,
-      data: Record<string, unknown>,
-      writer: Writer,
-      idempotencyKey?: string
-    ) =>
+    const upsert = ({ data, idempotencyKey, match, structure, writer }: UpsertArgs) =>
       Effect.gen(function* () {
         yield* checkMatch(structure, match)
         const workspace = structure.workspaceSlug
@@ -83,9 +77,12 @@ export const makeUpserts = (deps: EngineDeps & { readonly creates: Creates; read
               found !== undefined
                 ? upsertUpdated(
                     structure,
-                    (yield* deps.updates.updateInTx(found.row, structure, { data: withoutMatch(data, match) }, writer)).row
+                    (yield* deps.updates.updateInTx({ row: found.row, structure, input: { data: withoutMatch(data, match) }, writer })).row
                   )
-                : upsertCreated(structure, (yield* deps.creates.createInTx(structure, { data: { ...data, ...match } }, writer)).row)
+                : upsertCreated(
+                    structure,
+                    (yield* deps.creates.createInTx({ structure, input: { data: { ...data, ...match } }, writer })).row
+                  )
             if (idempotencyKey !== undefined) yield* repo.storeOutcome(workspace, idempotencyKey, result.status, result.body)
             return { ...result, replayed: false }
           })
@@ -107,7 +104,15 @@ export const makeUpserts = (deps: EngineDeps & { readonly creates: Creates; read
      * and events of all of them in one statement each. Any failure fails the whole batch (nothing is written); the
      * actor then runs the items one by one, so each gets its own outcome.
      */
-    const upsertMany = (structure: Structure, match: Record<string, unknown>, items: ReadonlyArray<UpsertItem>) =>
+    const upsertMany = ({
+      items,
+      match,
+      structure
+    }: {
+      readonly structure: Structure
+      readonly match: Record<string, unknown>
+      readonly items: ReadonlyArray<UpsertItem>
+    }) =>
       Effect.gen(function* () {
         yield* checkMatch(structure, match)
         return yield* transaction(
@@ -117,7 +122,11 @@ export const makeUpserts = (deps: EngineDeps & { readonly creates: Creates; read
             let found = yield* findMatch(structure, match)
             let rest = items
             if (found === undefined) {
-              const { row } = yield* deps.creates.createInTx(structure, { data: { ...items[0]!.data, ...match } }, items[0]!.writer)
+              const { row } = yield* deps.creates.createInTx({
+                structure,
+                input: { data: { ...items[0]!.data, ...match } },
+                writer: items[0]!.writer
+              })
               results.push(upsertCreated(structure, row))
               found = { row, now: row.updatedAt }
               rest = items.slice(1)
@@ -244,7 +253,7 @@ export const makeUpserts = (deps: EngineDeps & { readonly creates: Creates; read
     const upserts = yield* common.groupCommit(writeUpserts)
 
     /** An upsert through the group commit, or `undefined`: it goes through its key's actor (see writeUpserts). */
-    const upsertGrouped = (structure: Structure, match: Record<string, unknown>, data: Record<string, unknown>, writer: Writer) =>
+    const upsertGrouped = ({ data, match, structure, writer }: Omit<UpsertArgs, "idempotencyKey">) =>
       Effect.flatMap(checkMatch(structure, match), () =>
         // creates here skip the reference and file checks (pendingCreate): such structures go through the actor
         claimsOf(structure, match).length === 0 || !batchable(structure)
