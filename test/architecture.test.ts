@@ -1,6 +1,6 @@
 // The server's rooms and which may import which (docs/ARCHITECTURE.md, "Rooms"): the imports between folders of
-// packages/server/src form no cycle, the ground floor (lib/, platform/, migrations/) imports no domain, and no source
-// file imports from test/.
+// packages/server/src form no cycle, the ground floor (lib/, platform/, migrations/) imports no domain, no source
+// file imports from test/, and only the writer (records/RecordEntity.ts) imports the record engine (records/write/).
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { describe, expect, it } from "vitest"
@@ -83,6 +83,19 @@ describe("the server's import graph", () => {
       ground.has(from) ? [...tos].filter(([to]) => !ground.has(to)).map(([, example]) => example) : []
     )
     expect(upward).toEqual([])
+  })
+
+  it("writes records only through the writer: no file but records/RecordEntity.ts imports the engine (records/write/)", () => {
+    const engine = `records${Path.sep}write${Path.sep}`
+    const writer = Path.join("records", "RecordEntity.ts")
+    const intoEngine = files
+      .filter((file) => file !== writer && !file.startsWith(engine))
+      .flatMap((file) =>
+        importsOf(file)
+          .filter((t) => t.startsWith(engine))
+          .map((t) => `${file} -> ${t}`)
+      )
+    expect(intoEngine).toEqual([])
   })
 
   it("never imports test code from the product", () => {

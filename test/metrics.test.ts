@@ -173,7 +173,7 @@ describe("GET /metrics and traces on a real node", () => {
           })
         )
     const routes = [`GET ${RECORD_ROUTE}`, `PATCH ${RECORD_ROUTE}`, "POST /workspace/:workspace/api/v1/records", "POST /oidc/token", "GET"]
-    const methods = ["RecordService.update", "StructureService.create"]
+    const methods = ["RecordEngine.update", "StructureService.create"]
     // the exporter sends every 5 s, and the spans of one request may ride different exports: wait for all of them
     await otlp.waitFor(
       () => {
@@ -186,7 +186,7 @@ describe("GET /metrics and traces on a real node", () => {
     const server = spans().filter((s) => s.kind === 2)
     expect(server.every((s) => s.service === "troupe")).toBe(true)
     expect(server.map((s) => s.name)).toEqual(expect.arrayContaining(routes))
-    // service methods have their spans (RecordService's only while spans are exported)
+    // service methods have their spans (RecordService's reads only while spans are exported)
     expect(spans().map((s) => s.name)).toEqual(expect.arrayContaining(methods))
   })
 })

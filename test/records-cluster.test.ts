@@ -1,6 +1,6 @@
 // Records across two real nodes on one PostgreSQL: what one node writes the other reads, the RecordKey actor
 // serialises upserts wherever the request lands, updates of one record through both nodes neither race nor lose a
-// change (each node writes them itself, guarded by the row's version: records/GroupWrites.ts), and killing a node in the middle of a write load
+// change (each node writes them itself, guarded by the row's version: records/write/Update.ts), and killing a node in the middle of a write load
 // loses no acknowledged write (the survivor reads every record, and takes over the dead node's actors to write
 // them). PostgreSQL only: PGlite is one process.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"

@@ -1,4 +1,4 @@
-// Group commit across records (RecordService: creates, updates and deletes of different records that arrive while a
+// Group commit across records (records/write/: creates, updates and deletes of different records that arrive while a
 // transaction is in flight share the next one). Real concurrent HTTP requests against one node, on either backend:
 // a batch mixing creates, patches and deletes with bad items among them answers each caller its own outcome and
 // writes nothing of the bad ones; upserts of different keys share transactions too; a batch that crosses a unique claim lets exactly one claimant win; every record keeps
@@ -206,7 +206,7 @@ describe("group commit of record writes", () => {
 
   it("upserts after a batch of new keys are written as new at once; keys that exist meanwhile are updated, none twice", async () => {
     // after a batch of new keys the next is written without a lookup; an existing key fails it on its claim, and
-    // the batch is looked up and written again (GroupWrites.writeUpserts)
+    // the batch is looked up and written again (write/Upsert.ts, writeUpserts)
     const path = `/records/slug/${items.recordSlug}/upsert`
     const fresh = await times(20, (i) => api.call("POST", path, { match: { key: `opt-${i}` }, data: { n: i } }))
     for (const r of fresh) expect(r.status).toBe(201)

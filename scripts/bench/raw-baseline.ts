@@ -1,5 +1,5 @@
 // The raw baseline of `npm run bench`: plain node:http + postgres.js (max_pipeline 1, one pool of 10), running the
-// same SQL Troupe runs for each benchmarked endpoint (RecordService: record row, unique values, version row,
+// same SQL Troupe runs for each benchmarked endpoint (the record engine, records/write/: record row, unique values, version row,
 // changelog row, outbox event + pg_notify, in one transaction). It is the ceiling Troupe's figures are divided by,
 // so it must be the strongest plain setup: no framework, no validation, no auth, no actors (row locks only).
 import * as Crypto from "node:crypto"
@@ -40,7 +40,7 @@ const structureOf = (id: string) => {
   return s
 }
 
-// ------------------------------------------------------------------ the pieces of a write (RecordService's SQL)
+// ------------------------------------------------------------------ the pieces of a write (the record engine's SQL)
 
 const canonicalJson = (v: unknown): string => {
   if (typeof v !== "object" || v === null) return JSON.stringify(v) ?? "null"

@@ -1,5 +1,6 @@
 // For tests of the record engine against a real database (TestDatabase: PGlite, or PostgreSQL when DATABASE_URL is
-// set): RecordService with what it needs, and an owner of the test workspace writing through the API.
+// set): RecordService and RecordEngine (the engine behind RecordWriter) with what they need, and an owner of the test
+// workspace writing through the API.
 import type { Principal } from "@troupe/api/Authorization"
 import { Layer } from "effect"
 import { Secrets } from "../../packages/server/src/platform/Secrets.ts"
@@ -7,6 +8,7 @@ import { FileLookupLayer } from "../../packages/server/src/storage/FileLookupLay
 import { StructureService } from "../../packages/server/src/structures/StructureService.ts"
 import type { Writer } from "../../packages/server/src/records/model.ts"
 import { RecordService } from "../../packages/server/src/records/RecordService.ts"
+import { RecordEngine } from "../../packages/server/src/records/write/Engine.ts"
 import { TEST_WORKSPACE, TestDatabase } from "./TestDatabase.ts"
 
 export const owner: Principal = {
@@ -23,7 +25,7 @@ export const owner: Principal = {
 export const writer: Writer = { workspace: TEST_WORKSPACE, userId: "u-1", userName: "owner", source: "api", canSkipValidation: true }
 
 export const RecordServices = () =>
-  RecordService.layer.pipe(
+  Layer.merge(RecordService.layer, RecordEngine.layer).pipe(
     Layer.provideMerge(StructureService.layer),
     Layer.provideMerge(FileLookupLayer),
     Layer.provideMerge(Secrets.layer),

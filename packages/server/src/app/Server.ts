@@ -33,7 +33,7 @@ import { QueryPool } from "../query/QueryPool.ts"
 import { fastQueryRoutes } from "../query/FastQuery.ts"
 import { fastRunRoutes } from "../compute/FastRuns.ts"
 import { QueryService } from "../query/QueryService.ts"
-import { RecordEntityLayer, RecordKeyEntityLayer, RecordWriter } from "../records/RecordEntity.ts"
+import { RecordEngineLayer, RecordEntityLayer, RecordKeyEntityLayer, RecordWriter } from "../records/RecordEntity.ts"
 import { fastReadRoutes } from "../records/FastRead.ts"
 import { fastWriteRoutes } from "../records/WriteRoutes.ts"
 import { RecordsHandlers } from "../records/http.ts"
@@ -105,7 +105,6 @@ const Domains = ComputeLayer.pipe(
   Layer.provideMerge(IntelligenceLayer),
   Layer.provideMerge(
     Layer.mergeAll(
-      RecordWriter.layer,
       RecordQuery.layer,
       EventsLayer,
       QueryService.layer,
@@ -116,13 +115,16 @@ const Domains = ComputeLayer.pipe(
       SearchLayer
     )
   ),
+  // the one entry point of record writes (the storage's file deletes reach records through it too)
+  Layer.provideMerge(RecordWriter.layer),
   Layer.provideMerge(QueryPool.layer),
   Layer.provideMerge(RecordService.layer),
+  Layer.provideMerge(RecordEngineLayer),
   // undeclared fields of relayed writes reach schema discovery (intelligence/Observer.ts)
   Layer.provideMerge(ObserverLayer),
   // the words of relayed writes reach the search lexicon (search/Lexicon.ts)
   Layer.provideMerge(LexiconLayer),
-  // record events and failed writes reach event-driven triggers (read by the relay and by RecordService)
+  // record events and failed writes reach event-driven triggers (read by the relay and by the record engine)
   Layer.provideMerge(EventTriggersLayer),
   Layer.provideMerge(StructureService.layer),
   // records check and expand `format: "file"` values through it

@@ -247,7 +247,7 @@ export const makeBridgeFactory = Effect.gen(function* () {
         yield* need("write:records")
         const structure = yield* resolve(workspace, yield* text("recordSlug", slug))
         const input = unwrap(yield* object("data", data), structure.properties)
-        const written = yield* records.create(structure, { data: input }, writer)
+        const written = yield* writers.create({ structure, input: { data: input }, writer })
         return toRecordB(written.row, yield* shown(structure, written.row.data, principal, false))
       })
 
@@ -257,14 +257,19 @@ export const makeBridgeFactory = Effect.gen(function* () {
         const recordId = yield* text("recordId", id)
         const patch = yield* object("updates", updates)
         const current = yield* records.get(workspace, recordId)
-        const written = yield* writers.update(workspace, recordId, { data: unwrap(patch, current.structure.properties) }, writer)
+        const written = yield* writers.update({
+          workspace,
+          id: recordId,
+          input: { data: unwrap(patch, current.structure.properties) },
+          writer
+        })
         return yield* view(written.row)
       })
 
     const deleteRecord = (id: unknown, hardDelete: unknown) =>
       Effect.gen(function* () {
         yield* need("write:records")
-        const removed = yield* writers.remove(workspace, yield* text("recordId", id), hardDelete === true, writer)
+        const removed = yield* writers.remove({ workspace, id: yield* text("recordId", id), permanent: hardDelete === true, writer })
         return { success: true, id: removed.id, deletedAt: removed.deletedAt, permanent: hardDelete === true }
       })
 
@@ -273,7 +278,13 @@ export const makeBridgeFactory = Effect.gen(function* () {
         yield* need("write:records")
         const amount = value === undefined || value === null ? 1 : value
         if (typeof amount !== "number" || !Number.isFinite(amount)) return yield* invalidArg("value", "value must be a finite number")
-        const written = yield* writers.increment(workspace, yield* text("recordId", id), yield* text("field", field), sign * amount, writer)
+        const written = yield* writers.increment({
+          workspace,
+          id: yield* text("recordId", id),
+          field: yield* text("field", field),
+          by: sign * amount,
+          writer
+        })
         return yield* view(written.row)
       })
 

@@ -4,7 +4,7 @@
 //   is marked relayed. `record.expired` fires record_deleted. Every bulk write also writes the per-record events
 //   (record.created, ...) beside its `record.bulk.*` summary: those fire the per-record triggers, once per record.
 // - Failed writes (record_create_failed / record_created_failed, record_updated_failed, record_deleted_failed) come
-//   from RecordService's failure hook, after the failed transaction rolled back. Each node keeps, per workspace,
+//   from the record engine's failure hook, after the failed transaction rolled back. Each node keeps, per workspace,
 //   which (structure, failure event) pairs some trigger subscribes to, so a refused write costs nothing otherwise.
 // - A run whose own write fires a trigger passes its depth on; past MAX_RUN_DEPTH the triggered run is stored
 //   already failed, which ends a function that keeps writing to its own trigger's structure.
@@ -205,5 +205,5 @@ const make = Layer.effectContext(
   })
 )
 
-/** Provides EventConsumers (for the outbox relay) and RecordFailureHook (for RecordService). */
+/** Provides EventConsumers (for the outbox relay) and RecordFailureHook (for the record engine). */
 export const EventTriggersLayer = make.pipe(Layer.provide([TriggerRepo.layer, RunRepo.layer, TriggerParams.layer]))

@@ -219,7 +219,12 @@ const make = Effect.gen(function* () {
         const row = validationOf(yield* byId(workspace, id, "suggestion", repo.validationSuggestion))
         if (row.status !== "pending") return yield* conflictOf(`suggestion ${id} is already ${row.status}`)
         if (row.suggestedValue === null) return yield* conflictOf(`suggestion ${id} proposes no value: correct the record by hand`)
-        yield* records.update(workspace, row.recordId, { data: { [row.field]: row.suggestedValue }, reason: `suggestion ${id}` }, writer)
+        yield* records.update({
+          workspace,
+          id: row.recordId,
+          input: { data: { [row.field]: row.suggestedValue }, reason: `suggestion ${id}` },
+          writer
+        })
         return validationOf(yield* orDie(repo.resolveValidation(id, "accepted")))
       }),
     rejectValidation: (workspace: string, id: string) =>

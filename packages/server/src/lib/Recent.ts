@@ -1,6 +1,6 @@
 // A map that keeps its most recently set entries within a count and a size budget (the size of each entry measured
 // by `sizeOf` when it is set), dropping the oldest first; an entry larger than `maxEntryBytes` is not kept at all.
-// GroupWrites keeps the rows its update batches wrote in one.
+// The record engine (records/write/Update.ts) keeps the rows its update batches wrote in one.
 
 export interface Recent<V> {
   readonly get: (key: string) => V | undefined

@@ -14,7 +14,7 @@ import * as Ast from "../query/Ast.ts"
 import { parseSort } from "../query/FilterParser.ts"
 import { listStatements } from "../query/RecordQuery.ts"
 import { StructureService } from "../structures/StructureService.ts"
-import { RecordService } from "./RecordService.ts"
+import { RecordEngine } from "./write/Engine.ts"
 
 const BULK = 1000
 const IMPORTED = 20_000
@@ -27,7 +27,7 @@ layer(RecordServices())("records: the planner's statistics after bulk writes", (
     "right after 20,000 records are bulk-created, a list page of their structure walks the index",
     () =>
       Effect.gen(function* () {
-        const records = yield* RecordService
+        const engine = yield* RecordEngine
         const structures = yield* StructureService
         const sql = yield* SqlClient.SqlClient
         const create = (name: string) =>
@@ -46,13 +46,13 @@ layer(RecordServices())("records: the planner's statistics after bulk writes", (
             )
           )
         const seen: Structure = yield* create("Seen")
-        yield* Effect.orDie(records.createSome(seen, items(0, 100), writer))
+        yield* Effect.orDie(engine.createSome({ structure: seen, items: items(0, 100), writer }))
         const imported: Structure = yield* create("Imported")
-        yield* Effect.orDie(records.createSome(imported, items(0, 82), writer))
+        yield* Effect.orDie(engine.createSome({ structure: imported, items: items(0, 82), writer }))
         const bulk = (from: number) =>
           Effect.gen(function* () {
             for (let i = from; i < from + IMPORTED; i += BULK) {
-              const outcomes = yield* Effect.orDie(records.createSome(imported, items(i, BULK), writer))
+              const outcomes = yield* Effect.orDie(engine.createSome({ structure: imported, items: items(i, BULK), writer }))
               expect(outcomes.every(Result.isSuccess)).toBe(true)
             }
           })

@@ -1,4 +1,4 @@
-// The two statements of a batch of record writes (GroupWrites, RecordBulk): creates, and guarded updates, each ONE
+// The two statements of a batch of record writes (write/: the group commit, bulk): creates, and guarded updates, each ONE
 // statement that writes the record rows and every history row beside them (versions, changelog, outbox events, and
 // for creates the unique claims), atomic without a transaction. A write's data and changes travel once in the
 // statement's JSON; the changelog stores the very `changes` of the version, and the event's copy is built in SQL

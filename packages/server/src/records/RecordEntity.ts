@@ -3,7 +3,7 @@
 // `<workspace>/<structureId>/<sha256(match)>`) serialises upserts of one business key anywhere in the cluster.
 // Messages are volatile RPCs: durability is the handler's own transaction, and a caller whose node dies mid-call gets
 // an error it may retry.
-import { badRequest, conflict, ErrorDetail, locked, notFound, serviceUnavailable, unprocessable } from "@troupe/api/Errors"
+import { badRequest, conflict, type Conflict, ErrorDetail, locked, notFound, serviceUnavailable, unprocessable } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Context, Effect, Layer, Queue, Schema } from "effect"
 import { Entity, type Envelope } from "effect/cluster"
@@ -13,9 +13,27 @@ import { canonicalJson } from "../structures/Formats.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { isUuid, type RecordRow } from "../query/RecordRow.ts"
 import { Writer } from "./model.ts"
-import { type BulkError, type BulkOptions, type BulkOutcome, makeBulkRequests } from "./RecordBulk.ts"
-import type { CreateInput } from "./RecordInputs.ts"
-import { type RecordError, recordNotFound, RecordService, type UpdateInput, type WriteResult } from "./RecordService.ts"
+import {
+  type BulkError,
+  type BulkOptions,
+  type BulkOutcome,
+  type ScopedBulkOptions,
+  type CreateArgs,
+  type CreateInput,
+  type FileDeletedArgs,
+  type RecordError,
+  type RecordTarget,
+  recordNotFound,
+  type RemoveArgs,
+  type RestoreArgs,
+  type RevertArgs,
+  type UpdateArgs,
+  type UpdateInput,
+  type WriteResult
+} from "./RecordInputs.ts"
+import { RecordService } from "./RecordService.ts"
+import { makeBulkRequests } from "./write/Bulk.ts"
+import { RecordEngine } from "./write/Engine.ts"
 
 /**
  * Write errors cross the cluster as one tagged shape, rebuilt as the contract's class by the caller: the socket
@@ -92,12 +110,12 @@ const written = (r: WriteResult) => ({
 
 export const RecordEntityLayer = RecordEntity.toLayer(
   Effect.gen(function* () {
-    const records = yield* RecordService
+    const engine = yield* RecordEngine
     return RecordEntity.of({
       Delete: ({ address, payload }) => {
         const { workspace, id } = split(address.entityId)
         return onWire(
-          Effect.map(records.remove(workspace, id, payload.permanent, payload.writer, payload.reason), (r) => ({
+          Effect.map(engine.remove({ workspace, id, ...payload }), (r) => ({
             id: r.id,
             deletedAt: r.deletedAt,
             structureId: r.structure.id
@@ -106,16 +124,19 @@ export const RecordEntityLayer = RecordEntity.toLayer(
       },
       Restore: ({ address, payload }) => {
         const { workspace, id } = split(address.entityId)
-        return onWire(Effect.map(records.restore(workspace, id, payload.version, payload.reason, payload.writer), written))
+        return onWire(Effect.map(engine.restore({ workspace, id, ...payload }), written))
       },
       Revert: ({ address, payload }) => {
         const { workspace, id } = split(address.entityId)
-        return onWire(Effect.map(records.revert(workspace, id, payload.reason, payload.writer), written))
+        return onWire(Effect.map(engine.revert({ workspace, id, ...payload }), written))
       }
     })
   }),
   { maxIdleTime: "10 seconds" }
 )
+
+/** The node's record engine (write/Engine.ts), for RecordWriter and the actors: one instance, provided below both. */
+export const RecordEngineLayer = RecordEngine.layer
 
 /** The most upserts one transaction carries. */
 const MAX_UPSERT_BATCH = 128
@@ -124,12 +145,12 @@ type UpsertRequest = Envelope.Request<Rpc.ExtractTag<RpcGroup.Rpcs<typeof Record
 
 /**
  * One key's upserts, in arrival order. Whatever queued up while the previous transaction ran goes into the next
- * one (RecordService.upsertMany); a request with an Idempotency-Key, or any batch that fails, runs on its own so
+ * one (RecordEngine.upsertMany); a request with an Idempotency-Key, or any batch that fails, runs on its own so
  * every caller gets exactly its own outcome.
  */
 export const RecordKeyEntityLayer = RecordKeyEntity.toLayerQueue(
   Effect.gen(function* () {
-    const records = yield* RecordService
+    const engine = yield* RecordEngine
     const structures = yield* StructureService
     return (queue, replier) => {
       const structureOf = (request: UpsertRequest) =>
@@ -138,7 +159,7 @@ export const RecordKeyEntityLayer = RecordKeyEntity.toLayerQueue(
       const single = (request: UpsertRequest) => {
         const p = request.payload
         return Effect.flatMap(structureOf(request), (structure) =>
-          records.upsert(structure, p.match, p.data, p.writer, p.idempotencyKey)
+          engine.upsert({ structure, match: p.match, data: p.data, writer: p.writer, idempotencyKey: p.idempotencyKey })
         ).pipe(
           Effect.map((r) => ({ status: r.status, body: r.body as Schema.Json, replayed: r.replayed })),
           onWire,
@@ -149,11 +170,11 @@ export const RecordKeyEntityLayer = RecordKeyEntity.toLayerQueue(
 
       const batch = (requests: ReadonlyArray<UpsertRequest>) =>
         Effect.flatMap(structureOf(requests[0]!), (structure) =>
-          records.upsertMany(
+          engine.upsertMany({
             structure,
-            requests[0]!.payload.match,
-            requests.map((r) => ({ data: r.payload.data, writer: r.payload.writer }))
-          )
+            match: requests[0]!.payload.match,
+            items: requests.map((r) => ({ data: r.payload.data, writer: r.payload.writer }))
+          })
         ).pipe(
           Effect.matchCauseEffect({
             onSuccess: (results) =>
@@ -208,58 +229,54 @@ const fromWire = (w: { row: unknown; previousVersion?: number; restoredFrom?: nu
 
 type Removal = { readonly id: string; readonly deletedAt: string; readonly structureId: string }
 
+/** An upsert of one business key, by structure id. */
+export interface KeyedUpsert {
+  readonly workspace: string
+  readonly structureId: string
+  readonly match: Record<string, unknown>
+  readonly data: Record<string, unknown>
+  readonly writer: Writer
+  readonly idempotencyKey?: string | undefined
+}
+
 /**
- * The write front: single-record writes and upserts routed to their actors, wherever they live, and whole bulk
- * requests (RecordBulk: atomic ones through RecordService, the items of the others each through its actor).
+ * The one entry point of record writes (the record engine, write/, is used by nothing else): creates and updates
+ * through the node's group commit, deletes, restores, reverts and upserts routed to their actors wherever they
+ * live, whole bulk requests (write/Bulk.ts: atomic ones in one transaction, the items of the others each as a
+ * single write), and the records' side of deleting a file.
  */
 export class RecordWriter extends Context.Service<
   RecordWriter,
   {
-    readonly update: (workspace: string, id: string, input: UpdateInput, writer: Writer) => Effect.Effect<Written, RecordError>
-    readonly remove: (
-      workspace: string,
-      id: string,
-      permanent: boolean,
-      writer: Writer,
-      reason?: string
-    ) => Effect.Effect<{ id: string; deletedAt: string; structureId: string }, RecordError>
-    readonly restore: (
-      workspace: string,
-      id: string,
-      version: number | undefined,
-      reason: string | undefined,
-      writer: Writer
-    ) => Effect.Effect<Written, RecordError>
-    readonly revert: (workspace: string, id: string, reason: string | undefined, writer: Writer) => Effect.Effect<Written, RecordError>
-    readonly increment: (workspace: string, id: string, field: string, by: number, writer: Writer) => Effect.Effect<Written, RecordError>
-    readonly upsert: (
-      workspace: string,
-      structureId: string,
-      match: Record<string, unknown>,
-      data: Record<string, unknown>,
-      writer: Writer,
-      idempotencyKey?: string
-    ) => Effect.Effect<{ status: number; body: unknown; replayed: boolean }, RecordError>
-    readonly bulkCreate: (
-      structure: Structure,
-      items: ReadonlyArray<CreateInput>,
-      writer: Writer,
-      options: BulkOptions
-    ) => Effect.Effect<BulkOutcome<{ readonly row: RecordRow }>, BulkError>
+    readonly create: (args: CreateArgs) => Effect.Effect<WriteResult, RecordError>
+    readonly update: (args: UpdateArgs) => Effect.Effect<Written, RecordError>
+    readonly remove: (args: RemoveArgs) => Effect.Effect<Removal, RecordError>
+    readonly restore: (args: RestoreArgs) => Effect.Effect<Written, RecordError>
+    readonly revert: (args: RevertArgs) => Effect.Effect<Written, RecordError>
+    readonly increment: (args: RecordTarget & { readonly field: string; readonly by: number }) => Effect.Effect<Written, RecordError>
+    readonly upsert: (args: KeyedUpsert) => Effect.Effect<{ status: number; body: unknown; replayed: boolean }, RecordError>
+    readonly bulkCreate: (args: {
+      readonly structure: Structure
+      readonly items: ReadonlyArray<CreateInput>
+      readonly writer: Writer
+      readonly options: BulkOptions
+    }) => Effect.Effect<BulkOutcome<{ readonly row: RecordRow }>, BulkError>
     /** `options.structure`: generation A batches may only touch records of the structure in the path. */
-    readonly bulkUpdate: (
-      workspace: string,
-      items: ReadonlyArray<{ readonly id: string; readonly input: UpdateInput }>,
-      writer: Writer,
-      options: BulkOptions & { readonly structure?: Structure | undefined }
-    ) => Effect.Effect<BulkOutcome<{ readonly row: RecordRow }>, BulkError>
-    readonly bulkRemove: (
-      workspace: string,
-      ids: ReadonlyArray<string>,
-      permanent: boolean,
-      writer: Writer,
-      options: BulkOptions & { readonly structure?: Structure | undefined }
-    ) => Effect.Effect<BulkOutcome<Removal>, BulkError>
+    readonly bulkUpdate: (args: {
+      readonly workspace: string
+      readonly items: ReadonlyArray<{ readonly id: string; readonly input: UpdateInput }>
+      readonly writer: Writer
+      readonly options: ScopedBulkOptions
+    }) => Effect.Effect<BulkOutcome<{ readonly row: RecordRow }>, BulkError>
+    readonly bulkRemove: (args: {
+      readonly workspace: string
+      readonly ids: ReadonlyArray<string>
+      readonly permanent: boolean
+      readonly writer: Writer
+      readonly options: ScopedBulkOptions
+    }) => Effect.Effect<BulkOutcome<Removal>, BulkError>
+    /** A file is being deleted (in the storage's transaction): the onDelete of records' `format: "file"` properties. */
+    readonly fileDeleted: (args: FileDeletedArgs) => Effect.Effect<void, Conflict>
   }
 >()("@troupe/server/records/RecordWriter") {
   static readonly layer = Layer.effect(
@@ -267,6 +284,7 @@ export class RecordWriter extends Context.Service<
     Effect.gen(function* () {
       const record = yield* RecordEntity.client
       const key = yield* RecordKeyEntity.client
+      const engine = yield* RecordEngine
       const records = yield* RecordService
       const structures = yield* StructureService
       // Sharding failures surface as defects: a node at its entity cap is a 503 with Retry-After, a node gone
@@ -290,16 +308,10 @@ export class RecordWriter extends Context.Service<
         isUuid(id) ? send() : Effect.fail(recordNotFound(id))
       // An update needs no actor: the node's group commit writes it with a statement guarded by the row's version and
       // xmin, and writes it alone with its row locked when anything wrote the record since it was read
-      // (GroupWrites.writeUpdates); a node writes one batch of updates at a time, in arrival order.
-      const update = (workspace: string, id: string, input: UpdateInput, writer: Writer): Effect.Effect<Written, RecordError> =>
-        known(id, () => records.update(workspace, id.toLowerCase(), input, writer))
-      const remove = (
-        workspace: string,
-        id: string,
-        permanent: boolean,
-        writer: Writer,
-        reason?: string
-      ): Effect.Effect<Removal, RecordError> =>
+      // (write/Update.ts, writeUpdates); a node writes one batch of updates at a time, in arrival order.
+      const update = ({ workspace, id, input, writer }: UpdateArgs): Effect.Effect<Written, RecordError> =>
+        known(id, () => engine.update({ workspace, id: id.toLowerCase(), input, writer }))
+      const remove = ({ workspace, id, permanent, writer, reason }: RemoveArgs): Effect.Effect<Removal, RecordError> =>
         known(
           id,
           () =>
@@ -307,11 +319,12 @@ export class RecordWriter extends Context.Service<
               record(`${workspace}/${id.toLowerCase()}`).Delete({ permanent, ...(reason !== undefined ? { reason } : {}), writer })
             ) as any
         )
-      const bulk = makeBulkRequests({ records, update, remove, structures })
+      const bulk = makeBulkRequests({ engine, get: records.get, update, remove, structures })
       return RecordWriter.of({
+        create: engine.create,
         update,
         remove,
-        restore: (workspace, id, version, reason, writer) =>
+        restore: ({ workspace, id, version, reason, writer }) =>
           known(
             id,
             () =>
@@ -323,7 +336,7 @@ export class RecordWriter extends Context.Service<
                 })
               ).pipe(Effect.map(fromWire)) as any
           ),
-        revert: (workspace, id, reason, writer) =>
+        revert: ({ workspace, id, reason, writer }) =>
           known(
             id,
             () =>
@@ -333,8 +346,9 @@ export class RecordWriter extends Context.Service<
           ),
         // the addition is planned on the row as read and written only if nobody wrote the record since (never a
         // read-modify-write by the caller: api.incrementField)
-        increment: (workspace, id, field, by, writer) => update(workspace, id, { data: {}, increments: { [field]: by } }, writer),
-        upsert: (workspace, structureId, match, data, writer, idempotencyKey) => {
+        increment: ({ workspace, id, field, by, writer }) =>
+          update({ workspace, id, input: { data: {}, increments: { [field]: by } }, writer }),
+        upsert: ({ workspace, structureId, match, data, writer, idempotencyKey }) => {
           const hash = Crypto.createHash("sha256").update(canonicalJson(match)).digest("hex")
           const throughActor = () =>
             orDie(
@@ -350,12 +364,13 @@ export class RecordWriter extends Context.Service<
           // per key); a replayable one (Idempotency-Key), or one whose batch failed, goes through the key's actor
           if (idempotencyKey !== undefined) return throughActor()
           return Effect.flatMap(structures.resolve(workspace, structureId), (structure) =>
-            records.upsertGrouped(structure, match, data, writer)
+            engine.upsertGrouped({ structure, match, data, writer })
           ).pipe(Effect.flatMap((done) => (done === undefined ? throughActor() : Effect.succeed({ ...done, replayed: false }))))
         },
         bulkCreate: Effect.fn("RecordWriter.bulkCreate")(bulk.bulkCreate),
         bulkUpdate: Effect.fn("RecordWriter.bulkUpdate")(bulk.bulkUpdate),
-        bulkRemove: Effect.fn("RecordWriter.bulkRemove")(bulk.bulkRemove)
+        bulkRemove: Effect.fn("RecordWriter.bulkRemove")(bulk.bulkRemove),
+        fileDeleted: engine.fileDeleted
       })
     })
   )

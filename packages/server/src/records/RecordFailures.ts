@@ -1,6 +1,6 @@
-// Failed record writes, for whoever wants to hear of them (event-driven triggers on record_*_failed). RecordService
-// calls the hook after the failed transaction rolled back, so what the hook writes stands on its own. The default
-// does nothing; compute provides one that costs nothing unless a trigger of that workspace subscribes.
+// Failed record writes, for whoever wants to hear of them (event-driven triggers on record_*_failed). The record
+// engine calls the hook after the failed transaction rolled back, so what the hook writes stands on its own. The
+// default does nothing; compute provides one that costs nothing unless a trigger of that workspace subscribes.
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Context, Effect } from "effect"
 import type { Writer } from "./model.ts"

@@ -8,7 +8,7 @@ import { SqlClient } from "effect/sql"
 import { TEST_WORKSPACE } from "../../../../test/support/TestDatabase.ts"
 import { owner, RecordServices, writer } from "../../../../test/support/TestRecords.ts"
 import { StructureService } from "../structures/StructureService.ts"
-import { RecordService } from "./RecordService.ts"
+import { RecordEngine } from "./write/Engine.ts"
 
 const history = (sql: SqlClient.SqlClient, ids: ReadonlyArray<string>) =>
   Effect.map(
@@ -27,7 +27,7 @@ const none = { versions: 0, changelog: 0, claims: 0 }
 /** A structure with a unique property in `workspace`, and `n` records of it, each updated once. */
 const seed = (workspace: string, slug: string, n: number) =>
   Effect.gen(function* () {
-    const records = yield* RecordService
+    const engine = yield* RecordEngine
     const structure: Structure = yield* Effect.orDie(
       (yield* StructureService).create(
         workspace,
@@ -44,8 +44,10 @@ const seed = (workspace: string, slug: string, n: number) =>
     )
     const ids: Array<string> = []
     for (let i = 0; i < n; i++) {
-      const { row } = yield* Effect.orDie(records.create(structure, { data: { key: `${slug}-${i}`, n: i } }, { ...writer, workspace }))
-      yield* Effect.orDie(records.update(workspace, row.id, { data: { n: i + 100 } }, { ...writer, workspace }))
+      const { row } = yield* Effect.orDie(
+        engine.create({ structure, input: { data: { key: `${slug}-${i}`, n: i } }, writer: { ...writer, workspace } })
+      )
+      yield* Effect.orDie(engine.update({ workspace, id: row.id, input: { data: { n: i + 100 } }, writer: { ...writer, workspace } }))
       ids.push(row.id)
     }
     return { structure, ids }
@@ -54,7 +56,7 @@ const seed = (workspace: string, slug: string, n: number) =>
 layer(RecordServices())("a record's history goes with its row", (it) => {
   it.effect("a permanent delete, a plain DELETE of rows, a structure's and a workspace's cascade; other records keep theirs", () =>
     Effect.gen(function* () {
-      const records = yield* RecordService
+      const engine = yield* RecordEngine
       const sql = yield* SqlClient.SqlClient
       const kept = yield* seed(TEST_WORKSPACE, "kept", 2)
       const keptHistory = yield* history(sql, kept.ids)
@@ -63,11 +65,11 @@ layer(RecordServices())("a record's history goes with its row", (it) => {
       // the API's permanent delete of one record
       const a = yield* seed(TEST_WORKSPACE, "deleted-one", 2)
       expect(yield* history(sql, a.ids)).toStrictEqual({ versions: 4, changelog: 4, claims: 2 })
-      yield* Effect.orDie(records.remove(TEST_WORKSPACE, a.ids[0]!, true, writer))
+      yield* Effect.orDie(engine.remove({ workspace: TEST_WORKSPACE, id: a.ids[0]!, permanent: true, writer }))
       expect(yield* history(sql, [a.ids[0]!])).toStrictEqual(none)
       expect(yield* history(sql, [a.ids[1]!])).toStrictEqual({ versions: 2, changelog: 2, claims: 1 })
       // its unique value is free again
-      const again = yield* Effect.orDie(records.create(a.structure, { data: { key: "deleted-one-0", n: 0 } }, writer))
+      const again = yield* Effect.orDie(engine.create({ structure: a.structure, input: { data: { key: "deleted-one-0", n: 0 } }, writer }))
       expect(again.row.data.key).toBe("deleted-one-0")
 
       // rows deleted by one statement (as the TTL sweep does)

@@ -1,6 +1,15 @@
-// What the record engine's writes take and answer, the errors they fail with, and the limits they enforce. Shared by
-// the parts of RecordService (RecordPrepare, RecordWrites, GroupWrites, RecordBulk) and re-exported by it.
-import { badRequest, type conflict, type ErrorDetail, type locked, notFound, type unprocessable } from "@troupe/api/Errors"
+// What record writes take and answer, the errors they fail with, and the limits they enforce: the types shared by
+// RecordWriter (RecordEntity.ts), the engine (write/), RecordPrepare and the routes; re-exported by RecordService.
+import {
+  badRequest,
+  type conflict,
+  type ErrorDetail,
+  type Forbidden,
+  type locked,
+  notFound,
+  type PayloadTooLarge,
+  type unprocessable
+} from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import type { RecordRow } from "../query/RecordRow.ts"
 import type { Changes, Writer } from "./model.ts"
@@ -60,6 +69,59 @@ export interface WriteResult {
   readonly restoredFrom?: number | null
 }
 
+/** A write of one record by id. */
+export interface RecordTarget {
+  readonly workspace: string
+  readonly id: string
+  readonly writer: Writer
+}
+
+export interface CreateArgs {
+  readonly structure: Structure
+  readonly input: CreateInput
+  readonly writer: Writer
+}
+
+export interface UpdateArgs extends RecordTarget {
+  readonly input: UpdateInput
+}
+
+export interface RemoveArgs extends RecordTarget {
+  readonly permanent: boolean
+  readonly reason?: string | undefined
+}
+
+export interface RestoreArgs extends RecordTarget {
+  readonly version?: number | undefined
+  readonly reason?: string | undefined
+}
+
+export interface RevertArgs extends RecordTarget {
+  readonly reason?: string | undefined
+}
+
+/** An upsert of one business key. */
+export interface UpsertArgs {
+  readonly structure: Structure
+  readonly match: Record<string, unknown>
+  readonly data: Record<string, unknown>
+  readonly writer: Writer
+  readonly idempotencyKey?: string | undefined
+}
+
+/** Items of a bulk write. */
+export interface BulkArgs<I> {
+  readonly items: ReadonlyArray<I>
+  readonly writer: Writer
+}
+
+/** A file being deleted (the onDelete of the `format: "file"` properties naming it). */
+export interface FileDeletedArgs {
+  readonly workspace: string
+  readonly fileId: string
+  readonly writer: Writer
+}
+
 /** The answer of a delete. */
 export interface Removed {
   readonly id: string
@@ -72,6 +134,34 @@ export interface BulkItemFailure {
   readonly index: number
   readonly error: RecordError
 }
+
+// ------------------------------------------------------------------ bulk requests (RecordWriter)
+
+/** What a bulk request fails with: an item's error (atomic), every item's (non-atomic), or the request's own. */
+export type BulkError = RecordError | Forbidden | PayloadTooLarge
+
+/** An item of a non-atomic batch that failed; `id` for updates and deletes. */
+export interface BulkFailure {
+  readonly index: number
+  readonly id?: string | undefined
+  readonly error: RecordError
+}
+
+/** What a bulk request wrote, in item order, and the items that failed (none when atomic). */
+export interface BulkOutcome<A> {
+  readonly done: ReadonlyArray<A>
+  readonly failures: ReadonlyArray<BulkFailure>
+}
+
+export interface BulkOptions {
+  readonly atomic: boolean
+  /** the name of the item list in the request, for error paths (`records[3].data.name`) */
+  readonly list: string
+  readonly skipValidation?: boolean | undefined
+}
+
+/** Options of a bulk request that may be limited to the records of one structure (generation A). */
+export type ScopedBulkOptions = BulkOptions & { readonly structure?: Structure | undefined }
 
 export type BulkEventType = "record.bulk.created" | "record.bulk.updated" | "record.bulk.deleted"
 

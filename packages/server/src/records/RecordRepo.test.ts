@@ -1,5 +1,5 @@
 // The guard of RecordRepo.updateRecordsWithHistory against a real database (PGlite, or PostgreSQL when DATABASE_URL
-// is set): the group commit plans updates on rows read without a lock (GroupWrites), so the statement must write an
+// is set): the group commit plans updates on rows read without a lock (write/Update.ts), so the statement must write an
 // update only while the record is the very row that was read, and nothing of it otherwise.
 import type { Structure } from "@troupe/api/structures/Structure"
 import { expect, layer } from "@effect/vitest"
@@ -12,6 +12,7 @@ import { StructureService } from "../structures/StructureService.ts"
 import { RecordRepo } from "./RecordRepo.ts"
 import { changelogRow, eventOf } from "./RecordRows.ts"
 import { RecordService } from "./RecordService.ts"
+import { RecordEngine } from "./write/Engine.ts"
 
 const Services = RecordRepo.layer.pipe(Layer.provideMerge(RecordServices()))
 
@@ -31,6 +32,7 @@ layer(Services)("RecordRepo.updateRecordsWithHistory", (it) => {
   it.effect("writes an update only while its record is the row that was read; otherwise nothing of it", () =>
     Effect.gen(function* () {
       const records = yield* RecordService
+      const engine = yield* RecordEngine
       const repo = yield* RecordRepo
       const sql = yield* SqlClient.SqlClient
       const structure: Structure = yield* Effect.orDie(
@@ -40,7 +42,7 @@ layer(Services)("RecordRepo.updateRecordsWithHistory", (it) => {
           owner
         )
       )
-      const { row } = yield* records.create(structure, { data: { n: 1 } }, writer)
+      const { row } = yield* engine.create({ structure, input: { data: { n: 1 } }, writer })
       const update = (read: RecordRow, xmin: string, n: number) => {
         const next = { id: read.id, workspace: read.workspace, data: { n }, version: read.version + 1 }
         const changes = { n: { old: read.data.n, new: n } }
@@ -59,7 +61,7 @@ layer(Services)("RecordRepo.updateRecordsWithHistory", (it) => {
       }
       const first = (yield* repo.findMany([row.id])).get(row.id)!
       // someone writes the record keeping its version (createVersion: false): only the row version (xmin) tells
-      yield* records.update(TEST_WORKSPACE, row.id, { data: { n: 2 }, createVersion: false }, writer)
+      yield* engine.update({ workspace: TEST_WORKSPACE, id: row.id, input: { data: { n: 2 }, createVersion: false }, writer })
       const before = yield* counts(sql, row.id)
       expect((yield* update(first.row, first.xmin, 3)).has(row.id)).toBe(false)
       expect(yield* counts(sql, row.id)).toStrictEqual(before)
@@ -80,7 +82,7 @@ layer(Services)("RecordRepo.updateRecordsWithHistory", (it) => {
       // the same read again: the version moved on, so the guard refuses it too
       expect((yield* update(current.row, current.xmin, 4)).has(row.id)).toBe(false)
       // a deleted record is no longer live: skipped as well
-      yield* records.remove(TEST_WORKSPACE, row.id, false, writer)
+      yield* engine.remove({ workspace: TEST_WORKSPACE, id: row.id, permanent: false, writer })
       const deleted = (yield* repo.findMany([row.id])).get(row.id)!
       expect((yield* update(deleted.row, deleted.xmin, 5)).has(row.id)).toBe(false)
       expect((yield* counts(sql, row.id)).versions).toBe(before.versions + 1)
@@ -94,7 +96,7 @@ layer(Services)("RecordRepo.createRecords and a structure deleted for good", (it
 
   it.effect("the delete takes the records, their history and their unique values; a create naming it then fails whole, with 404", () =>
     Effect.gen(function* () {
-      const records = yield* RecordService
+      const engine = yield* RecordEngine
       const repo = yield* RecordRepo
       const structures = yield* StructureService
       const sql = yield* SqlClient.SqlClient
@@ -108,9 +110,9 @@ layer(Services)("RecordRepo.createRecords and a structure deleted for good", (it
         )
       const doomed = yield* make("doomed-keys")
       const kept = yield* make("kept-keys")
-      const a = yield* records.create(doomed, { data: { u: "a" } }, writer)
-      yield* records.create(doomed, { data: { u: "b" } }, writer)
-      const other = yield* records.create(kept, { data: { u: "a" } }, writer)
+      const a = yield* engine.create({ structure: doomed, input: { data: { u: "a" } }, writer })
+      yield* engine.create({ structure: doomed, input: { data: { u: "b" } }, writer })
+      const other = yield* engine.create({ structure: kept, input: { data: { u: "a" } }, writer })
       yield* Effect.orDie(structures.remove(TEST_WORKSPACE, doomed.id, true, owner))
 
       expect(yield* countOf(sql, "SELECT count(*) AS n FROM records WHERE structure_id = $1", doomed.id)).toBe(0)
@@ -144,7 +146,9 @@ layer(Services)("RecordRepo.createRecords and a structure deleted for good", (it
       expect(failed).toMatchObject({ statusCode: 404, code: "STRUCTURE_NOT_FOUND" })
       expect(yield* countOf(sql, "SELECT count(*) AS n FROM records WHERE structure_id = $1", kept.id)).toBe(1)
       // and through the service, with the structure as it was read before the delete
-      expect(yield* Effect.flip(records.create(doomed, { data: { u: "c" } }, writer))).toMatchObject({ code: "STRUCTURE_NOT_FOUND" })
+      expect(yield* Effect.flip(engine.create({ structure: doomed, input: { data: { u: "c" } }, writer }))).toMatchObject({
+        code: "STRUCTURE_NOT_FOUND"
+      })
     })
   )
 })

@@ -1,4 +1,4 @@
-// RecordService.upsertMany against a real database (PGlite, or PostgreSQL when DATABASE_URL is set): the group
+// RecordEngine.upsertMany against a real database (PGlite, or PostgreSQL when DATABASE_URL is set): the group
 // commit of one key's queued upserts. Over HTTP, batches form only when requests queue up while a transaction runs
 // (test/records-concurrency.test.ts); here they are formed on purpose.
 import type { Structure } from "@troupe/api/structures/Structure"
@@ -8,6 +8,7 @@ import { SqlClient } from "effect/sql"
 import { TEST_WORKSPACE } from "../../../../test/support/TestDatabase.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { RecordService } from "./RecordService.ts"
+import { RecordEngine } from "./write/Engine.ts"
 import { owner, RecordServices, writer } from "../../../../test/support/TestRecords.ts"
 
 const Services = RecordServices()
@@ -32,14 +33,15 @@ const structure = Effect.flatMap(Effect.service(StructureService), (s) =>
 const rowsOf = (sql: SqlClient.SqlClient, table: string, id: string) =>
   sql`SELECT * FROM ${sql(table)} WHERE record_id = ${id}`.pipe(Effect.orDie)
 
-layer(Services)("RecordService.upsertMany", (it) => {
+layer(Services)("RecordEngine.upsertMany", (it) => {
   it.effect("creates with the first item, updates with the rest: one version, changelog entry and event each, in order", () =>
     Effect.gen(function* () {
       const records = yield* RecordService
+      const engine = yield* RecordEngine
       const sql = yield* SqlClient.SqlClient
       const s: Structure = yield* structure
       const items = [0, 1, 2, 3, 4].map((n) => ({ data: { n, pin: `p${n}` }, writer }))
-      const results = yield* records.upsertMany(s, { key: "k" }, items)
+      const results = yield* engine.upsertMany({ structure: s, match: { key: "k" }, items })
       expect(results.map((r) => r.status)).toStrictEqual([201, 200, 200, 200, 200])
       const bodies = results.map((r) => (r.body as any).data)
       expect(bodies.map((b) => b.version)).toStrictEqual([1, 2, 3, 4, 5])
@@ -74,15 +76,20 @@ layer(Services)("RecordService.upsertMany", (it) => {
   it.effect("one bad item fails the whole batch and writes nothing", () =>
     Effect.gen(function* () {
       const records = yield* RecordService
+      const engine = yield* RecordEngine
       const s: Structure = yield* structure
-      const first = yield* records.upsertMany(s, { key: "b" }, [{ data: { n: 1 }, writer }])
+      const first = yield* engine.upsertMany({ structure: s, match: { key: "b" }, items: [{ data: { n: 1 }, writer }] })
       const id = (first[0]!.body as any).data.id
       const failure = yield* Effect.flip(
-        records.upsertMany(s, { key: "b" }, [
-          { data: { n: 2 }, writer },
-          { data: { n: "two" }, writer },
-          { data: { n: 3 }, writer }
-        ])
+        engine.upsertMany({
+          structure: s,
+          match: { key: "b" },
+          items: [
+            { data: { n: 2 }, writer },
+            { data: { n: "two" }, writer },
+            { data: { n: 3 }, writer }
+          ]
+        })
       )
       expect(failure.statusCode).toBe(400)
       const { row } = yield* records.get(TEST_WORKSPACE, id)

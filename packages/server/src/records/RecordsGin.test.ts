@@ -7,7 +7,7 @@ import { SqlClient } from "effect/sql"
 import { TEST_WORKSPACE } from "../../../../test/support/TestDatabase.ts"
 import { owner, RecordServices, writer } from "../../../../test/support/TestRecords.ts"
 import { StructureService } from "../structures/StructureService.ts"
-import { RecordService } from "./RecordService.ts"
+import { RecordEngine } from "./write/Engine.ts"
 
 layer(RecordServices())("records.data's GIN index", (it) => {
   it.effect("has no pending list, and containment finds records written just before", () =>
@@ -24,8 +24,9 @@ layer(RecordServices())("records.data's GIN index", (it) => {
           owner
         )
       )
-      const records = yield* RecordService
-      for (let i = 0; i < 20; i++) yield* Effect.orDie(records.create(structure, { data: { tag: i % 2 === 0 ? "even" : "odd" } }, writer))
+      const engine = yield* RecordEngine
+      for (let i = 0; i < 20; i++)
+        yield* Effect.orDie(engine.create({ structure, input: { data: { tag: i % 2 === 0 ? "even" : "odd" } }, writer }))
       // the index scan (not a sequential one) must see them all
       yield* sql`SET enable_seqscan = off`.pipe(Effect.orDie)
       const found = yield* sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM records

@@ -86,16 +86,16 @@ export const writeAnswers = Effect.gen(function* () {
   const create = (workspace: string, q: Query, payload: CreatePayload, principal: Principal, writer: Writer) =>
     Effect.gen(function* () {
       const structure = yield* resolve(workspace, payload.structureId)
-      const { row } = yield* records.create(
+      const { row } = yield* writerService.create({
         structure,
-        {
+        input: {
           data: payload.data,
           metadata: payload.metadata,
           ttlSeconds: yield* numberParam("ttlSeconds", q.ttlSeconds),
           expiresAt: q.expiresAt
         },
         writer
-      )
+      })
       return {
         status: 201,
         body: yield* shownRecord("B", structure, row, principal, yield* flagParam("reveal", q.reveal))
@@ -114,10 +114,10 @@ export const writeAnswers = Effect.gen(function* () {
   ) =>
     Effect.gen(function* () {
       yield* mayskip(principal, payload.options?.skipValidation)
-      const written = yield* writerService.update(
+      const written = yield* writerService.update({
         workspace,
         id,
-        {
+        input: {
           data: payload.data,
           metadata: payload.metadata,
           expectedVersion: yield* ifMatch(headers, payload.expectedVersion),
@@ -129,7 +129,7 @@ export const writeAnswers = Effect.gen(function* () {
           reason: payload.reason
         },
         writer
-      )
+      })
       const structure = yield* structures.get(workspace, written.row.structureId)
       return {
         status: 200,
@@ -153,7 +153,14 @@ export const writeAnswers = Effect.gen(function* () {
       if (key !== undefined && (key.length === 0 || key.length > 255)) {
         return yield* badParam("Idempotency-Key", "Idempotency-Key must be 1 to 255 characters")
       }
-      const result = yield* writerService.upsert(workspace, structure.id, payload.match, payload.data, writer, key)
+      const result = yield* writerService.upsert({
+        workspace,
+        structureId: structure.id,
+        match: payload.match,
+        data: payload.data,
+        writer,
+        idempotencyKey: key
+      })
       return {
         status: result.status,
         body: result.body,

@@ -1,6 +1,6 @@
 // Record routes of both generations. Handlers only translate: the body and status each route answers with, who is
 // writing, and which read or write service call does the work. Lists are built by RecordViews.listPage, bulk writes
-// by RecordWriter (RecordBulk.ts, which states their rules): a bulk answer is 201 (create) / 200 whenever some item
+// by RecordWriter (write/Bulk.ts, which states their rules): a bulk answer is 201 (create) / 200 whenever some item
 // was written, with `success: false` and per-item `errors` when others were not.
 import { Api } from "@troupe/api/Api"
 import { CurrentPrincipal, type Principal } from "@troupe/api/Authorization"
@@ -13,9 +13,8 @@ import * as Ast from "../query/Ast.ts"
 import { parseExpressionA } from "../query/ExpressionParser.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { isUuid, type RecordRow, toRecordB } from "../query/RecordRow.ts"
-import type { BulkFailure, BulkOutcome } from "./RecordBulk.ts"
 import { RecordWriter } from "./RecordEntity.ts"
-import { MAX_BULK_ITEMS } from "./RecordInputs.ts"
+import { type BulkFailure, type BulkOutcome, MAX_BULK_ITEMS } from "./RecordInputs.ts"
 import { badParam, csvParam, flagParam, fromResult, intParam, RecordQuery } from "../query/RecordQuery.ts"
 import { type RecordError, recordNotFound, RecordService } from "./RecordService.ts"
 import { type ListQuery, type ListRoute, recordViews } from "./RecordViews.ts"
@@ -118,12 +117,12 @@ export const RecordsHandlers = HttpApiBuilder.group(
           const { structure } = yield* ofStructure(params.workspace, params.slug, params.id)
           const data = flatData(structure, payload)
           const expectedVersion = yield* ifMatch(request.headers, undefined)
-          const written = yield* writerService.update(
-            params.workspace,
-            params.id,
-            replace ? { data, replace, expectedVersion } : { data, expectedVersion },
+          const written = yield* writerService.update({
+            workspace: params.workspace,
+            id: params.id,
+            input: replace ? { data, replace, expectedVersion } : { data, expectedVersion },
             writer
-          )
+          })
           return respond(200, yield* recordA(structure, written.row, principal, false))
         }).pipe(underBody)
       )
@@ -176,10 +175,11 @@ export const RecordsHandlers = HttpApiBuilder.group(
       withContext(({ principal, writer }) =>
         Effect.gen(function* () {
           const inputs = items.map((item) => ({ data: item.data, metadata: item.metadata, skipValidation: options.skipValidation }))
-          const outcome = yield* writerService.bulkCreate(structure, inputs, writer, {
-            atomic: options.atomic,
-            list: "records",
-            skipValidation: options.skipValidation
+          const outcome = yield* writerService.bulkCreate({
+            structure,
+            items: inputs,
+            writer,
+            options: { atomic: options.atomic, list: "records", skipValidation: options.skipValidation }
           })
           const created = options.returnRecords
             ? yield* Effect.forEach(outcome.done, (w) => shownRecord(options.gen, structure, w.row, principal, false))
@@ -198,9 +198,9 @@ export const RecordsHandlers = HttpApiBuilder.group(
     ) =>
       withContext(({ principal, writer }) =>
         Effect.gen(function* () {
-          const outcome = yield* writerService.bulkUpdate(
+          const outcome = yield* writerService.bulkUpdate({
             workspace,
-            items.map((u) => ({
+            items: items.map((u) => ({
               id: u.id,
               input: {
                 data: u.data,
@@ -210,8 +210,8 @@ export const RecordsHandlers = HttpApiBuilder.group(
               }
             })),
             writer,
-            { atomic: options.atomic === true, list, skipValidation: options.skipValidation, structure }
-          )
+            options: { atomic: options.atomic === true, list, skipValidation: options.skipValidation, structure }
+          })
           const shownAll = yield* Effect.forEach(outcome.done, (w) =>
             Effect.flatMap(structures.get(workspace, w.row.structureId), (s) =>
               shownRecord(structure !== undefined ? "A" : "B", s, w.row, principal, false)
@@ -230,7 +230,7 @@ export const RecordsHandlers = HttpApiBuilder.group(
       structure?: Structure
     ) =>
       withContext(({ writer }) =>
-        Effect.map(writerService.bulkRemove(workspace, ids, permanent, writer, { atomic, list, structure }), (outcome) =>
+        Effect.map(writerService.bulkRemove({ workspace, ids, permanent, writer, options: { atomic, list, structure } }), (outcome) =>
           bulkAnswer(
             outcome,
             200,
@@ -311,10 +311,10 @@ export const RecordsHandlers = HttpApiBuilder.group(
         .handle("replace", ({ params, query: q, payload }) =>
           withContext(({ principal, request, writer }) =>
             Effect.gen(function* () {
-              const written = yield* writerService.update(
-                params.workspace,
-                params.id,
-                {
+              const written = yield* writerService.update({
+                workspace: params.workspace,
+                id: params.id,
+                input: {
                   data: payload.data,
                   metadata: payload.metadata,
                   expectedVersion: yield* ifMatch(request.headers, payload.expectedVersion),
@@ -322,7 +322,7 @@ export const RecordsHandlers = HttpApiBuilder.group(
                   reason: payload.reason
                 },
                 writer
-              )
+              })
               const structure = yield* structures.get(params.workspace, written.row.structureId)
               return respond(
                 200,
@@ -336,13 +336,13 @@ export const RecordsHandlers = HttpApiBuilder.group(
         .handle("delete", ({ params, query: q }) =>
           withContext(({ writer }) =>
             Effect.gen(function* () {
-              const r = yield* writerService.remove(
-                params.workspace,
-                params.id,
-                yield* flagParam("permanent", q.permanent),
+              const r = yield* writerService.remove({
+                workspace: params.workspace,
+                id: params.id,
+                permanent: yield* flagParam("permanent", q.permanent),
                 writer,
-                q.reason
-              )
+                reason: q.reason
+              })
               return respond(200, { success: true, id: r.id, deletedAt: r.deletedAt })
             })
           )
@@ -366,7 +366,13 @@ export const RecordsHandlers = HttpApiBuilder.group(
         .handle("restore", ({ params, payload }) =>
           withContext(({ principal, writer }) =>
             Effect.gen(function* () {
-              const written = yield* writerService.restore(params.workspace, params.id, payload?.version, payload?.reason, writer)
+              const written = yield* writerService.restore({
+                workspace: params.workspace,
+                id: params.id,
+                version: payload?.version,
+                reason: payload?.reason,
+                writer
+              })
               const structure = yield* structures.get(params.workspace, written.row.structureId)
               const data = yield* shown(structure, written.row.data, principal, false)
               return respond(200, { id: written.row.id, version: written.row.version, restoredFrom: written.restoredFrom ?? null, data })
@@ -376,7 +382,7 @@ export const RecordsHandlers = HttpApiBuilder.group(
         .handle("revert", ({ params, payload }) =>
           withContext(({ principal, writer }) =>
             Effect.gen(function* () {
-              const written = yield* writerService.revert(params.workspace, params.id, payload?.reason, writer)
+              const written = yield* writerService.revert({ workspace: params.workspace, id: params.id, reason: payload?.reason, writer })
               const structure = yield* structures.get(params.workspace, written.row.structureId)
               return respond(
                 200,
@@ -393,15 +399,15 @@ export const RecordsHandlers = HttpApiBuilder.group(
           withContext(({ principal, writer }) =>
             Effect.gen(function* () {
               const structure = yield* resolve(params.workspace, params.slug)
-              const { row } = yield* records.create(
+              const { row } = yield* writerService.create({
                 structure,
-                {
+                input: {
                   data: flatData(structure, payload),
                   ttlSeconds: yield* numberParam("ttlSeconds", q.ttlSeconds),
                   expiresAt: q.expiresAt
                 },
                 writer
-              )
+              })
               return respond(201, yield* recordA(structure, row, principal, false))
             }).pipe(underBody)
           )
@@ -464,7 +470,7 @@ export const RecordsHandlers = HttpApiBuilder.group(
             Effect.gen(function* () {
               const permanent = yield* flagParam("permanent", q.permanent)
               yield* ofStructure(params.workspace, params.slug, params.id)
-              const r = yield* writerService.remove(params.workspace, params.id, permanent, writer, q.reason)
+              const r = yield* writerService.remove({ workspace: params.workspace, id: params.id, permanent, writer, reason: q.reason })
               return respond(200, { success: true, id: r.id, deletedAt: r.deletedAt })
             })
           )

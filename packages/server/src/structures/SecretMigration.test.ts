@@ -9,6 +9,7 @@ import { TEST_WORKSPACE } from "../../../../test/support/TestDatabase.ts"
 import { json } from "../lib/rows.ts"
 import { Secrets } from "../platform/Secrets.ts"
 import { RecordService } from "../records/RecordService.ts"
+import { RecordEngine } from "../records/write/Engine.ts"
 import { secretSteps } from "./SecretMigration.ts"
 import { StructureService } from "./StructureService.ts"
 import { owner, RecordServices, writer } from "../../../../test/support/TestRecords.ts"
@@ -54,6 +55,7 @@ layer(Services)("secret fields follow the definition", (it) => {
       const sql = yield* SqlClient.SqlClient
       const structures = yield* StructureService
       const records = yield* RecordService
+      const engine = yield* RecordEngine
       const secrets = yield* Secrets
       const s = yield* structures
         .create(
@@ -74,11 +76,13 @@ layer(Services)("secret fields follow the definition", (it) => {
           owner
         )
         .pipe(Effect.orDie)
-      const created = yield* records
-        .create(s, { data: { label: "x", pin: "pin-1111", creds: { key: "key-2222" } } }, writer)
+      const created = yield* engine
+        .create({ structure: s, input: { data: { label: "x", pin: "pin-1111", creds: { key: "key-2222" } } }, writer })
         .pipe(Effect.orDie)
       const id = created.row.id
-      yield* records.update(TEST_WORKSPACE, id, { data: { pin: "pin-3333", creds: { key: "key-4444" } } }, writer).pipe(Effect.orDie)
+      yield* engine
+        .update({ workspace: TEST_WORKSPACE, id, input: { data: { pin: "pin-3333", creds: { key: "key-4444" } } }, writer })
+        .pipe(Effect.orDie)
       expect(yield* storedText(sql, id)).toContain("pin-1111")
 
       const pin = s.properties.find((p) => p.name === "pin")!

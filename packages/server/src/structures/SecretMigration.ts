@@ -6,7 +6,7 @@
 // - a secret field renamed (same property id, top level or inside an object): values are encrypted again under
 //   the new path, which is part of their associated data;
 // - a field that stops being secret: values are decrypted back to plaintext (the masked `changes` stay masked).
-// Values are encrypted exactly as RecordService encrypts them (context `<structure id>:<dotted path>`).
+// Values are encrypted exactly as the record engine encrypts them (RecordPrepare) (context `<structure id>:<dotted path>`).
 import type { PropertyDefinition, Structure } from "@troupe/api/structures/Structure"
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"

@@ -1,5 +1,5 @@
 // Bulk writes. A request holds at most MAX_BULK_ITEMS items (413 beyond); an empty list is a 400.
-// - atomic: one transaction for the whole batch and its record.bulk.* event (RecordService.createAll, updateAll,
+// - atomic: one transaction for the whole batch and its record.bulk.* event (RecordEngine.createAll, updateAll,
 //   removeAll, built here by makeAtomicBulk); the first bad item fails the request with its own status and error,
 //   details prefixed with the item's path, and nothing is written.
 // - non-atomic (the default): every item is its own write (the valid creates of a request share one statement,
@@ -13,36 +13,45 @@ import {
   conflict,
   type ErrorDetail,
   forbidden,
-  type Forbidden,
   locked,
   notFound,
   payloadTooLarge,
-  type PayloadTooLarge,
   unprocessable,
   errorDetail
 } from "@troupe/api/Errors"
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Clock, Effect, Result } from "effect"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
-import type { StructureService } from "../structures/StructureService.ts"
-import { isLive } from "../query/Live.ts"
-import { isUuid, type RecordRow } from "../query/RecordRow.ts"
-import type { Writer } from "./model.ts"
+import type { StructureService } from "../../structures/StructureService.ts"
+import { isLive } from "../../query/Live.ts"
+import { isUuid, type RecordRow } from "../../query/RecordRow.ts"
+import type { Writer } from "../model.ts"
 import {
+  type BulkArgs,
+  type BulkError,
   type BulkEventType,
+  type BulkFailure,
   type BulkItemFailure,
+  type BulkOptions,
+  type BulkOutcome,
+  type ScopedBulkOptions,
   type CreateInput,
   MAX_BULK_ITEMS,
   type PendingCreate,
   recordNotFound,
   type RecordError,
+  type RemoveArgs,
+  type UpdateArgs,
   type UpdateInput,
   type WriteResult
-} from "./RecordInputs.ts"
-import { batchable, type Preparation } from "./RecordPrepare.ts"
-import type { RecordRepo } from "./RecordRepo.ts"
-import { type ClaimTaken, timestamp, type Writes } from "./RecordWrites.ts"
-import type { RecordService } from "./RecordService.ts"
+} from "../RecordInputs.ts"
+import { batchable } from "../RecordPrepare.ts"
+import { type ClaimTaken, type EngineDeps, timestamp } from "./Common.ts"
+import type { Creates } from "./Create.ts"
+import type { Deletes } from "./Delete.ts"
+import type { RecordService } from "../RecordService.ts"
+import type { RecordEngine } from "./Engine.ts"
+import type { Updates } from "./Update.ts"
 
 /** Groups written rows by structure, for one bulk event per structure. */
 const byStructure = (written: ReadonlyArray<{ row: RecordRow; structure: Structure }>) => {
@@ -61,9 +70,35 @@ const at =
   <A, E>(effect: Effect.Effect<A, E, never>): Effect.Effect<A, BulkItemFailure | SqlError> =>
     Effect.catch(effect, (e: any) => Effect.fail(isSqlError(e) ? e : { index, error: e as RecordError }))
 
-/** The atomic bulk writes of RecordService, and the record.bulk.* event of a non-atomic batch. */
-export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; readonly prep: Preparation; readonly writes: Writes }) => {
-  const { prep, repo, writes } = deps
+/** Creates of one structure, in item order. */
+export type BulkCreateArgs = BulkArgs<CreateInput> & { readonly structure: Structure }
+
+/** Updates by id; `structureId` restricts the batch to the records of one structure. */
+export type BulkUpdateArgs = BulkArgs<{ readonly id: string; readonly input: UpdateInput }> & {
+  readonly workspace: string
+  readonly structureId?: string | undefined
+}
+
+/** Deletes by id; `structureId` restricts the batch to the records of one structure. */
+export interface BulkRemoveArgs {
+  readonly workspace: string
+  readonly ids: ReadonlyArray<string>
+  readonly permanent: boolean
+  readonly writer: Writer
+  readonly structureId?: string | undefined
+}
+
+/** The `record.bulk.*` event of the records a batch wrote. */
+export interface BulkEventArgs {
+  readonly structure: Structure
+  readonly type: BulkEventType
+  readonly ids: ReadonlyArray<string>
+  readonly writer: Writer
+}
+
+/** The atomic bulk writes of RecordEngine, and the record.bulk.* event of a non-atomic batch. */
+export const makeAtomicBulk = (deps: EngineDeps & { readonly creates: Creates; readonly updates: Updates; readonly deletes: Deletes }) => {
+  const { common, creates, deletes, prep, repo, updates } = deps
   const { transaction } = repo
 
   const bulkEventInTx = (structure: Structure, type: BulkEventType, ids: ReadonlyArray<string>, writer: Writer) =>
@@ -91,7 +126,7 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
           })
         )
 
-  const publishBulk = (structure: Structure, type: BulkEventType, ids: ReadonlyArray<string>, writer: Writer) =>
+  const publishBulk = ({ ids, structure, type, writer }: BulkEventArgs) =>
     ids.length === 0 ? Effect.void : repo.sql.withTransaction(bulkEventInTx(structure, type, ids, writer)).pipe(Effect.orDie)
 
   /** Locks the rows of a batch in id order first, so two batches touching the same records cannot deadlock. */
@@ -102,7 +137,7 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
     transaction(
       Effect.gen(function* () {
         const written: Array<WriteResult> = []
-        for (let i = 0; i < items.length; i++) written.push(yield* at(i)(writes.createInTx(structure, items[i]!, writer)))
+        for (let i = 0; i < items.length; i++) written.push(yield* at(i)(creates.createInTx({ structure, input: items[i]!, writer })))
         yield* bulkEventInTx(
           structure,
           "record.bulk.created",
@@ -113,8 +148,8 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
       })
     )
 
-  /** A bulk of plain creates is one batch: one statement for every item (writes.createMany), or item by item. */
-  const createAll = (structure: Structure, items: ReadonlyArray<CreateInput>, writer: Writer) =>
+  /** A bulk of plain creates is one batch: one statement for every item (creates.createMany), or item by item. */
+  const createAll = ({ items, structure, writer }: BulkCreateArgs) =>
     !batchable(structure)
       ? createEach(structure, items, writer)
       : Effect.gen(function* () {
@@ -126,7 +161,7 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
           }
           return yield* transaction(
             Effect.gen(function* () {
-              const written = yield* writes.createMany(pending)
+              const written = yield* creates.createMany(pending)
               yield* bulkEventInTx(
                 structure,
                 "record.bulk.created",
@@ -140,14 +175,12 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
 
   /**
    * The creates of a non-atomic request, each with its own outcome, in item order: every item that passes its
-   * checks goes into one statement (writes.createMany: no transaction, no group commit queue); the others, and all
+   * checks goes into one statement (creates.createMany: no transaction, no group commit queue); the others, and all
    * of them when that statement fails (a held or repeated unique value), go through `one` (the single-record create,
    * which tells failures to the failure hook). Structures with references or counters: `one` for each item.
    */
   const createSome = (
-    structure: Structure,
-    items: ReadonlyArray<CreateInput>,
-    writer: Writer,
+    { items, structure, writer }: BulkCreateArgs,
     one: (input: CreateInput) => Effect.Effect<WriteResult, RecordError>
   ): Effect.Effect<Array<Result.Result<WriteResult, RecordError>>> =>
     Effect.gen(function* () {
@@ -159,7 +192,7 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
         pending.push(Result.isSuccess(p) ? p.success : undefined)
       }
       const valid = pending.filter((p) => p !== undefined)
-      const written = valid.length === 0 ? [] : yield* repo.atomic(writes.createMany(valid)).pipe(Effect.orElseSucceed(() => undefined))
+      const written = valid.length === 0 ? [] : yield* repo.atomic(creates.createMany(valid)).pipe(Effect.orElseSucceed(() => undefined))
       if (written === undefined) return yield* each(items.map((_, i) => i))
       const rows = new Map(written.map((w) => [w.row.id, w]))
       const rest = yield* each(pending.flatMap((p, i) => (p === undefined ? [i] : [])))
@@ -167,7 +200,7 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
       return pending.map((p) => (p === undefined ? rest[k++]! : Result.succeed(rows.get(p.record.id)!)))
     })
 
-  const updateAll = (workspace: string, items: ReadonlyArray<{ id: string; input: UpdateInput }>, writer: Writer, structureId?: string) =>
+  const updateAll = ({ items, structureId, workspace, writer }: BulkUpdateArgs) =>
     transaction(
       Effect.gen(function* () {
         yield* lockAll(
@@ -180,10 +213,10 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
           written.push(
             yield* at(i)(
               Effect.gen(function* () {
-                const row = yield* writes.lockLive(workspace, id)
+                const row = yield* common.lockLive(workspace, id)
                 if (structureId !== undefined && row.structureId !== structureId) return yield* recordNotFound(id)
-                const structure = yield* writes.liveStructure(workspace, row)
-                return yield* writes.updateInTx(row, structure, input, writer, input.replace ? "replace" : "update")
+                const structure = yield* common.liveStructure(workspace, row)
+                return yield* updates.updateInTx({ row, structure, input, writer, action: input.replace ? "replace" : "update" })
               })
             )
           )
@@ -193,7 +226,7 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
       })
     )
 
-  const removeAll = (workspace: string, ids: ReadonlyArray<string>, permanent: boolean, writer: Writer, structureId?: string) =>
+  const removeAll = ({ ids, permanent, structureId, workspace, writer }: BulkRemoveArgs) =>
     transaction(
       Effect.gen(function* () {
         yield* lockAll(workspace, ids)
@@ -203,11 +236,11 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
           removed.push(
             yield* at(i)(
               Effect.gen(function* () {
-                const row = yield* writes.lock(workspace, id)
+                const row = yield* common.lock(workspace, id)
                 if (row === undefined || (!permanent && !isLive(row, yield* Clock.currentTimeMillis))) return yield* recordNotFound(id)
                 if (structureId !== undefined && row.structureId !== structureId) return yield* recordNotFound(id)
-                const structure = yield* writes.liveStructure(workspace, row)
-                const deletedAt = yield* writes.deleteInTx(structure, row, permanent, writer)
+                const structure = yield* common.liveStructure(workspace, row)
+                const deletedAt = yield* deletes.deleteInTx({ structure, row, permanent, writer })
                 return { row, structure, deletedAt }
               })
             )
@@ -222,29 +255,6 @@ export const makeAtomicBulk = (deps: { readonly repo: RecordRepo["Service"]; rea
 }
 
 // ------------------------------------------------------------------ whole bulk requests
-
-/** What a bulk request fails with: an item's error (atomic), every item's (non-atomic), or the request's own. */
-export type BulkError = RecordError | Forbidden | PayloadTooLarge
-
-/** An item of a non-atomic batch that failed; `id` for updates and deletes. */
-export interface BulkFailure {
-  readonly index: number
-  readonly id?: string | undefined
-  readonly error: RecordError
-}
-
-/** What a bulk request wrote, in item order, and the items that failed (none when atomic). */
-export interface BulkOutcome<A> {
-  readonly done: ReadonlyArray<A>
-  readonly failures: ReadonlyArray<BulkFailure>
-}
-
-export interface BulkOptions {
-  readonly atomic: boolean
-  /** the name of the item list in the request, for error paths (`records[3].data.name`) */
-  readonly list: string
-  readonly skipValidation?: boolean | undefined
-}
 
 /** The error constructor of each status a record error can have. */
 const errorOf: Record<number, (i: { message: string; code?: string; details?: ReadonlyArray<ErrorDetail> }) => RecordError> = {
@@ -325,53 +335,41 @@ const eachItem = <I, A>(items: ReadonlyArray<I>, run: (item: I) => Effect.Effect
   )
 
 export const makeBulkRequests = (deps: {
-  readonly records: Pick<
-    RecordService["Service"],
-    "create" | "get" | "createAll" | "createSome" | "updateAll" | "removeAll" | "publishBulk"
-  >
+  readonly engine: Pick<RecordEngine["Service"], "createAll" | "createSome" | "updateAll" | "removeAll" | "publishBulk">
+  readonly get: RecordService["Service"]["get"]
   /** one update (the node's group commit) and one delete (its record's actor) */
-  readonly update: (
-    workspace: string,
-    id: string,
-    input: UpdateInput,
-    writer: Writer
-  ) => Effect.Effect<{ readonly row: RecordRow }, RecordError>
-  readonly remove: (
-    workspace: string,
-    id: string,
-    permanent: boolean,
-    writer: Writer
-  ) => Effect.Effect<{ id: string; deletedAt: string; structureId: string }, RecordError>
+  readonly update: (args: UpdateArgs) => Effect.Effect<{ readonly row: RecordRow }, RecordError>
+  readonly remove: (args: RemoveArgs) => Effect.Effect<{ id: string; deletedAt: string; structureId: string }, RecordError>
   readonly structures: StructureService["Service"]
 }) => {
-  const { records, structures } = deps
+  const { engine, structures } = deps
 
   /** A record of `structure` (generation A batches may only touch records of the structure in the path). */
   const ofStructure = (workspace: string, id: string, structure: Structure | undefined) =>
     structure === undefined
       ? Effect.void
-      : Effect.flatMap(records.get(workspace, id), ({ row }) =>
+      : Effect.flatMap(deps.get(workspace, id), ({ row }) =>
           row.structureId === structure.id ? Effect.void : Effect.fail(recordNotFound(id))
         )
 
-  const bulkCreate = (
-    structure: Structure,
-    items: ReadonlyArray<CreateInput>,
-    writer: Writer,
-    options: BulkOptions
-  ): Effect.Effect<BulkOutcome<WriteResult>, BulkError> =>
+  const bulkCreate = ({
+    items,
+    options,
+    structure,
+    writer
+  }: BulkCreateArgs & { readonly options: BulkOptions }): Effect.Effect<BulkOutcome<WriteResult>, BulkError> =>
     Effect.gen(function* () {
       yield* bulkSize(items.length, options.list)
       yield* maySkip(writer, options.skipValidation)
       const bulkWriter: Writer = { ...writer, source: "bulk" }
       if (options.atomic) {
         return {
-          done: yield* records.createAll(structure, items, bulkWriter).pipe(Effect.mapError(atomicFailure(options.list))),
+          done: yield* engine.createAll({ structure, items, writer: bulkWriter }).pipe(Effect.mapError(atomicFailure(options.list))),
           failures: []
         }
       }
       // each item keeps its own outcome, in item order
-      const outcomes = yield* records.createSome(structure, items, bulkWriter)
+      const outcomes = yield* engine.createSome({ structure, items, writer: bulkWriter })
       const done: Array<WriteResult> = []
       const failures: Array<BulkFailure> = []
       outcomes.forEach((outcome, index) => {
@@ -379,36 +377,38 @@ export const makeBulkRequests = (deps: {
         else failures.push({ index, error: outcome.failure })
       })
       if (done.length === 0) return yield* allFailed(options.list, failures)
-      yield* records.publishBulk(
-        structure,
-        "record.bulk.created",
-        done.map((w) => w.row.id),
-        writer
-      )
+      yield* engine.publishBulk({ structure, type: "record.bulk.created", ids: done.map((w) => w.row.id), writer })
       return { done, failures }
     })
 
   /** `structure`: only records of this structure (generation A); its batches may be empty. */
-  const bulkUpdate = (
-    workspace: string,
-    items: ReadonlyArray<{ readonly id: string; readonly input: UpdateInput }>,
-    writer: Writer,
-    options: BulkOptions & { readonly structure?: Structure | undefined }
-  ): Effect.Effect<BulkOutcome<{ readonly row: RecordRow }>, BulkError> =>
+  const bulkUpdate = ({
+    items,
+    options,
+    workspace,
+    writer
+  }: Omit<BulkUpdateArgs, "structureId"> & { readonly options: ScopedBulkOptions }): Effect.Effect<
+    BulkOutcome<{ readonly row: RecordRow }>,
+    BulkError
+  > =>
     Effect.gen(function* () {
       if (options.structure === undefined || items.length > 0) yield* bulkSize(items.length, options.list)
       yield* maySkip(writer, options.skipValidation)
       const bulkWriter: Writer = { ...writer, source: "bulk" }
       if (items.length === 0) return { done: [], failures: [] }
       if (options.atomic) {
-        const written = yield* records
-          .updateAll(workspace, items, bulkWriter, options.structure?.id)
+        const written = yield* engine
+          .updateAll({ workspace, items, writer: bulkWriter, structureId: options.structure?.id })
           .pipe(Effect.mapError(atomicFailure(options.list)))
         return { done: written, failures: [] }
       }
       const outcome = yield* eachItem(
         items,
-        (u) => Effect.andThen(ofStructure(workspace, u.id, options.structure), deps.update(workspace, u.id, u.input, bulkWriter)),
+        (u) =>
+          Effect.andThen(
+            ofStructure(workspace, u.id, options.structure),
+            deps.update({ workspace, id: u.id, input: u.input, writer: bulkWriter })
+          ),
         (u) => u.id
       )
       if (outcome.done.length === 0) return yield* allFailed(options.list, outcome.failures)
@@ -416,33 +416,37 @@ export const makeBulkRequests = (deps: {
       for (const { row } of outcome.done) groups.set(row.structureId, [...(groups.get(row.structureId) ?? []), row.id])
       for (const [structureId, ids] of groups) {
         const structure = yield* structures.get(workspace, structureId)
-        yield* records.publishBulk(structure, "record.bulk.updated", ids, writer)
+        yield* engine.publishBulk({ structure, type: "record.bulk.updated", ids, writer })
       }
       return outcome
     })
 
-  const bulkRemove = (
-    workspace: string,
-    ids: ReadonlyArray<string>,
-    permanent: boolean,
-    writer: Writer,
-    options: BulkOptions & { readonly structure?: Structure | undefined }
-  ): Effect.Effect<BulkOutcome<{ readonly id: string; readonly deletedAt: string; readonly structureId: string }>, BulkError> =>
+  const bulkRemove = ({
+    ids,
+    options,
+    permanent,
+    workspace,
+    writer
+  }: Omit<BulkRemoveArgs, "structureId"> & { readonly options: ScopedBulkOptions }): Effect.Effect<
+    BulkOutcome<{ readonly id: string; readonly deletedAt: string; readonly structureId: string }>,
+    BulkError
+  > =>
     Effect.gen(function* () {
       if (options.structure === undefined || ids.length > 0) yield* bulkSize(ids.length, options.list)
       if (ids.length === 0) return { done: [], failures: [] }
       const bulkWriter: Writer = { ...writer, source: "bulk" }
       if (options.atomic) {
         return {
-          done: yield* records
-            .removeAll(workspace, ids, permanent, bulkWriter, options.structure?.id)
+          done: yield* engine
+            .removeAll({ workspace, ids, permanent, writer: bulkWriter, structureId: options.structure?.id })
             .pipe(Effect.mapError(atomicFailure(options.list))),
           failures: []
         }
       }
       const outcome = yield* eachItem(
         ids,
-        (id) => Effect.andThen(ofStructure(workspace, id, options.structure), deps.remove(workspace, id, permanent, bulkWriter)),
+        (id) =>
+          Effect.andThen(ofStructure(workspace, id, options.structure), deps.remove({ workspace, id, permanent, writer: bulkWriter })),
         (id) => id
       )
       if (outcome.done.length === 0) return yield* allFailed(options.list, outcome.failures)
@@ -450,7 +454,7 @@ export const makeBulkRequests = (deps: {
       for (const r of outcome.done) groups.set(r.structureId, [...(groups.get(r.structureId) ?? []), r.id])
       for (const [structureId, done] of groups) {
         const structure = yield* structures.get(workspace, structureId).pipe(Effect.orElseSucceed(() => undefined))
-        if (structure) yield* records.publishBulk(structure, "record.bulk.deleted", done, writer)
+        if (structure) yield* engine.publishBulk({ structure, type: "record.bulk.deleted", ids: done, writer })
       }
       return outcome
     })
