@@ -393,6 +393,99 @@ describe("validation suggestions", () => {
   }, 180_000)
 })
 
+describe("functions' api.intelligence", () => {
+  it("starts jobs, lists and resolves suggestions, insights and corrections as the run's principal", async () => {
+    const created = await structure(
+      "fnintel",
+      [
+        { name: "email", type: "string" },
+        { name: "kwh", type: "number" },
+        { name: "country", type: "string" }
+      ],
+      "auto-evolving"
+    )
+    const rows = Array.from({ length: 40 }, (_, i) => ({
+      email: `fn${i}@example.com`,
+      kwh: 10 + (i % 5),
+      country: i % 2 === 0 ? "Germany" : "France",
+      score: i
+    }))
+    rows[17]!.kwh = 5000
+    rows[23]!.country = "France  "
+    const ids = await seed("fnintel", rows)
+    const c = computeClient(server, token)
+
+    const started = await c.runCode(
+      fn(`const scan = await api.intelligence.scan("fnintel")
+const analysis = await api.intelligence.analyze("fnintel")
+const check = await api.intelligence.validate("fnintel")
+const job = await api.intelligence.job(scan.jobId)
+return { scan: scan.jobId, analysis: analysis.jobId, check: check.batchId, kind: job.kind }`)
+    )
+    expect(started.status, JSON.stringify(started)).toBe("completed")
+    const jobs = started.result
+    expect(jobs.kind).toBe("discovery_scan")
+    expect(await finished(jobs.scan)).toMatchObject({ status: "completed", scanned: 40, kind: "discovery_scan" })
+    expect(await finished(jobs.analysis)).toMatchObject({ status: "completed", scanned: 40, produced: 1 })
+    expect(await finished(jobs.check)).toMatchObject({ status: "completed", kind: "validation_scan" })
+
+    const resolved = await c.runCode(
+      fn(`const pending = await api.intelligence.suggestions("fnintel", { status: "pending", limit: 100 })
+const score = pending.data.find((s) => s.kind === "add_property" && s.property.name === "score")
+const format = pending.data.find((s) => s.kind === "add_format" && s.property.name === "email")
+const accepted = await api.intelligence.acceptSuggestion(score.id)
+const rejected = await api.intelligence.rejectSuggestion(format.id)
+const open = await api.intelligence.insights("fnintel", { status: "open" })
+const acknowledged = await api.intelligence.acknowledgeInsight(open.data[0].id)
+const corrections = await api.intelligence.corrections("fnintel", { status: "pending" })
+const spaces = corrections.data.find((x) => x.field === "country")
+const corrected = await api.intelligence.acceptCorrection(spaces.id)
+let refused
+try { await api.intelligence.suggestions("fnintel", { limit: 0 }) } catch (e) { refused = { code: e.code, field: e.details[0].field } }
+let missing
+try { await api.intelligence.acceptSuggestion("00000000-0000-0000-0000-000000000000") } catch (e) { missing = e.statusCode }
+return {
+  accepted: { status: accepted.suggestion.status, names: accepted.structure.properties.map((p) => p.name) },
+  rejected: rejected.status,
+  insight: { recordId: acknowledged.recordId, status: acknowledged.status, open: open.total },
+  corrected: { recordId: corrected.recordId, status: corrected.status, value: corrected.suggestedValue },
+  refused,
+  missing
+}`)
+    )
+    expect(resolved.status, JSON.stringify(resolved)).toBe("completed")
+    expect(resolved.result).toEqual({
+      accepted: { status: "accepted", names: ["email", "kwh", "country", "score"] },
+      rejected: "rejected",
+      insight: { recordId: ids[17], status: "acknowledged", open: 1 },
+      corrected: { recordId: ids[23], status: "accepted", value: "France" },
+      refused: { code: "VALIDATION_ERROR", field: "limit" },
+      missing: 404
+    })
+    // each took effect as over HTTP: the structure's new property, the record's update made by the function
+    const s = await call("GET", `/structures/${created.id}`)
+    expect(s.body.properties.map((p: any) => p.name)).toContain("score")
+    const record = await call("GET", `/records/${ids[23]}`)
+    expect(record.body.data.country).toBe("France")
+    const rejected = await call("GET", "/collections/fnintel/schema-suggestions?status=rejected")
+    expect(rejected.body.data.map((x: any) => `${x.kind}:${x.property.name}`)).toEqual(["add_format:email"])
+
+    // a principal with read:structures alone lists, and cannot start a scan
+    const reader = await createAccount(server, token, {
+      name: "intel-reader",
+      permissions: ["read:functions", "execute:functions", "read:structures"]
+    })
+    const asReader = await computeClient(server, reader.token).runCode(
+      fn(`const listed = await api.intelligence.suggestions("fnintel")
+try { await api.intelligence.scan("fnintel"); return { listed: listed.total, scanned: true } }
+catch (e) { return { listed: listed.total, code: e.code, statusCode: e.statusCode } }`)
+    )
+    expect(asReader.status, JSON.stringify(asReader)).toBe("completed")
+    expect(asReader.result.listed).toBeGreaterThan(1)
+    expect(asReader.result).toMatchObject({ code: "PERMISSION_DENIED", statusCode: 403 })
+  }, 180_000)
+})
+
 describe("bad input", () => {
   it("answers out-of-range settings, unknown ids and a deleted structure with 4xx and the contract body", async () => {
     const s = await structure("scratch", [{ name: "x", type: "number" }], "auto-evolving")
