@@ -188,6 +188,81 @@ describe("schema discovery", () => {
   }, 120_000)
 })
 
+describe("a new key inside a declared object", () => {
+  it("is proposed under its path from a scan and from observed writes; accepting adds it inside the object", async () => {
+    const s = await structure(
+      "addresses",
+      [
+        { name: "label", type: "string" },
+        {
+          name: "address",
+          type: "object",
+          properties: [
+            { name: "street", type: "string" },
+            { name: "city", type: "string" }
+          ]
+        }
+      ],
+      "auto-evolving"
+    )
+    await seed(
+      "addresses",
+      Array.from({ length: 20 }, (_, i) => ({
+        label: `home ${i}`,
+        address: { street: `Main St ${i}`, city: "Utrecht", zip: `35${10 + i}AB`, geo: { lat: 52 + i / 100, lng: 5.1 } }
+      }))
+    )
+    const scan = await call("POST", "/collections/addresses/schema-discovery/scan")
+    expect(await finished(scan.body.jobId)).toMatchObject({ status: "completed", scanned: 20 })
+    const list = await call("GET", "/collections/addresses/schema-suggestions?status=pending")
+    const additions = list.body.data.filter((x: any) => x.kind === "add_property")
+    // the new keys of the declared object; nothing for its declared keys, nor for keys inside the new `geo`
+    expect(additions.map((x: any) => x.property.name).sort()).toEqual(["address.geo", "address.zip"])
+    const zip = additions.find((x: any) => x.property.name === "address.zip")
+    expect(zip).toMatchObject({ confidence: 1, sampleCount: 20, property: { name: "address.zip", type: "string" } })
+    expect(zip.explanation).toBe("`address.zip` appears in 20 of 20 records and all 20 values are strings.")
+    expect(additions.find((x: any) => x.property.name === "address.geo").property).toEqual({
+      name: "address.geo",
+      type: "object",
+      properties: [
+        { name: "lat", type: "number" },
+        { name: "lng", type: "number" }
+      ]
+    })
+
+    const accepted = await call("POST", `/collections/addresses/schema-suggestions/${zip.id}/accept`)
+    expect(accepted.status, accepted.text).toBe(200)
+    expect(accepted.body.structure.version).toBe(s.version + 1)
+    const address = accepted.body.structure.properties.find((p: any) => p.name === "address")
+    expect(address.properties.map((p: any) => `${p.name}:${p.type}`)).toEqual(["street:string", "city:string", "zip:string"])
+    // the nested property is enforced now: a number there is refused
+    const refused = await call("POST", "/records", { structureId: "addresses", data: { label: "x", address: { street: "a", zip: 5 } } })
+    expect(refused.status, refused.text).toBe(400)
+    expect(refused.text).toContain("address.zip")
+
+    // observed writes (another structure: sampling allows 20 records per structure per second): only the new
+    // nested key is sampled, and `trigger` proposes it
+    await structure(
+      "addresses-observed",
+      [{ name: "address", type: "object", properties: [{ name: "street", type: "string" }] }],
+      "schemaless"
+    )
+    await seed(
+      "addresses-observed",
+      Array.from({ length: 12 }, (_, i) => ({ address: { street: `W ${i}`, country: "NL" } }))
+    )
+    const country = await eventually(async () => {
+      const trigger = await call("POST", "/collections/addresses-observed/schema-discovery/trigger")
+      await finished(trigger.body.jobId)
+      const pending = await call("GET", "/collections/addresses-observed/schema-suggestions?status=pending")
+      return pending.body.data.find((x: any) => x.property.name === "address.country")
+    }, 60_000)
+    expect(country).toMatchObject({ kind: "add_property", sampleCount: 12, property: { name: "address.country", type: "string" } })
+    const observed = await call("GET", "/collections/addresses-observed/field-profiles")
+    expect(Object.keys(observed.body.observed.fields)).toEqual(["address.country"])
+  }, 180_000)
+})
+
 describe("following the data (auto-evolving, autoApply on)", () => {
   it("adds a confident new property by itself, through a new structure version", async () => {
     const s = await structure("visits", [{ name: "path", type: "string" }], "auto-evolving")
