@@ -188,6 +188,81 @@ describe("schema discovery", () => {
   }, 120_000)
 })
 
+describe("a new key inside a declared object", () => {
+  it("is proposed under its path from a scan and from observed writes; accepting adds it inside the object", async () => {
+    const s = await structure(
+      "addresses",
+      [
+        { name: "label", type: "string" },
+        {
+          name: "address",
+          type: "object",
+          properties: [
+            { name: "street", type: "string" },
+            { name: "city", type: "string" }
+          ]
+        }
+      ],
+      "auto-evolving"
+    )
+    await seed(
+      "addresses",
+      Array.from({ length: 20 }, (_, i) => ({
+        label: `home ${i}`,
+        address: { street: `Main St ${i}`, city: "Utrecht", zip: `35${10 + i}AB`, geo: { lat: 52 + i / 100, lng: 5.1 } }
+      }))
+    )
+    const scan = await call("POST", "/collections/addresses/schema-discovery/scan")
+    expect(await finished(scan.body.jobId)).toMatchObject({ status: "completed", scanned: 20 })
+    const list = await call("GET", "/collections/addresses/schema-suggestions?status=pending")
+    const additions = list.body.data.filter((x: any) => x.kind === "add_property")
+    // the new keys of the declared object; nothing for its declared keys, nor for keys inside the new `geo`
+    expect(additions.map((x: any) => x.property.name).sort()).toEqual(["address.geo", "address.zip"])
+    const zip = additions.find((x: any) => x.property.name === "address.zip")
+    expect(zip).toMatchObject({ confidence: 1, sampleCount: 20, property: { name: "address.zip", type: "string" } })
+    expect(zip.explanation).toBe("`address.zip` appears in 20 of 20 records and all 20 values are strings.")
+    expect(additions.find((x: any) => x.property.name === "address.geo").property).toEqual({
+      name: "address.geo",
+      type: "object",
+      properties: [
+        { name: "lat", type: "number" },
+        { name: "lng", type: "number" }
+      ]
+    })
+
+    const accepted = await call("POST", `/collections/addresses/schema-suggestions/${zip.id}/accept`)
+    expect(accepted.status, accepted.text).toBe(200)
+    expect(accepted.body.structure.version).toBe(s.version + 1)
+    const address = accepted.body.structure.properties.find((p: any) => p.name === "address")
+    expect(address.properties.map((p: any) => `${p.name}:${p.type}`)).toEqual(["street:string", "city:string", "zip:string"])
+    // the nested property is enforced now: a number there is refused
+    const refused = await call("POST", "/records", { structureId: "addresses", data: { label: "x", address: { street: "a", zip: 5 } } })
+    expect(refused.status, refused.text).toBe(400)
+    expect(refused.text).toContain("address.zip")
+
+    // observed writes (another structure: sampling allows 20 records per structure per second): only the new
+    // nested key is sampled, and `trigger` proposes it
+    await structure(
+      "addresses-observed",
+      [{ name: "address", type: "object", properties: [{ name: "street", type: "string" }] }],
+      "schemaless"
+    )
+    await seed(
+      "addresses-observed",
+      Array.from({ length: 12 }, (_, i) => ({ address: { street: `W ${i}`, country: "NL" } }))
+    )
+    const country = await eventually(async () => {
+      const trigger = await call("POST", "/collections/addresses-observed/schema-discovery/trigger")
+      await finished(trigger.body.jobId)
+      const pending = await call("GET", "/collections/addresses-observed/schema-suggestions?status=pending")
+      return pending.body.data.find((x: any) => x.property.name === "address.country")
+    }, 60_000)
+    expect(country).toMatchObject({ kind: "add_property", sampleCount: 12, property: { name: "address.country", type: "string" } })
+    const observed = await call("GET", "/collections/addresses-observed/field-profiles")
+    expect(Object.keys(observed.body.observed.fields)).toEqual(["address.country"])
+  }, 180_000)
+})
+
 describe("following the data (auto-evolving, autoApply on)", () => {
   it("adds a confident new property by itself, through a new structure version", async () => {
     const s = await structure("visits", [{ name: "path", type: "string" }], "auto-evolving")
@@ -390,6 +465,99 @@ describe("validation suggestions", () => {
       return { status: 200, body: "{}" }
     }, "no answer within 1 s")
     for (const id of ids) expect((await call("GET", `/records/${id}`)).body.version).toBe(1)
+  }, 180_000)
+})
+
+describe("functions' api.intelligence", () => {
+  it("starts jobs, lists and resolves suggestions, insights and corrections as the run's principal", async () => {
+    const created = await structure(
+      "fnintel",
+      [
+        { name: "email", type: "string" },
+        { name: "kwh", type: "number" },
+        { name: "country", type: "string" }
+      ],
+      "auto-evolving"
+    )
+    const rows = Array.from({ length: 40 }, (_, i) => ({
+      email: `fn${i}@example.com`,
+      kwh: 10 + (i % 5),
+      country: i % 2 === 0 ? "Germany" : "France",
+      score: i
+    }))
+    rows[17]!.kwh = 5000
+    rows[23]!.country = "France  "
+    const ids = await seed("fnintel", rows)
+    const c = computeClient(server, token)
+
+    const started = await c.runCode(
+      fn(`const scan = await api.intelligence.scan("fnintel")
+const analysis = await api.intelligence.analyze("fnintel")
+const check = await api.intelligence.validate("fnintel")
+const job = await api.intelligence.job(scan.jobId)
+return { scan: scan.jobId, analysis: analysis.jobId, check: check.batchId, kind: job.kind }`)
+    )
+    expect(started.status, JSON.stringify(started)).toBe("completed")
+    const jobs = started.result
+    expect(jobs.kind).toBe("discovery_scan")
+    expect(await finished(jobs.scan)).toMatchObject({ status: "completed", scanned: 40, kind: "discovery_scan" })
+    expect(await finished(jobs.analysis)).toMatchObject({ status: "completed", scanned: 40, produced: 1 })
+    expect(await finished(jobs.check)).toMatchObject({ status: "completed", kind: "validation_scan" })
+
+    const resolved = await c.runCode(
+      fn(`const pending = await api.intelligence.suggestions("fnintel", { status: "pending", limit: 100 })
+const score = pending.data.find((s) => s.kind === "add_property" && s.property.name === "score")
+const format = pending.data.find((s) => s.kind === "add_format" && s.property.name === "email")
+const accepted = await api.intelligence.acceptSuggestion(score.id)
+const rejected = await api.intelligence.rejectSuggestion(format.id)
+const open = await api.intelligence.insights("fnintel", { status: "open" })
+const acknowledged = await api.intelligence.acknowledgeInsight(open.data[0].id)
+const corrections = await api.intelligence.corrections("fnintel", { status: "pending" })
+const spaces = corrections.data.find((x) => x.field === "country")
+const corrected = await api.intelligence.acceptCorrection(spaces.id)
+let refused
+try { await api.intelligence.suggestions("fnintel", { limit: 0 }) } catch (e) { refused = { code: e.code, field: e.details[0].field } }
+let missing
+try { await api.intelligence.acceptSuggestion("00000000-0000-0000-0000-000000000000") } catch (e) { missing = e.statusCode }
+return {
+  accepted: { status: accepted.suggestion.status, names: accepted.structure.properties.map((p) => p.name) },
+  rejected: rejected.status,
+  insight: { recordId: acknowledged.recordId, status: acknowledged.status, open: open.total },
+  corrected: { recordId: corrected.recordId, status: corrected.status, value: corrected.suggestedValue },
+  refused,
+  missing
+}`)
+    )
+    expect(resolved.status, JSON.stringify(resolved)).toBe("completed")
+    expect(resolved.result).toEqual({
+      accepted: { status: "accepted", names: ["email", "kwh", "country", "score"] },
+      rejected: "rejected",
+      insight: { recordId: ids[17], status: "acknowledged", open: 1 },
+      corrected: { recordId: ids[23], status: "accepted", value: "France" },
+      refused: { code: "VALIDATION_ERROR", field: "limit" },
+      missing: 404
+    })
+    // each took effect as over HTTP: the structure's new property, the record's update made by the function
+    const s = await call("GET", `/structures/${created.id}`)
+    expect(s.body.properties.map((p: any) => p.name)).toContain("score")
+    const record = await call("GET", `/records/${ids[23]}`)
+    expect(record.body.data.country).toBe("France")
+    const rejected = await call("GET", "/collections/fnintel/schema-suggestions?status=rejected")
+    expect(rejected.body.data.map((x: any) => `${x.kind}:${x.property.name}`)).toEqual(["add_format:email"])
+
+    // a principal with read:structures alone lists, and cannot start a scan
+    const reader = await createAccount(server, token, {
+      name: "intel-reader",
+      permissions: ["read:functions", "execute:functions", "read:structures"]
+    })
+    const asReader = await computeClient(server, reader.token).runCode(
+      fn(`const listed = await api.intelligence.suggestions("fnintel")
+try { await api.intelligence.scan("fnintel"); return { listed: listed.total, scanned: true } }
+catch (e) { return { listed: listed.total, code: e.code, statusCode: e.statusCode } }`)
+    )
+    expect(asReader.status, JSON.stringify(asReader)).toBe("completed")
+    expect(asReader.result.listed).toBeGreaterThan(1)
+    expect(asReader.result).toMatchObject({ code: "PERMISSION_DENIED", statusCode: 403 })
   }, 180_000)
 })
 

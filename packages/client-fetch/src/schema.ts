@@ -3218,7 +3218,7 @@ export interface components {
             id: string;
             /** @enum {string} */
             kind: "add_property" | "change_type" | "add_format" | "add_enum" | "set_required";
-            /** @description The property definition as accepting it would leave it */
+            /** @description The property definition as accepting it would leave it; a new key inside a declared object is named by its path (`address.zip`) */
             property: Record<string, unknown>;
             sampleCount: number;
             /** @enum {string} */

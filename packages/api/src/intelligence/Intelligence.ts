@@ -57,7 +57,10 @@ export const SchemaSuggestion = Schema.Struct({
   id: Schema.String,
   structureId: Schema.String,
   kind: SchemaSuggestionKind,
-  property: JsonObject.annotate({ description: "The property definition as accepting it would leave it" }),
+  property: JsonObject.annotate({
+    description:
+      "The property definition as accepting it would leave it; a new key inside a declared object is named by its path (`address.zip`)"
+  }),
   confidence: Schema.Number.annotate({ description: "0 to 1: the share of samples that agree" }),
   sampleCount: Schema.Int,
   examples: Schema.Array(Schema.Json),

@@ -22,6 +22,7 @@ import { StructureService } from "../structures/StructureService.ts"
 import { makeNotificationCalls } from "../notification/FunctionCalls.ts"
 import type { NotificationService } from "../notification/NotificationService.ts"
 import { makeStorageCalls } from "../storage/FunctionCalls.ts"
+import { makeIntelligenceCalls } from "../intelligence/FunctionCalls.ts"
 import type { RateLimiter } from "../identity/RateLimiter.ts"
 import type { FunctionHttpError, FunctionHttpRequest, FunctionHttpResponse } from "./FunctionHttp.ts"
 import type { BridgeAnswer, HostBridge } from "./Sandbox.ts"
@@ -105,6 +106,7 @@ export const makeBridgeFactory = Effect.gen(function* () {
   const decodeAggregate = Schema.decodeUnknownEffect(AggregateRequest)
   const notificationCalls = yield* makeNotificationCalls
   const storageCalls = yield* makeStorageCalls
+  const intelligenceCalls = yield* makeIntelligenceCalls
   const searches = yield* SearchService
 
   return (ctx: BridgeContext, extras: BridgeExtras): HostBridge => {
@@ -324,6 +326,8 @@ export const makeBridgeFactory = Effect.gen(function* () {
       ...notificationCalls(ctx),
       // files: api.storage.* (storage/FunctionCalls.ts)
       ...storageCalls(ctx),
+      // data intelligence: api.intelligence.* (intelligence/FunctionCalls.ts)
+      ...intelligenceCalls({ workspace, principal, writer }),
       search
     }
 

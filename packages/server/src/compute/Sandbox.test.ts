@@ -221,6 +221,7 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
           "httpPost",
           "httpPut",
           "incrementField",
+          "intelligence",
           "invokeTrigger",
           "lodash",
           "log",

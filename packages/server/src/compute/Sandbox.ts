@@ -129,6 +129,21 @@ const BRIDGE_METHODS = new Set([
   "storageRead",
   "storageWrite",
   "storageRemove",
+  // data intelligence (intelligence/FunctionCalls.ts)
+  "intelligenceScan",
+  "intelligenceTrigger",
+  "intelligenceAnalyze",
+  "intelligenceValidate",
+  "intelligenceJob",
+  "intelligenceSuggestions",
+  "intelligenceAcceptSuggestion",
+  "intelligenceRejectSuggestion",
+  "intelligenceInsights",
+  "intelligenceAcknowledgeInsight",
+  "intelligenceDismissInsight",
+  "intelligenceCorrections",
+  "intelligenceAcceptCorrection",
+  "intelligenceRejectCorrection",
   // search (search/SearchService.ts)
   "search"
 ])

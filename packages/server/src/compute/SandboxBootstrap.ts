@@ -462,6 +462,22 @@ return (function init(hostCall, hostSync, execJson, trigJson, maxResultBytes, ma
       write: (file) => callHost("storageWrite", [file]),
       remove: (id) => callHost("storageRemove", [id])
     },
+    intelligence: {
+      scan: (structure) => callHost("intelligenceScan", [structure]),
+      trigger: (structure) => callHost("intelligenceTrigger", [structure]),
+      analyze: (structure) => callHost("intelligenceAnalyze", [structure]),
+      validate: (structure) => callHost("intelligenceValidate", [structure]),
+      job: (id) => callHost("intelligenceJob", [id]),
+      suggestions: (structure, options) => callHost("intelligenceSuggestions", [structure, options]),
+      acceptSuggestion: (id) => callHost("intelligenceAcceptSuggestion", [id]),
+      rejectSuggestion: (id) => callHost("intelligenceRejectSuggestion", [id]),
+      insights: (structure, options) => callHost("intelligenceInsights", [structure, options]),
+      acknowledgeInsight: (id) => callHost("intelligenceAcknowledgeInsight", [id]),
+      dismissInsight: (id) => callHost("intelligenceDismissInsight", [id]),
+      corrections: (structure, options) => callHost("intelligenceCorrections", [structure, options]),
+      acceptCorrection: (id) => callHost("intelligenceAcceptCorrection", [id]),
+      rejectCorrection: (id) => callHost("intelligenceRejectCorrection", [id])
+    },
     search: (q, options) => callHost("search", [q, options]),
     httpGet: async (url, options) => httpResult(await http("GET", url, undefined, options)),
     httpDelete: async (url, options) => httpResult(await http("DELETE", url, undefined, options)),

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { missingSpike, outliers, robustSpread, volumeSpike } from "./Anomalies.ts"
 import { checkField, editDistance } from "./Checks.ts"
-import { infer } from "./Inference.ts"
+import { applySuggestion, infer } from "./Inference.ts"
 import { emptyProfile, profileRecord } from "./Profile.ts"
 
 const days = (ns: ReadonlyArray<number>) => ns.map((n, i) => ({ day: `d${i}`, n }))
@@ -71,5 +71,56 @@ describe("checks and inference", () => {
     })
     expect(byName.tags).toEqual({ name: "tags", type: "array", items: { type: "string" } })
     expect(byName.mixed).toBeUndefined()
+  })
+
+  it("a new key inside a declared object is proposed under its path and accepted into that object", () => {
+    const profile = emptyProfile()
+    const limits = { maxKeysPerRecord: 100, maxNestingDepth: 3, maxStringLengthSampled: 100 }
+    for (let i = 0; i < 10; i++) {
+      profileRecord(
+        profile,
+        { address: { street: `s${i}`, zip: `${1000 + i}`, geo: { lat: i / 3 } }, meta: { any: i }, loose: { x: i } },
+        limits
+      )
+    }
+    const structure = {
+      recordSlug: "s",
+      properties: [
+        { id: "a", name: "address", type: "object", properties: [{ id: "st", name: "street", type: "string" }] },
+        // a free-form object (no declared properties) takes any key: nothing is proposed inside it
+        { id: "m", name: "meta", type: "object" },
+        { id: "l", name: "loose", type: "object", properties: [] }
+      ]
+    } as any
+    const added = infer(structure, profile).filter((s) => s.kind === "add_property")
+    expect(added.map((s) => s.property)).toEqual([
+      { name: "address.zip", type: "string" },
+      { name: "address.geo", type: "object", properties: [{ name: "lat", type: "number" }] }
+    ])
+    expect(added[0]!.signature).toBe("add_property:address.zip:string")
+    expect(added[0]!.explanation).toBe("`address.zip` appears in 10 of 10 records and all 10 values are strings.")
+
+    const applied = applySuggestion(structure, added[0]!)
+    expect(applied).toEqual({
+      properties: [
+        {
+          id: "a",
+          name: "address",
+          type: "object",
+          properties: [
+            { id: "st", name: "street", type: "string" },
+            { name: "zip", type: "string" }
+          ]
+        },
+        structure.properties[1],
+        structure.properties[2]
+      ]
+    })
+    // once declared, it is not proposed again; the definition changed since: a conflict naming it
+    const after = { ...structure, properties: (applied as any).properties }
+    expect(infer(after, profile).map((s) => s.property.name)).not.toContain("address.zip")
+    expect(applySuggestion(after, added[0]!)).toEqual({ conflict: "property `address.zip` already exists (type string)" })
+    const flat = { ...structure, properties: [{ id: "a", name: "address", type: "string" }] } as any
+    expect(applySuggestion(flat, added[1]!)).toEqual({ conflict: "property `address` is no longer an object" })
   })
 })

@@ -2,7 +2,7 @@
 // has a signature (kind, field and what it proposes): stored unique per structure, so the same one is never offered
 // twice, and a rejected one is remembered. Thresholds: a type or format is proposed when at least MIN_SHARE of the
 // values agree (confidence = that share), from at least MIN_SAMPLES values; enums and `required` need more samples.
-import type { PropertyDefinition, Structure } from "@troupe/api/structures/Structure"
+import type { ObjectProperty, PropertyDefinition, Structure } from "@troupe/api/structures/Structure"
 import type { FieldProfile, Format, JsonType, Profile } from "./Profile.ts"
 
 export const MIN_SAMPLES = 5
@@ -110,30 +110,64 @@ const childrenOf = (profile: Profile, path: string): Array<Record<string, unknow
     return property === undefined ? [] : [property]
   })
 
-/** Every suggestion the profile supports for the structure as it is now (top-level fields; objects with their children). */
+/**
+ * The declared object property that `parents` (a path, outermost first) names, when each step is an object that
+ * declares its properties; a free-form object (none declared) takes any key, so nothing is proposed inside it.
+ */
+const declaredObject = (properties: ReadonlyArray<PropertyDefinition>, parents: ReadonlyArray<string>): ObjectProperty | undefined => {
+  let list = properties
+  let found: ObjectProperty | undefined
+  for (const name of parents) {
+    const p = list.find((q) => q.name === name)
+    if (p === undefined || p.type !== "object" || (p.properties ?? []).length === 0) return undefined
+    found = p
+    list = p.properties!
+  }
+  return found
+}
+
+/** `add_property` for an undeclared field at `path`; a nested one (inside a declared object) is named by its path. */
+const addition = (profile: Profile, path: string, f: FieldProfile): Suggestion | undefined => {
+  const dominant = dominantType(f)
+  if (dominant === undefined || dominant.total < MIN_SAMPLES || dominant.n / dominant.total < MIN_SHARE) return undefined
+  const proposed = propertyFor(path, f, dominant.type, () => childrenOf(profile, path))
+  if (proposed === undefined) return undefined
+  const format = typeof proposed.format === "string" ? ` (${share(dominantFormat(f)!.n, dominant.n, plural[proposed.format]!)})` : ""
+  return {
+    signature: `add_property:${path}:${proposed.type}${"format" in proposed ? `:${proposed.format}` : ""}`,
+    kind: "add_property",
+    property: proposed,
+    confidence: round(dominant.n / dominant.total),
+    sampleCount: dominant.total,
+    examples: f.examples,
+    explanation: `\`${path}\` appears in ${f.count} of ${profile.records} records and ${share(dominant.n, dominant.total, plural[dominant.type]!)}${format}.`
+  }
+}
+
+/**
+ * Every suggestion the profile supports for the structure as it is now: top-level fields (objects with their
+ * children), and new keys inside declared objects (`address.zip` beside the declared `address.street`).
+ */
 export const infer = (structure: Structure, profile: Profile): Array<Suggestion> => {
   const out: Array<Suggestion> = []
   const declared = new Map(structure.properties.map((p) => [p.name, p]))
   for (const [path, f] of Object.entries(profile.fields)) {
-    if (path.includes(".")) continue
+    if (path.includes(".")) {
+      const parents = path.split(".")
+      const name = parents.pop()!
+      const parent = declaredObject(structure.properties, parents)
+      if (parent === undefined || parent.properties!.some((p) => p.name === name)) continue
+      const added = addition(profile, path, f)
+      if (added !== undefined) out.push(added)
+      continue
+    }
     const dominant = dominantType(f)
     if (dominant === undefined || dominant.total < MIN_SAMPLES) continue
     const typeShare = dominant.n / dominant.total
     const property = declared.get(path)
     if (property === undefined) {
-      if (typeShare < MIN_SHARE) continue
-      const proposed = propertyFor(path, f, dominant.type, () => childrenOf(profile, path))
-      if (proposed === undefined) continue
-      const format = typeof proposed.format === "string" ? ` (${share(dominantFormat(f)!.n, dominant.n, plural[proposed.format]!)})` : ""
-      out.push({
-        signature: `add_property:${path}:${proposed.type}${"format" in proposed ? `:${proposed.format}` : ""}`,
-        kind: "add_property",
-        property: proposed,
-        confidence: round(typeShare),
-        sampleCount: dominant.total,
-        examples: f.examples,
-        explanation: `\`${path}\` appears in ${f.count} of ${profile.records} records and ${share(dominant.n, dominant.total, plural[dominant.type]!)}${format}.`
-      })
+      const added = addition(profile, path, f)
+      if (added !== undefined) out.push(added)
       continue
     }
     if (property.type === "reference" || property.type === "datetime") continue
@@ -212,11 +246,8 @@ export const applySuggestion = (
   s: { readonly kind: string; readonly property: Record<string, unknown> }
 ): { readonly properties: Array<PropertyDefinition> } | { readonly conflict: string } => {
   const name = String(s.property.name)
+  if (s.kind === "add_property") return added(structure.properties, name, name.split("."), s.property)
   const current = structure.properties.find((p) => p.name === name)
-  if (s.kind === "add_property") {
-    if (current !== undefined) return { conflict: `property \`${name}\` already exists (type ${current.type})` }
-    return { properties: [...structure.properties, s.property as unknown as PropertyDefinition] }
-  }
   if (current === undefined) return { conflict: `property \`${name}\` no longer exists` }
   const conflict =
     s.kind === "change_type"
@@ -248,4 +279,24 @@ export const applySuggestion = (
           ? ({ ...current, enum: s.property.enum } as PropertyDefinition)
           : ({ ...current, required: true } as PropertyDefinition)
   return { properties: structure.properties.map((p) => (p.name === name ? next : p)) }
+}
+
+/** `properties` with `property` added at `parts` (a nested one inside its declared objects, under its last name). */
+const added = (
+  properties: ReadonlyArray<PropertyDefinition>,
+  path: string,
+  parts: ReadonlyArray<string>,
+  property: Record<string, unknown>
+): { readonly properties: Array<PropertyDefinition> } | { readonly conflict: string } => {
+  const [name, ...rest] = parts as [string, ...Array<string>]
+  const current = properties.find((p) => p.name === name)
+  if (rest.length === 0) {
+    if (current !== undefined) return { conflict: `property \`${path}\` already exists (type ${current.type})` }
+    return { properties: [...properties, { ...property, name } as unknown as PropertyDefinition] }
+  }
+  if (current?.type !== "object")
+    return { conflict: `property \`${path.slice(0, path.length - rest.join(".").length - 1)}\` is no longer an object` }
+  const inner = added(current.properties ?? [], path, rest, property)
+  if ("conflict" in inner) return inner
+  return { properties: properties.map((p) => (p === current ? ({ ...current, properties: inner.properties } as PropertyDefinition) : p)) }
 }

@@ -244,6 +244,11 @@ const make = Effect.gen(function* () {
       Effect.asVoid(sql`INSERT INTO intel_profiles (structure_id, source, workspace, profile, records)
         VALUES (${structureId}::uuid, ${source}, ${workspace}, ${jsonb(profile)}::jsonb, ${pending})
         ON CONFLICT (structure_id, source) DO UPDATE SET profile = EXCLUDED.profile, records = EXCLUDED.records, updated_at = now()`),
+    /** Zero the records counted since the last inference, leaving the profile (a concurrent merge is not undone). */
+    resetPending: (structureId: string, source: "scan" | "observed"): Sql<void> =>
+      Effect.asVoid(
+        sql`UPDATE intel_profiles SET records = 0, updated_at = now() WHERE structure_id = ${structureId}::uuid AND source = ${source}`
+      ),
     lockProfile: (structureId: string, source: string): Sql<void> =>
       Effect.asVoid(sql`SELECT 1 FROM intel_profiles WHERE structure_id = ${structureId}::uuid AND source = ${source} FOR UPDATE`),
 

@@ -150,6 +150,8 @@ const make = Effect.gen(function* () {
         const { rows, total } = yield* orDie(repo.schemaSuggestions({ workspace, structureId: s.id, status: q.status, limit, offset }))
         return { data: rows.map(schemaSuggestionOf), total, page, limit }
       }),
+    schemaSuggestion: (workspace: string, id: string) =>
+      Effect.map(byId(workspace, id, "suggestion", repo.schemaSuggestion), schemaSuggestionOf),
     acceptSchema: (workspace: string, idOrSlug: string, id: string, by: Principal) =>
       Effect.gen(function* () {
         const s = yield* collection(workspace, idOrSlug)

@@ -81,7 +81,8 @@ export const makeJobs = (deps: {
     Effect.gen(function* () {
       const { profile } = yield* repo.getProfile(job.structureId, "observed")
       const added = yield* repo.addSchemaSuggestions(job.workspace, job.structureId, infer(structure, profile))
-      yield* repo.putProfile(job.workspace, job.structureId, "observed", profile, 0)
+      // only the pending count: writing the profile back would undo what the observer merged meanwhile
+      yield* repo.resetPending(job.structureId, "observed")
       yield* autoApply({ repo, structures }, job.workspace, job.structureId, added)
       return { scanned: profile.records, produced: added.length }
     })

@@ -5,11 +5,12 @@
 // schemaDiscoveryConfig limits) and merged into the stored `observed` profile; once `batchSize` records were
 // observed since the last inference, suggestions are inferred (the same as `POST …/schema-discovery/trigger`), and
 // in `auto-evolving` with `autoApply` on, confident new properties are added (AutoApply.ts).
-import type { Structure } from "@troupe/api/structures/Structure"
+import type { PropertyDefinition, Structure } from "@troupe/api/structures/Structure"
 import { Duration, Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import type { StoredEvent } from "../events/Outbox.ts"
 import { type EventConsumer, EventConsumers } from "../events/OutboxRelay.ts"
+import { isObject } from "../lib/JsonPath.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { autoApply } from "./AutoApply.ts"
 import { infer } from "./Inference.ts"
@@ -32,14 +33,26 @@ interface Observation {
   readonly data: Record<string, unknown>
 }
 
+/**
+ * The record's undeclared fields, and the undeclared keys inside declared objects that declare their properties,
+ * those under their path as one key (`{"address.zip": …}` profiles as the path `address.zip`, and the declared
+ * `address` itself is not profiled from this sample).
+ */
 const undeclared = (structure: Structure, data: Record<string, unknown>) => {
-  const declared = new Set(structure.properties.map((p) => p.name))
   let out: Record<string, unknown> | undefined
-  for (const [k, v] of Object.entries(data)) {
-    if (declared.has(k)) continue
-    out ??= {}
-    out[k] = v
+  const walk = (properties: ReadonlyArray<PropertyDefinition>, obj: Record<string, unknown>, prefix: string) => {
+    const declared = new Map(properties.map((p) => [p.name, p]))
+    for (const [k, v] of Object.entries(obj)) {
+      const p = declared.get(k)
+      if (p === undefined) {
+        out ??= {}
+        out[`${prefix}${k}`] = v
+      } else if (p.type === "object" && (p.properties ?? []).length > 0 && isObject(v)) {
+        walk(p.properties!, v, `${prefix}${k}.`)
+      }
+    }
   }
+  walk(structure.properties, data, "")
   return out
 }
 
