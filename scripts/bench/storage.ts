@@ -42,22 +42,19 @@ const multipart = (bytes: Buffer) => {
   }
 }
 
-/** POST of `body` in `connections` loops for `seconds`: MB/s of 201 answers, their p99, and the count. */
-const driveUploads = async (url: string, headers: Record<string, string>, body: Buffer, seconds: number) => {
+/**
+ * `connections` loops, each making one request after another with its own keep-alive agent for `seconds`: MB/s of
+ * the bytes `once` reports, and the p99 of its latencies.
+ */
+const loops = async (seconds: number, once: (agent: Http.Agent) => Promise<number>) => {
   const until = performance.now() + seconds * 1000
   const latencies: Array<number> = []
+  let bytes = 0
   const loop = async () => {
     const agent = new Http.Agent({ keepAlive: true, maxSockets: 1 })
     while (performance.now() < until) {
       const start = performance.now()
-      await new Promise<void>((resolve, reject) => {
-        const req = Http.request(url, { method: "POST", agent, headers: { ...headers, "content-length": body.length } }, (res) => {
-          res.resume()
-          res.on("end", () => (res.statusCode === 201 ? resolve() : reject(new Error(`${url}: ${res.statusCode}`))))
-        })
-        req.on("error", reject)
-        req.end(body)
-      })
+      bytes += await once(agent)
       latencies.push(performance.now() - start)
     }
     agent.destroy()
@@ -66,12 +63,23 @@ const driveUploads = async (url: string, headers: Record<string, string>, body: 
   await Promise.all(Array.from({ length: connections }, loop))
   const elapsed = (performance.now() - began) / 1000
   latencies.sort((a, b) => a - b)
-  return {
-    mbps: (latencies.length * body.length) / MiB / elapsed,
-    p99: Math.round(latencies[Math.floor(latencies.length * 0.99)] ?? 0),
-    count: latencies.length
-  }
+  return { mbps: bytes / MiB / elapsed, p99: Math.round(latencies[Math.floor(latencies.length * 0.99)] ?? 0) }
 }
+
+/** POSTs of `body` (answered 201) in `connections` loops for `seconds`. */
+const driveUploads = (url: string, headers: Record<string, string>, body: Buffer, seconds: number) =>
+  loops(
+    seconds,
+    (agent) =>
+      new Promise<number>((resolve, reject) => {
+        const req = Http.request(url, { method: "POST", agent, headers: { ...headers, "content-length": body.length } }, (res) => {
+          res.resume()
+          res.on("end", () => (res.statusCode === 201 ? resolve(body.length) : reject(new Error(`${url}: ${res.statusCode}`))))
+        })
+        req.on("error", reject)
+        req.end(body)
+      })
+  )
 
 /** Streams a `mb` MiB upload (a repeated random MiB) through POST /upload, then downloads it: the node's peak RSS. */
 const bigRoundTrip = async (baseUrl: string, token: string, pid: number, mb: number) => {
@@ -128,19 +136,14 @@ const bigRoundTrip = async (baseUrl: string, token: string, pid: number, mb: num
 }
 
 /**
- * `connections` loops, each downloading the URL again and again for `seconds` (bodies read and dropped) with its own
- * keep-alive agent: MB/s of complete 200 answers and their p99. (autocannon parses bodies in JavaScript and was
- * itself the bottleneck at 10 MB per answer.)
+ * GETs of the URL (answered 200, bodies read and dropped) in `connections` loops for `seconds`. (autocannon parses
+ * bodies in JavaScript and was itself the bottleneck at 10 MB per answer.)
  */
-const drive = async (url: string, headers: Record<string, string>, seconds: number) => {
-  const until = performance.now() + seconds * 1000
-  const latencies: Array<number> = []
-  let bytes = 0
-  const loop = async () => {
-    const agent = new Http.Agent({ keepAlive: true, maxSockets: 1 })
-    while (performance.now() < until) {
-      const start = performance.now()
-      const got = await new Promise<number>((resolve, reject) => {
+const drive = (url: string, headers: Record<string, string>, seconds: number) =>
+  loops(
+    seconds,
+    (agent) =>
+      new Promise<number>((resolve, reject) => {
         Http.get(url, { agent, headers }, (res) => {
           if (res.statusCode !== 200) return reject(new Error(`${url}: ${res.statusCode}`))
           let n = 0
@@ -149,17 +152,7 @@ const drive = async (url: string, headers: Record<string, string>, seconds: numb
           res.on("error", reject)
         }).on("error", reject)
       })
-      bytes += got
-      latencies.push(performance.now() - start)
-    }
-    agent.destroy()
-  }
-  const began = performance.now()
-  await Promise.all(Array.from({ length: connections }, loop))
-  const elapsed = (performance.now() - began) / 1000
-  latencies.sort((a, b) => a - b)
-  return { mbps: bytes / 1024 / 1024 / elapsed, p99: Math.round(latencies[Math.floor(latencies.length * 0.99)] ?? 0) }
-}
+  )
 
 const main = async () => {
   const started = Date.now()
