@@ -1,7 +1,7 @@
 // The API's answers as the console reads them (the subset of /openapi.json it uses): the generated client-fetch
 // schema's types where they fit; hand-written ones where the generated type is wider than what the console reads
 // (numbers the schema allows as "Infinity"/"NaN", secrets shown once) or has no name of its own.
-import type { components } from "../../../../../client-fetch/src/schema.ts"
+import type { components, operations } from "../../../../../client-fetch/src/schema.ts"
 
 type Schemas = components["schemas"]
 
@@ -216,6 +216,11 @@ export interface Page<T> {
   readonly limit: number
 }
 
+/** The permissions a service account may be given: the API's own list (the generated schema's), checked below. */
+export type Permission = NonNullable<
+  operations["serviceAccounts.create"]["requestBody"]["content"]["application/json"]["permissions"]
+>[number]
+
 export const allPermissions = [
   "read:structures",
   "write:structures",
@@ -234,5 +239,12 @@ export const allPermissions = [
   "write:service-accounts",
   "secrets:reveal",
   "read:cors",
-  "write:cors"
-] as const
+  "write:cors",
+  "read:notifications",
+  "write:notifications",
+  "manage:notifications"
+] as const satisfies ReadonlyArray<Permission>
+
+// the typecheck fails when the API grows a permission this list lacks
+const everyPermission: [Exclude<Permission, (typeof allPermissions)[number]>] extends [never] ? true : never = true
+void everyPermission
