@@ -13,6 +13,7 @@ const grants: Record<Role, string> = {
   owner: "everything + workspace:members (members and IAM groups)"
 }
 
+// the policy actions and resources of @troupe/api (identity/Roles.ts; the generated schema types them as strings)
 const actions = ["create", "retrieve", "list", "update", "delete", "manage", "validate", "execute"]
 const resources = [
   "records",
@@ -23,6 +24,7 @@ const resources = [
   "service-accounts",
   "storage",
   "secrets",
+  "notifications",
   "*"
 ]
 
