@@ -1,6 +1,7 @@
-// The actors of the write path. `Record` (id `<workspace>/<recordId>`) serialises a record's deletes, restores and
-// reverts (updates and increments need no actor: RecordWriter.update); `RecordKey` (id
-// `<workspace>/<structureId>/<sha256(match)>`) serialises upserts of one business key anywhere in the cluster.
+// The one entry point of record writes, RecordWriter, and the actors it sends to; the only importer of the record
+// engine (write/, assembled by write/Engine.ts). `Record` (id `<workspace>/<recordId>`) serialises a record's
+// deletes, restores and reverts (creates, updates and increments need no actor: RecordWriter.update); `RecordKey`
+// (id `<workspace>/<structureId>/<sha256(match)>`) serialises upserts of one business key anywhere in the cluster.
 // Messages are volatile RPCs: durability is the handler's own transaction, and a caller whose node dies mid-call gets
 // an error it may retry.
 import { badRequest, conflict, type Conflict, ErrorDetail, locked, notFound, serviceUnavailable, unprocessable } from "@troupe/api/Errors"

@@ -1,5 +1,5 @@
 // What record writes take and answer, the errors they fail with, and the limits they enforce: the types shared by
-// RecordWriter (RecordEntity.ts), the engine (write/), RecordPrepare and the routes; re-exported by RecordService.
+// RecordWriter (RecordEntity.ts), the engine (write/), RecordPrepare, RecordService and the routes.
 import {
   badRequest,
   type conflict,

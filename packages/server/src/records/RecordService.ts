@@ -16,18 +16,6 @@ import { type RecordError, recordNotFound, validationFailed, validVersion, versi
 import { makePreparation } from "./RecordPrepare.ts"
 import { RecordRepo } from "./RecordRepo.ts"
 
-export {
-  type BulkItemFailure,
-  type CreateInput,
-  MAX_TTL_SECONDS,
-  type RecordError,
-  recordNotFound,
-  type UpdateInput,
-  type UpsertItem,
-  type UpsertResult,
-  type WriteResult
-} from "./RecordInputs.ts"
-
 /** The most reads by id one statement carries. */
 const READ_BATCH_MAX = 128
 

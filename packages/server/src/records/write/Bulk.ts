@@ -101,7 +101,7 @@ export const makeAtomicBulk = (deps: EngineDeps & { readonly creates: Creates; r
   const { common, creates, deletes, prep, repo, updates } = deps
   const { transaction } = repo
 
-  const bulkEventInTx = (structure: Structure, type: BulkEventType, ids: ReadonlyArray<string>, writer: Writer) =>
+  const bulkEventInTx = ({ ids, structure, type, writer }: BulkEventArgs) =>
     ids.length === 0
       ? Effect.void
       : Effect.flatMap(timestamp, (now) =>
@@ -127,7 +127,7 @@ export const makeAtomicBulk = (deps: EngineDeps & { readonly creates: Creates; r
         )
 
   const publishBulk = ({ ids, structure, type, writer }: BulkEventArgs) =>
-    ids.length === 0 ? Effect.void : repo.sql.withTransaction(bulkEventInTx(structure, type, ids, writer)).pipe(Effect.orDie)
+    ids.length === 0 ? Effect.void : repo.sql.withTransaction(bulkEventInTx({ structure, type, ids, writer })).pipe(Effect.orDie)
 
   /** Locks the rows of a batch in id order first, so two batches touching the same records cannot deadlock. */
   const lockAll = (workspace: string, ids: ReadonlyArray<string>) => repo.lockIds(workspace, [...new Set(ids.filter(isUuid))])
@@ -138,12 +138,7 @@ export const makeAtomicBulk = (deps: EngineDeps & { readonly creates: Creates; r
       Effect.gen(function* () {
         const written: Array<WriteResult> = []
         for (let i = 0; i < items.length; i++) written.push(yield* at(i)(creates.createInTx({ structure, input: items[i]!, writer })))
-        yield* bulkEventInTx(
-          structure,
-          "record.bulk.created",
-          written.map((w) => w.row.id),
-          writer
-        )
+        yield* bulkEventInTx({ structure, type: "record.bulk.created", ids: written.map((w) => w.row.id), writer })
         return written
       })
     )
@@ -162,12 +157,7 @@ export const makeAtomicBulk = (deps: EngineDeps & { readonly creates: Creates; r
           return yield* transaction(
             Effect.gen(function* () {
               const written = yield* creates.createMany(pending)
-              yield* bulkEventInTx(
-                structure,
-                "record.bulk.created",
-                written.map((w) => w.row.id),
-                writer
-              )
+              yield* bulkEventInTx({ structure, type: "record.bulk.created", ids: written.map((w) => w.row.id), writer })
               return written
             })
           ).pipe(Effect.catchTag("ClaimTaken", (_: ClaimTaken) => createEach(structure, items, writer)))
@@ -221,7 +211,8 @@ export const makeAtomicBulk = (deps: EngineDeps & { readonly creates: Creates; r
             )
           )
         }
-        for (const g of byStructure(written)) yield* bulkEventInTx(g.structure, "record.bulk.updated", g.ids, writer)
+        for (const g of byStructure(written))
+          yield* bulkEventInTx({ structure: g.structure, type: "record.bulk.updated", ids: g.ids, writer })
         return written
       })
     )
@@ -246,7 +237,8 @@ export const makeAtomicBulk = (deps: EngineDeps & { readonly creates: Creates; r
             )
           )
         }
-        for (const g of byStructure(removed)) yield* bulkEventInTx(g.structure, "record.bulk.deleted", g.ids, writer)
+        for (const g of byStructure(removed))
+          yield* bulkEventInTx({ structure: g.structure, type: "record.bulk.deleted", ids: g.ids, writer })
         return removed.map((r) => ({ id: r.row.id, deletedAt: r.deletedAt, structureId: r.structure.id }))
       })
     )

@@ -5,11 +5,11 @@ import type { Structure } from "@troupe/api/structures/Structure"
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { TEST_WORKSPACE } from "../../../../test/support/TestDatabase.ts"
-import { StructureService } from "../structures/StructureService.ts"
-import { RecordService } from "./RecordService.ts"
-import { RecordEngine } from "./write/Engine.ts"
-import { owner, RecordServices, writer } from "../../../../test/support/TestRecords.ts"
+import { TEST_WORKSPACE } from "../../../../../test/support/TestDatabase.ts"
+import { StructureService } from "../../structures/StructureService.ts"
+import { RecordService } from "../RecordService.ts"
+import { RecordEngine } from "./Engine.ts"
+import { owner, RecordServices, writer } from "../../../../../test/support/TestRecords.ts"
 
 const Services = RecordServices()
 
