@@ -1,7 +1,7 @@
 // The console's screens of the sibling services in a real Chromium (test/support/ConsolePage.ts): the global search
 // (ranked hits with their highlights, the text around the marks escaped, a prefix found as typed) and Data health
 // (a schema scan from the button, a suggestion accepted into the structure; a correction found by "Check records"
-// and accepted as a record update) and Files (an upload into a folder through the file input with its progress, a
+// and accepted as a record update; a structure made after the screen opened reaching its picker) and Files (an upload into a folder through the file input with its progress, a
 // text preview, a delete confirmed in the browser's dialog) and Browser apps (two origins saved as the server stores
 // them, a bad one refused with the server's 400 shown; a viewer has no such screen). The data is made over the API; what the screens do is
 // checked over the API too.
@@ -188,6 +188,21 @@ describe("the services' console screens in Chromium", () => {
     expect(fixed.version).toBe(2)
     expect(pageErrors).toEqual([])
   }, 300_000)
+
+  it("Data health: a structure made after the screen opened joins the picker when it is focused", async () => {
+    const slug = `late-${Date.now().toString(36)}`
+    const picker = "select[aria-label=Structure]"
+    await go(page, "#/data-health")
+    await page.waitForSelector(picker)
+    // the picker's list was loaded before the structure existed
+    await created("POST", "/structures", { name: `Late ${slug}`, recordSlug: slug, properties: [{ name: "x", type: "string" }] })
+    expect(await page.$(`${picker} option[value="${slug}"]`)).toBeNull()
+    await page.focus(picker)
+    await page.waitForSelector(`${picker} option[value="${slug}"]`, { timeout: 30_000 })
+    await page.select(picker, slug)
+    await eventually(async () => (page.url().endsWith(`#/data-health/${slug}/schema`) ? true : undefined), 15_000)
+    expect(pageErrors).toEqual([])
+  }, 120_000)
 
   it("Files: uploads into a folder, previews the text, deletes after the confirmation", async () => {
     const storage = `/storage/workspace/${server.workspace}/api/v1`

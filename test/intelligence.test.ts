@@ -494,8 +494,9 @@ describe("functions' api.intelligence", () => {
       fn(`const scan = await api.intelligence.scan("fnintel")
 const analysis = await api.intelligence.analyze("fnintel")
 const check = await api.intelligence.validate("fnintel")
+const trigger = await api.intelligence.trigger("fnintel")
 const job = await api.intelligence.job(scan.jobId)
-return { scan: scan.jobId, analysis: analysis.jobId, check: check.batchId, kind: job.kind }`)
+return { scan: scan.jobId, analysis: analysis.jobId, check: check.batchId, trigger: trigger.jobId, kind: job.kind }`)
     )
     expect(started.status, JSON.stringify(started)).toBe("completed")
     const jobs = started.result
@@ -503,6 +504,7 @@ return { scan: scan.jobId, analysis: analysis.jobId, check: check.batchId, kind:
     expect(await finished(jobs.scan)).toMatchObject({ status: "completed", scanned: 40, kind: "discovery_scan" })
     expect(await finished(jobs.analysis)).toMatchObject({ status: "completed", scanned: 40, produced: 1 })
     expect(await finished(jobs.check)).toMatchObject({ status: "completed", kind: "validation_scan" })
+    expect(await finished(jobs.trigger)).toMatchObject({ status: "completed", kind: "discovery_trigger" })
 
     const resolved = await c.runCode(
       fn(`const pending = await api.intelligence.suggestions("fnintel", { status: "pending", limit: 100 })
@@ -515,6 +517,9 @@ const acknowledged = await api.intelligence.acknowledgeInsight(open.data[0].id)
 const corrections = await api.intelligence.corrections("fnintel", { status: "pending" })
 const spaces = corrections.data.find((x) => x.field === "country")
 const corrected = await api.intelligence.acceptCorrection(spaces.id)
+const dismissed = await api.intelligence.dismissInsight(acknowledged.id)
+let again
+try { await api.intelligence.rejectCorrection(spaces.id) } catch (e) { again = e.statusCode }
 let refused
 try { await api.intelligence.suggestions("fnintel", { limit: 0 }) } catch (e) { refused = { code: e.code, field: e.details[0].field } }
 let missing
@@ -524,6 +529,8 @@ return {
   rejected: rejected.status,
   insight: { recordId: acknowledged.recordId, status: acknowledged.status, open: open.total },
   corrected: { recordId: corrected.recordId, status: corrected.status, value: corrected.suggestedValue },
+  dismissed: dismissed.status,
+  again,
   refused,
   missing
 }`)
@@ -534,6 +541,8 @@ return {
       rejected: "rejected",
       insight: { recordId: ids[17], status: "acknowledged", open: 1 },
       corrected: { recordId: ids[23], status: "accepted", value: "France" },
+      dismissed: "dismissed",
+      again: 409,
       refused: { code: "VALIDATION_ERROR", field: "limit" },
       missing: 404
     })

@@ -58,17 +58,36 @@ export const makeIntelligenceCalls = Effect.gen(function* () {
     const filterOf = (structure: unknown) =>
       structure === undefined || structure === null ? Effect.succeed(undefined) : textOf("structure", structure)
 
-    return {
-      intelligenceScan: (structure: unknown) =>
-        Effect.flatMap(structureArg(writing, structure), (s) => Effect.map(intel.scan(workspace, s, principal), (jobId) => ({ jobId }))),
-      intelligenceTrigger: (structure: unknown) =>
-        Effect.flatMap(structureArg(writing, structure), (s) => Effect.map(intel.trigger(workspace, s, principal), (jobId) => ({ jobId }))),
-      intelligenceAnalyze: (structure: unknown) =>
-        Effect.flatMap(structureArg(writing, structure), (s) => Effect.map(intel.analyse(workspace, s, principal), (jobId) => ({ jobId }))),
-      intelligenceValidate: (structure: unknown) =>
+    /** Starts a job on a structure → `{jobId}` (`{batchId}` for a validation scan), as the routes answer. */
+    const starting =
+      <K extends string, E>(start: (workspace: string, structure: string, by: Principal) => Effect.Effect<string, E>, key: K) =>
+      (structure: unknown) =>
         Effect.flatMap(structureArg(writing, structure), (s) =>
-          Effect.map(intel.validate(workspace, s, principal), (batchId) => ({ batchId }))
-        ),
+          Effect.map(start(workspace, s, principal), (id) => ({ [key]: id }) as Record<K, string>)
+        )
+    /** A workspace-wide list (insights, corrections), of one structure when one is named. */
+    const across =
+      <A, E>(list: (workspace: string, q: ListParams) => Effect.Effect<A, E>) =>
+      (structure: unknown, options: unknown) =>
+        Effect.gen(function* () {
+          yield* reading
+          const collection = yield* filterOf(structure)
+          return yield* list(workspace, { ...(yield* listOf(options)), collection })
+        })
+    // a suggestion's id names its structure, so accepting and rejecting take the id alone (the routes nest it)
+    const onSuggestion =
+      <A, E>(resolve: (workspace: string, structureId: string, id: string, by: Principal) => Effect.Effect<A, E>) =>
+      (id: unknown) =>
+        Effect.gen(function* () {
+          const suggestion = yield* intel.schemaSuggestion(workspace, yield* idArg(writing, id))
+          return yield* resolve(workspace, suggestion.structureId, suggestion.id, principal)
+        })
+
+    return {
+      intelligenceScan: starting(intel.scan, "jobId"),
+      intelligenceTrigger: starting(intel.trigger, "jobId"),
+      intelligenceAnalyze: starting(intel.analyse, "jobId"),
+      intelligenceValidate: starting(intel.validate, "batchId"),
       intelligenceJob: (id: unknown) => Effect.flatMap(idArg(reading, id), (jobId) => intel.job(workspace, jobId)),
 
       intelligenceSuggestions: (structure: unknown, options: unknown) =>
@@ -76,35 +95,16 @@ export const makeIntelligenceCalls = Effect.gen(function* () {
           const s = yield* structureArg(reading, structure)
           return yield* intel.schemaSuggestions(workspace, s, yield* listOf(options))
         }),
-      // a suggestion's id names its structure, so these take the id alone (the routes nest it under the structure)
-      intelligenceAcceptSuggestion: (id: unknown) =>
-        Effect.gen(function* () {
-          const suggestion = yield* intel.schemaSuggestion(workspace, yield* idArg(writing, id))
-          return yield* intel.acceptSchema(workspace, suggestion.structureId, suggestion.id, principal)
-        }),
-      intelligenceRejectSuggestion: (id: unknown) =>
-        Effect.gen(function* () {
-          const suggestion = yield* intel.schemaSuggestion(workspace, yield* idArg(writing, id))
-          return yield* intel.rejectSchema(workspace, suggestion.structureId, suggestion.id, principal)
-        }),
+      intelligenceAcceptSuggestion: onSuggestion(intel.acceptSchema),
+      intelligenceRejectSuggestion: onSuggestion(intel.rejectSchema),
 
-      intelligenceInsights: (structure: unknown, options: unknown) =>
-        Effect.gen(function* () {
-          yield* reading
-          const filter = yield* filterOf(structure)
-          return yield* intel.insights(workspace, { ...(yield* listOf(options)), collection: filter })
-        }),
+      intelligenceInsights: across(intel.insights),
       intelligenceAcknowledgeInsight: (id: unknown) =>
         Effect.flatMap(idArg(writing, id), (i) => intel.resolveInsight(workspace, i, "acknowledged")),
       intelligenceDismissInsight: (id: unknown) =>
         Effect.flatMap(idArg(writing, id), (i) => intel.resolveInsight(workspace, i, "dismissed")),
 
-      intelligenceCorrections: (structure: unknown, options: unknown) =>
-        Effect.gen(function* () {
-          yield* reading
-          const filter = yield* filterOf(structure)
-          return yield* intel.validationSuggestions(workspace, { ...(yield* listOf(options)), collection: filter })
-        }),
+      intelligenceCorrections: across(intel.validationSuggestions),
       intelligenceAcceptCorrection: (id: unknown) =>
         Effect.gen(function* () {
           const correction = yield* idArg(writing, id)

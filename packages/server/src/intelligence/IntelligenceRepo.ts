@@ -165,6 +165,9 @@ const make = Effect.gen(function* () {
     progress: (id: string, p: { cursor: string | null; scanned: number; produced: number; state: unknown }): Sql<void> =>
       Effect.asVoid(sql`UPDATE intel_jobs SET cursor = ${p.cursor}, scanned = ${p.scanned}, produced = ${p.produced},
         state = ${jsonb(p.state)}::jsonb, heartbeat_at = now() WHERE id = ${id}::uuid`),
+    /** Saves how many records a job read so far (and beats its heart), leaving its checkpoint. */
+    counted: (id: string, scanned: number): Sql<void> =>
+      Effect.asVoid(sql`UPDATE intel_jobs SET scanned = ${scanned}, heartbeat_at = now() WHERE id = ${id}::uuid`),
     beat: (id: string): Sql<void> => Effect.asVoid(sql`UPDATE intel_jobs SET heartbeat_at = now() WHERE id = ${id}::uuid`),
     finishJob: (id: string, p: { status: "completed" | "failed"; scanned: number; produced: number; error: string | null }): Sql<void> =>
       Effect.asVoid(sql`UPDATE intel_jobs SET status = ${p.status}, scanned = ${p.scanned}, produced = ${p.produced},

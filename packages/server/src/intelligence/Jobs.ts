@@ -1,7 +1,9 @@
 // The jobs of the service, run by any node: a node claims the oldest queued job (or a running one whose node
-// stopped beating for STALE_SECONDS) and runs it. A discovery scan keeps its cursor and partial profile after every
-// page, so a job taken over resumes where it stopped; analyses and validation scans read their fields' values and
-// start over when taken over (their findings are deduplicated by signature, so nothing is raised twice).
+// stopped beating for STALE_SECONDS) and runs it, resuming where it stopped. A discovery scan keeps its cursor and
+// partial profile after every page; analyses and validation scans read their fields' values and keep them with their
+// cursor every CHECKPOINT_PAGES pages (the values so far are rewritten each time, so not after every page), so a
+// takeover reads only the records past the last checkpoint. Findings are deduplicated by signature besides, so a
+// page read twice raises nothing twice.
 import type { Structure } from "@troupe/api/structures/Structure"
 import { Cause, Effect } from "effect"
 import type { StructureService } from "../structures/StructureService.ts"
@@ -19,6 +21,15 @@ const PAGE = 200
 /** Most records an analysis or validation scan reads (documented in docs/intelligence.md). */
 export const MAX_ANALYSED = 50_000
 
+/** Pages an analysis or validation scan reads between two checkpoints. */
+export const CHECKPOINT_PAGES = 10
+
+/** What an analysis or validation scan keeps at a checkpoint (with its cursor): the fields and the values so far. */
+interface Checkpoint {
+  readonly fields?: ReadonlyArray<string>
+  readonly records?: ReadonlyArray<RecordSlice>
+}
+
 export interface Outcome {
   readonly scanned: number
   readonly produced: number
@@ -28,8 +39,11 @@ export const makeJobs = (deps: {
   readonly repo: IntelligenceRepo["Service"]
   readonly structures: StructureService["Service"]
   readonly model: ModelChecker
+  /** records per page of analyses and validation scans (PAGE; tests take small pages to see checkpoints) */
+  readonly page?: number
 }) => {
   const { model, repo, structures } = deps
+  const pageSize = deps.page ?? PAGE
 
   const limitsOf = (s: Structure) => ({
     maxKeysPerRecord: s.schemaDiscoveryConfig.maxKeysPerRecord,
@@ -37,23 +51,31 @@ export const makeJobs = (deps: {
     maxStringLengthSampled: s.schemaDiscoveryConfig.maxStringLengthSampled
   })
 
-  /** Values of the named top-level fields over the structure's live records (at most MAX_ANALYSED). */
+  /**
+   * Values of the named top-level fields over the structure's live records (at most MAX_ANALYSED), each record with
+   * just those fields; a job taken over continues from its last checkpoint when that read the same fields.
+   */
   const samplesOf = (job: JobRow, fields: ReadonlyArray<string>) =>
     Effect.gen(function* () {
-      const out = new Map<string, Array<Sample>>(fields.map((f) => [f, []]))
-      const rows: Array<{ id: string; data: Record<string, unknown> }> = []
-      let cursor: string | null = null
+      const saved = job.state as Checkpoint
+      const resumed = job.cursor !== null && Array.isArray(saved.records) && JSON.stringify(saved.fields) === JSON.stringify(fields)
+      const rows: Array<RecordSlice> = resumed ? [...saved.records!] : []
+      let cursor = resumed ? job.cursor : null
+      let pages = 0
       while (rows.length < MAX_ANALYSED) {
-        const page: Array<RecordSlice> = yield* repo.records(job.structureId, cursor, PAGE)
+        const page: Array<RecordSlice> = yield* repo.records(job.structureId, cursor, Math.min(pageSize, MAX_ANALYSED - rows.length))
         if (page.length === 0) break
-        for (const r of page) {
-          rows.push(r)
-          for (const f of fields) if (f in r.data) out.get(f)!.push({ id: r.id, value: r.data[f] })
-        }
+        for (const r of page)
+          rows.push({ id: r.id, data: Object.fromEntries(fields.filter((f) => f in r.data).map((f) => [f, r.data[f]])) })
         cursor = page[page.length - 1]!.id
-        yield* repo.progress(job.id, { cursor: null, scanned: rows.length, produced: 0, state: {} })
+        if (++pages % CHECKPOINT_PAGES === 0) {
+          yield* repo.progress(job.id, { cursor, scanned: rows.length, produced: 0, state: { fields, records: rows } satisfies Checkpoint })
+        } else yield* repo.counted(job.id, rows.length)
       }
-      return { samples: out, rows }
+      const samples = new Map<string, Array<Sample>>(
+        fields.map((f) => [f, rows.flatMap((r) => (f in r.data ? [{ id: r.id, value: r.data[f] }] : []))])
+      )
+      return { samples, rows }
     })
 
   const discoveryScan = (job: JobRow, structure: Structure) =>

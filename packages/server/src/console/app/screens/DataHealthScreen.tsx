@@ -2,7 +2,7 @@
 // records), the field profiles as small histograms, the anomaly insights (acknowledge / dismiss, analyse now) and
 // the validation suggestions (accept as a record update / reject, scan now). Routes: #/data-health and
 // #/data-health/<slug>/<tab>.
-import { useState } from "preact/hooks"
+import { useEffect, useState } from "preact/hooks"
 import type { StructureList } from "../lib/Types.ts"
 import { useSession } from "../Session.tsx"
 import {
@@ -84,12 +84,29 @@ export const DataHealthScreen = ({ route }: { route: ReadonlyArray<string> }) =>
     () => api.get<StructureList>("/structures", { limit: 500, "sort[field]": "name", "sort[direction]": "asc" }),
     []
   )
+  // structures made after the screen opened (another tab, the CLI, a function) join the picker when it is focused
+  // or the window comes back (a reload keeps the list shown meanwhile)
+  const { reload } = structures
+  useEffect(() => {
+    const onVisible = () => document.visibilityState === "visible" && reload()
+    window.addEventListener("focus", reload)
+    document.addEventListener("visibilitychange", onVisible)
+    return () => {
+      window.removeEventListener("focus", reload)
+      document.removeEventListener("visibilitychange", onVisible)
+    }
+  }, [reload])
   return (
     <section>
       <PageHead title="Data health">
         <AsyncView state={structures.state}>
           {(list) => (
-            <select aria-label="Structure" value={slug ?? ""} onChange={(e) => navigate("data-health", e.currentTarget.value, tab)}>
+            <select
+              aria-label="Structure"
+              value={slug ?? ""}
+              onFocus={reload}
+              onChange={(e) => navigate("data-health", e.currentTarget.value, tab)}
+            >
               <option value="">choose a structure…</option>
               {list.data.map((s) => (
                 <option key={s.id} value={s.recordSlug}>
