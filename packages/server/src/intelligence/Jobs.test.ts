@@ -9,7 +9,7 @@ import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { TEST_WORKSPACE } from "../../../../test/support/TestDatabase.ts"
 import { owner, RecordServices, writer } from "../../../../test/support/TestRecords.ts"
-import { RecordService } from "../records/RecordService.ts"
+import { RecordEngine } from "../records/write/Engine.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { IntelligenceRepo, type JobKind } from "./IntelligenceRepo.ts"
 import { CHECKPOINT_PAGES, makeJobs, STALE_SECONDS } from "./Jobs.ts"
@@ -27,8 +27,8 @@ const seeded = (slug: string) =>
     const structure: Structure = yield* Effect.orDie(
       (yield* StructureService).create(TEST_WORKSPACE, { name: slug, recordSlug: slug, properties: [{ name: "n", type: "number" }] }, owner)
     )
-    const records = yield* RecordService
-    for (let i = 0; i < 30; i++) yield* Effect.orDie(records.create(structure, { data: { n: 10 + (i % 5) } }, writer))
+    const records = yield* RecordEngine
+    for (let i = 0; i < 30; i++) yield* Effect.orDie(records.create({ structure, input: { data: { n: 10 + (i % 5) } }, writer }))
     const sql = yield* SqlClient.SqlClient
     const rows = yield* Effect.orDie(sql`SELECT id, data FROM records WHERE structure_id = ${structure.id} ORDER BY id`)
     return { structure, rows: rows.map((r: any) => ({ id: String(r.id), data: typeof r.data === "string" ? JSON.parse(r.data) : r.data })) }
