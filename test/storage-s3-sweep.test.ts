@@ -4,63 +4,38 @@
 // s3rver here accepts mismatched signatures: it canonicalises a bucket-level path (`/bucket/`, as the SDK signs a
 // path-style ListObjectsV2) as `/bucket`, which S3 and MinIO do not; test/storage-s3.test.ts checks every other call
 // with signatures on. Objects are aged through s3rver's files (their mtime is the LastModified it answers).
-import { PutObjectCommand, S3Client } from "@aws-sdk/client-s3"
-import S3rver from "@20minutes/s3rver"
+import { PutObjectCommand } from "@aws-sdk/client-s3"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { startS3 } from "./support/S3Server.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 import { eventually, sleep } from "./support/wait.ts"
 
-const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "troupe-s3rver-sweep-"))
 const BUCKET = "troupe-sweep"
 const PREFIX = "nodes/sweep"
-let s3: S3rver
-let client: S3Client
+let s3: Awaited<ReturnType<typeof startS3>>
 let server: TestServer
 const base = "/storage/workspace/default/api/v1"
 
 beforeAll(async () => {
-  s3 = new S3rver({
-    port: 0,
-    address: "127.0.0.1",
-    silent: true,
-    directory: dir,
-    allowMismatchedSignatures: true,
-    configureBuckets: [{ name: BUCKET }]
-  })
-  const { port } = await s3.run()
-  const endpoint = `http://127.0.0.1:${port}`
-  const credentials = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" }
-  client = new S3Client({ region: "us-east-1", forcePathStyle: true, endpoint, credentials })
-  server = await startServer({
-    env: {
-      TROUPE_STORAGE: `s3://${BUCKET}/${PREFIX}`,
-      TROUPE_S3_ENDPOINT: endpoint,
-      TROUPE_S3_REGION: "us-east-1",
-      AWS_ACCESS_KEY_ID: credentials.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
-      TROUPE_STORAGE_SWEEP_SECONDS: "1"
-    }
-  })
+  s3 = await startS3(BUCKET, PREFIX, { allowMismatchedSignatures: true })
+  server = await startServer({ env: { ...s3.env, TROUPE_STORAGE_SWEEP_SECONDS: "1" } })
 }, 300_000)
 
 afterAll(async () => {
   await server?.close()
-  client?.destroy()
   await s3?.close()
-  Fs.rmSync(dir, { recursive: true, force: true })
 })
 
-const objectFile = (key: string) => Path.join(dir, BUCKET, `${PREFIX}/${key}._S3rver_object`)
+const objectFile = (key: string) => Path.join(s3.dir, BUCKET, `${PREFIX}/${key}._S3rver_object`)
 const exists = (key: string) => Fs.existsSync(objectFile(key))
 const age = (key: string) => {
   const twoHoursAgo = new Date(Date.now() - 2 * 3600 * 1000)
   Fs.utimesSync(objectFile(key), twoHoursAgo, twoHoursAgo)
 }
-const put = (key: string) => client.send(new PutObjectCommand({ Bucket: BUCKET, Key: `${PREFIX}/${key}`, Body: "orphan" }))
+const put = (key: string) => s3.client.send(new PutObjectCommand({ Bucket: BUCKET, Key: `${PREFIX}/${key}`, Body: "orphan" }))
 
 describe("the orphan sweep on S3", () => {
   it("removes old objects no row names, keeps young ones, committed files and foreign keys", async () => {

@@ -2,55 +2,37 @@
 // (@20minutes/s3rver) on 127.0.0.1 started here, path-style, with the SDK's credential variables: upload (one PUT
 // and a multipart upload past 8 MiB), download whole and by range, a signed URL, delete; a file over the limit
 // and a client gone mid-upload leave no object in the bucket. Metadata stays in the node's database.
-import { HeadObjectCommand, S3Client } from "@aws-sdk/client-s3"
-import S3rver from "@20minutes/s3rver"
+import { HeadObjectCommand, type S3Client } from "@aws-sdk/client-s3"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { startS3 } from "./support/S3Server.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 import { sleep } from "./support/wait.ts"
 
-const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "troupe-s3rver-"))
 const BUCKET = "troupe-files"
 const PREFIX = "nodes/test"
 const MAX_FILE = 12 * 1024 * 1024
-let s3: S3rver
+let s3: Awaited<ReturnType<typeof startS3>>
 let client: S3Client
+let dir: string
 let server: TestServer
 let token: string
 const base = "/storage/workspace/default/api/v1"
 
 beforeAll(async () => {
-  s3 = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: dir, configureBuckets: [{ name: BUCKET }] })
-  const { port } = await s3.run()
-  const endpoint = `http://127.0.0.1:${port}`
-  client = new S3Client({
-    region: "us-east-1",
-    forcePathStyle: true,
-    endpoint,
-    credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" }
-  })
-  server = await startServer({
-    env: {
-      TROUPE_STORAGE: `s3://${BUCKET}/${PREFIX}`,
-      TROUPE_S3_ENDPOINT: endpoint,
-      TROUPE_S3_REGION: "us-east-1",
-      AWS_ACCESS_KEY_ID: "S3RVER",
-      AWS_SECRET_ACCESS_KEY: "S3RVER",
-      TROUPE_STORAGE_MAX_FILE_BYTES: String(MAX_FILE)
-    }
-  })
+  s3 = await startS3(BUCKET, PREFIX)
+  client = s3.client
+  dir = s3.dir
+  server = await startServer({ env: { ...s3.env, TROUPE_STORAGE_MAX_FILE_BYTES: String(MAX_FILE) } })
   token = await server.adminToken()
 }, 300_000)
 
 afterAll(async () => {
   await server?.close()
-  client?.destroy()
   await s3?.close()
-  Fs.rmSync(dir, { recursive: true, force: true })
 })
 
 const random = (n: number) => Crypto.randomBytes(n)

@@ -1,4 +1,4 @@
-// The few members of @20minutes/s3rver (no types of its own) that test/storage-s3.test.ts uses.
+// The few members of @20minutes/s3rver (no types of its own) that test/support/S3Server.ts uses.
 declare module "@20minutes/s3rver" {
   interface S3rverOptions {
     readonly port?: number
