@@ -10,6 +10,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { downloadFile, signedUrl, StorageError, uploadFile } from "../packages/client-fetch/src/Storage.ts"
+import { alteredSignature } from "./support/SignedUrls.ts"
 import { computeClient, fn } from "./support/compute.ts"
 import { createUser } from "./support/IdentityHelpers.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
@@ -181,7 +182,7 @@ describe("storage routes", () => {
     expect(Buffer.from(await viaUrl.arrayBuffer()).equals(bytes)).toBe(true)
     const ranged = await fetch(signed.body.url, { headers: { range: "bytes=0-9" } })
     expect(ranged.status).toBe(206)
-    const altered = await fetch(signed.body.url.replace(/signature=./, "signature=A"))
+    const altered = await fetch(alteredSignature(signed.body.url))
     expect(altered.status).toBe(403)
     expectContractError(await altered.json(), 403)
     const otherExpiry = await fetch(signed.body.url.replace(/expires=(\d+)/, (_: string, n: string) => `expires=${Number(n) + 1}`))
