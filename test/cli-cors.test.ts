@@ -1,33 +1,15 @@
 // `troupe cors get|set` end to end: the CLI run as a child process (bin/troupe.mjs) against a real node, with the
 // session from TROUPE_URL/TROUPE_WORKSPACE/TROUPE_TOKEN; what it sets is checked over the API.
-import * as Fs from "node:fs"
-import * as Os from "node:os"
-import * as Path from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startServer, type TestServer } from "./support/TestServer.ts"
-import { runTroupe } from "./support/TroupeCli.ts"
+import { describe, expect, it } from "vitest"
+import { cliFixture } from "./support/TroupeCli.ts"
 
 describe("troupe cors", { timeout: 120_000 }, () => {
-  let server: TestServer
-  let work: string
-  let token = ""
-  const troupe = (args: ReadonlyArray<string>) =>
-    runTroupe({ url: server.baseUrl, workspace: server.workspace, token, config: Path.join(work, "config.json") }, args)
+  const { fixture, troupe } = cliFixture("cors")
   const stored = async () => {
-    const res = await server.request("GET", `${server.base}/settings/cors`, { token })
+    const res = await fixture.server.request("GET", `${fixture.server.base}/settings/cors`, { token: fixture.token })
     expect(res.status).toBe(200)
     return (res.body as { allowedOrigins: Array<string> }).allowedOrigins
   }
-
-  beforeAll(async () => {
-    work = Fs.mkdtempSync(Path.join(Os.tmpdir(), "troupe-cli-cors-"))
-    server = await startServer()
-    token = await server.adminToken()
-  }, 60_000)
-  afterAll(async () => {
-    await server?.close()
-    Fs.rmSync(work, { recursive: true, force: true })
-  })
 
   it("sets, reads and clears the workspace's origins; a bad origin is the server's 400 and changes nothing", async () => {
     const empty = await troupe(["cors", "get"])

@@ -2,32 +2,15 @@
 // (session from TROUPE_URL/TROUPE_WORKSPACE/TROUPE_TOKEN): health scans and lists with ids; resolve accepts a schema
 // suggestion into the structure and a correction into its record (both checked over the API), rejects another, and
 // a second accept is the server's 409 (exit 1).
-import * as Fs from "node:fs"
-import * as Os from "node:os"
-import * as Path from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startServer, type TestServer } from "./support/TestServer.ts"
-import { runTroupe } from "./support/TroupeCli.ts"
+import { describe, expect, it } from "vitest"
+import { cliFixture } from "./support/TroupeCli.ts"
 
 describe("troupe resolve", { timeout: 240_000 }, () => {
-  let server: TestServer
-  let work: string
-  let token = ""
-  const troupe = (args: ReadonlyArray<string>) =>
-    runTroupe({ url: server.baseUrl, workspace: server.workspace, token, config: Path.join(work, "config.json") }, args)
-  beforeAll(async () => {
-    work = Fs.mkdtempSync(Path.join(Os.tmpdir(), "troupe-cli-resolve-"))
-    server = await startServer()
-    token = await server.adminToken()
-  }, 60_000)
-  afterAll(async () => {
-    await server?.close()
-    Fs.rmSync(work, { recursive: true, force: true })
-  })
+  const { fixture, troupe } = cliFixture("resolve")
 
   it("accepts and rejects what troupe health lists: schema suggestions and corrections", async () => {
     const call = (method: string, path: string, body?: unknown) =>
-      server.request(method, `${server.base}${path}`, { token, ...(body === undefined ? {} : { body }) })
+      fixture.server.request(method, `${fixture.server.base}${path}`, { token: fixture.token, ...(body === undefined ? {} : { body }) })
     const made = await call("POST", "/structures", {
       name: "Signups",
       recordSlug: "signups",
