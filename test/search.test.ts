@@ -443,6 +443,11 @@ describe("clients", () => {
     expect(error).toBeUndefined()
     expect(data?.results.map((h: { id: string }) => h.id)).toEqual([id])
     expect(data?.results[0]?.highlights.t).toBe("<mark>pangolin</mark> scales")
+    // the typo's candidate comes from the lexicon, filled after the write (search/Lexicon.ts)
+    await eventually(
+      async () => ((await troupe.search({ q: "pangolni", structures: [s.recordSlug] })).data?.total === 1 ? true : undefined),
+      20_000
+    )
 
     const c = computeClient(server, api.token)
     const run = await c.runCode(

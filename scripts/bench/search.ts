@@ -143,7 +143,9 @@ const main = async () => {
     const restoreIndex = async () => {
       await pg.unsafe("ALTER TABLE records ENABLE TRIGGER records_search")
       await pg.unsafe("UPDATE records SET search_vector = troupe_search_vector(structure_id, data) WHERE search_vector IS NULL")
-      await pg.unsafe("CREATE INDEX records_search ON records USING gin (search_vector) WITH (fastupdate = off)")
+      await pg.unsafe(
+        "CREATE INDEX records_search ON records USING gin (search_vector) WITH (fastupdate = on, gin_pending_list_limit = 1024)"
+      )
     }
     const creates = () => cannon({ url: `${base}/records`, method: "POST", headers, connections, body: newRecord })
     const withIndex: Array<Awaited<ReturnType<typeof creates>>> = []
