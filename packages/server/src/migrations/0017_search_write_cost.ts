@@ -2,7 +2,7 @@
 // - The search index takes new entries through GIN's pending list instead of writing them one by one. Inserting each
 //   of a record's few dozen words into the index directly cost PostgreSQL ~450 µs per record, three times the rest
 //   of its insert; through the list, entries are appended, then merged in bulk, sorted and grouped by word, for a
-//   fraction of that. The search domain merges the list every half second (search/PendingList.ts), so writes do not
+//   fraction of that. The search domain merges the list every half second (platform/GinPendingLists.ts), so writes do not
 //   wait on a merge; the list's limit (1 MB instead of 4) bounds what a write that finds it full merges itself, and
 //   what a search scans besides the index. Searches see pending entries: a created record is searchable at once.
 // - The lexicon's words are gathered in batches of seconds instead of per relay step: the relay queues the ids of

@@ -8,11 +8,11 @@ import { SqlClient } from "effect/sql"
 import { TEST_WORKSPACE } from "../../../../test/support/TestDatabase.ts"
 import { owner, RecordServices, writer } from "../../../../test/support/TestRecords.ts"
 import { makeRelayStep } from "../events/OutboxRelay.ts"
+import { mergePendingLists } from "../platform/GinPendingLists.ts"
 import { WebhookRepo } from "../events/WebhookRepo.ts"
 import { RecordEngine } from "../records/write/Engine.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { drainLexiconQueue, LexiconLayer } from "./Lexicon.ts"
-import { mergePendingList } from "./PendingList.ts"
 
 const Services = LexiconLayer.pipe(Layer.provideMerge(WebhookRepo.layer), Layer.provideMerge(RecordServices()))
 
@@ -42,12 +42,12 @@ const matching = (structure: Structure, word: string) =>
 layer(Services, { excludeTestServices: true, timeout: 60_000 })("search upkeep", (it) => {
   it.effect("writes leave their entries pending; searches find them before and after the merge", () =>
     Effect.gen(function* () {
-      yield* Effect.orDie(mergePendingList)
+      yield* Effect.orDie(mergePendingLists(["records_search"]))
       const structure = yield* seeded("shelf", "quillwort", 40)
       expect(yield* matching(structure, "quillwort")).toBe(40)
       // the writes' entries were pending: the merge moves some pages, and the next one finds none
-      expect(yield* Effect.orDie(mergePendingList)).toBeGreaterThan(0)
-      expect(yield* Effect.orDie(mergePendingList)).toBe(0)
+      expect(yield* Effect.orDie(mergePendingLists(["records_search"]))).toBeGreaterThan(0)
+      expect(yield* Effect.orDie(mergePendingLists(["records_search"]))).toBe(0)
       expect(yield* matching(structure, "quillwort")).toBe(40)
     })
   )
