@@ -265,6 +265,24 @@ const rssKb = (pid: number) => {
   }
 }
 
+/** CPU seconds (user + system) of a process, all its threads, and of its main thread (whose id is the pid) */
+const cpuSeconds = (pid: number) => {
+  const read = (path: string) => {
+    try {
+      const f = Fs.readFileSync(path, "utf8").split(") ")[1]!.split(" ")
+      return (Number(f[11]) + Number(f[12])) / 100 // clock ticks, USER_HZ = 100 on Linux
+    } catch {
+      return NaN
+    }
+  }
+  return { all: read(`/proc/${pid}/stat`), main: read(`/proc/${pid}/task/${pid}/stat`) }
+}
+/** CPU ms per operation of a process between two cpuSeconds readings */
+const cpuPer = (before: ReturnType<typeof cpuSeconds>, after: ReturnType<typeof cpuSeconds>, n: number) => ({
+  all: ((after.all - before.all) * 1000) / n,
+  main: ((after.main - before.main) * 1000) / n
+})
+
 const startRaw = async (databaseUrl: string) => {
   const port = await freePort()
   const child: ChildProcess = spawn(
@@ -281,7 +299,7 @@ const startRaw = async (databaseUrl: string) => {
     child.stdout!.once("data", () => resolve())
     child.once("exit", (code) => reject(new Error(`raw-compute exited with ${code}`)))
   })
-  return { url: `http://127.0.0.1:${port}`, stop: () => child.kill("SIGTERM") }
+  return { url: `http://127.0.0.1:${port}`, pid: child.pid!, stop: () => child.kill("SIGTERM") }
 }
 
 // ------------------------------------------------------------------ the node's scenarios (2–5)
@@ -442,6 +460,7 @@ const served = async () => {
     /** Drives test executions, waits for the queue to drain: completed runs / (last finish − first send). */
     const troupeRound = async (limit: { seconds: number } | { amount: number }) => {
       const t0 = Date.now()
+      const cpu0 = cpuSeconds(troupe.process.pid!)
       let peak = 0
       const sampler = setInterval(() => (peak = Math.max(peak, rssKb(troupe.process.pid!))), 500)
       const d = await drive(testTarget, connections, limit)
@@ -450,6 +469,7 @@ const served = async () => {
       await drain()
       const drainSeconds = (Date.now() - drainStart) / 1000
       clearInterval(sampler)
+      const cpu1 = cpuSeconds(troupe.process.pid!)
       const [r] = await pg`SELECT count(*) FILTER (WHERE status = 'completed')::int AS completed,
           count(*) FILTER (WHERE status <> 'completed')::int AS other,
           extract(epoch FROM max(finished_at))::float8 * 1000 AS last
@@ -468,7 +488,8 @@ const served = async () => {
         other: Number(r!.other),
         elapsed,
         rate: Number(r!.completed) / elapsed,
-        peak
+        peak,
+        cpu: cpuPer(cpu0, cpu1, Number(r!.completed) + Number(r!.other))
       }
     }
     if (warmup > 0) {
@@ -498,9 +519,13 @@ const served = async () => {
       for (let i = 0; i < rounds; i++) {
         t.push(await troupeRound({ seconds: duration }))
         if (t.length === 1) rssFirst = rssKb(troupe.process.pid!)
+        const rawCpu0 = cpuSeconds(raw.pid)
         r.push(await drive(rawTarget, connections, { seconds: duration }))
+        const rawCpu = cpuPer(rawCpu0, cpuSeconds(raw.pid), r.at(-1)!.ok)
+        const tc = t.at(-1)!.cpu
         log(
-          `round ${i + 1}: troupe ${t.at(-1)!.rate.toFixed(0)} runs/s (posted ${t.at(-1)!.posted.rps.toFixed(0)}/s, backlog ${t.at(-1)!.backlog}), raw ${(r.at(-1)!.ok / r.at(-1)!.seconds).toFixed(0)} runs/s`
+          `round ${i + 1}: troupe ${t.at(-1)!.rate.toFixed(0)} runs/s (posted ${t.at(-1)!.posted.rps.toFixed(0)}/s, backlog ${t.at(-1)!.backlog}), raw ${(r.at(-1)!.ok / r.at(-1)!.seconds).toFixed(0)} runs/s; ` +
+            `CPU per run: troupe ${ms(tc.all)} ms (main thread ${ms(tc.main)}), raw ${ms(rawCpu.all)} ms (main thread ${ms(rawCpu.main)})`
         )
       }
     }

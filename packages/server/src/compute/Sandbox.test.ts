@@ -1,7 +1,7 @@
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Context, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import { createHash } from "node:crypto"
-import { type BridgeAnswer, defaultLimits, type HostBridge, Sandbox, type SandboxJob } from "./Sandbox.ts"
+import { type BridgeAnswer, defaultLimits, type HostBridge, SCRIPT_CACHE_SIZE, Sandbox, type SandboxJob } from "./Sandbox.ts"
 
 const MEMORY_MB = 24
 const TIMEOUT_MS = 400
@@ -102,9 +102,26 @@ layer(Sandbox.layer(limits), { excludeTestServices: true, timeout: 30_000 })("Sa
         const syntax = yield* exec("async function run() {\n  return 1 +\n}")
         expect(syntax.status).toBe("failed")
         expect(syntax.error!.startsWith("SyntaxError: Unexpected token '}'"), syntax.error!).toBe(true)
-        const none = yield* exec("async function handler() { return 1 }")
+        const none = yield* exec("async function handler() {\r\n  return 1\u2028}\r\u2029")
         expect(none.status).toBe("failed")
-        expect(none.error!).toContain("run")
+        // no frame: the line the script starts its run from (SandboxBootstrap's suffix) is not the user's
+        expect(none.error).toBe("TypeError: Functions must define async function run()")
+        const early = yield* exec("const at = 1\r\n\u2028async function run() { return undefined.x }")
+        expect(early.error).toBe("TypeError: Cannot read properties of undefined (reading 'x')\n    at run (function.js:3:41)")
+      })
+    )
+
+    it.effect("top-level code runs with the globals in place, and run starts in the same turn right after it", () =>
+      Effect.gen(function* () {
+        const out = yield* exec(`const atLoad = [typeof api, executionParams.user.id, triggerParams.source]
+          let settled = "no"
+          Promise.resolve().then(() => { settled = "yes" })
+          async function run() {
+            const atStart = settled
+            await null
+            return { atLoad, atStart, afterAwait: settled }
+          }`)
+        expect(out.result).toStrictEqual({ atLoad: ["object", "u1", "test"], atStart: "no", afterAwait: "yes" })
       })
     )
 
@@ -698,15 +715,52 @@ describe("Sandbox pool", () => {
       const runIn = (workspace: string) => exec("async function run() { return 1 }", { workspace })
       yield* runIn("a")
       yield* runIn("a")
-      expect(yield* sandbox.stats).toStrictEqual({ isolates: 1, busy: 0, idle: 1, created: 1 })
+      expect(yield* sandbox.stats).toStrictEqual({ isolates: 1, busy: 0, idle: 1, created: 1, compiledScripts: 1 })
       yield* runIn("b")
-      expect(yield* sandbox.stats).toStrictEqual({ isolates: 2, busy: 0, idle: 2, created: 2 })
+      expect(yield* sandbox.stats).toStrictEqual({ isolates: 2, busy: 0, idle: 2, created: 2, compiledScripts: 2 })
       yield* runIn("c") // at the cap of 2: evicts a's isolate
-      expect(yield* sandbox.stats).toStrictEqual({ isolates: 2, busy: 0, idle: 2, created: 3 })
+      expect(yield* sandbox.stats).toStrictEqual({ isolates: 2, busy: 0, idle: 2, created: 3, compiledScripts: 2 })
       yield* runIn("b") // b's isolate survived
       expect((yield* sandbox.stats).created).toBe(3)
       yield* runIn("a") // a's was evicted
       expect((yield* sandbox.stats).created).toBe(4)
+    }).pipe(Effect.provide(Sandbox.layer(small)))
+  )
+
+  it.live("each run of the same version gets a fresh context: nothing one run leaves is seen by the next", () =>
+    Effect.gen(function* () {
+      const sandbox = yield* Sandbox
+      const code = `var loads = (typeof loads === "number" ? loads : 0) + 1
+        globalThis.atLoad = [typeof api, executionParams.user.id, (globalThis.atLoad ?? []).length]
+        Object.prototype.marks = (({}).marks ?? 0) + 1
+        async function run() {
+          globalThis.runs = (globalThis.runs ?? 0) + 1
+          Array.prototype.push = null
+          return { loads, runs, marks: ({}).marks, atLoad }
+        }`
+      for (let i = 0; i < 3; i++) {
+        const out = yield* exec(code)
+        expect(out.status, out.error ?? "").toBe("completed")
+        expect(out.result).toStrictEqual({ loads: 1, runs: 1, marks: 1, atLoad: ["object", "u1", 0] })
+      }
+      expect(yield* sandbox.stats).toMatchObject({ created: 1, compiledScripts: 1 })
+    }).pipe(Effect.provide(Sandbox.layer(small)))
+  )
+
+  it.live("compiled scripts are cached per isolate, at most SCRIPT_CACHE_SIZE, and a new version's code is what runs", () =>
+    Effect.gen(function* () {
+      const sandbox = yield* Sandbox
+      const version = (n: number) => `async function run() { return ${n} }`
+      for (let round = 0; round < 2; round++) {
+        for (let n = 0; n < SCRIPT_CACHE_SIZE + 4; n++) {
+          expect((yield* exec(version(n))).result).toBe(n)
+          expect((yield* sandbox.stats).compiledScripts).toBe(Math.min(n + 1 + round * SCRIPT_CACHE_SIZE, SCRIPT_CACHE_SIZE))
+        }
+      }
+      // the most recently used one is still cached (and runs as itself); an evicted one is compiled again
+      expect((yield* exec(version(SCRIPT_CACHE_SIZE + 3))).result).toBe(SCRIPT_CACHE_SIZE + 3)
+      expect((yield* exec(version(0))).result).toBe(0)
+      expect(yield* sandbox.stats).toMatchObject({ created: 1, compiledScripts: SCRIPT_CACHE_SIZE })
     }).pipe(Effect.provide(Sandbox.layer(small)))
   )
 

@@ -2,16 +2,20 @@
 // run at a time (the watchdog disposes the whole isolate, which must kill only that run) and is reused only within
 // its workspace, with a fresh context per run. The bootstrap script and compiled user scripts are cached per
 // isolate, and the next run's context is made and bootstrapped as soon as an isolate comes back to the pool, on the
-// isolate's own thread (isolated-vm's async calls): a warm run finds it ready, so the node's thread spends on it only
-// the per-run init and the run itself (a new context alone was ~0.5 ms of the node's thread per run, a third of a
-// test execution's CPU there). The isolate side lives in SandboxBootstrap.ts; the promise-based driver below is a thin adapter over isolated-vm's promise API, wrapped into
-// an Effect (semaphore, interruption) only at the service boundary.
+// isolate's own thread (isolated-vm's async calls): a warm run finds it ready (a new context alone was ~0.5 ms of the
+// node's thread per run when it was made synchronously).
+// Every isolate call that answers costs the node's thread a promise, a wake-up and a callback (40-100 us under
+// load), so a run makes three: init is an ignored call (nothing to wait for; the script is queued right behind it on
+// the isolate), the user's script starts the run from its own last statement and completes with the run's result,
+// and the heap statistics. User code only ever runs in async calls: the node's thread never waits for it.
+// The isolate side lives in SandboxBootstrap.ts; the promise-based driver below is a thin adapter over isolated-vm's
+// promise API, wrapped into an Effect (semaphore, interruption) only at the service boundary.
 import { Context, Effect, Layer, Result, Semaphore } from "effect"
 import ivm from "isolated-vm"
 import { randomUUID } from "node:crypto"
 import * as os from "node:os"
 import { evaluate, parseExpression } from "../structures/Expression.ts"
-import { BOOTSTRAP_SOURCE, USER_FILENAME } from "./SandboxBootstrap.ts"
+import { BOOTSTRAP_SOURCE, suffixLine, USER_FILENAME, userScriptSuffix } from "./SandboxBootstrap.ts"
 import { check } from "./SandboxCheck.ts"
 
 export interface SandboxLimits {
@@ -106,6 +110,8 @@ export interface SandboxStats {
   readonly idle: number
   /** isolates created since start: tells reuse from replacement */
   readonly created: number
+  /** compiled user scripts cached, over all isolates (at most SCRIPT_CACHE_SIZE each) */
+  readonly compiledScripts: number
 }
 
 const BRIDGE_METHODS = new Set([
@@ -147,13 +153,21 @@ const BRIDGE_METHODS = new Set([
   // search (search/SearchService.ts)
   "search"
 ])
-const SCRIPT_CACHE_SIZE = 16
+/** compiled user scripts kept per isolate (least recently used dropped) */
+export const SCRIPT_CACHE_SIZE = 16
 const LOG_LEVELS = new Set(["debug", "info", "warn", "error"])
 
-/** A fresh context with the bootstrap run in it: `init` still to be called with the run's own values. */
+/** A fresh context with the bootstrap run in it: its `control` still to be initialised with the run's own values. */
 interface Prepared {
   readonly context: ivm.Context
-  readonly init: ivm.Reference
+  readonly control: ivm.Reference
+}
+
+/** A user script compiled with the suffix that starts its run (SandboxBootstrap.ts). */
+interface UserScript {
+  readonly script: ivm.Script
+  /** the suffix's line, whose stack frame is not the user's */
+  readonly suffixLine: number
 }
 
 interface Slot {
@@ -162,7 +176,7 @@ interface Slot {
   readonly bootstrap: ivm.Script
   readonly hostSync: ivm.Callback
   /** compiled user scripts by code hash, least recently used first */
-  readonly scripts: Map<string, ivm.Script>
+  readonly scripts: Map<string, UserScript>
   runs: number
   /** the next run's context, being made on the isolate's thread since the isolate came back to the pool */
   next: Promise<Prepared> | undefined
@@ -172,8 +186,8 @@ interface Slot {
 const prepare = (slot: Slot): Promise<Prepared> => {
   const made = (async () => {
     const context = await slot.isolate.createContext()
-    const init = (await slot.bootstrap.run(context, { reference: true })) as ivm.Reference
-    return { context, init }
+    const control = (await slot.bootstrap.run(context, { reference: true })) as ivm.Reference
+    return { context, control }
   })()
   // an isolate disposed before its next run rejects this; that run (if any) reports the isolate's own fate
   made.catch(() => {})
@@ -262,27 +276,32 @@ const makePool = (limits: SandboxLimits) => {
     closed = true
     for (const slot of [...all]) dispose(slot)
   }
-  const stats = (): SandboxStats => ({ isolates: all.size, busy: all.size - idle.size, idle: idle.size, created })
+  const stats = (): SandboxStats => {
+    let compiledScripts = 0
+    for (const slot of all) compiledScripts += slot.scripts.size
+    return { isolates: all.size, busy: all.size - idle.size, idle: idle.size, created, compiledScripts }
+  }
   return { checkout, checkin, close, stats, isClosed: () => closed }
 }
 
 type Pool = ReturnType<typeof makePool>
 
-const compiled = async (slot: Slot, job: SandboxJob): Promise<ivm.Script> => {
+const compiled = async (slot: Slot, job: SandboxJob): Promise<UserScript> => {
   const hit = slot.scripts.get(job.codeHash)
   if (hit !== undefined) {
     slot.scripts.delete(job.codeHash)
     slot.scripts.set(job.codeHash, hit)
     return hit
   }
-  const script = await slot.isolate.compileScript(job.code, { filename: USER_FILENAME })
-  slot.scripts.set(job.codeHash, script)
+  const script = await slot.isolate.compileScript(job.code + userScriptSuffix, { filename: USER_FILENAME })
+  const user = { script, suffixLine: suffixLine(job.code) }
+  slot.scripts.set(job.codeHash, user)
   if (slot.scripts.size > SCRIPT_CACHE_SIZE) {
     const [oldest] = slot.scripts
     slot.scripts.delete(oldest![0])
-    oldest![1].release()
+    oldest![1].script.release()
   }
-  return script
+  return user
 }
 
 const errorText = (e: unknown): string => {
@@ -361,10 +380,10 @@ const startRun = (pool: Pool, limits: SandboxLimits, job: SandboxJob): RunHandle
 
   const drive = async (): Promise<SandboxOutcome> => {
     let context: ivm.Context | undefined
-    let entry: ivm.Reference | undefined
+    let control: ivm.Reference | undefined
     let reusable = false
     const deliver = (id: number, answer: BridgeAnswer) => {
-      if (state.finished || isolate.isDisposed || entry === undefined) return
+      if (state.finished || isolate.isDisposed || control === undefined) return
       let json: string
       try {
         json = JSON.stringify(answer)
@@ -372,7 +391,7 @@ const startRun = (pool: Pool, limits: SandboxLimits, job: SandboxJob): RunHandle
         json = JSON.stringify({ ok: false, error: { message: `Host answer is not JSON: ${String(e)}` } })
       }
       try {
-        entry.applyIgnored(undefined, [1, id, json], { timeout: remaining() })
+        control.applyIgnored(undefined, [1, id, json], { timeout: remaining() })
       } catch {
         // the isolate died in the meantime: the run's own outcome says why
       }
@@ -408,24 +427,26 @@ const startRun = (pool: Pool, limits: SandboxLimits, job: SandboxJob): RunHandle
       slot.next = undefined
       const prepared = await next
       context = prepared.context
-      const init = prepared.init
-      entry = (await init.apply(
-        undefined,
-        [
-          new ivm.Callback(hostCall, { ignored: true }),
-          slot.hostSync,
-          execJson,
-          trigJson,
-          limits.maxResultBytes,
-          limits.maxLogBytes,
-          limits.maxCallBytes
-        ],
-        { result: { reference: true } }
-      )) as ivm.Reference
-      init.release()
-      const script = await compiled(slot, job)
-      await script.run(context, { timeout: remaining() })
-      const out = await entry.apply(undefined, [0], { result: { promise: true, copy: true }, timeout: remaining() })
+      control = prepared.control
+      // Beside the prepared context, three isolate calls: init (ignored: no promise, no answer to wait for, and the
+      // script is queued behind it), the script whose last statement starts the run, and the heap statistics.
+      const user = await compiled(slot, job)
+      control.applyIgnored(undefined, [
+        2,
+        new ivm.Callback(hostCall, { ignored: true }),
+        slot.hostSync,
+        execJson,
+        trigJson,
+        limits.maxResultBytes,
+        limits.maxLogBytes,
+        limits.maxCallBytes,
+        user.suffixLine
+      ])
+      let out: unknown = await user.script.run(context, { timeout: remaining(), promise: true, copy: true })
+      // The suffix did not start the run (user code replaced its binding): start it as its own call.
+      if (!Array.isArray(out)) {
+        out = await control.apply(undefined, [0], { result: { promise: true, copy: true }, timeout: remaining() })
+      }
       state.finished = true
       const memoryUsageBytes = await heapBytes()
       slot.runs++
@@ -462,7 +483,7 @@ const startRun = (pool: Pool, limits: SandboxLimits, job: SandboxJob): RunHandle
     } finally {
       clearTimeout(watchdog)
       if (!isolate.isDisposed) {
-        entry?.release()
+        control?.release()
         context?.release()
       }
       pool.checkin(slot, reusable)

@@ -1,15 +1,32 @@
 // The JavaScript that runs inside each sandbox context before the user's code. Its completion value is
-// `init(hostCall, hostSync, execJson, trigJson, maxResultBytes, maxLogBytes, maxCallBytes)`, which installs the
-// frozen globals (`api`, `executionParams`, `triggerParams`) and returns `entry(op, id, answerJson)`:
-// op 0 starts `run` and resolves to [ok, resultJsonOrError, logs, droppedLogs, logsCut]; op 1 delivers a host answer.
+// `control(op, ...)`, the host's one handle on the context:
+// - op 2 `init(hostCall, hostSync, execJson, trigJson, maxResultBytes, maxLogBytes, maxCallBytes, suffixLine)`
+//   installs the frozen globals (`api`, `executionParams`, `triggerParams`) and arms the run's start (an ignored call:
+//   the host does not wait for it, the user's script is queued right behind it on the isolate);
+// - op 0 starts `run` (once) and resolves to [ok, resultJsonOrError, logs, droppedLogs, logsCut];
+// - op 1 delivers a host answer.
+// The user's script is compiled with `userScriptSuffix()` appended, which starts the run from the script's last
+// statement, so the script's completion value is op 0's promise: top-level code and the run's start are one isolate
+// call. The suffix reaches the start through a global lexical binding with a random name (START_BINDING): not a
+// property of the global object, so no enumeration finds it, and it is cleared when called.
 // The host callbacks live only in this closure: user code can reach neither them nor any isolated-vm object.
 // Builtins are captured before user code runs, so patching prototypes can bend only the user's own results.
 // Plain JS in a raw string (no "${" nor backticks inside): nothing here may be touched by the TS toolchain.
+import { randomBytes } from "node:crypto"
 
 /** Name the user's script is compiled under; stack frames from it are "user frames". */
 export const USER_FILENAME = "function.js"
 
-export const BOOTSTRAP_SOURCE = String.raw`(function () {
+/** The lexical binding through which a user script's suffix starts its run: random per process, so unguessable. */
+const START_BINDING = `__troupeStart${randomBytes(12).toString("hex")}`
+
+/** Appended to the user's code when it is compiled: a line of its own, with nothing that can close a user construct. */
+export const userScriptSuffix = `\n;typeof ${START_BINDING} === "function" ? ${START_BINDING}() : void 0`
+
+/** The 1-based line of `code + userScriptSuffix` that holds the suffix: its frame is not a user frame. */
+export const suffixLine = (code: string): number => (code.match(/\r\n|[\n\r\u2028\u2029]/g)?.length ?? 0) + 2
+
+const BOOTSTRAP_BODY = String.raw`(function (setStart) {
 "use strict"
 const G = globalThis
 const O = Object
@@ -97,9 +114,13 @@ const toText = (v) => {
   } catch { return safeString(v) }
 }
 const MAX_ERROR = 8192
+// The suffix's own line (see userScriptSuffix) is where the run was started from, not the user's code.
+let suffixFrame = "function.js:0:"
 const userFrame = (stack) => {
   const lines = split(stack, "\n")
-  for (let i = 1; i < lines.length; i++) if (indexOf(lines[i], "function.js:") >= 0) return trim(lines[i])
+  for (let i = 1; i < lines.length; i++) {
+    if (indexOf(lines[i], "function.js:") >= 0 && indexOf(lines[i], suffixFrame) < 0) return trim(lines[i])
+  }
   return undefined
 }
 const describeError = (e, withFrame) => {
@@ -139,7 +160,8 @@ const toEpoch = (date) => {
 }
 
 // Parenthesised functions are compiled eagerly, so the per-process code cache covers them (faster cold isolates).
-return (function init(hostCall, hostSync, execJson, trigJson, maxResultBytes, maxLogBytes, maxCallBytes) {
+const init = (function init(hostCall, hostSync, execJson, trigJson, maxResultBytes, maxLogBytes, maxCallBytes, suffixAt) {
+  suffixFrame = "function.js:" + suffixAt + ":"
   const executionParams = deepFreeze(parse(execJson))
   const triggerParams = deepFreeze(parse(trigJson))
 
@@ -522,10 +544,32 @@ return (function init(hostCall, hostSync, execJson, trigJson, maxResultBytes, ma
     }
     return finish(true, json)
   })
+  let started
+  const startOnce = () => {
+    if (started === undefined) started = start()
+    return started
+  }
+  setStart(() => {
+    setStart(undefined)
+    return startOnce()
+  })
   return (function entry(op, id, answerJson) {
-    if (op === 0) return start()
+    if (op === 0) return startOnce()
     deliver(id, answerJson)
   })
 })
-})()
+
+let entry
+return (function control(op, a, b, c, d, e, f, g, h) {
+  if (op === 2) {
+    if (entry === undefined) entry = init(a, b, c, d, e, f, g, h)
+    return
+  }
+  if (entry === undefined) throw new ErrorCtor("The sandbox context was not initialised")
+  return entry(op, a, b)
+})
+})
 `
+
+/** The bootstrap script: the start binding, then the body called with its setter; completes with `control`. */
+export const BOOTSTRAP_SOURCE = `let ${START_BINDING};\n${BOOTSTRAP_BODY}((f) => { ${START_BINDING} = f })\n`

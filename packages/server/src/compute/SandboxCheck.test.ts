@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { check } from "./SandboxCheck.ts"
+import { CHECK_MEMO_SIZE, check } from "./SandboxCheck.ts"
 
 describe("Sandbox.check", () => {
   it("accepts the supported shapes of run", () => {
@@ -32,6 +32,17 @@ describe("Sandbox.check", () => {
     expect(check("import x from 'y'\nasync function run() {}")).toBe(message)
     expect(check("async function run() { const m = await import('fs') }")).toBe(message)
     expect(check("async function run() { return import.meta }")).toBe(message)
+  })
+
+  it("answers the same for a code seen before, also after more than CHECK_MEMO_SIZE other codes", () => {
+    const bad = "async function run() {\n  return 1 +\n}"
+    const codes = Array.from({ length: CHECK_MEMO_SIZE + 10 }, (_, i) => `async function run() { return ${i} }`)
+    for (let round = 0; round < 2; round++) {
+      expect(check(bad)).toBe("SyntaxError: Unexpected token '}' (line 3)")
+      for (const code of codes) expect(check(code)).toBeUndefined()
+      expect(check(`async function handler() { return ${round} }`)!).toContain("async function run()")
+      expect(check("x".repeat(40 * 1024))!).toContain("async function run()")
+    }
   })
 
   it("refuses code without run", () => {
