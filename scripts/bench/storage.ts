@@ -10,7 +10,8 @@
 // Runs on its own: `node --no-node-snapshot --experimental-strip-types scripts/bench/storage.ts`.
 // Knobs: BENCH_STORAGE_DURATION (s per drive, default 5), BENCH_STORAGE_ROUNDS (alternations, 2), BENCH_WARMUP (s, 2),
 // BENCH_STORAGE_CONNECTIONS (16), BENCH_STORAGE_MB (10), BENCH_STORAGE_BIG_MB (the large file, 1024; 0 skips it),
-// BENCH_LOG_LEVEL (the node's TROUPE_LOG_LEVEL, default none).
+// BENCH_LOG_LEVEL (the node's TROUPE_LOG_LEVEL, default none), BENCH_STORAGE_ONLY (the measures to run, comma
+// separated: download, upload, small, big; default all of them).
 import { type ChildProcess, spawn } from "node:child_process"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
@@ -25,6 +26,7 @@ const warmup = Number(process.env.BENCH_WARMUP ?? 2)
 const connections = Number(process.env.BENCH_STORAGE_CONNECTIONS ?? 16)
 const megabytes = Number(process.env.BENCH_STORAGE_MB ?? 10)
 const bigMegabytes = Number(process.env.BENCH_STORAGE_BIG_MB ?? 1024)
+const only = new Set((process.env.BENCH_STORAGE_ONLY ?? "download,upload,small,big").split(",").map((s) => s.trim()))
 const MiB = 1024 * 1024
 
 /** VmRSS of a process in MiB. */
@@ -63,7 +65,11 @@ const loops = async (seconds: number, once: (agent: Http.Agent) => Promise<numbe
   await Promise.all(Array.from({ length: connections }, loop))
   const elapsed = (performance.now() - began) / 1000
   latencies.sort((a, b) => a - b)
-  return { mbps: bytes / MiB / elapsed, p99: Math.round(latencies[Math.floor(latencies.length * 0.99)] ?? 0) }
+  return {
+    mbps: bytes / MiB / elapsed,
+    rps: latencies.length / elapsed,
+    p99: Math.round((latencies[Math.floor(latencies.length * 0.99)] ?? 0) * 10) / 10
+  }
 }
 
 /** POSTs of `body` (answered 201) in `connections` loops for `seconds`. */
@@ -175,113 +181,125 @@ const main = async () => {
         headers: { "content-type": "application/x-www-form-urlencoded" }
       })
     ).body.access_token as string
-    const form = new FormData()
-    form.append("file", new Blob([Crypto.randomBytes(megabytes * 1024 * 1024)]), "bench.bin")
-    const up = await fetch(`${node.baseUrl}/storage/workspace/default/api/v1/upload`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}` },
-      body: form
-    })
-    if (up.status !== 201) throw new Error(`upload: ${up.status} ${await up.text()}`)
-    const file = (await up.json()) as { id: string; size: number }
-
-    // the baseline: the same store's bytes, node:http, a plain stream, in a process of its own (raw-storage.ts)
-    const args =
-      db === undefined
-        ? ["disk", Path.join(dataDir!, "storage", "blobs", file.id), String(file.size)]
-        : ["pg", db.url, file.id, String(file.size)]
-    raw = spawn(
-      process.execPath,
-      [
-        "--no-node-snapshot",
-        "--experimental-strip-types",
-        "--disable-warning=ExperimentalWarning",
-        Path.join(import.meta.dirname, "raw-storage.ts"),
-        ...args
-      ],
-      { stdio: ["ignore", "pipe", "inherit"] }
-    )
-    const port = await new Promise<number>((resolve, reject) => {
-      raw!.stdout!.on("data", (d: Buffer) => {
-        const m = /port (\d+)/.exec(d.toString())
-        if (m) resolve(Number(m[1]))
-      })
-      raw!.on("exit", (code) => reject(new Error(`raw-storage exited with ${code}`)))
-    })
-    const rawUrl = `http://127.0.0.1:${port}/`
-    const nodeUrl = `${node.baseUrl}/storage/workspace/default/api/v1/files/${file.id}`
     const auth = { authorization: `Bearer ${token}` }
-
-    await drive(nodeUrl, auth, warmup)
-    await drive(rawUrl, {}, warmup)
-    const runs: Array<[number, number, number, number]> = []
-    for (let i = 0; i < rounds; i++) {
-      const x = await drive(nodeUrl, auth, duration)
-      const y = await drive(rawUrl, {}, duration)
-      runs.push([x.mbps, y.mbps, x.p99, y.p99])
-    }
-    const median = (i: number) => [...runs.map((r) => r[i]!)].sort((p, q) => p - q)[Math.floor(runs.length / 2)]!
-    const [mbps, base, p99, baseP99] = [median(0), median(1), median(2), median(3)]
+    const uploadUrl = `${node.baseUrl}/storage/workspace/default/api/v1/upload`
     console.log(
       `\nstorage, ${db ? "PostgreSQL (chunk rows)" : "PGlite (disk store)"}, node ${process.version}, ${megabytes} MB file, ` +
-        `${connections} connections, ${rounds} x ${duration} s, ${((Date.now() - started) / 1000).toFixed(0)} s\n`
+        `${connections} connections, ${rounds} x ${duration} s\n`
     )
     console.log("| measure | MB/s | p99 ms | baseline | MB/s | p99 ms | ratio | target | met |")
     console.log("|---|---|---|---|---|---|---|---|---|")
-    console.log(
-      `| GET /files/{id} | ${mbps.toFixed(0)} | ${p99} | raw node:http, same store | ${base.toFixed(0)} | ${baseP99} | ` +
-        `${((mbps / base) * 100).toFixed(0)} % | >= 80 % | ${mbps >= 0.8 * base ? "yes" : "NO"} |`
-    )
+    if (only.has("download") || only.has("upload")) {
+      const form = new FormData()
+      form.append("file", new Blob([Crypto.randomBytes(megabytes * 1024 * 1024)]), "bench.bin")
+      const up = await fetch(`${node.baseUrl}/storage/workspace/default/api/v1/upload`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}` },
+        body: form
+      })
+      if (up.status !== 201) throw new Error(`upload: ${up.status} ${await up.text()}`)
+      const file = (await up.json()) as { id: string; size: number }
 
-    // uploads of 1 MB files, alternately with the baseline's POST of the same body
-    const oneMb = multipart(Crypto.randomBytes(MiB))
-    const uploadHeaders = { ...auth, "content-type": oneMb.contentType }
-    const uploadUrl = `${node.baseUrl}/storage/workspace/default/api/v1/upload`
-    await driveUploads(uploadUrl, uploadHeaders, oneMb.body, warmup)
-    await driveUploads(rawUrl, { "content-type": oneMb.contentType }, oneMb.body, warmup)
-    const ups: Array<[number, number, number, number]> = []
-    for (let i = 0; i < rounds; i++) {
-      const x = await driveUploads(uploadUrl, uploadHeaders, oneMb.body, duration)
-      const y = await driveUploads(rawUrl, { "content-type": oneMb.contentType }, oneMb.body, duration)
-      ups.push([x.mbps, y.mbps, x.p99, y.p99])
+      // the baseline: the same store's bytes, node:http, a plain stream, in a process of its own (raw-storage.ts)
+      const args =
+        db === undefined
+          ? ["disk", Path.join(dataDir!, "storage", "blobs", file.id), String(file.size)]
+          : ["pg", db.url, file.id, String(file.size)]
+      raw = spawn(
+        process.execPath,
+        [
+          "--no-node-snapshot",
+          "--experimental-strip-types",
+          "--disable-warning=ExperimentalWarning",
+          Path.join(import.meta.dirname, "raw-storage.ts"),
+          ...args
+        ],
+        { stdio: ["ignore", "pipe", "inherit"] }
+      )
+      const port = await new Promise<number>((resolve, reject) => {
+        raw!.stdout!.on("data", (d: Buffer) => {
+          const m = /port (\d+)/.exec(d.toString())
+          if (m) resolve(Number(m[1]))
+        })
+        raw!.on("exit", (code) => reject(new Error(`raw-storage exited with ${code}`)))
+      })
+      const rawUrl = `http://127.0.0.1:${port}/`
+      const nodeUrl = `${node.baseUrl}/storage/workspace/default/api/v1/files/${file.id}`
+
+      if (only.has("download")) {
+        await drive(nodeUrl, auth, warmup)
+        await drive(rawUrl, {}, warmup)
+        const runs: Array<[number, number, number, number]> = []
+        for (let i = 0; i < rounds; i++) {
+          const x = await drive(nodeUrl, auth, duration)
+          const y = await drive(rawUrl, {}, duration)
+          runs.push([x.mbps, y.mbps, x.p99, y.p99])
+        }
+        const median = (i: number) => [...runs.map((r) => r[i]!)].sort((p, q) => p - q)[Math.floor(runs.length / 2)]!
+        const [mbps, base, p99, baseP99] = [median(0), median(1), median(2), median(3)]
+        console.log(
+          `| GET /files/{id} | ${mbps.toFixed(0)} | ${p99} | raw node:http, same store | ${base.toFixed(0)} | ${baseP99} | ` +
+            `${((mbps / base) * 100).toFixed(0)} % | >= 80 % | ${mbps >= 0.8 * base ? "yes" : "NO"} |`
+        )
+      }
+
+      // uploads of 1 MB files, alternately with the baseline's POST of the same body
+      if (only.has("upload")) {
+        const oneMb = multipart(Crypto.randomBytes(MiB))
+        const uploadHeaders = { ...auth, "content-type": oneMb.contentType }
+        await driveUploads(uploadUrl, uploadHeaders, oneMb.body, warmup)
+        await driveUploads(rawUrl, { "content-type": oneMb.contentType }, oneMb.body, warmup)
+        const ups: Array<[number, number, number, number]> = []
+        for (let i = 0; i < rounds; i++) {
+          const x = await driveUploads(uploadUrl, uploadHeaders, oneMb.body, duration)
+          const y = await driveUploads(rawUrl, { "content-type": oneMb.contentType }, oneMb.body, duration)
+          ups.push([x.mbps, y.mbps, x.p99, y.p99])
+        }
+        const upMedian = (i: number) => [...ups.map((r) => r[i]!)].sort((p, q) => p - q)[Math.floor(ups.length / 2)]!
+        const [upMbps, upBase] = [upMedian(0), upMedian(1)]
+        console.log(
+          `| POST /upload, 1 MB files | ${upMbps.toFixed(0)} | ${upMedian(2)} | raw node:http POST, body piped into the same store | ` +
+            `${upBase.toFixed(0)} | ${upMedian(3)} | ${((upMbps / upBase) * 100).toFixed(0)} % | >= 60 % | ${upMbps >= 0.6 * upBase ? "yes" : "NO"} |`
+        )
+      }
     }
-    const upMedian = (i: number) => [...ups.map((r) => r[i]!)].sort((p, q) => p - q)[Math.floor(ups.length / 2)]!
-    const [upMbps, upBase] = [upMedian(0), upMedian(1)]
-    console.log(
-      `| POST /upload, 1 MB files | ${upMbps.toFixed(0)} | ${upMedian(2)} | raw node:http POST, body piped into the same store | ` +
-        `${upBase.toFixed(0)} | ${upMedian(3)} | ${((upMbps / upBase) * 100).toFixed(0)} % | >= 60 % | ${upMbps >= 0.6 * upBase ? "yes" : "NO"} |`
-    )
 
     // a 4 KB file's download beside GET /records/{id}, alternately
-    const small = multipart(Crypto.randomBytes(4096))
-    const smallUp = await fetch(uploadUrl, {
-      method: "POST",
-      headers: { ...uploadHeaders, "content-type": small.contentType },
-      body: small.body
-    })
-    const smallId = ((await smallUp.json()) as { id: string }).id
-    const structure = await node.request("POST", "/workspace/default/api/v1/structures", {
-      token,
-      body: { name: "bench-files", recordSlug: "bench-files", properties: [{ name: "title", type: "string" }] }
-    })
-    const record = await node.request("POST", "/workspace/default/api/v1/records", {
-      token,
-      body: { structureId: structure.body.id, data: { title: "a record of about the same size as nothing" } }
-    })
-    const smallUrl = `${node.baseUrl}/storage/workspace/default/api/v1/files/${smallId}`
-    const recordUrl = `${node.baseUrl}/workspace/default/api/v1/records/${record.body.id}`
-    await drive(smallUrl, auth, warmup)
-    await drive(recordUrl, auth, warmup)
-    const p99s: Array<[number, number]> = []
-    for (let i = 0; i < rounds; i++) p99s.push([(await drive(smallUrl, auth, duration)).p99, (await drive(recordUrl, auth, duration)).p99])
-    const fileP99 = [...p99s.map((r) => r[0])].sort((p, q) => p - q)[Math.floor(p99s.length / 2)]!
-    const recordP99 = [...p99s.map((r) => r[1])].sort((p, q) => p - q)[Math.floor(p99s.length / 2)]!
-    console.log(
-      `| GET /files/{id}, 4 KB | | ${fileP99} | GET /records/{id}, same node | | ${recordP99} | ` +
-        `${(fileP99 / Math.max(1, recordP99)).toFixed(2)}x p99 | <= 2x | ${fileP99 <= 2 * Math.max(1, recordP99) ? "yes" : "NO"} |`
-    )
+    if (only.has("small")) {
+      const small = multipart(Crypto.randomBytes(4096))
+      const smallUp = await fetch(uploadUrl, {
+        method: "POST",
+        headers: { ...auth, "content-type": small.contentType },
+        body: small.body
+      })
+      const smallId = ((await smallUp.json()) as { id: string }).id
+      const structure = await node.request("POST", "/workspace/default/api/v1/structures", {
+        token,
+        body: { name: "bench-files", recordSlug: "bench-files", properties: [{ name: "title", type: "string" }] }
+      })
+      const record = await node.request("POST", "/workspace/default/api/v1/records", {
+        token,
+        body: { structureId: structure.body.id, data: { title: "a record of about the same size as nothing" } }
+      })
+      const smallUrl = `${node.baseUrl}/storage/workspace/default/api/v1/files/${smallId}`
+      const recordUrl = `${node.baseUrl}/workspace/default/api/v1/records/${record.body.id}`
+      await drive(smallUrl, auth, warmup)
+      await drive(recordUrl, auth, warmup)
+      const p99s: Array<[number, number, number, number]> = []
+      for (let i = 0; i < rounds; i++) {
+        const [file, record] = [await drive(smallUrl, auth, duration), await drive(recordUrl, auth, duration)]
+        p99s.push([file.p99, record.p99, file.rps, record.rps])
+      }
+      const smallMedian = (i: number) => [...p99s.map((r) => r[i]!)].sort((p, q) => p - q)[Math.floor(p99s.length / 2)]!
+      const [fileP99, recordP99] = [smallMedian(0), smallMedian(1)]
+      console.log(
+        `| GET /files/{id}, 4 KB, ${smallMedian(2).toFixed(0)}/s | | ${fileP99} | ` +
+          `GET /records/{id}, same node, ${smallMedian(3).toFixed(0)}/s | | ${recordP99} | ` +
+          `${(fileP99 / Math.max(0.1, recordP99)).toFixed(2)}x p99 | <= 2x | ${fileP99 <= 2 * Math.max(0.1, recordP99) ? "yes" : "NO"} |`
+      )
+    }
 
-    if (bigMegabytes > 0) {
+    if (bigMegabytes > 0 && only.has("big")) {
       const big = await bigRoundTrip(node.baseUrl, token, node.process.pid!, bigMegabytes)
       const grew = big.peak - big.idle
       console.log(
@@ -289,6 +307,7 @@ const main = async () => {
           `node RSS idle ${big.idle.toFixed(0)} MiB, peak ${big.peak.toFixed(0)} MiB | | | +${grew.toFixed(0)} MiB | <= 64 MiB | ${grew <= 64 ? "yes" : "NO"} |`
       )
     }
+    console.log(`\n${((Date.now() - started) / 1000).toFixed(0)} s`)
   } finally {
     raw?.kill("SIGTERM")
     await node.stop()

@@ -32,6 +32,7 @@ import { QueryIndexesLayer } from "../query/QueryIndexes.ts"
 import { QueryPool } from "../query/QueryPool.ts"
 import { fastQueryRoutes } from "../query/FastQuery.ts"
 import { fastRunRoutes } from "../compute/FastRuns.ts"
+import { fastStorageRoutes } from "../storage/FastDownload.ts"
 import { QueryService } from "../query/QueryService.ts"
 import { RecordEngineLayer, RecordEntityLayer, RecordKeyEntityLayer, RecordWriter } from "../records/RecordEntity.ts"
 import { fastReadRoutes } from "../records/FastRead.ts"
@@ -177,7 +178,9 @@ const HttpLive = Layer.unwrap(
   Layer.provide(
     Layer.effect(
       FastRoutes,
-      Effect.map(Effect.all([fastReadRoutes, fastWriteRoutes, fastQueryRoutes, fastRunRoutes]), (tables) => Object.assign({}, ...tables))
+      Effect.map(Effect.all([fastReadRoutes, fastWriteRoutes, fastQueryRoutes, fastRunRoutes, fastStorageRoutes]), (tables) =>
+        Object.assign({}, ...tables)
+      )
     )
   )
 )

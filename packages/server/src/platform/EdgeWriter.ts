@@ -9,6 +9,7 @@ import { HttpServerError } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import * as Crypto from "node:crypto"
 import type * as Http from "node:http"
+import { pipeline, type Readable } from "node:stream"
 import { redactUrl } from "../lib/redactUrl.ts"
 import { writeEncodedJson } from "./Compression.ts"
 
@@ -40,6 +41,31 @@ export const requestIdOf = (incoming: string | ReadonlyArray<string> | undefined
 /** A JSON answer on a node response (the fast lane and Node's refusals; the stack answers through HttpServerResponse). */
 export const writeJson = (res: Http.ServerResponse, status: number, body: unknown, headers: Record<string, string>) =>
   writeEncodedJson(res, status, JSON.stringify(body), headers)
+
+/**
+ * Raw bytes on a node response (the fast lane's stored files), as the stack writes a raw body: `headers` name the
+ * type and length. A stream is piped; a read failing mid-answer cuts the connection (the status is gone already),
+ * and a client going away destroys the stream.
+ */
+export const writeBytes = (
+  res: Http.ServerResponse,
+  status: number,
+  headers: Record<string, string>,
+  bytes: Uint8Array | Readable | undefined
+) => {
+  res.writeHead(status, headers)
+  if (bytes === undefined || bytes instanceof Uint8Array) res.end(bytes)
+  else pipeline(bytes, res, () => {})
+}
+
+/** A contract error body a handler answered itself, with the request id stamped in (as the stack's edge does). */
+export const withRequestId = (body: unknown, requestId: string): unknown =>
+  typeof body === "object" &&
+  body !== null &&
+  typeof (body as { statusCode?: unknown }).statusCode === "number" &&
+  (body as { requestId?: unknown }).requestId === undefined
+    ? { ...body, requestId }
+    : body
 
 /** A failure's contract answer on a node response. */
 export const writeFailure = (res: Http.ServerResponse, failure: EdgeFailure, requestId: string) =>

@@ -2,6 +2,7 @@
 // query) answered before the Effect HTTP stack, skipping its generic per-request work (a request fiber and scope, the
 // edge wrapper, merging every service into the request context), which costs more than the query itself.
 //
+// A handler answers JSON (`FastAnswer`) or raw bytes (`FastBytes`: a stored file, in a buffer or a stream).
 // A fast lane is declared by naming an endpoint of the API definition and giving its handler (`FastTable`, e.g.
 // `{ "records.get": { accepts, run } }`); everything else is derived from the endpoint once, at startup, through
 // `HttpApi.reflect`: its method and path (matched by the router's own FindMyWay, with the router's options, on the
@@ -30,16 +31,29 @@ import { Context, Effect, Exit, Option, Schema, Tracer } from "effect"
 import { FindMyWay, Headers, HttpTraceContext } from "effect/http"
 import { HttpApi } from "effect/http-api"
 import * as Http from "node:http"
+import type { Readable } from "node:stream"
 import { bearerOf, canonicalUrl, declaredBody, mediaTypeOf, type SearchParams, singleValued } from "./EdgeInput.ts"
-import { edgeLog, failureOf, requestIdOf, writeFailure, writeJson } from "./EdgeWriter.ts"
+import { edgeLog, failureOf, requestIdOf, withRequestId, writeBytes, writeFailure, writeJson } from "./EdgeWriter.ts"
 import { decodeJsonPayload, spanName } from "./HttpEdge.ts"
 import { jsonBodyRefusal, suspectUrl } from "./InputGuards.ts"
 import { recordRequest, UNMATCHED } from "./Metrics.ts"
 
+/** A JSON answer (compressed as the stack compresses one; a contract error body gets the request id, as there). */
 export interface FastAnswer {
   readonly status: number
   readonly body: unknown
   readonly headers?: Readonly<Record<string, string>> | undefined
+}
+
+/**
+ * Bytes answered as they are, never compressed (a stored file): in one buffer, from a stream (piped, the stream
+ * destroyed when the client goes), or none (a 304). `headers` are all of the answer's, Content-Type and
+ * Content-Length included; the request id is added.
+ */
+export interface FastBytes {
+  readonly status: number
+  readonly bytes: Uint8Array | Readable | undefined
+  readonly headers: Readonly<Record<string, string>>
 }
 
 /** A request as the endpoint's HttpApi handler would see it. */
@@ -65,7 +79,7 @@ export interface FastHandler {
    * can read); the stack answers the others, untouched.
    */
   readonly accepts?: ((request: Pick<FastRequest, "params" | "query" | "searchParams">) => boolean) | undefined
-  readonly run: (request: FastRequest) => Effect.Effect<FastAnswer, unknown>
+  readonly run: (request: FastRequest) => Effect.Effect<FastAnswer | FastBytes, unknown>
 }
 
 /** Fast lanes by endpoint, named `group.endpoint` as in the API definition: a handler, or one with `accepts`. */
@@ -75,7 +89,7 @@ export type FastTable = Readonly<Record<string, FastHandler | FastHandler["run"]
 export class FastRoutes extends Context.Service<FastRoutes, FastTable>()("@troupe/server/platform/FastRoutes") {}
 
 /** A request's effect, given its body text (`""` for an endpoint without a payload). */
-type Answer = (body: string) => Effect.Effect<FastAnswer | undefined, unknown>
+type Answer = (body: string) => Effect.Effect<FastAnswer | FastBytes | undefined, unknown>
 
 interface LaneRoute {
   readonly method: string
@@ -282,7 +296,7 @@ export const fastServer = (
 
     #answer(
       route: LaneRoute,
-      effect: Effect.Effect<FastAnswer | undefined, unknown>,
+      effect: Effect.Effect<FastAnswer | FastBytes | undefined, unknown>,
       req: Http.IncomingMessage,
       res: Http.ServerResponse,
       method: string,
@@ -305,8 +319,14 @@ export const fastServer = (
               Effect.sync(() => void super.emit("request", req, res))
             )
           }
-          writeJson(res, exit.value.status, exit.value.body, { ...exit.value.headers, "x-request-id": requestId })
-          return answered(exit.value.status)
+          const answer = exit.value
+          if ("bytes" in answer) writeBytes(res, answer.status, { ...answer.headers, "x-request-id": requestId }, answer.bytes)
+          else
+            writeJson(res, answer.status, answer.status >= 400 ? withRequestId(answer.body, requestId) : answer.body, {
+              ...answer.headers,
+              "x-request-id": requestId
+            })
+          return answered(answer.status)
         }
         const { failure, logged } = failureOf(exit.cause)
         writeFailure(res, failure, requestId)

@@ -1,5 +1,6 @@
 // Where a file's bytes live, behind one small interface (docs/storage.md, "Stores"): put a stream under a key (its
-// size and sha256 computed while it streams, cut off past `maxBytes`), get a stream of a byte range, delete, stat.
+// size and sha256 computed while it streams, cut off past `maxBytes`), get a stream of a byte range (an Effect
+// Stream, or the store's own Node stream), read a short range in one piece, delete, stat.
 // A put that fails or is interrupted (the client went away) leaves nothing under the key and no half file anywhere
 // it could be served from. Three implementations: DiskStore (embedded node), PgStore (chunked rows in the node's
 // PostgreSQL, so every node of a cluster serves every file) and S3Store (any S3-compatible service).
@@ -37,10 +38,16 @@ export interface BlobStoreShape {
   ) => Effect.Effect<PutResult, BlobTooLarge | BlobStoreError | BodyError>
   readonly get: (key: string, range?: ByteRange) => Stream.Stream<Uint8Array, BlobStoreError>
   /**
-   * The same bytes as a Node stream, when the store has one of its own (disk: the file; S3: the response body):
-   * downloads pipe it to the socket natively instead of through an Effect Stream (3x the throughput at 10 MB).
+   * The same bytes as a Node stream of the store's own (disk: the file; PostgreSQL: chunk rows read ahead; S3: the
+   * response body): downloads pipe it to the socket natively instead of through an Effect Stream (3x the throughput
+   * at 10 MB).
    */
-  readonly open?: (key: string, range: ByteRange) => Effect.Effect<Readable, BlobStoreError>
+  readonly open: (key: string, range: ByteRange) => Effect.Effect<Readable, BlobStoreError>
+  /**
+   * The bytes of a short range in one buffer, in one read (disk: one read at the offset; PostgreSQL: one query; S3:
+   * one GET): downloads of small files (Download.ts), where a stream's set-up costs more than the bytes.
+   */
+  readonly read: (key: string, range: ByteRange) => Effect.Effect<Uint8Array, BlobStoreError>
   readonly delete: (key: string) => Effect.Effect<void, BlobStoreError>
   readonly stat: (key: string) => Effect.Effect<{ readonly size: number } | undefined, BlobStoreError>
 }

@@ -70,6 +70,21 @@ export const makeDiskStore = (root: string) =>
           try: () => Fs.createReadStream(pathOf(key), { start: range.start, end: range.end, highWaterMark: 256 * 1024 }),
           catch: fail("read failed")
         }),
+      read: (key, range) =>
+        Effect.tryPromise({
+          try: async () => {
+            const handle = await Fs.promises.open(pathOf(key), "r")
+            try {
+              const length = range.end - range.start + 1
+              const { buffer, bytesRead } = await handle.read(Buffer.allocUnsafe(length), 0, length, range.start)
+              if (bytesRead !== length) throw new Error(`${key}: ${bytesRead} bytes where ${length} were expected`)
+              return buffer
+            } finally {
+              await handle.close()
+            }
+          },
+          catch: fail("read failed")
+        }),
       delete: (key) => Effect.tryPromise({ try: () => Fs.promises.rm(pathOf(key), { force: true }), catch: fail("delete failed") }),
       stat: (key) =>
         Effect.tryPromise({

@@ -113,6 +113,23 @@ export const makePgStore = Effect.gen(function* () {
           { objectMode: false }
         )
       }),
+    read: (key, range) =>
+      sql<{ seq: number; data: Uint8Array }>`SELECT seq, data FROM storage_chunks
+        WHERE blob_key = ${key} AND seq >= ${Math.floor(range.start / CHUNK_BYTES)} AND seq <= ${Math.floor(range.end / CHUNK_BYTES)}
+        ORDER BY seq`.pipe(
+        Effect.mapError(fail("read failed")),
+        Effect.flatMap((rows) => {
+          const pieces = rows.map((row) => {
+            const offset = row.seq * CHUNK_BYTES
+            return row.data.subarray(Math.max(0, range.start - offset), Math.min(row.data.byteLength, range.end - offset + 1))
+          })
+          const bytes = pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces)
+          const length = range.end - range.start + 1
+          return bytes.byteLength === length
+            ? Effect.succeed(bytes)
+            : Effect.fail(new BlobStoreError({ reason: `read failed: ${bytes.byteLength} bytes of ${key} where ${length} were expected` }))
+        })
+      ),
     delete: removeAll,
     stat: (key) =>
       sql<{ n: number | string; bytes: number | string | null }>`SELECT count(*)::int AS n, sum(length(data))::bigint AS bytes

@@ -100,6 +100,16 @@ export const makeS3Store = (client: S3Client, location: S3Location) => {
         try: () => client.send(new GetObjectCommand({ Bucket, Key: keyOf(key), Range: `bytes=${range.start}-${range.end}` })),
         catch: fail("read failed")
       }).pipe(Effect.map((out) => out.Body as Readable)),
+    read: (key, range) =>
+      Effect.tryPromise({
+        try: async () => {
+          const out = await client.send(new GetObjectCommand({ Bucket, Key: keyOf(key), Range: `bytes=${range.start}-${range.end}` }))
+          const bytes = (await out.Body?.transformToByteArray()) ?? new Uint8Array(0)
+          if (bytes.byteLength !== range.end - range.start + 1) throw new Error(`${bytes.byteLength} bytes of ${key}`)
+          return bytes
+        },
+        catch: fail("read failed")
+      }),
     delete: remove,
     stat: (key) =>
       Effect.tryPromise({

@@ -118,7 +118,8 @@ export class StorageRepo extends Context.Service<
   {
     /** Inserts the file within the quota (0 = none), with its usage and event, or fails with QuotaExceeded. */
     readonly insert: (file: NewFile, quota: number) => Effect.Effect<FileRow, SqlError | QuotaExceeded>
-    readonly find: (workspace: string, id: string) => Sql<FileRow | undefined>
+    /** The files of these ids (lower-case UUIDs), by id, whatever their workspace: one statement for a batch of reads. */
+    readonly findMany: (ids: ReadonlyArray<string>) => Sql<Map<string, FileRow>>
     readonly list: (workspace: string, filter: FileFilter) => Sql<{ rows: ReadonlyArray<FileRow>; total: number }>
     readonly update: (
       workspace: string,
@@ -172,9 +173,10 @@ export class StorageRepo extends Context.Service<
               return yield* new QuotaExceeded({ used: Number(used[0]?.bytes ?? 0), quota })
             })
           ),
-        find: (workspace, id) =>
-          Effect.map(sql`SELECT * FROM storage_files WHERE workspace = ${workspace} AND id = ${id}::uuid`, (rows) =>
-            rows[0] === undefined ? undefined : toRow(rows[0])
+        findMany: (ids) =>
+          Effect.map(
+            sql`SELECT * FROM storage_files WHERE id IN ${sql.in(ids)}`,
+            (rows) => new Map(rows.map((r) => [String(r.id), toRow(r)] as const))
           ),
         list: (workspace, f) =>
           Effect.gen(function* () {

@@ -1,6 +1,7 @@
 // Handlers of the storage groups: the caller from CurrentPrincipal, then one service call each. Upload reads the
 // raw request (its multipart body is streamed by the service, never decoded whole); downloads answer raw
-// responses (streamed bytes, ranges, 304). Signed downloads have no token but count as reads of their workspace.
+// responses (bytes, ranges, 304: Download.ts, shared with the fast lane of FastDownload.ts). Signed downloads have
+// no token but count as reads of their workspace.
 import { Api } from "@troupe/api/Api"
 import { CurrentPrincipal } from "@troupe/api/Authorization"
 import { Effect } from "effect"
@@ -8,9 +9,8 @@ import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { tooManyResponse } from "../identity/AuthorizationLive.ts"
 import { RateLimiter } from "../identity/RateLimiter.ts"
+import { toResponse, wantsAttachment } from "./Download.ts"
 import { StorageService } from "./StorageService.ts"
-
-const yes = (v: string | undefined) => v === "true" || v === "1"
 
 export const StorageHandlers = HttpApiBuilder.group(
   Api,
@@ -38,7 +38,7 @@ export const StorageHandlers = HttpApiBuilder.group(
       .handle("usage", ({ params }) => storage.usage(params.workspace))
       .handle("download", ({ params, query }) =>
         Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) =>
-          storage.download(params.workspace, params.id, request, yes(query.download), query)
+          Effect.map(storage.download(params.workspace, params.id, request.headers, wantsAttachment(query.download), query), toResponse)
         )
       )
       .handle("fileMetadata", ({ params }) => storage.get(params.workspace, params.id))
@@ -70,7 +70,7 @@ export const StorageSignedHandlers = HttpApiBuilder.group(
           Effect.catch((error) => Effect.succeed(tooManyResponse(error)))
         )
         if (limited !== undefined) return limited
-        return yield* storage.download(params.workspace, params.id, request, yes(query.download), query)
+        return toResponse(yield* storage.download(params.workspace, params.id, request.headers, wantsAttachment(query.download), query))
       })
     )
   })
