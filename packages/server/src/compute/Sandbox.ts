@@ -10,6 +10,8 @@
 // and the heap statistics. User code only ever runs in async calls: the node's thread never waits for it.
 // The isolate side lives in SandboxBootstrap.ts; the promise-based driver below is a thin adapter over isolated-vm's
 // promise API, wrapped into an Effect (semaphore, interruption) only at the service boundary.
+// Size: over 500 lines, kept whole: the pool, the per-run driver and its watchdog share the isolate slots and their
+// state; the isolate side is SandboxBootstrap.ts, the static check SandboxCheck.ts.
 import { Context, Effect, Layer, Result, Semaphore } from "effect"
 import ivm from "isolated-vm"
 import { randomUUID } from "node:crypto"

@@ -12,6 +12,8 @@
 // The host callbacks live only in this closure: user code can reach neither them nor any isolated-vm object.
 // Builtins are captured before user code runs, so patching prototypes can bend only the user's own results.
 // Plain JS in a raw string (no "${" nor backticks inside): nothing here may be touched by the TS toolchain.
+// Size: over 500 lines, kept whole: one script evaluated in each context, whose parts share the builtins it captures
+// before user code runs; split into files it would have to be joined again as one string.
 import { randomBytes } from "node:crypto"
 
 /** Name the user's script is compiled under; stack frames from it are "user frames". */
