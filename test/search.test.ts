@@ -74,7 +74,12 @@ describe("relevance (golden fixtures)", () => {
     // typo candidates come from the lexicon, which the outbox relay fills after the writes (search/Lexicon.ts)
     // (each record's words arrive together, but records may arrive in different drains: wait for one typo per record)
     const near = async (q: string, count: number) => ((await ids({ q, structures: s.recordSlug })).length === count ? true : undefined)
-    for (const [q, count] of [["datbase", 3], ["postgrsqll", 1], ["tomatos", 1], ["bokks", 1]] as const) {
+    for (const [q, count] of [
+      ["datbase", 3],
+      ["postgrsqll", 1],
+      ["tomatos", 1],
+      ["bokks", 1]
+    ] as const) {
       await eventually(() => near(q, count), 30_000)
     }
   }, 120_000)
@@ -184,6 +189,24 @@ describe("what is searched", () => {
     expect((await ids({ q: word })).sort()).toEqual([a, b].sort())
     expect(await ids({ q: word, structures: two.recordSlug })).toEqual([b])
     expect(await ids({ q: word, structures: one.id })).toEqual([a])
+  })
+
+  it("a repeated query follows the lexicon and the structure's language (the node remembers words, not results)", async () => {
+    const s = await createStructure(api, { name: slug("repeat"), properties: [{ name: "t", type: "string" }] })
+    const zebra = await create(s.id, { t: "zebra crossing" })
+    // "zebrra" is nobody's word: corrected to zebra (once the lexicon has it), as often as it is asked
+    await eventually(async () => ((await ids({ q: "zebrra", structures: s.recordSlug })).length === 1 ? true : undefined), 30_000)
+    for (let i = 0; i < 2; i++) expect(await ids({ q: "zebrra", structures: s.recordSlug })).toEqual([zebra])
+    // once a record has it, it is taken as typed
+    const typed = await create(s.id, { t: "zebrra" })
+    await eventually(async () => ((await ids({ q: "zebrra", structures: s.recordSlug })).length === 1 ? true : undefined), 30_000)
+    expect(await ids({ q: "zebrra", structures: s.recordSlug })).toEqual([typed])
+    // the scope's language is the structure's current one
+    const runners = await create(s.id, { t: "runners running" })
+    expect(await ids({ q: "runs", structures: s.recordSlug })).toEqual([])
+    expectStatus(await api.call("PUT", `/structures/${s.id}`, { searchLanguage: "english" }), 200)
+    await eventually(async () => ((await ids({ q: "runs", structures: s.recordSlug })).length === 1 ? true : undefined), 30_000)
+    expect(await ids({ q: "runs", structures: s.id.toUpperCase() })).toEqual([runners])
   })
 
   it("escapes the text around the marks", async () => {

@@ -1,7 +1,9 @@
 // GET /search (CONTRACT §8.2, docs/search.md) on the index of migration 0011:
-// 1. the scope: the workspace's live structures (or those `structures=` names) with their search language;
-// 2. the words (SearchText.wordsOf), normalized by each language in scope (to_tsvector: stemming, stop words);
-// 3. typo candidates from the lexicon's trigram index, checked by edit distance within each word's budget;
+// 1. the scope: the workspace's live structures (or those `structures=` names) with their search language, from the
+//    node's cache of structures when names are given;
+// 2. the words (SearchText.wordsOf), normalized by each language in scope (to_tsvector: stemming, stop words), and
+// 3. typo candidates from the lexicon's trigram index, checked by edit distance within each word's budget; both
+//    remembered per node (search/QueryWords.ts), so a repeated query runs the page statement alone;
 // 4. one statement per page: per language, the records whose search_vector matches, ranked by the heaviest field
 //    class holding every word (A..D) then ts_rank_cd, counted, with ts_headline fragments of the page's rows.
 import { type BadRequest, badRequest, details } from "@troupe/api/Errors"
@@ -9,9 +11,13 @@ import type { SearchHit, SearchResults } from "@troupe/api/search/Search"
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { decodeRecordRow, toRecordB } from "../query/RecordRow.ts"
+import type { Structure } from "@troupe/api/structures/Structure"
+import { isUuid } from "../lib/Uuid.ts"
+import { searchLanguageOf } from "../structures/SearchSettings.ts"
 import { StructureService } from "../structures/StructureService.ts"
 import { maskData } from "../structures/SecretPaths.ts"
 import { applyVirtual } from "../structures/Validator.ts"
+import { makeQueryWords } from "./QueryWords.ts"
 import {
   editDistance,
   highlightHtml,
@@ -100,83 +106,22 @@ export class SearchService extends Context.Service<
       const sql = yield* SqlClient.SqlClient
       const structures = yield* StructureService
 
-      /** The live structures searched, by slug or id; unknown names are a 400 naming them. */
+      /** The live structures searched, by slug or id (from the node's cache); unknown names are a 400 naming them. */
       const scopeOf = (workspace: string, named: ReadonlyArray<string> | undefined) =>
         Effect.gen(function* () {
-          const rows = (yield* sql`SELECT s.id::text AS id, s.record_slug AS slug, coalesce(c.language::text, 'simple') AS lang
-            FROM structures s LEFT JOIN search_configs c ON c.structure_id = s.id
-            WHERE s.workspace = ${workspace} AND NOT s.is_deleted`.pipe(Effect.orDie)) as unknown as Array<ScopeRow>
-          if (named === undefined) return rows
-          const unknown = named.filter((n) => !rows.some((r) => r.slug === n || r.id === n.toLowerCase()))
+          const scopeRow = (s: Structure): ScopeRow => ({ id: s.id, slug: s.recordSlug, lang: searchLanguageOf(s) })
+          if (named === undefined) return (yield* structures.all(workspace)).map(scopeRow)
+          const found = yield* Effect.forEach(named, (n) =>
+            Effect.option(structures.resolve(workspace, isUuid(n.toLowerCase()) ? n.toLowerCase() : n))
+          )
+          const unknown = named.filter((_, i) => found[i]!._tag === "None")
           if (unknown.length > 0) return yield* invalid("structures", `unknown structures: ${unknown.join(", ")}`)
-          return rows.filter((r) => named.includes(r.slug) || named.includes(r.id))
+          const byId = new Map<string, ScopeRow>()
+          for (const f of found) if (f._tag === "Some") byId.set(f.value.id, scopeRow(f.value))
+          return [...byId.values()]
         })
 
-      /** Each language's lexemes of each word (none for a stop word), by language then word index. */
-      const normalize = (languages: ReadonlyArray<string>, words: ReadonlyArray<string>) =>
-        sql`SELECT l.lang, w.i::int AS i, tsvector_to_array(to_tsvector(l.lang::regconfig, w.word)) AS lexemes
-          FROM jsonb_array_elements_text(${JSON.stringify(languages)}::jsonb) AS l(lang),
-            jsonb_array_elements_text(${JSON.stringify(words)}::jsonb) WITH ORDINALITY AS w(word, i)`.pipe(
-          Effect.orDie,
-          Effect.map((rows) => {
-            const out = new Map<string, Array<Array<string>>>()
-            for (const r of rows as Array<any>) {
-              const list = out.get(r.lang) ?? []
-              list[Number(r.i) - 1] = Array.isArray(r.lexemes) ? r.lexemes.map(String) : parseArray(String(r.lexemes))
-              out.set(r.lang, list)
-            }
-            return out
-          })
-        )
-
-      /**
-       * Lexicon words near each lexeme (trigram similarity), from the structures in scope; none for a lexeme someone
-       * wrote as it is (for the last word: a word starting with it): such a word is taken as typed, not corrected.
-       */
-      const candidates = (structureIds: ReadonlyArray<string>, lexemes: ReadonlyArray<{ lex: string; prefix: boolean }>) =>
-        Effect.gen(function* () {
-          const out = new Map<string, Array<string>>()
-          if (lexemes.length === 0) return out
-          // ids as constants (IN ($1, …)): the planner sees them, as it would not a set returned by a function
-          const ids = sql.in(structureIds)
-          // one statement for the common case: every word is known, nothing to correct; each pattern is a constant of
-          // its own, so that the lexicon's trigram index answers the prefix check
-          const checks = lexemes
-            .map(({ lex, prefix }) => {
-              const exact = sql`NOT EXISTS (SELECT 1 FROM search_lexicon WHERE structure_id IN ${ids} AND word = ${lex})`
-              const pattern = `${lex.replace(/[\\%_]/g, "\\$&")}%`
-              return prefix
-                ? sql`SELECT ${lex}::text AS lex WHERE ${exact}
-                    AND NOT EXISTS (SELECT 1 FROM search_lexicon WHERE structure_id IN ${ids} AND word LIKE ${pattern})`
-                : sql`SELECT ${lex}::text AS lex WHERE ${exact}`
-            })
-            .reduce((a, b) => sql`${a} UNION ALL ${b}`)
-          const unknown = (yield* checks.pipe(Effect.orDie)) as Array<{ lex: string }>
-          if (unknown.length === 0) return out
-          // an unknown last word may be a mistyped prefix: words whose start is near it (`<%`, word similarity)
-          const prefixes = unknown.filter((u) => lexemes.some((l) => l.lex === u.lex && l.prefix)).map((u) => u.lex)
-          const nearStart =
-            prefixes.length === 0
-              ? sql``
-              : sql`UNION ALL SELECT t.lex, l.word FROM jsonb_array_elements_text(${JSON.stringify(prefixes)}::jsonb) AS t(lex)
-                  CROSS JOIN LATERAL (SELECT word FROM search_lexicon
-                    WHERE structure_id IN ${ids} AND t.lex <% word AND length(word) >= length(t.lex) - 2
-                    ORDER BY word_similarity(t.lex, word) DESC, word LIMIT 64) l`
-          const rows = yield* sql
-            .withTransaction(
-              Effect.andThen(
-                sql`SELECT set_config('pg_trgm.similarity_threshold', '0.2', true),
-                  set_config('pg_trgm.word_similarity_threshold', '0.3', true)`,
-                sql`SELECT t.lex, l.word FROM jsonb_array_elements_text(${JSON.stringify(unknown.map((u) => u.lex))}::jsonb) AS t(lex)
-                  CROSS JOIN LATERAL (SELECT word FROM search_lexicon
-                    WHERE structure_id IN ${ids} AND word % t.lex AND length(word) BETWEEN length(t.lex) - 2 AND length(t.lex) + 2
-                    ORDER BY similarity(word, t.lex) DESC, word LIMIT 64) l ${nearStart}`
-              )
-            )
-            .pipe(Effect.orDie)
-          for (const r of rows as Array<any>) out.set(r.lex, [...(out.get(r.lex) ?? []), String(r.word)])
-          return out
-        })
+      const { normalize, candidates } = makeQueryWords(sql)
 
       const search = Effect.fn("SearchService.search")(function* (workspace: string, params: SearchParams) {
         const started = yield* Clock.currentTimeMillis
@@ -271,13 +216,4 @@ export class SearchService extends Context.Service<
       return { search }
     })
   )
-}
-
-/** A PostgreSQL text[] literal's elements (a driver that answers arrays as text). */
-const parseArray = (text: string): Array<string> => {
-  if (text === "{}" || text === "") return []
-  const out: Array<string> = []
-  const re = /"((?:[^"\\]|\\.)*)"|([^,{}]+)/g
-  for (const m of text.slice(1, -1).matchAll(re)) out.push(m[1] !== undefined ? m[1].replace(/\\(.)/g, "$1") : m[2]!)
-  return out
 }
