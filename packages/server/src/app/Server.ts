@@ -32,6 +32,7 @@ import { QueryIndexesLayer } from "../query/QueryIndexes.ts"
 import { QueryPool } from "../query/QueryPool.ts"
 import { fastQueryRoutes } from "../query/FastQuery.ts"
 import { fastRunRoutes } from "../compute/FastRuns.ts"
+import { fastSearchRoutes } from "../search/FastSearch.ts"
 import { fastStorageRoutes } from "../storage/FastDownload.ts"
 import { QueryService } from "../query/QueryService.ts"
 import { RecordEngineLayer, RecordEntityLayer, RecordKeyEntityLayer, RecordWriter } from "../records/RecordEntity.ts"
@@ -178,7 +179,7 @@ const HttpLive = Layer.unwrap(
   Layer.provide(
     Layer.effect(
       FastRoutes,
-      Effect.map(Effect.all([fastReadRoutes, fastWriteRoutes, fastQueryRoutes, fastRunRoutes, fastStorageRoutes]), (tables) =>
+      Effect.map(Effect.all([fastReadRoutes, fastWriteRoutes, fastQueryRoutes, fastRunRoutes, fastStorageRoutes, fastSearchRoutes]), (tables) =>
         Object.assign({}, ...tables)
       )
     )
