@@ -1,6 +1,7 @@
 // The embedded client over its worker thread: errors keep their SQLSTATE class across the thread boundary (PGlite's
 // errors carry functions that cannot cross), single statements run side by side, and a transaction has the session
-// to itself: statements issued while it is open neither see its writes nor land inside it.
+// to itself: statements issued while it is open neither see its writes nor land inside it; its BEGIN, sent without
+// waiting, guards the statements behind it.
 import { expect, layer } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { SqlClient } from "effect/sql"
@@ -56,6 +57,41 @@ layer(PgliteClient.layer("memory://"))("PgliteClient", (it) => {
       // the outside count waited for the transaction (it saw neither row), and its insert survived the rollback
       expect(seen).toStrictEqual([{ n: 0 }])
       expect(yield* sql`SELECT n FROM iso`).toStrictEqual([{ n: 2 }])
+    })
+  )
+
+  it.effect("a transaction's statements follow its unawaited BEGIN, and a failed BEGIN fails them all", () =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const db = yield* PgliteClient.Pglite
+      yield* sql`CREATE TABLE tx (n int)`
+      // 40 transactions at once, half failing after their insert: each sees only its own row, no row of a failed one stays
+      const counts = yield* Effect.forEach(
+        Array.from({ length: 40 }, (_, i) => i),
+        (i) =>
+          sql
+            .withTransaction(
+              Effect.gen(function* () {
+                yield* sql`INSERT INTO tx VALUES (${i})`
+                const n = (yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM tx WHERE n = ${i}`)[0]!.n
+                if (i % 2 === 1) return yield* Effect.fail(n)
+                return n
+              })
+            )
+            .pipe(Effect.catch((n) => Effect.succeed(n))),
+        { concurrency: "unbounded" }
+      )
+      expect(counts).toStrictEqual(Array.from({ length: 40 }, () => 1))
+      expect((yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM tx`)[0]!.n).toBe(20)
+
+      // a session left in a failed transaction makes the next BEGIN fail (25P02): the statements behind it fail too
+      yield* Effect.promise(() => db.query("BEGIN", [], false))
+      yield* Effect.promise(() => db.query("SELEC 1", [], false).catch(() => undefined))
+      const failed = yield* Effect.flip(sql.withTransaction(sql`INSERT INTO tx VALUES (100)`))
+      expect(failed.message).toMatch(/aborted/i)
+      // the transaction's end rolled the session back: the next one works, and the refused insert is nowhere
+      yield* sql.withTransaction(sql`INSERT INTO tx VALUES (101)`)
+      expect(yield* sql`SELECT n FROM tx WHERE n >= 100`).toStrictEqual([{ n: 101 }])
     })
   )
 })

@@ -105,8 +105,24 @@ const attempt = <A>(operation: string, run: () => Promise<A>) =>
     catch: (cause) => new SqlError({ reason: classifyPgError(cause, operation) })
   })
 
+/**
+ * A transaction's BEGIN is sent without waiting for its answer: the transaction's first statement follows it in the
+ * same message to the worker, instead of a round trip through both threads later, during which PGlite, held by
+ * the transaction, would sit idle. The worker runs statements in order and fails those behind a failed BEGIN
+ * (PgliteWorker.ts), so they fail here too.
+ */
+const BEGIN = "BEGIN"
+const sendBegin = (db: EmbeddedDb) =>
+  Effect.sync(() => {
+    db.query(BEGIN, [], false).catch(() => {
+      /* the statements behind it fail with its error */
+    })
+    return [] as Array<any>
+  })
+
 const makeConnection = (db: EmbeddedDb): SqlConnection.Connection => {
-  const rows = (sql: string, params: ReadonlyArray<unknown>) => attempt("execute", () => db.query(sql, params, false))
+  const rows = (sql: string, params: ReadonlyArray<unknown>) =>
+    sql === BEGIN && params.length === 0 ? sendBegin(db) : attempt("execute", () => db.query(sql, params, false))
   const values = (sql: string, params: ReadonlyArray<unknown>) => attempt("executeValues", () => db.query(sql, params, true))
   const execute = (
     sql: string,

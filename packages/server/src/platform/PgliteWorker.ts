@@ -19,6 +19,9 @@ export type Reply =
   | { readonly kind: "error"; readonly id: number; readonly error: Record<string, unknown> }
   | { readonly kind: "notify"; readonly listener: number; readonly payload: string }
 
+/** The statement that opens a transaction, as effect/sql's client sends it (PgliteClient.ts sends it unawaited). */
+const BEGIN = "BEGIN"
+
 const INT8 = 20
 const parsers = { [INT8]: (v: string) => Number(v) }
 
@@ -136,8 +139,31 @@ const preparedStatements = (db: PGlite) => {
     }
   }
 
-  // one statement at a time in the session, as PGlite's own query holds it (its protocol state is per call)
-  return (sql: string, params: ReadonlyArray<unknown>, arrays: boolean) => db.runExclusive(() => run(sql, params, arrays, false))
+  // A transaction's BEGIN is not waited for by the client (PgliteClient.ts): its next statements come right behind
+  // it. Should it fail, every statement up to the transaction's end fails with its error, so none of them runs
+  // outside the transaction they were written for.
+  // The transaction's end then rolls back whatever the session had open (its COMMIT fails with the same error).
+  let failedBegin: unknown
+  const guarded = async (sql: string, params: ReadonlyArray<unknown>, arrays: boolean) => {
+    if (failedBegin !== undefined) {
+      const error = failedBegin
+      if (sql !== "COMMIT" && sql !== "ROLLBACK") throw error
+      failedBegin = undefined
+      await run("ROLLBACK", [], false, false)
+      if (sql === "COMMIT") throw error
+      return []
+    }
+    try {
+      return await run(sql, params, arrays, false)
+    } catch (error) {
+      if (sql === BEGIN) failedBegin = error
+      throw error
+    }
+  }
+
+  // one statement at a time in the session, as PGlite's own query holds it (its protocol state is per call); the
+  // mutex is first come, first served, so statements run in the order they arrive
+  return (sql: string, params: ReadonlyArray<unknown>, arrays: boolean) => db.runExclusive(() => guarded(sql, params, arrays))
 }
 
 const start = async () => {
