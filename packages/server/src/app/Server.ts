@@ -179,8 +179,9 @@ const HttpLive = Layer.unwrap(
   Layer.provide(
     Layer.effect(
       FastRoutes,
-      Effect.map(Effect.all([fastReadRoutes, fastWriteRoutes, fastQueryRoutes, fastRunRoutes, fastStorageRoutes, fastSearchRoutes]), (tables) =>
-        Object.assign({}, ...tables)
+      Effect.map(
+        Effect.all([fastReadRoutes, fastWriteRoutes, fastQueryRoutes, fastRunRoutes, fastStorageRoutes, fastSearchRoutes]),
+        (tables) => Object.assign({}, ...tables)
       )
     )
   )
