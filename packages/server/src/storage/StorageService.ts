@@ -17,6 +17,7 @@ import {
   notFound,
   type PayloadTooLarge,
   payloadTooLarge,
+  type ServiceUnavailable,
   serviceUnavailable,
   type TooManyRequests,
   tooManyRequests
@@ -38,9 +39,9 @@ import { FileReferrers } from "./FileReferrers.ts"
 import { makeImageVariants, type VariantQuery } from "./ImageVariants.ts"
 import { type DownloadAnswer, fileAnswer, type RequestHeaders } from "./Download.ts"
 import { checkFolder, cleanContentType, isGeneric, nameProblem, parseMetadata } from "./Rules.ts"
-import { type FileRow, type QuotaExceeded, StorageRepo, toFile } from "./StorageRepo.ts"
+import { type FileRow, type NewFile, QuotaExceeded, StorageRepo, toFile } from "./StorageRepo.ts"
 
-type UploadError = BadRequest | PayloadTooLarge | TooManyRequests
+type UploadError = BadRequest | PayloadTooLarge | TooManyRequests | ServiceUnavailable
 
 const invalid = (field: string, problem: string) =>
   badRequest({ message: `Invalid ${field}: ${field} ${problem}`, code: "VALIDATION_ERROR", details: details([[field, problem]]) })
@@ -179,18 +180,34 @@ export class StorageService extends Context.Service<
           return sniffed?.mime ?? clean ?? "application/octet-stream"
         })
 
-      const commit = (row: Omit<Parameters<typeof repo.insert>[0], "contentType">, clientType: string | undefined, head: Uint8Array) =>
-        Effect.gen(function* () {
-          const contentType = yield* typeOf(clientType, head)
-          return yield* repo.insert({ ...row, contentType }, quota).pipe(
-            Effect.catchTag("QuotaExceeded", (q: QuotaExceeded) =>
-              Effect.fail(
-                tooManyRequests({ message: `Storage quota exceeded: ${q.used} of ${q.quota} bytes used, the file has ${row.size}` })
+      const quotaExceeded = (q: QuotaExceeded, size: number) =>
+        tooManyRequests({ message: `Storage quota exceeded: ${q.used} of ${q.quota} bytes used, the file has ${size}` })
+      const insertOne = (file: NewFile) =>
+        repo.insert(file, quota).pipe(
+          Effect.catchTag("QuotaExceeded", (q: QuotaExceeded) => Effect.fail(quotaExceeded(q, file.size))),
+          Effect.catchTag("SqlError", (e) => Effect.die(e))
+        )
+      // Uploads whose bytes are stored while a metadata commit runs share the next one (as records' creates do):
+      // one transaction, so one WAL flush on PGlite, for the batch. A batch that fails as a whole is retried one by
+      // one, so a file that cannot be inserted fails alone.
+      const inserts = yield* GroupCommit.make({
+        maxBatch: 64,
+        concurrency: (yield* SqlClient.SqlClient).driver === "pglite" ? 1 : 2,
+        run: (files: ReadonlyArray<NewFile>) =>
+          repo.insertMany(files, quota).pipe(
+            Effect.map((outcomes) =>
+              outcomes.map(
+                (o, i): Exit.Exit<FileRow, TooManyRequests | ServiceUnavailable> =>
+                  o instanceof QuotaExceeded ? Exit.fail(quotaExceeded(o, files[i]!.size)) : Exit.succeed(o)
               )
             ),
-            Effect.catchTag("SqlError", (e) => Effect.die(e))
-          )
-        })
+            Effect.catchCause(() => Effect.forEach(files, (file) => Effect.exit(insertOne(file))))
+          ),
+        onShutdown: () => serviceUnavailable({ message: "The node is shutting down; retry the upload", code: "UNAVAILABLE" })
+      })
+
+      const commit = (row: Omit<NewFile, "contentType">, clientType: string | undefined, head: Uint8Array) =>
+        Effect.flatMap(typeOf(clientType, head), (contentType) => inserts.submit({ ...row, contentType }))
 
       const quotaFull = (workspace: string) =>
         Effect.gen(function* () {
