@@ -206,8 +206,17 @@ export class StorageService extends Context.Service<
         onShutdown: () => serviceUnavailable({ message: "The node is shutting down; retry the upload", code: "UNAVAILABLE" })
       })
 
-      const commit = (row: Omit<NewFile, "contentType">, clientType: string | undefined, head: Uint8Array) =>
-        Effect.flatMap(typeOf(clientType, head), (contentType) => inserts.submit({ ...row, contentType }))
+      // Once queued, the row may commit whatever the caller does: the wait is not interruptible, and `committed`
+      // tells the caller's clean-up that the bytes are now the row's (a client gone meanwhile must not remove them).
+      const commit = (row: Omit<NewFile, "contentType">, clientType: string | undefined, head: Uint8Array, state: { committed: boolean }) =>
+        Effect.flatMap(typeOf(clientType, head), (contentType) =>
+          Effect.uninterruptible(Effect.tap(inserts.submit({ ...row, contentType }), () => Effect.sync(() => (state.committed = true))))
+        )
+      /** Removes the bytes of an upload that failed, unless its row committed. */
+      const cleanUp =
+        (id: string, state: { committed: boolean }) =>
+        <A, E>(exit: Exit.Exit<A, E>) =>
+          exit._tag === "Failure" && !state.committed ? Effect.ignore(store.delete(id)) : Effect.void
 
       const quotaFull = (workspace: string) =>
         Effect.gen(function* () {
@@ -217,7 +226,13 @@ export class StorageService extends Context.Service<
             return yield* tooManyRequests({ message: `Storage quota exceeded: ${used.bytes} of ${quota} bytes used` })
         })
 
-      const upload = (id: string, workspace: string, principal: Principal, request: HttpServerRequest.HttpServerRequest) =>
+      const upload = (
+        id: string,
+        workspace: string,
+        principal: Principal,
+        request: HttpServerRequest.HttpServerRequest,
+        state: { committed: boolean }
+      ) =>
         Effect.gen(function* () {
           const type = request.headers["content-type"] ?? ""
           if (!/^multipart\/form-data\s*;/i.test(type) || !/boundary=/i.test(type)) {
@@ -282,7 +297,8 @@ export class StorageService extends Context.Service<
               createdBy: principal.id
             },
             stored.contentType,
-            stored.head
+            stored.head,
+            state
           )
           return toFile(row)
         })
@@ -299,9 +315,8 @@ export class StorageService extends Context.Service<
             const id = Crypto.randomUUID()
             // any failure after the bytes were stored (bad field, second file, quota, client gone) removes them:
             // the metadata row never committed
-            return upload(id, workspace, principal, request).pipe(
-              Effect.onExit((exit) => (exit._tag === "Failure" ? Effect.ignore(store.delete(id)) : Effect.void))
-            )
+            const state = { committed: false }
+            return upload(id, workspace, principal, request, state).pipe(Effect.onExit(cleanUp(id, state)))
           }),
         list: (workspace, q) =>
           Effect.gen(function* () {
@@ -398,6 +413,7 @@ export class StorageService extends Context.Service<
             if (badName !== undefined) return yield* invalid("name", badName)
             yield* quotaFull(workspace)
             const id = Crypto.randomUUID()
+            const state = { committed: false }
             const bytes = input.bytes
             const source = (async function* () {
               yield bytes
@@ -423,8 +439,9 @@ export class StorageService extends Context.Service<
                 createdBy: principal.id
               },
               input.contentType,
-              result.head
-            ).pipe(Effect.onError(() => Effect.ignore(store.delete(id))))
+              result.head,
+              state
+            ).pipe(Effect.onExit(cleanUp(id, state)))
             return toFile(row)
           })
       })
