@@ -216,8 +216,10 @@ export class StorageRepo extends Context.Service<
                 created_by: f.createdBy
               }))
               const inserted =
-                yield* sql`INSERT INTO storage_files (id, workspace, name, folder, content_type, size, sha256, metadata, blob_key, created_by)
-                SELECT id, workspace, name, folder, content_type, size, sha256, metadata, blob_key, created_by
+                // clock_timestamp(): each file of a batch keeps a creation time of its own, in the batch's order
+                // (now() would give them all the transaction's, and lists order by it)
+                yield* sql`INSERT INTO storage_files (id, workspace, name, folder, content_type, size, sha256, metadata, blob_key, created_by, created_at)
+                SELECT id, workspace, name, folder, content_type, size, sha256, metadata, blob_key, created_by, clock_timestamp()
                 FROM jsonb_to_recordset(${JSON.stringify(values)}::jsonb) AS v(i int, id uuid, workspace text, name text,
                   folder text, content_type text, size bigint, sha256 text, metadata jsonb, blob_key text, created_by text)
                 ORDER BY i
