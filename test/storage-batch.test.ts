@@ -1,8 +1,10 @@
 // Uploads that share a metadata commit (StorageService's group commit, StorageRepo.insertMany): concurrent uploads
 // into two workspaces, without a quota, each keep their own name, folder, metadata, size and checksum; every
-// workspace's usage is the sum of its files; each file gets its own file.uploaded event. Runs on the node's default
+// workspace's usage is the sum of its files; each file gets its own file.uploaded event; clients that go away once
+// their body is sent (while the commit may be under way) leave no row without its bytes. Runs on the node's default
 // store (disk on PGlite, chunk rows on PostgreSQL with DATABASE_URL). The quota's race is in storage.test.ts.
 import * as Crypto from "node:crypto"
+import * as Http from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 import { startReceiver } from "./support/WebhookReceiver.ts"
@@ -87,5 +89,57 @@ describe("uploads sharing a commit", () => {
     } finally {
       await hooks.close()
     }
+  })
+
+  it("clients gone once their body is sent: every committed file has its bytes, and the usage is their sum", {
+    timeout: 120_000
+  }, async () => {
+    const ws = await workspace("batch-gone")
+    const boundary = "GoneAfterBody"
+    const bodies = Array.from({ length: 32 }, (_, i) =>
+      Buffer.concat([
+        Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="g-${i}.bin"\r\n\r\n`),
+        Crypto.randomBytes(20_000 + i * 1000),
+        Buffer.from(`\r\n--${boundary}--\r\n`)
+      ])
+    )
+    await Promise.all(
+      bodies.map(
+        (body, i) =>
+          new Promise<void>((resolve) => {
+            const req = Http.request(`${server.baseUrl}${ws.base}/upload`, {
+              method: "POST",
+              headers: {
+                authorization: `Bearer ${ws.token}`,
+                "content-type": `multipart/form-data; boundary=${boundary}`,
+                "content-length": body.length
+              }
+            })
+            req.on("error", () => resolve())
+            req.on("response", (res) => {
+              res.resume()
+              res.on("end", () => resolve())
+            })
+            // gone at a different moment each (0 to 465 ms after the body): before the commit, while it runs, after
+            req.end(body, () =>
+              setTimeout(() => {
+                req.destroy()
+                resolve()
+              }, i * 15)
+            )
+          })
+      )
+    )
+    await new Promise((r) => setTimeout(r, 1000))
+    const list = (await server.request("GET", `${ws.base}/files?limit=100`, { token: ws.token })).body
+    let bytes = 0
+    for (const file of list.data) {
+      const res = await fetch(`${server.baseUrl}${ws.base}/files/${file.id}`, { headers: { authorization: `Bearer ${ws.token}` } })
+      expect(res.status).toBe(200)
+      expect((await res.arrayBuffer()).byteLength).toBe(file.size)
+      bytes += file.size
+    }
+    const usage = (await server.request("GET", `${ws.base}/usage`, { token: ws.token })).body
+    expect(usage).toMatchObject({ files: list.total, bytes })
   })
 })
