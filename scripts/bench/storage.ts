@@ -56,7 +56,10 @@ const loops = async (seconds: number, once: (agent: Http.Agent) => Promise<numbe
     const agent = new Http.Agent({ keepAlive: true, maxSockets: 1 })
     while (performance.now() < until) {
       const start = performance.now()
-      bytes += await once(agent)
+      // not `bytes += await once(agent)`: that reads `bytes` before the await, and the loops overwrote each other's
+      // counts (the figures before 2026-11-28's third session counted a fraction of the bytes)
+      const got = await once(agent)
+      bytes += got
       latencies.push(performance.now() - start)
     }
     agent.destroy()

@@ -8,7 +8,16 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authorization, RateClass, RequiredPermission } from "../Authorization.ts"
-import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, RangeNotSatisfiable, TooManyRequests } from "../Errors.ts"
+import {
+  BadRequest,
+  Conflict,
+  Forbidden,
+  NotFound,
+  PayloadTooLarge,
+  RangeNotSatisfiable,
+  ServiceUnavailable,
+  TooManyRequests
+} from "../Errors.ts"
 import { WorkspaceParams } from "../Workspace.ts"
 import {
   Deleted,
@@ -37,7 +46,7 @@ export class StorageApi extends HttpApiGroup.make("storage")
       params: WorkspaceParams,
       payload: UploadForm,
       success: StoredFile.pipe(HttpApiSchema.status(201)),
-      error: [BadRequest, PayloadTooLarge, TooManyRequests]
+      error: [BadRequest, PayloadTooLarge, TooManyRequests, ServiceUnavailable]
     })
       .annotate(RequiredPermission, "write:storage")
       .annotate(RateClass, "writes"),

@@ -7,7 +7,7 @@ import type { StoredFile } from "@troupe/api/storage/Storage"
 import { Context, Data, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { appendEvent } from "../events/Outbox.ts"
+import { appendEvent, appendEvents } from "../events/Outbox.ts"
 import { isUuid } from "../lib/Uuid.ts"
 
 export class QuotaExceeded extends Data.TaggedError("QuotaExceeded")<{ readonly used: number; readonly quota: number }> {}
@@ -118,6 +118,11 @@ export class StorageRepo extends Context.Service<
   {
     /** Inserts the file within the quota (0 = none), with its usage and event, or fails with QuotaExceeded. */
     readonly insert: (file: NewFile, quota: number) => Effect.Effect<FileRow, SqlError | QuotaExceeded>
+    /**
+     * Inserts several uploads' files in one transaction (the group commit of StorageService): each within its
+     * workspace's quota in the order given (or its QuotaExceeded), their events, and one usage change per workspace.
+     */
+    readonly insertMany: (files: ReadonlyArray<NewFile>, quota: number) => Sql<ReadonlyArray<FileRow | QuotaExceeded>>
     /** The files of these ids (lower-case UUIDs), by id, whatever their workspace: one statement for a batch of reads. */
     readonly findMany: (ids: ReadonlyArray<string>) => Sql<Map<string, FileRow>>
     readonly list: (workspace: string, filter: FileFilter) => Sql<{ rows: ReadonlyArray<FileRow>; total: number }>
@@ -171,6 +176,70 @@ export class StorageRepo extends Context.Service<
               if ((yield* count()).length > 0) return row
               const used = yield* sql<{ bytes: unknown }>`SELECT bytes FROM storage_usage WHERE workspace = ${f.workspace}`
               return yield* new QuotaExceeded({ used: Number(used[0]?.bytes ?? 0), quota })
+            })
+          ),
+        insertMany: (files, quota) =>
+          sql.withTransaction(
+            Effect.gen(function* () {
+              const workspaces = [...new Set(files.map((f) => f.workspace))].sort()
+              // with a quota, the usage rows are locked first (in one order: two batches never deadlock) and each
+              // file is taken while its workspace stays within the quota; without one, nothing is read
+              const used = new Map<string, number>()
+              if (quota > 0) {
+                yield* sql`INSERT INTO storage_usage (workspace)
+                  SELECT w FROM jsonb_array_elements_text(${JSON.stringify(workspaces)}::jsonb) AS w ORDER BY w
+                  ON CONFLICT (workspace) DO NOTHING`
+                const rows = yield* sql<{ workspace: string; bytes: unknown }>`SELECT workspace, bytes FROM storage_usage
+                  WHERE workspace IN ${sql.in(workspaces)} ORDER BY workspace FOR UPDATE`
+                for (const r of rows) used.set(r.workspace, Number(r.bytes))
+              }
+              const outcome: Array<NewFile | QuotaExceeded> = files.map((f) => {
+                if (quota === 0) return f
+                const before = used.get(f.workspace) ?? 0
+                if (before + f.size > quota) return new QuotaExceeded({ used: before, quota })
+                used.set(f.workspace, before + f.size)
+                return f
+              })
+              const taken = outcome.filter((o): o is NewFile => !(o instanceof QuotaExceeded))
+              if (taken.length === 0) return outcome as ReadonlyArray<QuotaExceeded>
+              const values = taken.map((f, i) => ({
+                i,
+                id: f.id,
+                workspace: f.workspace,
+                name: f.name,
+                folder: f.folder,
+                content_type: f.contentType,
+                size: f.size,
+                sha256: f.sha256,
+                metadata: f.metadata,
+                blob_key: f.blobKey,
+                created_by: f.createdBy
+              }))
+              const inserted =
+                // clock_timestamp(): each file of a batch keeps a creation time of its own, in the batch's order
+                // (now() would give them all the transaction's, and lists order by it)
+                yield* sql`INSERT INTO storage_files (id, workspace, name, folder, content_type, size, sha256, metadata, blob_key, created_by, created_at)
+                SELECT id, workspace, name, folder, content_type, size, sha256, metadata, blob_key, created_by, clock_timestamp()
+                FROM jsonb_to_recordset(${JSON.stringify(values)}::jsonb) AS v(i int, id uuid, workspace text, name text,
+                  folder text, content_type text, size bigint, sha256 text, metadata jsonb, blob_key text, created_by text)
+                ORDER BY i
+                RETURNING *`
+              const byId = new Map(inserted.map((r) => [String(r.id), toRow(r)] as const))
+              const rows = taken.map((f) => byId.get(f.id)!)
+              yield* appendEvents(
+                sql,
+                rows.map((row) => event("file.uploaded", row))
+              )
+              const sums = workspaces.flatMap((workspace) => {
+                const mine = rows.filter((r) => r.workspace === workspace)
+                return mine.length === 0 ? [] : [{ workspace, files: mine.length, bytes: mine.reduce((n, r) => n + r.size, 0) }]
+              })
+              yield* sql`INSERT INTO storage_usage (workspace, files, bytes)
+                SELECT workspace, files, bytes FROM jsonb_to_recordset(${JSON.stringify(sums)}::jsonb)
+                  AS v(workspace text, files bigint, bytes bigint) ORDER BY workspace
+                ON CONFLICT (workspace) DO UPDATE SET files = storage_usage.files + excluded.files,
+                  bytes = storage_usage.bytes + excluded.bytes`
+              return outcome.map((o) => (o instanceof QuotaExceeded ? o : byId.get(o.id)!))
             })
           ),
         findMany: (ids) =>

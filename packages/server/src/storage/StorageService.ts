@@ -17,6 +17,7 @@ import {
   notFound,
   type PayloadTooLarge,
   payloadTooLarge,
+  type ServiceUnavailable,
   serviceUnavailable,
   type TooManyRequests,
   tooManyRequests
@@ -38,9 +39,9 @@ import { FileReferrers } from "./FileReferrers.ts"
 import { makeImageVariants, type VariantQuery } from "./ImageVariants.ts"
 import { type DownloadAnswer, fileAnswer, type RequestHeaders } from "./Download.ts"
 import { checkFolder, cleanContentType, isGeneric, nameProblem, parseMetadata } from "./Rules.ts"
-import { type FileRow, type QuotaExceeded, StorageRepo, toFile } from "./StorageRepo.ts"
+import { type FileRow, type NewFile, QuotaExceeded, StorageRepo, toFile } from "./StorageRepo.ts"
 
-type UploadError = BadRequest | PayloadTooLarge | TooManyRequests
+type UploadError = BadRequest | PayloadTooLarge | TooManyRequests | ServiceUnavailable
 
 const invalid = (field: string, problem: string) =>
   badRequest({ message: `Invalid ${field}: ${field} ${problem}`, code: "VALIDATION_ERROR", details: details([[field, problem]]) })
@@ -179,18 +180,43 @@ export class StorageService extends Context.Service<
           return sniffed?.mime ?? clean ?? "application/octet-stream"
         })
 
-      const commit = (row: Omit<Parameters<typeof repo.insert>[0], "contentType">, clientType: string | undefined, head: Uint8Array) =>
-        Effect.gen(function* () {
-          const contentType = yield* typeOf(clientType, head)
-          return yield* repo.insert({ ...row, contentType }, quota).pipe(
-            Effect.catchTag("QuotaExceeded", (q: QuotaExceeded) =>
-              Effect.fail(
-                tooManyRequests({ message: `Storage quota exceeded: ${q.used} of ${q.quota} bytes used, the file has ${row.size}` })
+      const quotaExceeded = (q: QuotaExceeded, size: number) =>
+        tooManyRequests({ message: `Storage quota exceeded: ${q.used} of ${q.quota} bytes used, the file has ${size}` })
+      const insertOne = (file: NewFile) =>
+        repo.insert(file, quota).pipe(
+          Effect.catchTag("QuotaExceeded", (q: QuotaExceeded) => Effect.fail(quotaExceeded(q, file.size))),
+          Effect.catchTag("SqlError", (e) => Effect.die(e))
+        )
+      // Uploads whose bytes are stored while a metadata commit runs share the next one (as records' creates do):
+      // one transaction, so one WAL flush on PGlite, for the batch. A batch that fails as a whole is retried one by
+      // one, so a file that cannot be inserted fails alone.
+      const inserts = yield* GroupCommit.make({
+        maxBatch: 64,
+        concurrency: (yield* SqlClient.SqlClient).driver === "pglite" ? 1 : 2,
+        run: (files: ReadonlyArray<NewFile>) =>
+          repo.insertMany(files, quota).pipe(
+            Effect.map((outcomes) =>
+              outcomes.map(
+                (o, i): Exit.Exit<FileRow, TooManyRequests | ServiceUnavailable> =>
+                  o instanceof QuotaExceeded ? Exit.fail(quotaExceeded(o, files[i]!.size)) : Exit.succeed(o)
               )
             ),
-            Effect.catchTag("SqlError", (e) => Effect.die(e))
-          )
-        })
+            Effect.catchCause(() => Effect.forEach(files, (file) => Effect.exit(insertOne(file))))
+          ),
+        onShutdown: () => serviceUnavailable({ message: "The node is shutting down; retry the upload", code: "UNAVAILABLE" })
+      })
+
+      // Once queued, the row may commit whatever the caller does: the wait is not interruptible, and `committed`
+      // tells the caller's clean-up that the bytes are now the row's (a client gone meanwhile must not remove them).
+      const commit = (row: Omit<NewFile, "contentType">, clientType: string | undefined, head: Uint8Array, state: { committed: boolean }) =>
+        Effect.flatMap(typeOf(clientType, head), (contentType) =>
+          Effect.uninterruptible(Effect.tap(inserts.submit({ ...row, contentType }), () => Effect.sync(() => (state.committed = true))))
+        )
+      /** Removes the bytes of an upload that failed, unless its row committed. */
+      const cleanUp =
+        (id: string, state: { committed: boolean }) =>
+        <A, E>(exit: Exit.Exit<A, E>) =>
+          exit._tag === "Failure" && !state.committed ? Effect.ignore(store.delete(id)) : Effect.void
 
       const quotaFull = (workspace: string) =>
         Effect.gen(function* () {
@@ -200,7 +226,13 @@ export class StorageService extends Context.Service<
             return yield* tooManyRequests({ message: `Storage quota exceeded: ${used.bytes} of ${quota} bytes used` })
         })
 
-      const upload = (id: string, workspace: string, principal: Principal, request: HttpServerRequest.HttpServerRequest) =>
+      const upload = (
+        id: string,
+        workspace: string,
+        principal: Principal,
+        request: HttpServerRequest.HttpServerRequest,
+        state: { committed: boolean }
+      ) =>
         Effect.gen(function* () {
           const type = request.headers["content-type"] ?? ""
           if (!/^multipart\/form-data\s*;/i.test(type) || !/boundary=/i.test(type)) {
@@ -265,7 +297,8 @@ export class StorageService extends Context.Service<
               createdBy: principal.id
             },
             stored.contentType,
-            stored.head
+            stored.head,
+            state
           )
           return toFile(row)
         })
@@ -282,9 +315,8 @@ export class StorageService extends Context.Service<
             const id = Crypto.randomUUID()
             // any failure after the bytes were stored (bad field, second file, quota, client gone) removes them:
             // the metadata row never committed
-            return upload(id, workspace, principal, request).pipe(
-              Effect.onExit((exit) => (exit._tag === "Failure" ? Effect.ignore(store.delete(id)) : Effect.void))
-            )
+            const state = { committed: false }
+            return upload(id, workspace, principal, request, state).pipe(Effect.onExit(cleanUp(id, state)))
           }),
         list: (workspace, q) =>
           Effect.gen(function* () {
@@ -381,6 +413,7 @@ export class StorageService extends Context.Service<
             if (badName !== undefined) return yield* invalid("name", badName)
             yield* quotaFull(workspace)
             const id = Crypto.randomUUID()
+            const state = { committed: false }
             const bytes = input.bytes
             const source = (async function* () {
               yield bytes
@@ -406,8 +439,9 @@ export class StorageService extends Context.Service<
                 createdBy: principal.id
               },
               input.contentType,
-              result.head
-            ).pipe(Effect.onError(() => Effect.ignore(store.delete(id))))
+              result.head,
+              state
+            ).pipe(Effect.onExit(cleanUp(id, state)))
             return toFile(row)
           })
       })
