@@ -74,7 +74,12 @@ describe("relevance (golden fixtures)", () => {
     // typo candidates come from the lexicon, which the outbox relay fills after the writes (search/Lexicon.ts)
     // (each record's words arrive together, but records may arrive in different drains: wait for one typo per record)
     const near = async (q: string, count: number) => ((await ids({ q, structures: s.recordSlug })).length === count ? true : undefined)
-    for (const [q, count] of [["datbase", 3], ["postgrsqll", 1], ["tomatos", 1], ["bokks", 1]] as const) {
+    for (const [q, count] of [
+      ["datbase", 3],
+      ["postgrsqll", 1],
+      ["tomatos", 1],
+      ["bokks", 1]
+    ] as const) {
       await eventually(() => near(q, count), 30_000)
     }
   }, 120_000)
