@@ -222,55 +222,62 @@ export class NotificationRepo extends Context.Service<
           return { rows: rows.map((r) => decodeMessageRow(r)), total: Number(total[0]?.n ?? 0) }
         })
 
-      const claimFrom = (r: ClaimRequest, cursor: string, n: number) => {
+      // One statement visits the workspaces after the cursor, then (wrapping round) those up to it: the same order
+      // as a claim from the cursor followed by one from the start, in one round trip. A single workspace with a
+      // backlog (the cursor on it, one slot freed at a time) took two statements per claim the other way.
+      const claim = (r: ClaimRequest) => {
+        if (r.n <= 0) return Effect.succeed([] as ReadonlyArray<MessageRow>)
         const busy = JSON.stringify(Object.fromEntries(r.busy))
         // at most this many workspaces looked at per claim (each costs one index probe)
-        const maxWorkspaces = Math.max(16, n * 2)
-        return sql`WITH RECURSIVE ws (workspace, k) AS (
-            (SELECT workspace, 1 FROM notification_messages WHERE status = 'queued' AND workspace > ${cursor}
+        const maxWorkspaces = Math.max(16, r.n * 2)
+        return sql`WITH RECURSIVE after_cursor (workspace, k) AS (
+            (SELECT workspace, 1 FROM notification_messages WHERE status = 'queued' AND workspace > ${r.cursor}
               ORDER BY workspace LIMIT 1)
             UNION ALL
-            SELECT (SELECT m.workspace FROM notification_messages m WHERE m.status = 'queued' AND m.workspace > ws.workspace
-              ORDER BY m.workspace LIMIT 1), ws.k + 1
-            FROM ws WHERE ws.workspace IS NOT NULL AND ws.k < ${maxWorkspaces}
+            SELECT (SELECT m.workspace FROM notification_messages m WHERE m.status = 'queued' AND m.workspace > a.workspace
+              ORDER BY m.workspace LIMIT 1), a.k + 1
+            FROM after_cursor a WHERE a.workspace IS NOT NULL AND a.k < ${maxWorkspaces}
+          ),
+          up_to_cursor (workspace, k) AS (
+            (SELECT workspace, 1 FROM notification_messages WHERE status = 'queued' AND workspace <= ${r.cursor}
+              ORDER BY workspace LIMIT 1)
+            UNION ALL
+            SELECT (SELECT m.workspace FROM notification_messages m WHERE m.status = 'queued' AND m.workspace > u.workspace
+              AND m.workspace <= ${r.cursor} ORDER BY m.workspace LIMIT 1), u.k + 1
+            FROM up_to_cursor u WHERE u.workspace IS NOT NULL AND u.k < ${maxWorkspaces}
+          ),
+          ws AS (
+            SELECT workspace, pass FROM (
+              SELECT workspace, 0 AS pass FROM after_cursor WHERE workspace IS NOT NULL
+              UNION ALL
+              SELECT workspace, 1 AS pass FROM up_to_cursor WHERE workspace IS NOT NULL
+            ) both_passes
+            ORDER BY pass, workspace LIMIT ${maxWorkspaces}
           ),
           held AS (SELECT key AS workspace, value::int AS busy FROM jsonb_each_text(${busy}::jsonb)),
           cand AS (
-            SELECT c.id, c.workspace, c.next_attempt_at FROM ws CROSS JOIN LATERAL (
+            SELECT c.id, c.workspace, c.next_attempt_at, ws.pass FROM ws CROSS JOIN LATERAL (
               SELECT m.id, m.workspace, m.next_attempt_at FROM notification_messages m
               WHERE m.workspace = ws.workspace AND m.status = 'queued' AND m.next_attempt_at <= now()
               ORDER BY m.next_attempt_at LIMIT ${r.cap}
               FOR UPDATE SKIP LOCKED
             ) c
-            WHERE ws.workspace IS NOT NULL
           ),
           picked AS (
             SELECT id FROM (
-              SELECT cand.id, cand.workspace, COALESCE(held.busy, 0) AS busy,
+              SELECT cand.id, cand.workspace, cand.pass, COALESCE(held.busy, 0) AS busy,
                 row_number() OVER (PARTITION BY cand.workspace ORDER BY cand.next_attempt_at) AS rn
               FROM cand LEFT JOIN held ON held.workspace = cand.workspace
             ) ranked
             WHERE ranked.rn + ranked.busy <= ${r.cap}
-            ORDER BY ranked.rn, ranked.workspace
-            LIMIT ${n}
+            ORDER BY ranked.rn, ranked.pass, ranked.workspace
+            LIMIT ${r.n}
           )
           UPDATE notification_messages m SET status = 'sending', lease_owner = ${r.owner},
             lease_expires_at = now() + make_interval(secs => ${r.leaseMs / 1000})
           FROM picked WHERE m.id = picked.id
-          RETURNING m.*`.pipe(Effect.map((rows) => rows.map((r) => decodeMessageRow(r))))
+          RETURNING m.*`.pipe(Effect.map((rows) => rows.map((row) => decodeMessageRow(row))))
       }
-
-      /** From the cursor to the last workspace, then (for what is left) from the first. */
-      const claim = (r: ClaimRequest) =>
-        Effect.gen(function* () {
-          if (r.n <= 0) return []
-          const first = yield* claimFrom(r, r.cursor, r.n)
-          if (first.length >= r.n || r.cursor === "") return first
-          const busy = new Map(r.busy)
-          for (const m of first) busy.set(m.workspace, (busy.get(m.workspace) ?? 0) + 1)
-          const rest = yield* claimFrom({ ...r, busy }, "", r.n - first.length)
-          return [...first, ...rest]
-        })
 
       const idIn = (ids: ReadonlyArray<string>) =>
         sql`id IN (SELECT value::uuid FROM jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))`

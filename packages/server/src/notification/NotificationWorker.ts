@@ -30,6 +30,8 @@ export class NotificationWorker extends Context.Service<
   {
     /** Messages this node holds now (claimed, not yet recorded). */
     readonly inHand: Effect.Effect<number>
+    /** Slots taken now, and the most ever taken at once, in all and of one workspace (never above the caps). */
+    readonly slots: Effect.Effect<{ readonly held: number; readonly peak: number; readonly peakOfWorkspace: number }>
     /**
      * Takes a slot for a message this node is about to store, when it has one free (and the workspace is under its
      * cap): the message is then stored already leased by this node and sent here at once, with no claim.
@@ -57,6 +59,10 @@ export class NotificationWorker extends Context.Service<
       /** id -> workspace of every message in hand */
       const held = new Map<string, string>()
       const busy = new Map<string, number>()
+      const peak = { held: 0, workspace: 0 }
+      // the claim in flight: the slots it may fill, and the busy counts it was given. A send reserved meanwhile
+      // takes only what the claim cannot, or held would pass the caps when the claim returns.
+      let claiming: { readonly n: number; readonly busy: ReadonlyMap<string, number> } | undefined
       let cursor = ""
       const signal = yield* Queue.sliding<void>(1)
       const poke = () => void Queue.offerUnsafe(signal, undefined)
@@ -150,7 +156,10 @@ export class NotificationWorker extends Context.Service<
 
       const take = (id: string, workspace: string) => {
         held.set(id, workspace)
-        busy.set(workspace, (busy.get(workspace) ?? 0) + 1)
+        const n = (busy.get(workspace) ?? 0) + 1
+        busy.set(workspace, n)
+        peak.held = Math.max(peak.held, held.size)
+        peak.workspace = Math.max(peak.workspace, n)
       }
       const give = (id: string, workspace: string) => {
         if (!held.delete(id)) return
@@ -161,7 +170,9 @@ export class NotificationWorker extends Context.Service<
       }
       const release = (row: MessageRow) => Effect.sync(() => give(row.id, row.workspace))
       const reserve = (id: string, workspace: string) => {
-        if (held.size >= concurrency || (busy.get(workspace) ?? 0) >= workspaceConcurrency) return false
+        const claimable = claiming === undefined ? 0 : Math.min(claiming.n, workspaceConcurrency - (claiming.busy.get(workspace) ?? 0))
+        if (held.size + (claiming?.n ?? 0) >= concurrency) return false
+        if ((busy.get(workspace) ?? 0) + Math.max(0, claimable) >= workspaceConcurrency) return false
         take(id, workspace)
         return true
       }
@@ -185,17 +196,19 @@ export class NotificationWorker extends Context.Service<
         const free = concurrency - held.size
         if (free <= 0 || !maybeDue) return false
         const seen = notices
-        const claimed = yield* repo.claim({ owner, cursor, busy, cap: workspaceConcurrency, n: free, leaseMs })
+        claiming = { n: free, busy: new Map(busy) }
+        const claimed = yield* repo.claim({ owner, cursor, busy: claiming.busy, cap: workspaceConcurrency, n: free, leaseMs })
         for (const row of claimed) {
           take(row.id, row.workspace)
           yield* start(row)
         }
+        claiming = undefined
         // go on after the last workspace served, so the next claim starts with the others
         const served = [...new Set(claimed.map((r) => r.workspace))].sort()
         cursor = claimed.length === free && served.length === claimed.length ? served[served.length - 1]! : ""
         if (claimed.length < free && notices === seen) maybeDue = false
         return claimed.length === free
-      })
+      }).pipe(Effect.ensuring(Effect.sync(() => (claiming = undefined))))
 
       const loop = Effect.gen(function* () {
         const more = yield* claimAndSend.pipe(
@@ -233,6 +246,7 @@ export class NotificationWorker extends Context.Service<
 
       return NotificationWorker.of({
         inHand: Effect.sync(() => held.size + recording.size),
+        slots: Effect.sync(() => ({ held: held.size, peak: peak.held, peakOfWorkspace: peak.workspace })),
         reserve,
         unreserve: give,
         begin: (row) => Effect.asVoid(start(row)),
