@@ -129,8 +129,11 @@ export const makeRelayStepWith = (backlog: RelayBacklog) =>
       Effect.gen(function* () {
         // Serialises relays if two ever overlap (a singleton hand-over): seq stays in commit order.
         if (sql.driver !== "pglite") yield* sql`SELECT pg_advisory_xact_lock(${RELAY_LOCK})`
+        // whether the event's workspace has an active webhook, in the same statement: most steps need no webhook
+        // lookup, and on PGlite each statement is a round trip while the step holds the database
         const rows = yield* sql`SELECT id, workspace, type, structure_id, record_slug, record_id, created_at,
-        extract(epoch FROM now() - created_at)::float8 AS waited
+        extract(epoch FROM now() - created_at)::float8 AS waited,
+        EXISTS (SELECT 1 FROM webhooks w WHERE w.workspace = events.workspace AND w.enabled AND w.status = 'active') AS hooked
       FROM events WHERE processed_at IS NULL ORDER BY id LIMIT ${limit}`
         if (rows.length === 0) return { count: 0, full: false, webhookIds: new Set<string>() }
         // the age by the database's clock, placed on the node's (the two may disagree)
@@ -139,7 +142,7 @@ export const makeRelayStepWith = (backlog: RelayBacklog) =>
         const events = rows.map(toEventHead)
 
         // Payloads only for the events something reads them for: webhooks of their workspace, or a consumer
-        const hooks = yield* repo.activeIn([...new Set(events.map((e) => e.workspace))])
+        const hooks = yield* repo.activeIn([...new Set(rows.filter((r: any) => r.hooked === true).map((r: any) => String(r.workspace)))])
         const hooked = new Set(hooks.map((h) => h.workspace))
         const selected: Array<ReadonlyArray<EventHead>> = []
         for (const consumer of consumers) {
