@@ -5552,6 +5552,15 @@ export interface operations {
                     "application/json": components["schemas"]["TooManyRequestsEncoded"];
                 };
             };
+            /** @description ServiceUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailableEncoded"];
+                };
+            };
         };
     };
     "storage.usage": {
