@@ -1,10 +1,10 @@
-// LISTEN on a PostgreSQL channel from either backend: sql-pg's listener (one reserved connection, re-established
-// when it drops) or PGlite's in-process listener (registered while holding the client's single connection, so it
-// never lands inside someone else's transaction). Notifications are wake-up hints: callers also poll.
+// LISTEN on a PostgreSQL channel: sql-pg's listener (one reserved connection, re-established when it drops). On
+// PGlite, whose listeners are all in this process, an in-process listener the wake-ups of Wake.ts call directly.
+// Notifications are wake-up hints: callers also poll.
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Option, Schedule, type Scope, Stream } from "effect"
 import { SqlClient } from "effect/sql"
-import { Pglite } from "../platform/PgliteClient.ts"
+import { listenLocally } from "./Wake.ts"
 
 /** Calls `onNotify(payload)` for every NOTIFY on `channel` until the scope closes. */
 export const listen = (
@@ -13,25 +13,12 @@ export const listen = (
 ): Effect.Effect<void, never, Scope.Scope | SqlClient.SqlClient> =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const pglite = yield* Effect.serviceOption(Pglite)
-    if (sql.driver === "pglite" && Option.isSome(pglite)) {
-      const db = pglite.value
-      const unlisten = yield* Effect.acquireRelease(
-        Effect.scoped(
-          Effect.andThen(
-            sql.reserve,
-            Effect.promise(() => db.listen(channel, onNotify))
-          )
-        ),
-        (stop) =>
-          Effect.scoped(
-            Effect.andThen(
-              sql.reserve,
-              Effect.promise(() => stop())
-            )
-          ).pipe(Effect.ignore)
-      ).pipe(Effect.orDie)
-      return void unlisten
+    if (sql.driver === "pglite") {
+      yield* Effect.acquireRelease(
+        Effect.sync(() => listenLocally(channel, onNotify)),
+        (stop) => Effect.sync(stop)
+      )
+      return
     }
     const pg = yield* Effect.serviceOption(PgClient.PgClient)
     if (Option.isNone(pg)) return

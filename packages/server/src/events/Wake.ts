@@ -4,8 +4,25 @@
 // node sends at most one NOTIFY per channel at a time: pokes that arrive while one is in flight are folded into one
 // more, sent once it returns, so every commit is followed by a NOTIFY issued after it. Listeners also poll, so a
 // wake-up lost with a crash between commit and send only delays.
+// On PGlite every listener is in this process: a wake-up calls them directly (Listen.ts registers them here), where
+// a NOTIFY would be a statement on the worker's one session and a message back, for nothing another process hears.
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
+
+/**
+ * In-process listeners of the embedded database, by channel, for the whole process: a wake-up is a hint, and one
+ * reaching the listeners of another embedded database in the same process (tests) only makes them look sooner.
+ */
+const local = new Map<string, Set<(payload: string) => void>>()
+
+/** Registers an in-process listener of `channel` (PGlite); answers the function that removes it. */
+export const listenLocally = (channel: string, onNotify: (payload: string) => void): (() => void) => {
+  let listeners = local.get(channel)
+  if (listeners === undefined) local.set(channel, (listeners = new Set()))
+  const mine = listeners
+  mine.add(onNotify)
+  return () => void mine.delete(onNotify)
+}
 
 interface Waker {
   poke(): void
@@ -14,6 +31,13 @@ interface Waker {
 const wakers = new WeakMap<SqlClient.SqlClient, Map<string, Waker>>()
 
 const makeWaker = (sql: SqlClient.SqlClient, channel: string): Waker => {
+  if (sql.driver === "pglite") {
+    return {
+      poke: () => {
+        for (const onNotify of local.get(channel) ?? []) onNotify("")
+      }
+    }
+  }
   let inFlight = false
   let again = false
   const send = (): void => {
