@@ -4,6 +4,7 @@
 // DATABASE_URL) PostgreSQL.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Client, client, createServiceAccountClient, createStructure, expectStatus, slug } from "./support/records.ts"
+import { answeredByLane } from "./support/lanes.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 
 const METRICS_TOKEN = "scrape-secret"
@@ -21,18 +22,8 @@ afterAll(async () => {
   await server?.close()
 })
 
-/** Searches answered so far by each lane (GET /metrics: troupe_http_requests_total of the search route). */
-const answeredBy = async () => {
-  const res = await server.request("GET", "/metrics", { token: METRICS_TOKEN })
-  expect(res.status).toBe(200)
-  const count = (lane: string) =>
-    (res.text as string)
-      .split("\n")
-      .filter((line) => line.startsWith("troupe_http_requests_total{") && line.includes(`route="${SEARCH_ROUTE}"`))
-      .filter((line) => line.includes(`lane="${lane}"`))
-      .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(" ") + 1)), 0)
-  return { fast: count("fast"), stack: count("stack") }
-}
+/** Searches answered so far by each lane. */
+const answeredBy = () => answeredByLane(server, METRICS_TOKEN, SEARCH_ROUTE)
 
 /** The same search through both lanes: equal status and body (but for the time taken and the request id). */
 const both = async (query: string, token: string | undefined = api.token) => {

@@ -9,6 +9,7 @@ import * as Crypto from "node:crypto"
 import * as Http from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { client, createServiceAccountClient } from "./support/records.ts"
+import { answeredByLane } from "./support/lanes.ts"
 import { startServer, type TestServer } from "./support/TestServer.ts"
 import { sleep } from "./support/wait.ts"
 
@@ -40,18 +41,8 @@ interface Answer {
   readonly body: Buffer
 }
 
-/** Downloads answered so far by each lane (GET /metrics: troupe_http_requests_total of the download route). */
-const answeredBy = async () => {
-  const res = await server.request("GET", "/metrics", { token: METRICS_TOKEN })
-  expect(res.status).toBe(200)
-  const count = (lane: string) =>
-    (res.text as string)
-      .split("\n")
-      .filter((line) => line.startsWith("troupe_http_requests_total{") && line.includes(`route="${DOWNLOAD_ROUTE}"`))
-      .filter((line) => line.includes(`lane="${lane}"`) && line.includes('method="GET"'))
-      .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(" ") + 1)), 0)
-  return { fast: count("fast"), stack: count("stack") }
-}
+/** Downloads answered so far by each lane. */
+const answeredBy = () => answeredByLane(server, METRICS_TOKEN, DOWNLOAD_ROUTE, "GET")
 
 /** A GET as sent on the wire (no decompression, every header kept), with gzip and brotli accepted. */
 const get = (path: string, headers: Record<string, string> = {}, as: string | undefined = token) =>
