@@ -82,6 +82,14 @@ export interface FastHandler {
   readonly run: (request: FastRequest) => Effect.Effect<FastAnswer | FastBytes, unknown>
 }
 
+/** An `accepts` taking requests whose query parameters are among `names` (the others are left to the stack). */
+export const onlyParameters =
+  (...names: ReadonlyArray<string>) =>
+  ({ searchParams }: Pick<FastRequest, "searchParams">): boolean => {
+    for (const key in searchParams) if (!names.includes(key)) return false
+    return true
+  }
+
 /** Fast lanes by endpoint, named `group.endpoint` as in the API definition: a handler, or one with `accepts`. */
 export type FastTable = Readonly<Record<string, FastHandler | FastHandler["run"]>>
 

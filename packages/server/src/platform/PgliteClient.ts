@@ -13,12 +13,13 @@ import { Worker } from "node:worker_threads"
 import type { Reply, Request } from "./PgliteWorker.ts"
 import { classifyPgError } from "./sqlErrors.ts"
 
-/** The embedded database, as the rest of the server sees it (events/Listen.ts listens through it). */
+/**
+ * The embedded database, as the rest of the server sees it. No LISTEN: every listener of an embedded node is in
+ * its process, and wake-ups reach them directly (events/Wake.ts).
+ */
 export interface EmbeddedDb {
   readonly query: (sql: string, params: ReadonlyArray<unknown>, arrays: boolean) => Promise<Array<any>>
   readonly exec: (sql: string) => Promise<unknown>
-  /** Calls `onNotify` for every NOTIFY on `channel`; resolves to the function that stops listening. */
-  readonly listen: (channel: string, onNotify: (payload: string) => void) => Promise<() => Promise<void>>
   readonly close: () => Promise<void>
 }
 
@@ -34,7 +35,6 @@ const openWorker = (dataDir: string): Promise<EmbeddedDb> =>
   new Promise((resolve, reject) => {
     const worker = new Worker(new URL("./PgliteWorker.ts", import.meta.url), { workerData: { dataDir } })
     const pending = new Map<number, { resolve: (value: any) => void; reject: (error: Error) => void }>()
-    const listeners = new Map<number, (payload: string) => void>()
     let next = 0
     let ready = false
     // requests made in one turn of the event loop go in one message (PgliteWorker.ts batches its replies too)
@@ -56,16 +56,6 @@ const openWorker = (dataDir: string): Promise<EmbeddedDb> =>
           return resolve({
             query: (sql, params, arrays) => call({ kind: "query", sql, params, arrays }),
             exec: (sql) => call({ kind: "exec", sql }),
-            listen: async (channel, onNotify) => {
-              // the listen request's id names the listener in the notifications that follow
-              const listener = ++next
-              listeners.set(listener, onNotify)
-              await call({ kind: "listen", channel }, listener)
-              return async () => {
-                listeners.delete(listener)
-                await call({ kind: "unlisten", listener })
-              }
-            },
             close: async () => {
               await call({ kind: "close" })
               await worker.terminate()
@@ -73,8 +63,6 @@ const openWorker = (dataDir: string): Promise<EmbeddedDb> =>
           })
         case "failed":
           return reject(rebuilt(reply.error))
-        case "notify":
-          return listeners.get(reply.listener)?.(reply.payload)
         case "done":
         case "error": {
           const waiting = pending.get(reply.id)

@@ -1,6 +1,6 @@
 // The worker thread that owns embedded PGlite (see PgliteClient.ts). PGlite's WASM PostgreSQL runs synchronously on
 // whichever thread calls it; here that is this thread, so the HTTP thread keeps serving while a statement runs.
-// Requests from the parent: query, exec, listen, unlisten, close, each answered by id; NOTIFYs are pushed as they come.
+// Requests from the parent: query, exec, close, each answered by id.
 import { parse, PGlite, protocol } from "@electric-sql/pglite"
 import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm"
 import { parentPort, workerData } from "node:worker_threads"
@@ -8,8 +8,6 @@ import { parentPort, workerData } from "node:worker_threads"
 export type Request =
   | { readonly id: number; readonly kind: "query"; readonly sql: string; readonly params: ReadonlyArray<unknown>; readonly arrays: boolean }
   | { readonly id: number; readonly kind: "exec"; readonly sql: string }
-  | { readonly id: number; readonly kind: "listen"; readonly channel: string }
-  | { readonly id: number; readonly kind: "unlisten"; readonly listener: number }
   | { readonly id: number; readonly kind: "close" }
 
 export type Reply =
@@ -17,7 +15,6 @@ export type Reply =
   | { readonly kind: "failed"; readonly error: Record<string, unknown> }
   | { readonly kind: "done"; readonly id: number; readonly value: unknown }
   | { readonly kind: "error"; readonly id: number; readonly error: Record<string, unknown> }
-  | { readonly kind: "notify"; readonly listener: number; readonly payload: string }
 
 /** The statement that opens a transaction, as effect/sql's client sends it (PgliteClient.ts sends it unawaited). */
 const BEGIN = "BEGIN"
@@ -174,7 +171,6 @@ const start = async () => {
   // blind to its values (a page's sort index traded for a scan of the structure: query/QueryPool.ts): plans stay
   // custom, as they were for PGlite's unnamed statements. Preparing still saves the parse, analysis and describes.
   await db.exec("SET plan_cache_mode = force_custom_plan")
-  const stops = new Map<number, () => Promise<void>>()
   const query = preparedStatements(db)
 
   const handle = async (m: Request): Promise<unknown> => {
@@ -183,17 +179,6 @@ const start = async () => {
         return await query(m.sql, m.params, m.arrays)
       case "exec":
         return (await db.exec(m.sql)).map((r) => ({ rows: r.rows, affectedRows: r.affectedRows }))
-      case "listen": {
-        const stop = await db.listen(m.channel, (payload) => post({ kind: "notify", listener: m.id, payload }))
-        stops.set(m.id, stop)
-        return m.id
-      }
-      case "unlisten": {
-        const stop = stops.get(m.listener)
-        stops.delete(m.listener)
-        if (stop !== undefined) await stop()
-        return undefined
-      }
       case "close":
         await db.close()
         return undefined

@@ -3,22 +3,15 @@
 // come from the endpoint. The lane takes requests whose parameters are the endpoint's own (q, structures, limit,
 // offset); one with anything else is left to the ordinary handler, which ignores what it does not know.
 import { Effect } from "effect"
-import type { FastTable } from "../platform/FastRoutes.ts"
+import { type FastTable, onlyParameters } from "../platform/FastRoutes.ts"
 import { SearchService } from "./SearchService.ts"
-
-const PARAMETERS = new Set(["q", "structures", "limit", "offset"])
-
-const onlyOwnParameters = (searchParams: Readonly<Record<string, string>>) => {
-  for (const key in searchParams) if (!PARAMETERS.has(key)) return false
-  return true
-}
 
 /** The fast lane of searches. */
 export const fastSearchRoutes: Effect.Effect<FastTable, never, SearchService> = Effect.gen(function* () {
   const service = yield* SearchService
   return {
     "search.search": {
-      accepts: ({ searchParams }) => onlyOwnParameters(searchParams),
+      accepts: onlyParameters("q", "structures", "limit", "offset"),
       run: ({ params, query }) => Effect.map(service.search(params.workspace, query), (body) => ({ status: 200, body }))
     }
   }

@@ -5,21 +5,16 @@
 // `?download=`; any other query parameter (an image variant's width, height, fit) is left to the ordinary handler,
 // as are signed URLs (GET /signed/{id}: no bearer token) and HEAD.
 import { Effect } from "effect"
-import type { FastTable } from "../platform/FastRoutes.ts"
+import { type FastTable, onlyParameters } from "../platform/FastRoutes.ts"
 import { wantsAttachment } from "./Download.ts"
 import { StorageService } from "./StorageService.ts"
-
-const onlyDownloadFlag = (searchParams: Readonly<Record<string, string>>) => {
-  for (const key in searchParams) if (key !== "download") return false
-  return true
-}
 
 /** The fast lane of file downloads. */
 export const fastStorageRoutes: Effect.Effect<FastTable, never, StorageService> = Effect.gen(function* () {
   const storage = yield* StorageService
   return {
     "storage.download": {
-      accepts: ({ searchParams }) => onlyDownloadFlag(searchParams),
+      accepts: onlyParameters("download"),
       run: ({ params, query, headers }) => storage.download(params.workspace, params.id, headers, wantsAttachment(query.download))
     }
   }
