@@ -22,6 +22,7 @@ import migration0014 from "../migrations/0014_cors.ts"
 import migration0015 from "../migrations/0015_datetime_basic.ts"
 import migration0016 from "../migrations/0016_storage_variants.ts"
 import migration0017 from "../migrations/0017_search_write_cost.ts"
+import migration0018 from "../migrations/0018_search_vector_in_statement.ts"
 import { AppConfig } from "./AppConfig.ts"
 import * as PgliteClient from "./PgliteClient.ts"
 
@@ -43,7 +44,8 @@ export const migrations = {
   "0014_cors": migration0014,
   "0015_datetime_basic": migration0015,
   "0016_storage_variants": migration0016,
-  "0017_search_write_cost": migration0017
+  "0017_search_write_cost": migration0017,
+  "0018_search_vector_in_statement": migration0018
 }
 
 const runMigrations = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
