@@ -207,6 +207,39 @@ describe("bad input", () => {
   }, 60_000)
 })
 
+describe("the fast lane", () => {
+  // POST /email and /sms take the fast lane (notification/FastSends.ts); a query string sends the same request through
+  // the Effect HTTP stack (an endpoint without query parameters is the stack's then): both answer alike.
+  it("answers sends as the HTTP stack does: 202, 400 naming the field, the replay header, a bad Idempotency-Key", async () => {
+    const ws = await workspace("lane")
+    for (const via of ["", "?via=stack"]) {
+      const sent = await ws.call("POST", `/email${via}`, { to: "a@example.com", subject: "Hi", text: "hello" })
+      expect(sent.status).toBe(202)
+      expect(Object.keys(sent.body).sort()).toEqual(["id", "status"])
+      expect(sent.body.status).toBe("queued")
+      expect(sent.headers.get("content-type")).toContain("application/json")
+      const sms = await ws.call("POST", `/sms${via}`, { to: "+15005550006", text: "hello" })
+      expect(sms.status).toBe(202)
+      const bad = await ws.call("POST", `/email${via}`, { to: "not-an-address", text: "x" })
+      expect(bad.status).toBe(400)
+      expect(bad.body.details.map((d: { field: string }) => d.field)).toEqual(["to"])
+      const undecodable = await ws.call("POST", `/email${via}`, { to: 42 })
+      expect(undecodable.status).toBe(400)
+      expect(undecodable.body.code).toBe("VALIDATION_ERROR")
+      const key = { "idempotency-key": `lane${via}` }
+      const first = await ws.call("POST", `/email${via}`, { to: "a@example.com", text: "once" }, key)
+      const again = await ws.call("POST", `/email${via}`, { to: "a@example.com", text: "once" }, key)
+      expect([first.status, again.status]).toEqual([202, 202])
+      expect(again.body.id).toBe(first.body.id)
+      expect(first.headers.get("idempotent-replayed")).toBeNull()
+      expect(again.headers.get("idempotent-replayed")).toBe("true")
+      const long = await ws.call("POST", `/email${via}`, { to: "a@example.com", text: "x" }, { "idempotency-key": "k".repeat(256) })
+      expect(long.status).toBe(400)
+      expect(long.text).toContain("Idempotency-Key must be 1 to 255 characters")
+    }
+  }, 60_000)
+})
+
 describe("permissions and limits", () => {
   it("lets viewers read, developers send, admins configure; service accounts as granted", async () => {
     const owner = await server.adminToken()

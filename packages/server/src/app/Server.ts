@@ -32,6 +32,7 @@ import { QueryIndexesLayer } from "../query/QueryIndexes.ts"
 import { QueryPool } from "../query/QueryPool.ts"
 import { fastQueryRoutes } from "../query/FastQuery.ts"
 import { fastRunRoutes } from "../compute/FastRuns.ts"
+import { fastSendRoutes } from "../notification/FastSends.ts"
 import { fastSearchRoutes } from "../search/FastSearch.ts"
 import { fastStorageRoutes } from "../storage/FastDownload.ts"
 import { QueryService } from "../query/QueryService.ts"
@@ -180,7 +181,7 @@ const HttpLive = Layer.unwrap(
     Layer.effect(
       FastRoutes,
       Effect.map(
-        Effect.all([fastReadRoutes, fastWriteRoutes, fastQueryRoutes, fastRunRoutes, fastStorageRoutes, fastSearchRoutes]),
+        Effect.all([fastReadRoutes, fastWriteRoutes, fastQueryRoutes, fastRunRoutes, fastStorageRoutes, fastSearchRoutes, fastSendRoutes]),
         (tables) => Object.assign({}, ...tables)
       )
     )

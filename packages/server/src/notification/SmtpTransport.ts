@@ -3,6 +3,10 @@
 // (connect, greeting, each command) gives up after TROUPE_NOTIFY_TIMEOUT_SECONDS. A workspace's own server is held
 // to the webhook rule in production: its host is resolved first and a private or loopback address refused, and the
 // socket goes to the address that was checked (no second lookup to rebind).
+// The socket is ours either way (nodemailer's `getSocket`) so that its writes are coalesced: nodemailer writes a
+// message as its envelope, then each chunk of the MIME stream and the final dot, one send() each; corked until the
+// event loop turns, the chunks written meanwhile leave as one writev (strace of a pooled loop and its sink: 9 write
+// system calls per message became 6, the server's replies included). See docs/benchmarks.md, fourth session.
 import { Effect, Result } from "effect"
 import * as Dns from "node:dns"
 import * as Net from "node:net"
@@ -50,6 +54,49 @@ const queueId = (response: unknown): string | null => {
   return (id ?? response).slice(0, 300)
 }
 
+/** Holds a socket's writes until the event loop turns, then sends them together (one writev). */
+const coalescingWrites = (socket: Net.Socket): Net.Socket => {
+  const write = socket.write
+  let corked = false
+  const flush = () => {
+    corked = false
+    socket.uncork()
+  }
+  socket.write = function (this: Net.Socket, ...args: Parameters<Net.Socket["write"]>) {
+    if (!corked) {
+      corked = true
+      socket.cork()
+      setImmediate(flush)
+    }
+    return write.apply(this, args)
+  } as Net.Socket["write"]
+  return socket
+}
+
+/** Connects to `address` (the host or a checked address of it) and hands nodemailer the socket, writes coalesced. */
+const connect = (host: string, address: string, port: number, timeoutMs: number, callback: Parameters<SMTPTransportGetSocket>[1]) => {
+  const socket = Net.connect({ host: address, port, timeout: timeoutMs })
+  const fail = (e: Error) => callback(Object.assign(e, { code: "ECONNECTION" }))
+  socket.once("error", fail)
+  socket.once("timeout", () => {
+    socket.destroy()
+    fail(new Error(`connection to ${host} timed out`))
+  })
+  socket.once("connect", () => {
+    socket.off("error", fail)
+    socket.setTimeout(0)
+    callback(null, { connection: coalescingWrites(socket) })
+  })
+}
+
+/** Connects to the server as configured (the node's own, or a workspace's outside production). */
+const plainSocket =
+  (timeoutMs: number): SMTPTransportGetSocket =>
+  (options, callback) => {
+    const host = options.host ?? "localhost"
+    connect(host, host, Number(options.port ?? 587), timeoutMs, callback)
+  }
+
 /** Connects to a checked public address of `host` (production guard of workspace-configured servers). */
 const guardedSocket =
   (timeoutMs: number): SMTPTransportGetSocket =>
@@ -65,18 +112,7 @@ const guardedSocket =
           })
         )
       }
-      const socket = Net.connect({ host: addresses[0]!.address, port: Number(options.port ?? 587), timeout: timeoutMs })
-      const fail = (e: Error) => callback(Object.assign(e, { code: "ECONNECTION" }))
-      socket.once("error", fail)
-      socket.once("timeout", () => {
-        socket.destroy()
-        fail(new Error(`connection to ${host} timed out`))
-      })
-      socket.once("connect", () => {
-        socket.off("error", fail)
-        socket.setTimeout(0)
-        callback(null, { connection: socket })
-      })
+      connect(host, addresses[0]!.address, Number(options.port ?? 587), timeoutMs, callback)
     })
   }
 
@@ -105,7 +141,7 @@ export const makeSmtpTransport = (config: SmtpTransportConfig): MailTransport =>
     greetingTimeout: config.timeoutMs,
     socketTimeout: config.timeoutMs,
     dnsTimeout: config.timeoutMs,
-    ...(config.guarded ? { getSocket: guardedSocket(config.timeoutMs) } : {})
+    getSocket: (config.guarded ? guardedSocket : plainSocket)(config.timeoutMs)
   })
 
   const send = (message: Outgoing): Effect.Effect<Delivered, SendFailure> => {

@@ -1,21 +1,22 @@
 // Handlers of the notification group: the caller from CurrentPrincipal, then one service call each. A send answers
-// 202 itself so that a replayed Idempotency-Key can say so (`idempotent-replayed: true`, as record upserts do).
+// 202 itself so that a replayed Idempotency-Key can say so (`idempotent-replayed: true`, as record upserts do); sends
+// usually take the fast lane (FastSends.ts), which answers the same.
 import { Api } from "@troupe/api/Api"
 import { CurrentPrincipal, type Principal } from "@troupe/api/Authorization"
 import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import { acceptedAnswer } from "./FastSends.ts"
 import { type AcceptedSend, NotificationService } from "./NotificationService.ts"
 import { SettingsService } from "./SettingsService.ts"
 import { TemplateService } from "./TemplateService.ts"
 
 const as = <A, E, R>(f: (p: Principal) => Effect.Effect<A, E, R>) => Effect.flatMap(Effect.service(CurrentPrincipal), f)
 
-const accepted = (a: AcceptedSend) =>
-  HttpServerResponse.jsonUnsafe(
-    { id: a.id, status: a.status },
-    { status: 202, headers: a.replayed ? { "idempotent-replayed": "true" } : {} }
-  )
+const accepted = (a: AcceptedSend) => {
+  const { status, body, headers } = acceptedAnswer(a)
+  return HttpServerResponse.jsonUnsafe(body, { status, headers: headers ?? {} })
+}
 
 export const NotificationHandlers = HttpApiBuilder.group(
   Api,

@@ -11,12 +11,12 @@
 //
 // `fastServer` is the node's `http.Server`: a request the lane takes (a bearer credential; the endpoint's method and
 // path; no query string for an endpoint without query parameters, and single-valued parameters for one with them;
-// parameters its schemas decode and its handler `accepts`; a JSON body of declared length within the body limit for
-// an endpoint with a payload, no body otherwise) is answered on the node's runtime, in the order HttpApi runs an
-// endpoint: authentication (and the rate class's count), then the payload's decoding, then the handler. Every other
-// request is emitted as usual to the Effect HTTP stack (HttpEdge), which answers it exactly as before. Answers,
-// failures, request ids, log lines (at TROUPE_LOG_LEVEL), request metrics and the server span (named after the
-// endpoint's route pattern) are those of the edge (EdgeWriter, EdgeInput, HttpEdge's input guards).
+// parameters and declared headers its schemas decode and its handler `accepts`; a JSON body of declared length
+// within the body limit for an endpoint with a payload, no body otherwise) is answered on the node's runtime, in the
+// order HttpApi runs an endpoint: authentication (and the rate class's count), then the payload's decoding, then the
+// handler. Every other request is emitted as usual to the Effect HTTP stack (HttpEdge), which answers it exactly as
+// before. Answers, failures, request ids, log lines (at TROUPE_LOG_LEVEL), request metrics and the server span (named
+// after the endpoint's route pattern) are those of the edge (EdgeWriter, EdgeInput, HttpEdge's input guards).
 import {
   Authorization,
   type Permission,
@@ -187,6 +187,9 @@ export const fastLane = (api: unknown, table: FastTable, authenticateToken: Fast
         const decodeQuery = decoderOf(
           endpoint.query === undefined ? undefined : Schema.toCodecArrayFromSingle(endpoint.query as Schema.Codec<any, any>)
         )
+        // declared headers (Idempotency-Key) are only checked: a request whose headers the schema refuses is the
+        // stack's, which answers it as before; the handler reads them from `headers`
+        const decodeHeaders = decoderOf(endpoint.headers)
         const json = endpoint.payload.get("application/json")
         const payloadTypes = new Set<string>()
         for (const [type, { encoding }] of endpoint.payload) {
@@ -214,6 +217,7 @@ export const fastLane = (api: unknown, table: FastTable, authenticateToken: Fast
             if (params === undefined) return undefined
             const query = decodeQuery === undefined ? empty : decodeQuery(searchParams)
             if (query === undefined) return undefined
+            if (decodeHeaders !== undefined && decodeHeaders(headers) === undefined) return undefined
             if (accepts !== undefined && !accepts({ params, query, searchParams })) return undefined
             const principal = authenticate(token, raw.workspace)
             return (body) =>
