@@ -1,13 +1,14 @@
 // Runs user functions in isolated-vm. Each node keeps a pool of isolates keyed by workspace: an isolate serves one
 // run at a time (the watchdog disposes the whole isolate, which must kill only that run) and is reused only within
-// its workspace, with a fresh context per run. The bootstrap script and compiled user scripts are cached per
-// isolate, and the next run's context is made and bootstrapped as soon as an isolate comes back to the pool, on the
-// isolate's own thread (isolated-vm's async calls): a warm run finds it ready (a new context alone was ~0.5 ms of the
-// node's thread per run when it was made synchronously).
+// its workspace. A completed run leaves its context warm for the next run of the same function version
+// (SandboxJob.contextKey): a new context with its bootstrap and the user's top-level code were ~1 ms of the
+// isolate's thread per run, a warm run ~0.2 ms. Otherwise a run gets a fresh context, made and bootstrapped as soon
+// as the isolate came back to the pool, on the isolate's own thread (isolated-vm's async calls). The bootstrap
+// script and compiled user scripts are cached per isolate.
 // Every isolate call that answers costs the node's thread a promise, a wake-up and a callback (40-100 us under
-// load), so a run makes three: init is an ignored call (nothing to wait for; the script is queued right behind it on
-// the isolate), the user's script starts the run from its own last statement and completes with the run's result,
-// and the heap statistics. User code only ever runs in async calls: the node's thread never waits for it.
+// load), so a run in a fresh context makes three: init is an ignored call (nothing to wait for; the script is queued
+// right behind it on the isolate), the user's script starts the run from its own last statement and completes with
+// the run's result, and the heap statistics. A warm run makes two: init with the run's start, the heap statistics. User code only ever runs in async calls: the node's thread never waits for it.
 // The isolate side lives in SandboxBootstrap.ts; the promise-based driver below is a thin adapter over isolated-vm's
 // promise API, wrapped into an Effect (semaphore, interruption) only at the service boundary.
 // Size: over 500 lines, kept whole: the pool, the per-run driver and its watchdog share the isolate slots and their
