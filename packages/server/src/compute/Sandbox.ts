@@ -8,7 +8,8 @@
 // Every isolate call that answers costs the node's thread a promise, a wake-up and a callback (40-100 us under
 // load), so a run in a fresh context makes three: init is an ignored call (nothing to wait for; the script is queued
 // right behind it on the isolate), the user's script starts the run from its own last statement and completes with
-// the run's result, and the heap statistics. A warm run makes two: init with the run's start, the heap statistics. User code only ever runs in async calls: the node's thread never waits for it.
+// the run's result, and the heap statistics. A warm run makes two: init with the run's start, the heap statistics.
+// User code only ever runs in async calls: the node's thread never waits for it.
 // The isolate side lives in SandboxBootstrap.ts; the promise-based driver below is a thin adapter over isolated-vm's
 // promise API, wrapped into an Effect (semaphore, interruption) only at the service boundary.
 // Size: over 500 lines, kept whole: the pool, the per-run driver and its watchdog share the isolate slots and their
@@ -421,13 +422,14 @@ const startRun = (pool: Pool, limits: SandboxLimits, job: SandboxJob): RunHandle
     let control: ivm.Reference | undefined
     let reusable = false
     // this version's warm context, else a fresh one (a warm context of another version is released)
-    let warm = job.contextKey !== undefined && slot.warm?.key === job.contextKey ? slot.warm : undefined
+    const warm = job.contextKey !== undefined && slot.warm?.key === job.contextKey ? slot.warm : undefined
     if (warm === undefined && slot.warm !== undefined) {
       slot.warm.control.release()
       slot.warm.context.release()
     }
     slot.warm = undefined
-    let keepWarm = false
+    /** set only when this run completed within the context's bounds: what the slot keeps warm */
+    let kept: Warm | undefined
     const deliver = (id: number, answer: BridgeAnswer) => {
       if (state.finished || isolate.isDisposed || control === undefined) return
       let json: string
@@ -510,14 +512,6 @@ const startRun = (pool: Pool, limits: SandboxLimits, job: SandboxJob): RunHandle
       slot.runs++
       reusable = slot.runs < limits.maxRunsPerIsolate && memoryUsageBytes <= limits.recycleHeapRatio * limits.memoryMb * 1024 * 1024
       const [ok, payload, rawLogs, dropped, cut] = out as [boolean, string, unknown, number, boolean]
-      // Only a completed run leaves its context warm, within its bounds of runs and heap.
-      const contextRuns = (warm?.runs ?? 0) + 1
-      keepWarm =
-        ok &&
-        reusable &&
-        job.contextKey !== undefined &&
-        contextRuns < limits.maxRunsPerContext &&
-        memoryUsageBytes <= limits.contextHeapRatio * limits.memoryMb * 1024 * 1024
       const common = {
         logs: readLogs(rawLogs),
         logsTruncated: dropped > 0 || cut,
@@ -526,11 +520,19 @@ const startRun = (pool: Pool, limits: SandboxLimits, job: SandboxJob): RunHandle
       }
       if (!ok) return outcome("failed", { ...common, error: String(payload) })
       if (Buffer.byteLength(payload) > limits.maxResultBytes) {
-        keepWarm = false
         return outcome("failed", { ...common, error: `Result exceeds the limit of ${limits.maxResultBytes} bytes` })
       }
-      if (keepWarm) warm = { context, control, key: job.contextKey!, suffixLine: suffixAt, runs: contextRuns }
-      return outcome("completed", { ...common, result: JSON.parse(payload) })
+      const result: unknown = JSON.parse(payload)
+      // Only a completed run leaves its context warm, within its bounds of runs and heap.
+      const runs = (warm?.runs ?? 0) + 1
+      if (
+        job.contextKey !== undefined &&
+        runs < limits.maxRunsPerContext &&
+        memoryUsageBytes <= limits.contextHeapRatio * limits.memoryMb * 1024 * 1024
+      ) {
+        kept = { context, control, key: job.contextKey, suffixLine: suffixAt, runs }
+      }
+      return outcome("completed", { ...common, result })
     } catch (e) {
       state.finished = true
       const message = e instanceof Error ? e.message : String(e)
@@ -550,7 +552,7 @@ const startRun = (pool: Pool, limits: SandboxLimits, job: SandboxJob): RunHandle
       return outcome("failed", { error: errorText(e), memoryUsageBytes, cpuUsageSeconds: cpu() })
     } finally {
       clearTimeout(watchdog)
-      if (keepWarm && reusable && !isolate.isDisposed) slot.warm = warm
+      if (kept !== undefined && reusable && !isolate.isDisposed) slot.warm = kept
       else if (!isolate.isDisposed) {
         control?.release()
         context?.release()
