@@ -37,7 +37,10 @@ export interface SandboxLimits {
   readonly recycleHeapRatio: number
   /** a warm context (see SandboxJob.contextKey) serves at most this many runs */
   readonly maxRunsPerContext: number
-  /** drop a warm context when the heap after a run exceeds this fraction of memoryMb */
+  /**
+   * drop a warm context when the heap after a run exceeds this fraction of memoryMb; the heap then still holds the
+   * isolate's uncollected garbage, so a bound below recycleHeapRatio drops warm contexts at random
+   */
   readonly contextHeapRatio: number
   readonly maxResultBytes: number
   readonly maxLogBytes: number
@@ -52,7 +55,7 @@ export const defaultLimits = (overrides: Partial<SandboxLimits> = {}): SandboxLi
   maxRunsPerIsolate: 500,
   recycleHeapRatio: 0.5,
   maxRunsPerContext: 100,
-  contextHeapRatio: 0.25,
+  contextHeapRatio: 0.5,
   maxResultBytes: 1024 * 1024,
   maxLogBytes: 256 * 1024,
   maxCallBytes: 10 * 1024 * 1024,

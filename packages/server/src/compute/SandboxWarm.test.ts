@@ -7,7 +7,14 @@ import { createHash } from "node:crypto"
 import { type BridgeAnswer, defaultLimits, type HostBridge, Sandbox, type SandboxJob } from "./Sandbox.ts"
 
 const MEMORY_MB = 24
-const limits = defaultLimits({ timeoutMs: 2_000, memoryMb: MEMORY_MB, concurrency: 1, nodeMemoryMb: MEMORY_MB * 4 })
+// a context bound below the isolate's own, so that dropping a context is seen apart from recycling the isolate
+const limits = defaultLimits({
+  timeoutMs: 2_000,
+  memoryMb: MEMORY_MB,
+  concurrency: 1,
+  nodeMemoryMb: MEMORY_MB * 4,
+  contextHeapRatio: 0.25
+})
 const FINISHED = "This api belongs to a run that has finished: each run gets its own api (do not keep it in globals)"
 
 /** A bridge that records the calls it gets, tagged with its run's name. */
