@@ -434,6 +434,30 @@ describe("compute functions over HTTP", () => {
     })
   })
 
+  describe("warm contexts", () => {
+    it("runs of one version share their top-level state, each with its caller's api; a new version starts afresh", async () => {
+      const code = (mark: string) => `var loads = (typeof loads === "number" ? loads : 0) + 1
+        var runs = 0
+        async function run(p) {
+          runs++
+          const by = (await api.createRecord("counters", { name: "warm-${mark}-" + p.n })).createdBy
+          return { loads, runs, by, n: executionParams.n }
+        }`
+      const created = await c.createFunction("warm-fn", code("a"))
+      const execute = async (client: typeof c, n: number) =>
+        (await client.waitRun((await client.call("POST", `/functions/${created.id}/execute`, { n })).body.jobId)).result
+      const first = await execute(c, 1)
+      const second = await execute(c, 2)
+      expect([first.loads, first.runs, first.n, second.loads, second.runs, second.n]).toEqual([1, 1, 1, 1, 2, 2])
+      const developer = await createUser(server, token, "developer")
+      const third = await execute(computeClient(server, developer.token), 3)
+      expect(third).toMatchObject({ loads: 1, runs: 3, n: 3, by: developer.userId })
+      expect(third.by).not.toBe(first.by)
+      expect((await c.call("PUT", `/compute-functions/${created.id}`, { code: code("b") })).status).toBe(200)
+      expect(await execute(c, 4)).toMatchObject({ loads: 1, runs: 1, n: 4, by: first.by })
+    })
+  })
+
   it("documents every compute route in /openapi.json", async () => {
     const spec = (await server.request("GET", "/openapi.json")).body
     for (const path of [

@@ -228,10 +228,13 @@ export class RunWorker extends Context.Service<
                 : http({ ...request, method: request.method ?? "GET" }),
             invokeTrigger: invokeTrigger(context, run)
           })
+          const codeHash = testHash ?? claimed.functionCodeHash ?? sha256(claimed.code)
           const outcome: SandboxOutcome = yield* sandbox.execute({
             workspace: run.workspace,
             code: claimed.code,
-            codeHash: testHash ?? claimed.functionCodeHash ?? sha256(claimed.code),
+            codeHash,
+            // a warm context is shared by the runs of one function version, or by test executions of the same code
+            contextKey: testHash !== undefined ? `test#${codeHash}` : `${run.functionId}@${claimed.functionVersion}#${codeHash}`,
             triggerParams: triggerParams.success ?? {},
             executionParams: input ?? {},
             bridge,

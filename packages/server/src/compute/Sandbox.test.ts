@@ -716,11 +716,11 @@ describe("Sandbox pool", () => {
       const runIn = (workspace: string) => exec("async function run() { return 1 }", { workspace })
       yield* runIn("a")
       yield* runIn("a")
-      expect(yield* sandbox.stats).toStrictEqual({ isolates: 1, busy: 0, idle: 1, created: 1, compiledScripts: 1 })
+      expect(yield* sandbox.stats).toStrictEqual({ isolates: 1, busy: 0, idle: 1, created: 1, compiledScripts: 1, warmContexts: 0 })
       yield* runIn("b")
-      expect(yield* sandbox.stats).toStrictEqual({ isolates: 2, busy: 0, idle: 2, created: 2, compiledScripts: 2 })
+      expect(yield* sandbox.stats).toStrictEqual({ isolates: 2, busy: 0, idle: 2, created: 2, compiledScripts: 2, warmContexts: 0 })
       yield* runIn("c") // at the cap of 2: evicts a's isolate
-      expect(yield* sandbox.stats).toStrictEqual({ isolates: 2, busy: 0, idle: 2, created: 3, compiledScripts: 2 })
+      expect(yield* sandbox.stats).toStrictEqual({ isolates: 2, busy: 0, idle: 2, created: 3, compiledScripts: 2, warmContexts: 0 })
       yield* runIn("b") // b's isolate survived
       expect((yield* sandbox.stats).created).toBe(3)
       yield* runIn("a") // a's was evicted
@@ -728,7 +728,7 @@ describe("Sandbox pool", () => {
     }).pipe(Effect.provide(Sandbox.layer(small)))
   )
 
-  it.live("each run of the same version gets a fresh context: nothing one run leaves is seen by the next", () =>
+  it.live("runs of the same version share a warm context: top-level code ran once, module state persists", () =>
     Effect.gen(function* () {
       const sandbox = yield* Sandbox
       const code = `var loads = (typeof loads === "number" ? loads : 0) + 1
@@ -736,14 +736,16 @@ describe("Sandbox pool", () => {
         Object.prototype.marks = (({}).marks ?? 0) + 1
         async function run() {
           globalThis.runs = (globalThis.runs ?? 0) + 1
-          Array.prototype.push = null
           return { loads, runs, marks: ({}).marks, atLoad }
         }`
-      for (let i = 0; i < 3; i++) {
-        const out = yield* exec(code)
+      for (let i = 1; i <= 3; i++) {
+        const out = yield* exec(code, { contextKey: "fn@1" })
         expect(out.status, out.error ?? "").toBe("completed")
-        expect(out.result).toStrictEqual({ loads: 1, runs: 1, marks: 1, atLoad: ["object", "u1", 0] })
+        expect(out.result).toStrictEqual({ loads: 1, runs: i, marks: 1, atLoad: ["object", "u1", 0] })
       }
+      // without a key (and so for another version) a fresh context: its top-level code runs again
+      const fresh = yield* exec(code)
+      expect(fresh.result).toStrictEqual({ loads: 1, runs: 1, marks: 1, atLoad: ["object", "u1", 0] })
       expect(yield* sandbox.stats).toMatchObject({ created: 1, compiledScripts: 1 })
     }).pipe(Effect.provide(Sandbox.layer(small)))
   )

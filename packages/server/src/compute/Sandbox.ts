@@ -1,13 +1,15 @@
 // Runs user functions in isolated-vm. Each node keeps a pool of isolates keyed by workspace: an isolate serves one
 // run at a time (the watchdog disposes the whole isolate, which must kill only that run) and is reused only within
-// its workspace, with a fresh context per run. The bootstrap script and compiled user scripts are cached per
-// isolate, and the next run's context is made and bootstrapped as soon as an isolate comes back to the pool, on the
-// isolate's own thread (isolated-vm's async calls): a warm run finds it ready (a new context alone was ~0.5 ms of the
-// node's thread per run when it was made synchronously).
+// its workspace. A completed run leaves its context warm for the next run of the same function version
+// (SandboxJob.contextKey): a new context with its bootstrap and the user's top-level code were ~1 ms of the
+// isolate's thread per run, a warm run ~0.2 ms. Otherwise a run gets a fresh context, made and bootstrapped as soon
+// as the isolate came back to the pool, on the isolate's own thread (isolated-vm's async calls). The bootstrap
+// script and compiled user scripts are cached per isolate.
 // Every isolate call that answers costs the node's thread a promise, a wake-up and a callback (40-100 us under
-// load), so a run makes three: init is an ignored call (nothing to wait for; the script is queued right behind it on
-// the isolate), the user's script starts the run from its own last statement and completes with the run's result,
-// and the heap statistics. User code only ever runs in async calls: the node's thread never waits for it.
+// load), so a run in a fresh context makes three: init is an ignored call (nothing to wait for; the script is queued
+// right behind it on the isolate), the user's script starts the run from its own last statement and completes with
+// the run's result, and the heap statistics. A warm run makes two: init with the run's start, the heap statistics.
+// User code only ever runs in async calls: the node's thread never waits for it.
 // The isolate side lives in SandboxBootstrap.ts; the promise-based driver below is a thin adapter over isolated-vm's
 // promise API, wrapped into an Effect (semaphore, interruption) only at the service boundary.
 // Size: over 500 lines, kept whole: the pool, the per-run driver and its watchdog share the isolate slots and their
@@ -33,6 +35,13 @@ export interface SandboxLimits {
   readonly maxRunsPerIsolate: number
   /** recycle when the heap after a run exceeds this fraction of memoryMb */
   readonly recycleHeapRatio: number
+  /** a warm context (see SandboxJob.contextKey) serves at most this many runs */
+  readonly maxRunsPerContext: number
+  /**
+   * drop a warm context when the heap after a run exceeds this fraction of memoryMb; the heap then still holds the
+   * isolate's uncollected garbage, so a bound below recycleHeapRatio drops warm contexts at random
+   */
+  readonly contextHeapRatio: number
   readonly maxResultBytes: number
   readonly maxLogBytes: number
   readonly maxCallBytes: number
@@ -45,6 +54,8 @@ export const defaultLimits = (overrides: Partial<SandboxLimits> = {}): SandboxLi
   nodeMemoryMb: 2048,
   maxRunsPerIsolate: 500,
   recycleHeapRatio: 0.5,
+  maxRunsPerContext: 100,
+  contextHeapRatio: 0.5,
   maxResultBytes: 1024 * 1024,
   maxLogBytes: 256 * 1024,
   maxCallBytes: 10 * 1024 * 1024,
@@ -75,6 +86,13 @@ export interface SandboxJob {
   readonly triggerParams: unknown
   readonly executionParams: unknown
   readonly bridge: HostBridge
+  /**
+   * The function version the run belongs to. Runs with the same key (within the workspace) may share a warm context:
+   * its top-level code ran once, module-level state persists, each run gets its own frozen `api` and parameters.
+   * The context is dropped after a run that did not complete, past maxRunsPerContext runs or contextHeapRatio.
+   * Without a key every run gets a fresh context.
+   */
+  readonly contextKey?: string
   readonly timeoutMs?: number
   /** started by api.invokeTrigger inside a run that already holds a slot: skips the semaphore */
   readonly nested?: boolean
@@ -114,6 +132,8 @@ export interface SandboxStats {
   readonly created: number
   /** compiled user scripts cached, over all isolates (at most SCRIPT_CACHE_SIZE each) */
   readonly compiledScripts: number
+  /** warm contexts kept for their function version's next run (at most one per isolate) */
+  readonly warmContexts: number
 }
 
 const BRIDGE_METHODS = new Set([
@@ -165,6 +185,13 @@ interface Prepared {
   readonly control: ivm.Reference
 }
 
+/** A context kept after a completed run for the next run of the same version (SandboxJob.contextKey). */
+interface Warm extends Prepared {
+  readonly key: string
+  readonly suffixLine: number
+  runs: number
+}
+
 /** A user script compiled with the suffix that starts its run (SandboxBootstrap.ts). */
 interface UserScript {
   readonly script: ivm.Script
@@ -182,6 +209,8 @@ interface Slot {
   runs: number
   /** the next run's context, being made on the isolate's thread since the isolate came back to the pool */
   next: Promise<Prepared> | undefined
+  /** the context its last run left warm, if any (then `next` is made only when a run needs a fresh one) */
+  warm: Warm | undefined
 }
 
 /** A fresh context of `slot`, bootstrapped, made on the isolate's thread (never used twice: one per run). */
@@ -246,15 +275,22 @@ const makePool = (limits: SandboxLimits) => {
       hostSync: new ivm.Callback(hostSync),
       scripts: new Map(),
       runs: 0,
-      next: undefined
+      next: undefined,
+      warm: undefined
     }
     created++
     all.add(slot)
     return slot
   }
-  const checkout = (workspace: string): Slot => {
+  const checkout = (workspace: string, key: string | undefined): Slot => {
     let mine: Slot | undefined
-    for (const [slot, ws] of idle) if (ws === workspace) mine = slot // the most recently used one
+    let warm: Slot | undefined
+    for (const [slot, ws] of idle) {
+      if (ws !== workspace) continue
+      mine = slot // the most recently used one, unless one has this version's context warm
+      if (key !== undefined && slot.warm?.key === key) warm = slot
+    }
+    if (warm !== undefined) mine = warm
     if (mine !== undefined) {
       idle.delete(mine)
       return mine
@@ -268,7 +304,7 @@ const makePool = (limits: SandboxLimits) => {
   }
   const checkin = (slot: Slot, reusable: boolean) => {
     if (reusable && !closed && !slot.isolate.isDisposed && all.size <= maxIsolates) {
-      slot.next = prepare(slot)
+      if (slot.warm === undefined) slot.next = prepare(slot)
       idle.set(slot, slot.workspace)
       return
     }
@@ -280,8 +316,12 @@ const makePool = (limits: SandboxLimits) => {
   }
   const stats = (): SandboxStats => {
     let compiledScripts = 0
-    for (const slot of all) compiledScripts += slot.scripts.size
-    return { isolates: all.size, busy: all.size - idle.size, idle: idle.size, created, compiledScripts }
+    let warmContexts = 0
+    for (const slot of all) {
+      compiledScripts += slot.scripts.size
+      if (slot.warm !== undefined) warmContexts++
+    }
+    return { isolates: all.size, busy: all.size - idle.size, idle: idle.size, created, compiledScripts, warmContexts }
   }
   return { checkout, checkin, close, stats, isClosed: () => closed }
 }
@@ -355,7 +395,7 @@ const startRun = (pool: Pool, limits: SandboxLimits, job: SandboxJob): RunHandle
   try {
     execJson = JSON.stringify(job.executionParams ?? null) ?? "null"
     trigJson = JSON.stringify(job.triggerParams ?? null) ?? "null"
-    slot = pool.checkout(job.workspace)
+    slot = pool.checkout(job.workspace, job.contextKey)
   } catch (e) {
     return refused(errorText(e))
   }
@@ -384,6 +424,15 @@ const startRun = (pool: Pool, limits: SandboxLimits, job: SandboxJob): RunHandle
     let context: ivm.Context | undefined
     let control: ivm.Reference | undefined
     let reusable = false
+    // this version's warm context, else a fresh one (a warm context of another version is released)
+    const warm = job.contextKey !== undefined && slot.warm?.key === job.contextKey ? slot.warm : undefined
+    if (warm === undefined && slot.warm !== undefined) {
+      slot.warm.control.release()
+      slot.warm.context.release()
+    }
+    slot.warm = undefined
+    /** set only when this run completed within the context's bounds: what the slot keeps warm */
+    let kept: Warm | undefined
     const deliver = (id: number, answer: BridgeAnswer) => {
       if (state.finished || isolate.isDisposed || control === undefined) return
       let json: string
@@ -424,30 +473,42 @@ const startRun = (pool: Pool, limits: SandboxLimits, job: SandboxJob): RunHandle
           (e) => fail(e instanceof Error ? e.message : String(e))
         )
     }
+    const initArgs = (op: 2 | 3, suffixAt: number) => [
+      op,
+      new ivm.Callback(hostCall, { ignored: true }),
+      slot.hostSync,
+      execJson,
+      trigJson,
+      limits.maxResultBytes,
+      limits.maxLogBytes,
+      limits.maxCallBytes,
+      suffixAt
+    ]
     try {
-      const next = slot.next ?? prepare(slot)
-      slot.next = undefined
-      const prepared = await next
-      context = prepared.context
-      control = prepared.control
-      // Beside the prepared context, three isolate calls: init (ignored: no promise, no answer to wait for, and the
-      // script is queued behind it), the script whose last statement starts the run, and the heap statistics.
-      const user = await compiled(slot, job)
-      control.applyIgnored(undefined, [
-        2,
-        new ivm.Callback(hostCall, { ignored: true }),
-        slot.hostSync,
-        execJson,
-        trigJson,
-        limits.maxResultBytes,
-        limits.maxLogBytes,
-        limits.maxCallBytes,
-        user.suffixLine
-      ])
-      let out: unknown = await user.script.run(context, { timeout: remaining(), promise: true, copy: true })
-      // The suffix did not start the run (user code replaced its binding): start it as its own call.
-      if (!Array.isArray(out)) {
-        out = await control.apply(undefined, [0], { result: { promise: true, copy: true }, timeout: remaining() })
+      let out: unknown
+      let suffixAt: number
+      if (warm !== undefined) {
+        // A warm context: two isolate calls, init with the run's start (op 3) and the heap statistics.
+        context = warm.context
+        control = warm.control
+        suffixAt = warm.suffixLine
+        out = await control.apply(undefined, initArgs(3, suffixAt), { result: { promise: true, copy: true }, timeout: remaining() })
+      } else {
+        const next = slot.next ?? prepare(slot)
+        slot.next = undefined
+        const prepared = await next
+        context = prepared.context
+        control = prepared.control
+        // Beside the prepared context, three isolate calls: init (ignored: no promise, no answer to wait for, and the
+        // script is queued behind it), the script whose last statement starts the run, and the heap statistics.
+        const user = await compiled(slot, job)
+        suffixAt = user.suffixLine
+        control.applyIgnored(undefined, initArgs(2, suffixAt))
+        out = await user.script.run(context, { timeout: remaining(), promise: true, copy: true })
+        // The suffix did not start the run (user code replaced its binding): start it as its own call.
+        if (!Array.isArray(out)) {
+          out = await control.apply(undefined, [0], { result: { promise: true, copy: true }, timeout: remaining() })
+        }
       }
       state.finished = true
       const memoryUsageBytes = await heapBytes()
@@ -464,7 +525,17 @@ const startRun = (pool: Pool, limits: SandboxLimits, job: SandboxJob): RunHandle
       if (Buffer.byteLength(payload) > limits.maxResultBytes) {
         return outcome("failed", { ...common, error: `Result exceeds the limit of ${limits.maxResultBytes} bytes` })
       }
-      return outcome("completed", { ...common, result: JSON.parse(payload) })
+      const result: unknown = JSON.parse(payload)
+      // Only a completed run leaves its context warm, within its bounds of runs and heap.
+      const runs = (warm?.runs ?? 0) + 1
+      if (
+        job.contextKey !== undefined &&
+        runs < limits.maxRunsPerContext &&
+        memoryUsageBytes <= limits.contextHeapRatio * limits.memoryMb * 1024 * 1024
+      ) {
+        kept = { context, control, key: job.contextKey, suffixLine: suffixAt, runs }
+      }
+      return outcome("completed", { ...common, result })
     } catch (e) {
       state.finished = true
       const message = e instanceof Error ? e.message : String(e)
@@ -484,7 +555,8 @@ const startRun = (pool: Pool, limits: SandboxLimits, job: SandboxJob): RunHandle
       return outcome("failed", { error: errorText(e), memoryUsageBytes, cpuUsageSeconds: cpu() })
     } finally {
       clearTimeout(watchdog)
-      if (!isolate.isDisposed) {
+      if (kept !== undefined && reusable && !isolate.isDisposed) slot.warm = kept
+      else if (!isolate.isDisposed) {
         control?.release()
         context?.release()
       }

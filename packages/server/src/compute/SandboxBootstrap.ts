@@ -1,8 +1,10 @@
 // The JavaScript that runs inside each sandbox context before the user's code. Its completion value is
 // `control(op, ...)`, the host's one handle on the context:
 // - op 2 `init(hostCall, hostSync, execJson, trigJson, maxResultBytes, maxLogBytes, maxCallBytes, suffixLine)`
-//   installs the frozen globals (`api`, `executionParams`, `triggerParams`) and arms the run's start (an ignored call:
-//   the host does not wait for it, the user's script is queued right behind it on the isolate);
+//   makes the run's frozen `api`, `executionParams` and `triggerParams` the current ones (the globals are getters
+//   over them), retires the previous run's `api`, and arms the run's start (an ignored call: the host does not wait
+//   for it, the user's script is queued right behind it on the isolate);
+// - op 3, the same arguments: the same for the next run of a warm context (its script already ran), started at once;
 // - op 0 starts `run` (once) and resolves to [ok, resultJsonOrError, logs, droppedLogs, logsCut];
 // - op 1 delivers a host answer.
 // The user's script is compiled with `userScriptSuffix()` appended, which starts the run from the script's last
@@ -161,8 +163,262 @@ const toEpoch = (date) => {
   return t
 }
 
+// Pure helpers and the host's sync calls, made once per context: they act for no principal, so every run's
+// api shares them (frozen with the first one).
+let hostSync
+const callSync = (op, arg) => {
+  const r = hostSync(op, arg)
+  if (typeof r !== "string") throw new ErrorCtor("Invalid host answer")
+  if (r[0] === "1") return parse(slice(r, 1))
+  throw new ErrorCtor(slice(r, 1))
+}
+
+// HTTP: everything goes through host method "http" with one request object.
+const normHeaders = (h) => {
+  const out = create(null)
+  if (h === undefined || h === null) return out
+  if (isArray(h)) {
+    for (let i = 0; i < h.length; i++) {
+      if (isArray(h[i]) && h[i].length >= 2) out[StringCtor(h[i][0])] = StringCtor(h[i][1])
+    }
+  } else if (typeof h === "object") {
+    const ks = keys(h)
+    for (let i = 0; i < ks.length; i++) out[ks[i]] = StringCtor(h[ks[i]])
+  }
+  return out
+}
+const hasHeader = (h, name) => {
+  const ks = keys(h)
+  for (let i = 0; i < ks.length; i++) if (toLower(ks[i]) === name) return true
+  return false
+}
+const http = async (callHost, method, url, body, options) => {
+  const headers = normHeaders(options === undefined || options === null ? undefined : options.headers)
+  const req = { method: toUpper(StringCtor(method)), url: StringCtor(url), headers }
+  if (body !== undefined && body !== null) {
+    if (typeof body === "string") req.body = body
+    else {
+      req.body = stringify(body)
+      if (!hasHeader(headers, "content-type")) headers["content-type"] = "application/json"
+    }
+  }
+  if (options !== undefined && options !== null && options.timeout !== undefined) {
+    req.timeoutMs = NumberCtor(options.timeout)
+  }
+  return callHost("http", [req])
+}
+const httpResult = (r) => {
+  let data = r.body
+  try { data = parse(r.body) } catch {}
+  const ok = r.status >= 200 && r.status < 300
+  return { status: r.status, statusText: r.statusText, ok, headers: r.headers, data }
+}
+const response = (r) => {
+  const lower = create(null)
+  const hs = r.headers !== null && typeof r.headers === "object" ? r.headers : {}
+  const ks = keys(hs)
+  for (let i = 0; i < ks.length; i++) lower[toLower(ks[i])] = StringCtor(hs[ks[i]])
+  const body = typeof r.body === "string" ? r.body : ""
+  return freeze({
+    ok: r.status >= 200 && r.status < 300,
+    status: r.status,
+    statusText: r.statusText,
+    url: r.url,
+    headers: freeze({
+      get: (name) => {
+        const v = lower[toLower(StringCtor(name))]
+        return v === undefined ? null : v
+      }
+    }),
+    text: async () => body,
+    json: async () => parse(body)
+  })
+}
+
+// formatDate
+const zoneFormats = new MapCtor()
+const wallClock = (t, zone) => {
+  if (zone === "UTC") {
+    const d = new DateCtor(t)
+    return [d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate(), d.getUTCHours(), d.getUTCMinutes(),
+      d.getUTCSeconds(), d.getUTCDay(), 0]
+  }
+  let f = mapGet(zoneFormats, zone)
+  if (f === undefined) {
+    f = new DTF("en-US", { timeZone: zone, hourCycle: "h23", year: "numeric", month: "numeric", day: "numeric",
+      hour: "numeric", minute: "numeric", second: "numeric" })
+    mapSet(zoneFormats, zone, f)
+  }
+  const parts = formatToParts(f, t)
+  const p = {}
+  for (let i = 0; i < parts.length; i++) p[parts[i].type] = NumberCtor(parts[i].value)
+  const ms = ((t % 1000) + 1000) % 1000
+  const wall = dateUTC(p.year, p.month - 1, p.day, p.hour, p.minute, p.second, ms)
+  return [p.year, p.month, p.day, p.hour, p.minute, p.second, new DateCtor(wall).getUTCDay(), (wall - t) / 60000]
+}
+const offset = (minutes, colon) => {
+  const m = abs(minutes)
+  return (minutes < 0 ? "-" : "+") + pad(floor(m / 60), 2) + (colon ? ":" : "") + pad(m % 60, 2)
+}
+const formatDate = (date, format, timeZone) => {
+  const t = toEpoch(date)
+  const zone = timeZone === undefined || timeZone === null ? "UTC" : StringCtor(timeZone)
+  if ((format === undefined || format === null) && zone === "UTC") return toISOString(new DateCtor(t))
+  const fmt = format === undefined || format === null ? "YYYY-MM-DDTHH:mm:ss.SSSZ" : StringCtor(format)
+  const w = wallClock(t, zone)
+  const ms = ((t % 1000) + 1000) % 1000
+  const h12 = w[3] % 12 === 0 ? 12 : w[3] % 12
+  return replace(fmt, TOKENS, (token, literal) => {
+    if (literal !== undefined) return literal
+    switch (token) {
+      case "YYYY": return pad(w[0], 4)
+      case "YY": return pad(w[0] % 100, 2)
+      case "MMMM": return MONTHS[w[1] - 1]
+      case "MMM": return slice(MONTHS[w[1] - 1], 0, 3)
+      case "MM": return pad(w[1], 2)
+      case "M": return StringCtor(w[1])
+      case "DD": return pad(w[2], 2)
+      case "D": return StringCtor(w[2])
+      case "dddd": return DAYS[w[6]]
+      case "ddd": return slice(DAYS[w[6]], 0, 3)
+      case "HH": return pad(w[3], 2)
+      case "H": return StringCtor(w[3])
+      case "hh": return pad(h12, 2)
+      case "h": return StringCtor(h12)
+      case "mm": return pad(w[4], 2)
+      case "m": return StringCtor(w[4])
+      case "ss": return pad(w[5], 2)
+      case "s": return StringCtor(w[5])
+      case "SSS": return pad(ms, 3)
+      case "A": return w[3] < 12 ? "AM" : "PM"
+      case "a": return w[3] < 12 ? "am" : "pm"
+      case "ZZ": return offset(w[7], false)
+      default: return offset(w[7], true)
+    }
+  })
+}
+
+// lodash subset, with lodash semantics; merge copies frozen targets (params) instead of failing.
+const isPlain = (v) => {
+  if (typeof v !== "object" || v === null) return false
+  const p = getProto(v)
+  return p === ObjectProto || p === null
+}
+const shallowCopy = (v) => {
+  const out = isArray(v) ? [] : {}
+  const ks = keys(v)
+  for (let i = 0; i < ks.length; i++) out[ks[i]] = v[ks[i]]
+  return out
+}
+const mergeInto = (target, source, seen) => {
+  if (isFrozen(target)) target = shallowCopy(target)
+  const ks = keys(source)
+  for (let i = 0; i < ks.length; i++) {
+    const key = ks[i]
+    if (key === "__proto__") continue
+    const s = source[key], t = target[key]
+    if (isArray(s) || isPlain(s)) {
+      const known = mapGet(seen, s)
+      if (known !== undefined) { target[key] = known; continue }
+      const base = isArray(s)
+        ? (isArray(t) ? t : [])
+        : ((typeof t === "object" && t !== null) ? t : {})
+      const next = isFrozen(base) ? shallowCopy(base) : base
+      mapSet(seen, s, next)
+      target[key] = mergeInto(next, s, seen)
+    } else if (s !== undefined || !(key in target)) target[key] = s
+  }
+  return target
+}
+const lodash = {
+  chunk: (array, size) => {
+    const n = size === undefined ? 1 : max(trunc(NumberCtor(size)) || 0, 0)
+    if (!isArray(array) || n < 1) return []
+    const out = []
+    for (let i = 0; i < array.length; i += n) {
+      const c = []
+      for (let j = i; j < i + n && j < array.length; j++) c[c.length] = array[j]
+      out[out.length] = c
+    }
+    return out
+  },
+  flatten: (array) => {
+    const out = []
+    if (!isArray(array)) return out
+    for (let i = 0; i < array.length; i++) {
+      const v = array[i]
+      if (isArray(v)) for (let j = 0; j < v.length; j++) out[out.length] = v[j]
+      else out[out.length] = v
+    }
+    return out
+  },
+  uniq: (array) => {
+    const out = []
+    if (!isArray(array)) return out
+    const seen = new SetCtor()
+    for (let i = 0; i < array.length; i++) {
+      if (setHas(seen, array[i])) continue
+      setAdd(seen, array[i])
+      out[out.length] = array[i]
+    }
+    return out
+  },
+  merge: (object, ...sources) => {
+    let target = (typeof object === "object" && object !== null) || typeof object === "function" ? object : {}
+    for (let i = 0; i < sources.length; i++) {
+      const s = sources[i]
+      if (typeof s === "object" && s !== null) target = mergeInto(target, s, new MapCtor())
+    }
+    return target
+  }
+}
+
+const num = (name, v) => {
+  const n = NumberCtor(v)
+  if (typeof v === "object" || n !== n) throw new TypeErrorCtor("math." + name + " expects numbers")
+  return n
+}
+const math = {
+  add: (a, b) => num("add", a) + num("add", b),
+  subtract: (a, b) => num("subtract", a) - num("subtract", b),
+  multiply: (a, b) => num("multiply", a) * num("multiply", b),
+  divide: (a, b) => {
+    const d = num("divide", b)
+    if (d === 0) throw new RangeErrorCtor("Division by zero")
+    return num("divide", a) / d
+  },
+  random: (min, max_) => {
+    const lo = min === undefined ? 0 : num("random", min)
+    const hi = max_ === undefined ? (min === undefined ? 1 : lo + 1) : num("random", max_)
+    return lo + mathRandom() * (hi - lo)
+  },
+  evaluate: (expression) => {
+    if (typeof expression !== "string") throw new TypeErrorCtor("math.evaluate expects a string")
+    if (expression.length > 2000) throw new RangeErrorCtor("math.evaluate: expression is longer than 2000 characters")
+    return callSync("evaluate", expression)
+  }
+}
+
+
+// The run's globals are getters over the current run, defined once per context: a warm context serves many runs,
+// each with its own frozen api and parameters, and user code can neither replace nor delete them.
+let current
+const runGlobal = (name) => defineProperty(G, name, {
+  get: () => (current === undefined ? undefined : current[name]), enumerable: true, configurable: false
+})
+runGlobal("api")
+runGlobal("executionParams")
+runGlobal("triggerParams")
+const FINISHED = "This api belongs to a run that has finished: each run gets its own api (do not keep it in globals)"
+let retirePrevious
+
 // Parenthesised functions are compiled eagerly, so the per-process code cache covers them (faster cold isolates).
-const init = (function init(hostCall, hostSync, execJson, trigJson, maxResultBytes, maxLogBytes, maxCallBytes, suffixAt) {
+// One call per run: the previous run's api is retired (its calls fail from now on), this run's becomes current.
+const init = (function init(hostCall, sync, execJson, trigJson, maxResultBytes, maxLogBytes, maxCallBytes, suffixAt) {
+  if (retirePrevious !== undefined) retirePrevious()
+  let active = true
+  retirePrevious = () => { active = false }
+  hostSync = sync
   suffixFrame = "function.js:" + suffixAt + ":"
   const executionParams = deepFreeze(parse(execJson))
   const triggerParams = deepFreeze(parse(trigJson))
@@ -172,6 +428,7 @@ const init = (function init(hostCall, hostSync, execJson, trigJson, maxResultByt
   const logs = []
   let logBytes = 0, dropped = 0, cut = false
   const addLog = (level, args) => {
+    if (!active) throw new ErrorCtor(FINISHED)
     if (logs.length >= MAX_ENTRIES) { dropped++; return }
     let msg = ""
     for (let i = 0; i < args.length; i++) {
@@ -195,6 +452,7 @@ const init = (function init(hostCall, hostSync, execJson, trigJson, maxResultByt
   const pending = new MapCtor()
   let nextId = 1
   const callHost = (method, args) => {
+    if (!active) return PromiseCtor.reject(new ErrorCtor(FINISHED))
     let json
     try { json = stringify(args) } catch (e) {
       return PromiseCtor.reject(new TypeErrorCtor("api." + method + ": arguments are not JSON: " + describeError(e)))
@@ -226,239 +484,6 @@ const init = (function init(hostCall, hostSync, execJson, trigJson, maxResultByt
     if (a !== null && a.ok === true) p[0](a.value)
     else p[1](hostError(a === null ? null : a.error))
   }
-  const callSync = (op, arg) => {
-    const r = hostSync(op, arg)
-    if (typeof r !== "string") throw new ErrorCtor("Invalid host answer")
-    if (r[0] === "1") return parse(slice(r, 1))
-    throw new ErrorCtor(slice(r, 1))
-  }
-
-  // HTTP: everything goes through host method "http" with one request object.
-  const normHeaders = (h) => {
-    const out = create(null)
-    if (h === undefined || h === null) return out
-    if (isArray(h)) {
-      for (let i = 0; i < h.length; i++) {
-        if (isArray(h[i]) && h[i].length >= 2) out[StringCtor(h[i][0])] = StringCtor(h[i][1])
-      }
-    } else if (typeof h === "object") {
-      const ks = keys(h)
-      for (let i = 0; i < ks.length; i++) out[ks[i]] = StringCtor(h[ks[i]])
-    }
-    return out
-  }
-  const hasHeader = (h, name) => {
-    const ks = keys(h)
-    for (let i = 0; i < ks.length; i++) if (toLower(ks[i]) === name) return true
-    return false
-  }
-  const http = async (method, url, body, options) => {
-    const headers = normHeaders(options === undefined || options === null ? undefined : options.headers)
-    const req = { method: toUpper(StringCtor(method)), url: StringCtor(url), headers }
-    if (body !== undefined && body !== null) {
-      if (typeof body === "string") req.body = body
-      else {
-        req.body = stringify(body)
-        if (!hasHeader(headers, "content-type")) headers["content-type"] = "application/json"
-      }
-    }
-    if (options !== undefined && options !== null && options.timeout !== undefined) {
-      req.timeoutMs = NumberCtor(options.timeout)
-    }
-    return callHost("http", [req])
-  }
-  const httpResult = (r) => {
-    let data = r.body
-    try { data = parse(r.body) } catch {}
-    const ok = r.status >= 200 && r.status < 300
-    return { status: r.status, statusText: r.statusText, ok, headers: r.headers, data }
-  }
-  const response = (r) => {
-    const lower = create(null)
-    const hs = r.headers !== null && typeof r.headers === "object" ? r.headers : {}
-    const ks = keys(hs)
-    for (let i = 0; i < ks.length; i++) lower[toLower(ks[i])] = StringCtor(hs[ks[i]])
-    const body = typeof r.body === "string" ? r.body : ""
-    return freeze({
-      ok: r.status >= 200 && r.status < 300,
-      status: r.status,
-      statusText: r.statusText,
-      url: r.url,
-      headers: freeze({
-        get: (name) => {
-          const v = lower[toLower(StringCtor(name))]
-          return v === undefined ? null : v
-        }
-      }),
-      text: async () => body,
-      json: async () => parse(body)
-    })
-  }
-
-  // formatDate
-  const zoneFormats = new MapCtor()
-  const wallClock = (t, zone) => {
-    if (zone === "UTC") {
-      const d = new DateCtor(t)
-      return [d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate(), d.getUTCHours(), d.getUTCMinutes(),
-        d.getUTCSeconds(), d.getUTCDay(), 0]
-    }
-    let f = mapGet(zoneFormats, zone)
-    if (f === undefined) {
-      f = new DTF("en-US", { timeZone: zone, hourCycle: "h23", year: "numeric", month: "numeric", day: "numeric",
-        hour: "numeric", minute: "numeric", second: "numeric" })
-      mapSet(zoneFormats, zone, f)
-    }
-    const parts = formatToParts(f, t)
-    const p = {}
-    for (let i = 0; i < parts.length; i++) p[parts[i].type] = NumberCtor(parts[i].value)
-    const ms = ((t % 1000) + 1000) % 1000
-    const wall = dateUTC(p.year, p.month - 1, p.day, p.hour, p.minute, p.second, ms)
-    return [p.year, p.month, p.day, p.hour, p.minute, p.second, new DateCtor(wall).getUTCDay(), (wall - t) / 60000]
-  }
-  const offset = (minutes, colon) => {
-    const m = abs(minutes)
-    return (minutes < 0 ? "-" : "+") + pad(floor(m / 60), 2) + (colon ? ":" : "") + pad(m % 60, 2)
-  }
-  const formatDate = (date, format, timeZone) => {
-    const t = toEpoch(date)
-    const zone = timeZone === undefined || timeZone === null ? "UTC" : StringCtor(timeZone)
-    if ((format === undefined || format === null) && zone === "UTC") return toISOString(new DateCtor(t))
-    const fmt = format === undefined || format === null ? "YYYY-MM-DDTHH:mm:ss.SSSZ" : StringCtor(format)
-    const w = wallClock(t, zone)
-    const ms = ((t % 1000) + 1000) % 1000
-    const h12 = w[3] % 12 === 0 ? 12 : w[3] % 12
-    return replace(fmt, TOKENS, (token, literal) => {
-      if (literal !== undefined) return literal
-      switch (token) {
-        case "YYYY": return pad(w[0], 4)
-        case "YY": return pad(w[0] % 100, 2)
-        case "MMMM": return MONTHS[w[1] - 1]
-        case "MMM": return slice(MONTHS[w[1] - 1], 0, 3)
-        case "MM": return pad(w[1], 2)
-        case "M": return StringCtor(w[1])
-        case "DD": return pad(w[2], 2)
-        case "D": return StringCtor(w[2])
-        case "dddd": return DAYS[w[6]]
-        case "ddd": return slice(DAYS[w[6]], 0, 3)
-        case "HH": return pad(w[3], 2)
-        case "H": return StringCtor(w[3])
-        case "hh": return pad(h12, 2)
-        case "h": return StringCtor(h12)
-        case "mm": return pad(w[4], 2)
-        case "m": return StringCtor(w[4])
-        case "ss": return pad(w[5], 2)
-        case "s": return StringCtor(w[5])
-        case "SSS": return pad(ms, 3)
-        case "A": return w[3] < 12 ? "AM" : "PM"
-        case "a": return w[3] < 12 ? "am" : "pm"
-        case "ZZ": return offset(w[7], false)
-        default: return offset(w[7], true)
-      }
-    })
-  }
-
-  // lodash subset, with lodash semantics; merge copies frozen targets (params) instead of failing.
-  const isPlain = (v) => {
-    if (typeof v !== "object" || v === null) return false
-    const p = getProto(v)
-    return p === ObjectProto || p === null
-  }
-  const shallowCopy = (v) => {
-    const out = isArray(v) ? [] : {}
-    const ks = keys(v)
-    for (let i = 0; i < ks.length; i++) out[ks[i]] = v[ks[i]]
-    return out
-  }
-  const mergeInto = (target, source, seen) => {
-    if (isFrozen(target)) target = shallowCopy(target)
-    const ks = keys(source)
-    for (let i = 0; i < ks.length; i++) {
-      const key = ks[i]
-      if (key === "__proto__") continue
-      const s = source[key], t = target[key]
-      if (isArray(s) || isPlain(s)) {
-        const known = mapGet(seen, s)
-        if (known !== undefined) { target[key] = known; continue }
-        const base = isArray(s)
-          ? (isArray(t) ? t : [])
-          : ((typeof t === "object" && t !== null) ? t : {})
-        const next = isFrozen(base) ? shallowCopy(base) : base
-        mapSet(seen, s, next)
-        target[key] = mergeInto(next, s, seen)
-      } else if (s !== undefined || !(key in target)) target[key] = s
-    }
-    return target
-  }
-  const lodash = {
-    chunk: (array, size) => {
-      const n = size === undefined ? 1 : max(trunc(NumberCtor(size)) || 0, 0)
-      if (!isArray(array) || n < 1) return []
-      const out = []
-      for (let i = 0; i < array.length; i += n) {
-        const c = []
-        for (let j = i; j < i + n && j < array.length; j++) c[c.length] = array[j]
-        out[out.length] = c
-      }
-      return out
-    },
-    flatten: (array) => {
-      const out = []
-      if (!isArray(array)) return out
-      for (let i = 0; i < array.length; i++) {
-        const v = array[i]
-        if (isArray(v)) for (let j = 0; j < v.length; j++) out[out.length] = v[j]
-        else out[out.length] = v
-      }
-      return out
-    },
-    uniq: (array) => {
-      const out = []
-      if (!isArray(array)) return out
-      const seen = new SetCtor()
-      for (let i = 0; i < array.length; i++) {
-        if (setHas(seen, array[i])) continue
-        setAdd(seen, array[i])
-        out[out.length] = array[i]
-      }
-      return out
-    },
-    merge: (object, ...sources) => {
-      let target = (typeof object === "object" && object !== null) || typeof object === "function" ? object : {}
-      for (let i = 0; i < sources.length; i++) {
-        const s = sources[i]
-        if (typeof s === "object" && s !== null) target = mergeInto(target, s, new MapCtor())
-      }
-      return target
-    }
-  }
-
-  const num = (name, v) => {
-    const n = NumberCtor(v)
-    if (typeof v === "object" || n !== n) throw new TypeErrorCtor("math." + name + " expects numbers")
-    return n
-  }
-  const math = {
-    add: (a, b) => num("add", a) + num("add", b),
-    subtract: (a, b) => num("subtract", a) - num("subtract", b),
-    multiply: (a, b) => num("multiply", a) * num("multiply", b),
-    divide: (a, b) => {
-      const d = num("divide", b)
-      if (d === 0) throw new RangeErrorCtor("Division by zero")
-      return num("divide", a) / d
-    },
-    random: (min, max_) => {
-      const lo = min === undefined ? 0 : num("random", min)
-      const hi = max_ === undefined ? (min === undefined ? 1 : lo + 1) : num("random", max_)
-      return lo + mathRandom() * (hi - lo)
-    },
-    evaluate: (expression) => {
-      if (typeof expression !== "string") throw new TypeErrorCtor("math.evaluate expects a string")
-      if (expression.length > 2000) throw new RangeErrorCtor("math.evaluate: expression is longer than 2000 characters")
-      return callSync("evaluate", expression)
-    }
-  }
-
   const log = (...args) => addLog("info", args)
   log.info = (...args) => addLog("info", args)
   log.warn = (...args) => addLog("warn", args)
@@ -503,13 +528,13 @@ const init = (function init(hostCall, hostSync, execJson, trigJson, maxResultByt
       rejectCorrection: (id) => callHost("intelligenceRejectCorrection", [id])
     },
     search: (q, options) => callHost("search", [q, options]),
-    httpGet: async (url, options) => httpResult(await http("GET", url, undefined, options)),
-    httpDelete: async (url, options) => httpResult(await http("DELETE", url, undefined, options)),
-    httpPost: async (url, body, options) => httpResult(await http("POST", url, body, options)),
-    httpPut: async (url, body, options) => httpResult(await http("PUT", url, body, options)),
+    httpGet: async (url, options) => httpResult(await http(callHost, "GET", url, undefined, options)),
+    httpDelete: async (url, options) => httpResult(await http(callHost, "DELETE", url, undefined, options)),
+    httpPost: async (url, body, options) => httpResult(await http(callHost, "POST", url, body, options)),
+    httpPut: async (url, body, options) => httpResult(await http(callHost, "PUT", url, body, options)),
     fetch: async (url, init) => {
       const i = init === undefined || init === null ? {} : init
-      return response(await http(i.method === undefined ? "GET" : i.method, url, i.body, i))
+      return response(await http(callHost, i.method === undefined ? "GET" : i.method, url, i.body, i))
     },
     log,
     formatDate,
@@ -518,13 +543,10 @@ const init = (function init(hostCall, hostSync, execJson, trigJson, maxResultByt
     math
   })
 
-  const fixed = (name, value) =>
-    defineProperty(G, name, { value, writable: false, enumerable: true, configurable: false })
-  fixed("api", api)
-  fixed("executionParams", executionParams)
-  fixed("triggerParams", triggerParams)
+  current = freeze({ api, executionParams, triggerParams })
 
   const finish = (ok, payload) => {
+    active = false
     if (dropped > 0) logs[logs.length] = ["warn", dropped + " log entries dropped", toISOString(new DateCtor())]
     return [ok, payload, logs, dropped, cut]
   }
@@ -551,10 +573,6 @@ const init = (function init(hostCall, hostSync, execJson, trigJson, maxResultByt
     if (started === undefined) started = start()
     return started
   }
-  setStart(() => {
-    setStart(undefined)
-    return startOnce()
-  })
   return (function entry(op, id, answerJson) {
     if (op === 0) return startOnce()
     deliver(id, answerJson)
@@ -563,9 +581,19 @@ const init = (function init(hostCall, hostSync, execJson, trigJson, maxResultByt
 
 let entry
 return (function control(op, a, b, c, d, e, f, g, h) {
-  if (op === 2) {
-    if (entry === undefined) entry = init(a, b, c, d, e, f, g, h)
-    return
+  if (op === 2 || op === 3) {
+    const mine = init(a, b, c, d, e, f, g, h)
+    entry = mine
+    // op 2: the context's first run, started by its script's suffix; op 3: a warm context's next run, started here
+    if (op === 2) {
+      setStart(() => {
+        setStart(undefined)
+        return mine(0)
+      })
+      return
+    }
+    setStart(undefined)
+    return mine(0)
   }
   if (entry === undefined) throw new ErrorCtor("The sandbox context was not initialised")
   return entry(op, a, b)
