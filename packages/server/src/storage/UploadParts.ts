@@ -100,16 +100,19 @@ export const laneParts = (req: Http.IncomingMessage, maxFile: number): UploadPar
     )
   )
 
+/** A file part's chunks not yet read, their byte count, and whether the part ended. */
+interface FileState {
+  readonly chunks: Array<Uint8Array>
+  buffered: number
+  ended: boolean
+}
+
 const partsOf = (req: Http.IncomingMessage, config: MultipartParser.BaseConfig): AsyncIterable<UploadPart> => ({
   [Symbol.asyncIterator]: () => {
     const parts: Array<UploadPart> = []
     let done = false
     let failure: Multipart.MultipartError | undefined
     let wake: (() => void) | undefined
-    // the file part being read: its chunks not yet taken, whether it ended, its byte count
-    let chunks: Array<Uint8Array> = []
-    let buffered = 0
-    let fileEnded = true
     const signal = () => {
       const w = wake
       wake = undefined
@@ -123,17 +126,21 @@ const partsOf = (req: Http.IncomingMessage, config: MultipartParser.BaseConfig):
         signal()
       },
       onFile: (info) => {
-        chunks = []
-        buffered = 0
-        fileEnded = false
-        parts.push({ _tag: "File", key: info.name, name: info.filename ?? info.name, contentType: info.contentType, content })
+        const file: FileState = { chunks: [], buffered: 0, ended: false }
+        parts.push({
+          _tag: "File",
+          key: info.name,
+          name: info.filename ?? info.name,
+          contentType: info.contentType,
+          content: content(file)
+        })
         signal()
         return (chunk) => {
-          if (chunk === null) fileEnded = true
+          if (chunk === null) file.ended = true
           else {
-            chunks.push(chunk)
-            buffered += chunk.byteLength
-            if (buffered > HIGH_WATER) req.pause()
+            file.chunks.push(chunk)
+            file.buffered += chunk.byteLength
+            if (file.buffered > HIGH_WATER) req.pause()
           }
           signal()
         }
@@ -168,24 +175,24 @@ const partsOf = (req: Http.IncomingMessage, config: MultipartParser.BaseConfig):
       req.off("close", onClose)
       req.resume()
     }
-    const content: AsyncIterable<Uint8Array> = {
+    const content = (file: FileState): AsyncIterable<Uint8Array> => ({
       [Symbol.asyncIterator]: () => ({
         next: async (): Promise<IteratorResult<Uint8Array>> => {
           while (true) {
-            const chunk = chunks.shift()
+            const chunk = file.chunks.shift()
             if (chunk !== undefined) {
-              buffered -= chunk.byteLength
-              if (buffered <= HIGH_WATER && req.isPaused()) req.resume()
+              file.buffered -= chunk.byteLength
+              if (file.buffered <= HIGH_WATER && req.isPaused()) req.resume()
               return { done: false, value: chunk }
             }
             if (failure !== undefined) throw failure
-            if (fileEnded) return { done: true, value: undefined }
+            if (file.ended) return { done: true, value: undefined }
             if (req.isPaused()) req.resume()
             await waitFor()
           }
         }
       })
-    }
+    })
     return {
       next: async (): Promise<IteratorResult<UploadPart>> => {
         while (true) {
@@ -200,9 +207,7 @@ const partsOf = (req: Http.IncomingMessage, config: MultipartParser.BaseConfig):
             stop()
             return { done: true, value: undefined }
           }
-          // an unread file's bytes are skipped (the service fails on a part it does not want before reading on)
-          chunks = []
-          buffered = 0
+          // (a file part left unread holds its chunks; the service fails on a part it does not want)
           if (req.isPaused()) req.resume()
           await waitFor()
         }
