@@ -18,7 +18,7 @@ import { eventually } from "./support/wait.ts"
 
 const MAX_FILE = 256 * 1024
 const QUOTA = 2 * 1024 * 1024
-const WRITES = 400
+const WRITES = 100
 const METRICS_TOKEN = "scrape-secret"
 const UPLOAD_ROUTE = "/storage/workspace/:workspace/api/v1/upload"
 const onPg = process.env.DATABASE_URL !== undefined && process.env.DATABASE_URL !== ""
