@@ -35,6 +35,7 @@ import { fastRunRoutes } from "../compute/FastRuns.ts"
 import { fastSendRoutes } from "../notification/FastSends.ts"
 import { fastSearchRoutes } from "../search/FastSearch.ts"
 import { fastStorageRoutes } from "../storage/FastDownload.ts"
+import { fastUploadRoutes } from "../storage/FastUpload.ts"
 import { QueryService } from "../query/QueryService.ts"
 import { RecordEngineLayer, RecordEntityLayer, RecordKeyEntityLayer, RecordWriter } from "../records/RecordEntity.ts"
 import { fastReadRoutes } from "../records/FastRead.ts"
@@ -60,7 +61,7 @@ import { draining } from "../platform/Drain.ts"
 import { SystemHandlers } from "../platform/http.ts"
 import { OpenApiRoutes } from "../platform/OpenApiRoute.ts"
 import { StartLineLayer } from "../platform/StartLine.ts"
-import { routeLabels, serve } from "../platform/HttpEdge.ts"
+import { routeLabels, serve, uploadBodyLimit } from "../platform/HttpEdge.ts"
 import { MetricsScrape } from "../platform/Metrics.ts"
 import { Notifier } from "../platform/Notifier.ts"
 import { TracingLayer } from "../platform/Tracing.ts"
@@ -165,7 +166,8 @@ const HttpLive = Layer.unwrap(
     const FastServer = draining(
       fastServer(yield* fastLane(Api, yield* FastRoutes, authenticator.authenticate), yield* Effect.context<never>(), {
         maxBody: config.maxBodyBytes,
-        maxJsonDepth: config.maxJsonDepth
+        maxJsonDepth: config.maxJsonDepth,
+        maxUpload: uploadBodyLimit(config)
       })
     )
     // CORS (platform/Cors.ts): decided as a request enters, before either lane sees it
@@ -181,7 +183,16 @@ const HttpLive = Layer.unwrap(
     Layer.effect(
       FastRoutes,
       Effect.map(
-        Effect.all([fastReadRoutes, fastWriteRoutes, fastQueryRoutes, fastRunRoutes, fastStorageRoutes, fastSearchRoutes, fastSendRoutes]),
+        Effect.all([
+          fastReadRoutes,
+          fastWriteRoutes,
+          fastQueryRoutes,
+          fastRunRoutes,
+          fastStorageRoutes,
+          fastUploadRoutes,
+          fastSearchRoutes,
+          fastSendRoutes
+        ]),
         (tables) => Object.assign({}, ...tables)
       )
     )

@@ -12,11 +12,12 @@
 // `fastServer` is the node's `http.Server`: a request the lane takes (a bearer credential; the endpoint's method and
 // path; no query string for an endpoint without query parameters, and single-valued parameters for one with them;
 // parameters and declared headers its schemas decode and its handler `accepts`; a JSON body of declared length
-// within the body limit for an endpoint with a payload, no body otherwise) is answered on the node's runtime, in the
-// order HttpApi runs an endpoint: authentication (and the rate class's count), then the payload's decoding, then the
-// handler. Every other request is emitted as usual to the Effect HTTP stack (HttpEdge), which answers it exactly as
-// before. Answers, failures, request ids, log lines (at TROUPE_LOG_LEVEL), request metrics and the server span (named
-// after the endpoint's route pattern) are those of the edge (EdgeWriter, EdgeInput, HttpEdge's input guards).
+// within the body limit for an endpoint with a payload, no body otherwise; for a lane that reads the body itself, a
+// body of the payload's media type and declared length within the upload limit) is answered on the node's runtime, in
+// the order HttpApi runs an endpoint: authentication (and the rate class's count), then the payload's decoding, then
+// the handler. Every other request is emitted as usual to the Effect HTTP stack (HttpEdge), which answers it exactly
+// as before. Answers, failures, request ids, log lines (at TROUPE_LOG_LEVEL), request metrics and the server span
+// (named after the endpoint's route pattern) are those of the edge (EdgeWriter, EdgeInput, HttpEdge's input guards).
 import {
   Authorization,
   type Permission,
@@ -69,6 +70,8 @@ export interface FastRequest {
   readonly remoteAddress: string | undefined
   /** the JSON body decoded by the endpoint's payload schema (undefined for an endpoint without one) */
   readonly payload: any
+  /** the request itself, its body unread, for a lane that `streamsBody` (undefined otherwise) */
+  readonly body: Http.IncomingMessage | undefined
   /** the caller, authenticated for the endpoint's permission and counted against its rate class */
   readonly principal: Principal
 }
@@ -79,6 +82,12 @@ export interface FastHandler {
    * can read); the stack answers the others, untouched.
    */
   readonly accepts?: ((request: Pick<FastRequest, "params" | "query" | "searchParams">) => boolean) | undefined
+  /**
+   * The handler reads the body itself (a multipart upload, of any payload encoding): the lane takes a body of one of
+   * the payload's media types whose declared length is within the upload limit, and leaves it unread, after
+   * authentication, to `run` (as `body`). Anything else (no length, chunked, too large) is the stack's.
+   */
+  readonly streamsBody?: boolean | undefined
   readonly run: (request: FastRequest) => Effect.Effect<FastAnswer | FastBytes, unknown>
 }
 
@@ -96,7 +105,7 @@ export type FastTable = Readonly<Record<string, FastHandler | FastHandler["run"]
 /** The fast lanes of the node (every domain's tables, merged). */
 export class FastRoutes extends Context.Service<FastRoutes, FastTable>()("@troupe/server/platform/FastRoutes") {}
 
-/** A request's effect, given its body text (`""` for an endpoint without a payload). */
+/** A request's effect, given its body text (`""` for an endpoint without a payload or one whose body it streams). */
 type Answer = (body: string) => Effect.Effect<FastAnswer | FastBytes | undefined, unknown>
 
 interface LaneRoute {
@@ -107,13 +116,14 @@ interface LaneRoute {
   readonly query: boolean
   /** the media types of its JSON payload; undefined for an endpoint without one */
   readonly payload: ReadonlySet<string> | undefined
+  /** whether the handler reads the body itself (`streamsBody`) */
+  readonly streams: boolean
   /** the request's effect, or undefined when the lane leaves the request to the stack */
   readonly take: (
     params: Readonly<Record<string, string | undefined>>,
     searchParams: Readonly<Record<string, string>>,
     token: string,
-    headers: Http.IncomingHttpHeaders,
-    remoteAddress: string | undefined
+    req: Http.IncomingMessage
   ) => Answer | undefined
 }
 
@@ -176,7 +186,7 @@ export const fastLane = (api: unknown, table: FastTable, authenticateToken: Fast
           return
         }
         pending.delete(name)
-        const { accepts, run } = typeof entry === "function" ? { accepts: undefined, run: entry } : entry
+        const { accepts, run, streamsBody = false } = typeof entry === "function" ? { accepts: undefined, run: entry } : entry
         if (![...middleware].some((m) => m.key === Authorization.key)) {
           throw new Error(`fast lane ${name}: the endpoint is not guarded by the Authorization middleware`)
         }
@@ -193,10 +203,10 @@ export const fastLane = (api: unknown, table: FastTable, authenticateToken: Fast
         const json = endpoint.payload.get("application/json")
         const payloadTypes = new Set<string>()
         for (const [type, { encoding }] of endpoint.payload) {
-          if (encoding._tag !== "Json") throw new Error(`fast lane ${name}: only JSON payloads are read (${type})`)
+          if (encoding._tag !== "Json" && !streamsBody) throw new Error(`fast lane ${name}: only JSON payloads are read (${type})`)
           payloadTypes.add(type)
         }
-        const decodePayload = json === undefined ? undefined : decodeJsonPayload(json.schemas)
+        const decodePayload = json === undefined || streamsBody ? undefined : decodeJsonPayload(json.schemas)
         const authenticate = (token: string, workspace: string | undefined) => {
           const principal = authenticateToken(token, { workspace, permission, rateClass })
           return userOnly
@@ -212,20 +222,24 @@ export const fastLane = (api: unknown, table: FastTable, authenticateToken: Fast
           label: endpoint.path,
           query: endpoint.query !== undefined,
           payload: payloadTypes.size > 0 ? payloadTypes : undefined,
-          take: (raw, searchParams, token, headers, remoteAddress) => {
+          streams: streamsBody,
+          take: (raw, searchParams, token, req) => {
             const params = decodeParams === undefined ? empty : decodeParams(raw)
             if (params === undefined) return undefined
             const query = decodeQuery === undefined ? empty : decodeQuery(searchParams)
             if (query === undefined) return undefined
+            const headers = req.headers
             if (decodeHeaders !== undefined && decodeHeaders(headers) === undefined) return undefined
             if (accepts !== undefined && !accepts({ params, query, searchParams })) return undefined
             const principal = authenticate(token, raw.workspace)
-            return (body) =>
+            const remoteAddress = req.socket.remoteAddress
+            const body = streamsBody ? req : undefined
+            return (text) =>
               Effect.flatMap(principal, (principal) =>
                 decodePayload === undefined
-                  ? run({ params, query, searchParams, headers, remoteAddress, payload: undefined, principal })
-                  : Effect.flatMap(decodePayload(body), (payload) =>
-                      run({ params, query, searchParams, headers, remoteAddress, payload, principal })
+                  ? run({ params, query, searchParams, headers, remoteAddress, payload: undefined, body, principal })
+                  : Effect.flatMap(decodePayload(text), (payload) =>
+                      run({ params, query, searchParams, headers, remoteAddress, payload, body, principal })
                     )
               )
           }
@@ -237,7 +251,14 @@ export const fastLane = (api: unknown, table: FastTable, authenticateToken: Fast
   })
 
 /** The route of an endpoint without a fast lane: every request is the stack's. */
-const stackOnly: LaneRoute = { method: "", label: undefined, query: true, payload: undefined, take: () => undefined }
+const stackOnly: LaneRoute = {
+  method: "",
+  label: undefined,
+  query: true,
+  payload: undefined,
+  streams: false,
+  take: () => undefined
+}
 
 const tracingIn = (context: Context.Context<never>) => Context.get(context, Tracer.Tracer) !== Tracer.nativeTracer
 
@@ -246,6 +267,7 @@ const tracingIn = (context: Context.Context<never>) => Context.get(context, Trac
  * runtime the lane's effects run on (its minimum log level is the edge's); `maxBody` the edge's body limit;
  * `maxJsonDepth` its bound on JSON nesting. A request target or JSON body the edge's input guards would refuse is refused alike
  * (the target is left to the edge; the body, read here, is checked before authentication, as at the edge).
+ * `maxUpload` bounds the declared length of a body a lane streams (the edge's upload limit).
  */
 export const fastServer = (
   routes: FastLane,
@@ -253,11 +275,13 @@ export const fastServer = (
   options: {
     readonly maxBody: number
     readonly maxJsonDepth?: number | undefined
+    readonly maxUpload?: number | undefined
   }
 ): typeof Http.Server => {
   const log = edgeLog(context)
   const maxBody = options.maxBody
   const maxDepth = options.maxJsonDepth ?? 64
+  const maxUpload = options.maxUpload ?? maxBody
   // Without an exporting tracer no span is made (as the HTTP server does).
   const tracing = tracingIn(context)
   return class FastServer extends Http.Server {
@@ -284,13 +308,13 @@ export const fastServer = (
         searchParams = single
         break
       }
-      const body = declaredBody(req.headers, maxBody)
+      const body = declaredBody(req.headers, route.streams ? maxUpload : maxBody)
       if (route.payload === undefined) {
         if (body !== "none") return false
       } else if (body !== "sized" || !route.payload.has(mediaTypeOf(req.headers["content-type"] ?? ""))) return false
-      const answer = route.take(found.params, searchParams, token, req.headers, req.socket.remoteAddress)
+      const answer = route.take(found.params, searchParams, token, req)
       if (answer === undefined) return false
-      if (route.payload === undefined) {
+      if (route.payload === undefined || route.streams) {
         this.#answer(route, answer(""), req, res, method, url)
         return true
       }

@@ -25,6 +25,8 @@ const nonJsonBodies = [
 ]
 
 /** Storage uploads may be as large as a file may be (the service streams them and enforces the exact limit). */
+export const uploadBodyLimit = (config: Pick<AppConfig["Service"], "maxBodyBytes" | "storage">): number =>
+  Math.max(config.maxBodyBytes, config.storage.maxFileBytes + 1024 * 1024)
 const uploadPath = /^\/storage\/workspace\/[^/]+\/api\/v1\/upload(\?|$)/
 
 const isJson = (contentType: string | undefined) =>
@@ -152,7 +154,7 @@ export const serve = <E, R>(
       const context = yield* Effect.context<never>()
       const log = edgeLog(context)
       const maxBody = config.maxBodyBytes
-      const uploadLimit = Math.max(maxBody, config.storage.maxFileBytes + 1024 * 1024)
+      const uploadLimit = uploadBodyLimit(config)
       const maxDepth = config.maxJsonDepth
 
       /** The input guards: the request target, then a JSON or form body (read here; the handler reads it again from the request's cache). */

@@ -23,13 +23,11 @@ import {
   tooManyRequests
 } from "@troupe/api/Errors"
 import type { FileList, FilePatch, StorageUsage, StoredFile } from "@troupe/api/storage/Storage"
-import * as NodeMultipart from "@effect/platform-node/NodeMultipart"
 import { Context, Effect, Exit, Layer, Option, Stream } from "effect"
-import { type HttpServerRequest, Multipart } from "effect/http"
+import type { HttpServerRequest } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { fileTypeFromBuffer } from "file-type"
 import * as Crypto from "node:crypto"
-import type { Readable } from "node:stream"
 import { AppConfig } from "../platform/AppConfig.ts"
 import * as GroupCommit from "../lib/GroupCommit.ts"
 import { isUuid } from "../lib/Uuid.ts"
@@ -40,23 +38,24 @@ import { makeImageVariants, type VariantQuery } from "./ImageVariants.ts"
 import { type DownloadAnswer, fileAnswer, type RequestHeaders } from "./Download.ts"
 import { checkFolder, cleanContentType, isGeneric, nameProblem, parseMetadata } from "./Rules.ts"
 import { type FileRow, type NewFile, QuotaExceeded, StorageRepo, toFile } from "./StorageRepo.ts"
+import { bodyProblem, type UploadPart, type UploadParts } from "./UploadParts.ts"
 
 type UploadError = BadRequest | PayloadTooLarge | TooManyRequests | ServiceUnavailable
 
 const invalid = (field: string, problem: string) =>
   badRequest({ message: `Invalid ${field}: ${field} ${problem}`, code: "VALIDATION_ERROR", details: details([[field, problem]]) })
 
-const MAX_PARTS = 16
 const KNOWN_FIELDS: ReadonlySet<string> = new Set(["folder", "name", "metadata"])
-const MAX_FIELD_BYTES = 80 * 1024
 
 export class StorageService extends Context.Service<
   StorageService,
   {
+    /** Stores the file of a multipart body (its Content-Type, and its parts from either lane: UploadParts.ts). */
     readonly upload: (
       workspace: string,
       principal: Principal,
-      request: HttpServerRequest.HttpServerRequest
+      contentType: string,
+      parts: UploadParts
     ) => Effect.Effect<StoredFile, UploadError>
     readonly list: (
       workspace: string,
@@ -230,18 +229,18 @@ export class StorageService extends Context.Service<
         id: string,
         workspace: string,
         principal: Principal,
-        request: HttpServerRequest.HttpServerRequest,
+        type: string,
+        parts: UploadParts,
         state: { committed: boolean }
       ) =>
         Effect.gen(function* () {
-          const type = request.headers["content-type"] ?? ""
           if (!/^multipart\/form-data\s*;/i.test(type) || !/boundary=/i.test(type)) {
             return yield* badRequest({ message: "The body must be multipart/form-data with a boundary", code: "VALIDATION_ERROR" })
           }
           yield* quotaFull(workspace)
           const fields = new Map<string, string>()
           let stored: { size: number; sha256: string; head: Uint8Array; filename: string; contentType: string | undefined } | undefined
-          const onPart = (part: Multipart.Part): Effect.Effect<void, UploadError> =>
+          const onPart = (part: UploadPart): Effect.Effect<void, UploadError> =>
             Effect.gen(function* () {
               if (part._tag === "Field") {
                 if (part.key === "file") return yield* invalid("file", "must be a file part (with a filename)")
@@ -252,8 +251,7 @@ export class StorageService extends Context.Service<
               }
               if (part.key !== "file") return yield* invalid(part.key, 'is not a known field (the file goes in a part named "file")')
               if (stored !== undefined) return yield* invalid("file", "must be given once")
-              const source = NodeMultipart.fileToReadable(part as unknown as Parameters<typeof NodeMultipart.fileToReadable>[0]) as Readable
-              const result = yield* store.put(id, source as AsyncIterable<Uint8Array>, maxFile).pipe(
+              const result = yield* store.put(id, part.content, maxFile).pipe(
                 Effect.catchTags({
                   BlobTooLarge: () =>
                     Effect.fail(payloadTooLarge({ message: `The file exceeds TROUPE_STORAGE_MAX_FILE_BYTES (${maxFile} bytes)` })),
@@ -263,18 +261,7 @@ export class StorageService extends Context.Service<
               )
               stored = { ...result, filename: part.name, contentType: part.contentType }
             })
-          yield* request.multipartStream.pipe(
-            Stream.mapError(bodyProblem),
-            Stream.runForEach(onPart),
-            Effect.provide(
-              Multipart.limitsServices({
-                maxParts: MAX_PARTS,
-                maxFieldSize: MAX_FIELD_BYTES,
-                maxFileSize: maxFile + 1,
-                maxTotalSize: maxFile + 1024 * 1024
-              })
-            )
-          )
+          yield* Stream.runForEach(parts, onPart)
           if (stored === undefined) return yield* invalid("file", 'is required: send the bytes in a multipart part named "file"')
           const folder = checkFolder(fields.get("folder") ?? "")
           if ("problem" in folder) return yield* invalid("folder", folder.problem)
@@ -310,13 +297,13 @@ export class StorageService extends Context.Service<
       }
 
       return StorageService.of({
-        upload: (workspace, principal, request) =>
+        upload: (workspace, principal, contentType, parts) =>
           Effect.suspend(() => {
             const id = Crypto.randomUUID()
             // any failure after the bytes were stored (bad field, second file, quota, client gone) removes them:
             // the metadata row never committed
             const state = { committed: false }
-            return upload(id, workspace, principal, request, state).pipe(Effect.onExit(cleanUp(id, state)))
+            return upload(id, workspace, principal, contentType, parts, state).pipe(Effect.onExit(cleanUp(id, state)))
           }),
         list: (workspace, q) =>
           Effect.gen(function* () {
@@ -447,18 +434,4 @@ export class StorageService extends Context.Service<
       })
     })
   )
-}
-
-/** A body that broke off or could not be parsed: 400 (413 when a parser limit on size was hit). */
-const bodyProblem = (cause: unknown): BadRequest | PayloadTooLarge => {
-  if (Multipart.isMultipartError(cause)) {
-    const tag = cause.reason._tag
-    if (tag === "FileTooLarge" || tag === "BodyTooLarge")
-      return payloadTooLarge({ message: "The upload exceeds TROUPE_STORAGE_MAX_FILE_BYTES" })
-    if (tag === "TooManyParts")
-      return badRequest({ message: `Invalid multipart body: at most ${MAX_PARTS} parts`, code: "VALIDATION_ERROR" })
-    if (tag === "FieldTooLarge")
-      return badRequest({ message: `Invalid multipart body: a field exceeds ${MAX_FIELD_BYTES} bytes`, code: "VALIDATION_ERROR" })
-  }
-  return badRequest({ message: "Invalid multipart body: it is malformed or was cut off before its end", code: "VALIDATION_ERROR" })
 }

@@ -10,19 +10,22 @@ import { HttpApiBuilder } from "effect/http-api"
 import { tooManyResponse } from "../identity/AuthorizationLive.ts"
 import { RateLimiter } from "../identity/RateLimiter.ts"
 import { toResponse, wantsAttachment } from "./Download.ts"
+import { AppConfig } from "../platform/AppConfig.ts"
 import { StorageService } from "./StorageService.ts"
+import { stackParts } from "./UploadParts.ts"
 
 export const StorageHandlers = HttpApiBuilder.group(
   Api,
   "storage",
   Effect.fn(function* (handlers) {
     const storage = yield* StorageService
+    const maxFile = (yield* AppConfig).storage.maxFileBytes
     return handlers
       .handleRaw("upload", ({ params }) =>
         Effect.gen(function* () {
           const principal = yield* CurrentPrincipal
           const request = yield* HttpServerRequest.HttpServerRequest
-          return yield* storage.upload(params.workspace, principal, request)
+          return yield* storage.upload(params.workspace, principal, request.headers["content-type"] ?? "", stackParts(request, maxFile))
         })
       )
       .handle("listFiles", ({ params, query }) =>
