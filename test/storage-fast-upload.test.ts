@@ -140,9 +140,11 @@ describe("POST /upload: the fast lane answers as the ordinary handler", () => {
     expect(download.text).toBe("hello lanes")
     expect((await both(multipart([["file", PNG, "dot", "application/octet-stream"]]))).fast.body.contentType).toBe("image/png")
     expect((await both(multipart([["file", "", "empty.txt"]]))).fast.body.size).toBe(0)
-    // a file of many socket chunks, hashed alike
+    // a file of many socket chunks, hashed alike; the limit itself is allowed (only a file over it is refused)
     const large = await both(multipart([["file", bytes(MAX_FILE - 4096), "large.bin", "application/x-test"]]))
     expect(large.fast.body.checksum).toBe(large.ordinary.body.checksum)
+    const atLimit = await both(multipart([["file", bytes(MAX_FILE), "limit.bin", "application/x-test"]]))
+    expect([atLimit.fast.status, atLimit.fast.body.size]).toEqual([201, MAX_FILE])
 
     const f: Part = ["file", "x", "x.txt"]
     const refused: ReadonlyArray<readonly [string, Buffer, number]> = [
@@ -170,14 +172,14 @@ describe("POST /upload: the fast lane answers as the ordinary handler", () => {
     expect((await both(multipart([f]), { as: reader.token })).fast.status).toBe(403)
 
     const after = await answeredBy()
-    expect(after.fast - before.fast).toBe(4 + refused.length + 2)
-    expect(after.stack - before.stack).toBe(4 + refused.length + 2)
+    expect(after.fast - before.fast).toBe(5 + refused.length + 2)
+    expect(after.stack - before.stack).toBe(5 + refused.length + 2)
     // only the accepted files are left: 2 of each kept body
     const usage = (await server.request("GET", `${files()}/usage`, { token })).body
-    const keptBytes = 2 * (11 + PNG.length + 0 + (MAX_FILE - 4096))
-    expect(usage).toMatchObject({ files: 8, bytes: keptBytes })
+    const keptBytes = 2 * (11 + PNG.length + 0 + (MAX_FILE - 4096) + MAX_FILE)
+    expect(usage).toMatchObject({ files: 10, bytes: keptBytes })
     if (!onPg) await eventually(async () => (Fs.readdirSync(Path.join(dataDir, "storage", "tmp")).length === 0 ? true : undefined), 10_000)
-    if (!onPg) expect(Fs.readdirSync(Path.join(dataDir, "storage", "blobs"))).toHaveLength(8)
+    if (!onPg) expect(Fs.readdirSync(Path.join(dataDir, "storage", "blobs"))).toHaveLength(10)
   })
 
   it("refuses an upload over the quota alike (429 QUOTA_EXCEEDED); counts as a write; leaves chunked bodies to the stack", async () => {

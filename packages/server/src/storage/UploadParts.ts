@@ -28,12 +28,18 @@ export type UploadParts = Stream.Stream<UploadPart, BadRequest | PayloadTooLarge
 export const MAX_PARTS = 16
 export const MAX_FIELD_BYTES = 80 * 1024
 
-/** The parser's limits for files of at most `maxFile` bytes (the exact cut-off is the store's, BlobStore.metered). */
+/** Room for a part's headers, which the parser counts into the part's size. */
+const PART_HEADERS_BYTES = 64 * 1024
+
+/**
+ * The parser's limits for files of at most `maxFile` bytes: the exact cut-off is the store's (BlobStore.metered
+ * counts the file's own bytes); the parser's per-part limit, which counts the part's headers too, is a backstop.
+ */
 const limits = (maxFile: number) =>
   Multipart.limitsServices({
     maxParts: MAX_PARTS,
     maxFieldSize: MAX_FIELD_BYTES,
-    maxFileSize: maxFile + 1,
+    maxFileSize: maxFile + PART_HEADERS_BYTES,
     maxTotalSize: maxFile + 1024 * 1024
   })
 
