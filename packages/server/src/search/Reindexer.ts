@@ -2,8 +2,8 @@
 // `search_configs.reindex_after` to the zero uuid). Every node runs this loop; a structure's re-index is claimed
 // `FOR UPDATE SKIP LOCKED` one batch at a time, so nodes share the work and a node that dies leaves only its
 // uncommitted batch. Each batch recomputes the search_vector of the next BATCH records by id and moves the cursor:
-// resumable, and writes keep working (a record written meanwhile is indexed by the row trigger with the new
-// configuration already). A configuration changed again mid-way starts over from the zero uuid. The batch's words
+// resumable, and writes keep working (a record written meanwhile is indexed with the new configuration already: the
+// batch create statement share-locks the configuration it reads, the row triggers read it at the write). A configuration changed again mid-way starts over from the zero uuid. The batch's words
 // go to the lexicon in the same statement.
 import { Duration, Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
