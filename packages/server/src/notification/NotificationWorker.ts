@@ -9,10 +9,10 @@
 // - Each message goes to its channel's provider (Providers: the workspace's, the node's, or none: `captured`). Sent,
 //   failed and captured messages, and those to retry (temporary failure, attempts left: back to `queued` with the
 //   next attempt time of RetryPlan), are recorded in batches with their notification.* events: whatever finished
-//   while the previous batch committed goes into one statement.
+//   while the previous batch committed, and batches at most every OUTCOME_INTERVAL_MS, go into one statement.
 // - Leases of messages in hand are renewed; any node queues again the messages whose lease expired (their node died
 //   mid-send): such a message is sent again, at least once, with the same Message-ID.
-import { Cause, Context, Deferred, Duration, Effect, Fiber, Layer, Option, Queue, Schedule } from "effect"
+import { Cause, Clock, Context, Deferred, Duration, Effect, Fiber, Layer, Option, Queue, Schedule } from "effect"
 import { listen } from "../events/Listen.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { nodeName } from "../platform/Cluster.ts"
@@ -24,6 +24,13 @@ import { retryDelay } from "./RetryPlan.ts"
 
 const POLL_INTERVAL = Duration.seconds(1)
 const SWEEP_INTERVAL = Duration.seconds(2)
+/**
+ * Outcome batches start at most this often. A batch writes its rows and their events in one statement and wakes the
+ * events relay once; on a quiet machine the writer otherwise went round after every message or two, and each round
+ * is a statement, a commit and a relay step (docs/benchmarks.md, fifth session). An outcome waits at most this much
+ * longer to be recorded; its slot is free already.
+ */
+export const OUTCOME_INTERVAL_MS = 20
 
 export class NotificationWorker extends Context.Service<
   NotificationWorker,
@@ -88,7 +95,14 @@ export class NotificationWorker extends Context.Service<
             Effect.ignore,
             Effect.andThen(Effect.forEach(batch, (p) => Deferred.succeed(p.done, undefined), { discard: true }))
           )
-      yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.takeAll(finishing), writeBatch)))
+      const writer = Effect.gen(function* () {
+        const batch = yield* Queue.takeAll(finishing)
+        const began = yield* Clock.currentTimeMillis
+        yield* writeBatch(batch)
+        const rest = OUTCOME_INTERVAL_MS - ((yield* Clock.currentTimeMillis) - began)
+        if (rest > 0) yield* Effect.sleep(rest)
+      })
+      yield* Effect.forkScoped(Effect.forever(writer))
 
       /** ids whose outcome waits for its batch: their slot is free again, their lease is still renewed */
       const recording = new Set<string>()
