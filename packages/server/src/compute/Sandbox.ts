@@ -15,6 +15,7 @@
 // its watchdog), SandboxBootstrap.ts with SandboxLibrary.ts (the isolate side), SandboxCheck.ts (the static check).
 // This file wraps the driver into an Effect (semaphore, interruption) at the service boundary.
 import { Context, Effect, Layer, Semaphore } from "effect"
+import { spanMethods } from "../platform/Tracing.ts"
 import { check } from "./SandboxCheck.ts"
 import type { SandboxJob, SandboxLimits, SandboxOutcome, SandboxStats } from "./SandboxModel.ts"
 import { makePool } from "./SandboxPool.ts"
@@ -57,8 +58,10 @@ export class Sandbox extends Context.Service<
             handle.promise.then((o) => resume(Effect.succeed(o)))
             return Effect.sync(handle.abort)
           })
-        const execute = Effect.fn("Sandbox.execute")((job: SandboxJob) => (job.nested ? run(job) : semaphore.withPermit(run(job))))
-        return Sandbox.of({ execute, check, stats: Effect.sync(pool.stats) })
+        const execute = (job: SandboxJob) => (job.nested ? run(job) : semaphore.withPermit(run(job)))
+        // spanned only when spans are exported (platform/Tracing.ts): every run comes through here
+        const hot = (yield* spanMethods)("Sandbox", { execute })
+        return Sandbox.of({ execute: hot.execute, check, stats: Effect.sync(pool.stats) })
       })
     )
 }
