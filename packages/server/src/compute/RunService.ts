@@ -5,6 +5,7 @@ import type { Principal } from "@troupe/api/Authorization"
 import type { FunctionRun, JobQueued, RerunRequest } from "@troupe/api/compute/Compute"
 import { badRequest, type BadRequest, type NotFound } from "@troupe/api/Errors"
 import { Clock, Context, Effect, Layer, Predicate } from "effect"
+import { spanMethods } from "../platform/Tracing.ts"
 import { FunctionRepo } from "./FunctionRepo.ts"
 import { checkId, functionNotFound, isUuid, runNotFound, type RunRow, toRun } from "./model.ts"
 import { type NewRun, RunRepo } from "./RunRepo.ts"
@@ -71,7 +72,9 @@ export class RunService extends Context.Service<
 
       const queued = (row: RunRow): JobQueued => ({ jobId: row.id, status: "queued", queuedAt: row.createdAt })
 
-      const enqueue = Effect.fn("RunService.enqueue")(function* (spec: RunSpec) {
+      // The run-starting methods are on every run's path: spanned only when spans are exported (platform/Tracing.ts,
+      // spanMethods), since an Effect.fn span and its stack capture cost a few µs per call even unexported.
+      const enqueue = Effect.fnUntraced(function* (spec: RunSpec) {
         return queued(yield* worker.submit(newRun(spec)))
       })
 
@@ -89,12 +92,7 @@ export class RunService extends Context.Service<
           })
         })
 
-      const test = Effect.fn("RunService.test")(function* (
-        workspace: string,
-        code: string,
-        executionParams: Record<string, unknown>,
-        by: Principal
-      ) {
+      const test = Effect.fnUntraced(function* (workspace: string, code: string, executionParams: Record<string, unknown>, by: Principal) {
         const system = yield* defaultTrigger(workspace)
         return yield* enqueue({
           workspace,
@@ -108,7 +106,7 @@ export class RunService extends Context.Service<
         })
       })
 
-      const executeFunction = Effect.fn("RunService.executeFunction")(function* (
+      const executeFunction = Effect.fnUntraced(function* (
         workspace: string,
         functionId: string,
         executionParams: Record<string, unknown>,
@@ -219,7 +217,9 @@ export class RunService extends Context.Service<
         return { originalRunId: original.id, rerunCount: original.rerunCount, reruns: reruns.map(toRun) }
       })
 
-      return RunService.of({ enqueue, newRun, test, executeFunction, get, list, rerun, history })
+      const hot = (yield* spanMethods)("RunService", { enqueue, test, executeFunction })
+
+      return RunService.of({ ...hot, newRun, get, list, rerun, history })
     })
   )
 
