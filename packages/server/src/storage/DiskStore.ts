@@ -9,6 +9,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { BlobStore, BlobStoreError, metered } from "./BlobStore.ts"
+import { FileRange } from "./FileRange.ts"
 import { isBlobKey, removeUnnamed, SWEEP_MIN_AGE_MS } from "./Sweep.ts"
 
 /** Bytes (or chunks) gathered before one writev: a 1 MB upload is one write, a large one holds 1 MiB at a time. */
@@ -92,7 +93,7 @@ export const makeDiskStore = (root: string) =>
         ),
       open: (key, range) =>
         Effect.try({
-          try: () => Fs.createReadStream(pathOf(key), { start: range.start, end: range.end, highWaterMark: 256 * 1024 }),
+          try: () => new FileRange(pathOf(key), range.start, range.end),
           catch: fail("read failed")
         }),
       read: (key, range) =>
