@@ -3,21 +3,17 @@
 // itself into the response: read into buffers taken from a small pool and given back once the socket has sent them.
 // A download through a Readable allocates a fresh buffer per chunk, all of it external memory, and V8 answers each
 // 64 MB of it with a full mark-compact of the node's whole heap: at 10 MB per download that collector work cost the
-// node more than sending the bytes (docs/benchmarks.md, "Embedded downloads with reused buffers"). Reused buffers
-// allocate nothing per download once the pool has filled.
+// node more than sending the bytes (docs/benchmarks.md, "Embedded uploads and downloads without the collector's full
+// marks"). Buffers of a pool (BufferPool.ts) allocate nothing per download once the pool has filled.
 import * as Fs from "node:fs"
 import { Readable } from "node:stream"
+import { makePool } from "./BufferPool.ts"
 
 /** Bytes per read (and per buffer of the pool): one trip through libuv's pool each. */
 export const CHUNK_BYTES = 512 * 1024
 
-/** Buffers kept for reuse: two per download in flight, for 16 at once (8 MiB). */
-const POOL_SIZE = 32
-const pool: Array<Buffer> = []
-const take = () => pool.pop() ?? Buffer.allocUnsafeSlow(CHUNK_BYTES)
-const give = (buffer: Buffer) => {
-  if (pool.length < POOL_SIZE) pool.push(buffer)
-}
+/** Buffers kept for reuse: two per download in flight, for 16 at once (16 MiB). */
+const { take, give } = makePool(CHUNK_BYTES, 32)
 
 /** What a response looks like to a source that writes itself into one (an http.ServerResponse). */
 export interface Sink {
