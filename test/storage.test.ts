@@ -387,7 +387,7 @@ describe("storage bad input: a 4xx with the contract body, nothing stored", () =
     expect((await fetch(moved)).status).toBe(403)
   })
 
-  it("a client that disconnects mid-upload leaves nothing behind", async () => {
+  it("a client that disconnects mid-upload leaves nothing behind, counted as 499", async () => {
     const ws = await workspace("gone")
     const boundary = "CutCutCut"
     const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="half.bin"\r\n\r\n`)
@@ -412,6 +412,10 @@ describe("storage bad input: a 4xx with the contract body, nothing stored", () =
     expect((await ws.call("GET", "/files")).body.total).toBe(0)
     expect((await ws.call("GET", "/usage")).body).toMatchObject({ files: 0, bytes: 0 })
     if (!onPg) await eventually(async () => (diskFiles("tmp").length === 0 ? true : undefined), 10_000)
+    // the upload lane counts the request as the stack counts an interrupted one: 499, not a client error of 400
+    const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text()
+    const upload = metrics.split("\n").filter((line) => line.startsWith("troupe_http_requests_total{") && line.includes("/upload"))
+    expect(upload.some((line) => line.includes('status="499"'))).toBe(true)
   })
 })
 

@@ -43,9 +43,19 @@ export const writeJson = (res: Http.ServerResponse, status: number, body: unknow
   writeEncodedJson(res, status, JSON.stringify(body), headers)
 
 /**
+ * A stream that can write itself into a node response without handing out its chunks (a disk file's range, read
+ * into reused buffers: storage/FileRange.ts); the fast lane lets it, the stack reads it as a stream.
+ */
+export interface SelfSending {
+  readonly sendTo: (out: Http.ServerResponse) => void
+}
+
+const selfSending = (bytes: Readable): bytes is Readable & SelfSending => typeof (bytes as Partial<SelfSending>).sendTo === "function"
+
+/**
  * Raw bytes on a node response (the fast lane's stored files), as the stack writes a raw body: `headers` name the
- * type and length. A stream is piped; a read failing mid-answer cuts the connection (the status is gone already),
- * and a client going away destroys the stream.
+ * type and length. A stream is piped (or sends itself); a read failing mid-answer cuts the connection (the status
+ * is gone already), and a client going away destroys the stream (or stops its reads).
  */
 export const writeBytes = (
   res: Http.ServerResponse,
@@ -55,6 +65,7 @@ export const writeBytes = (
 ) => {
   res.writeHead(status, headers)
   if (bytes === undefined || bytes instanceof Uint8Array) res.end(bytes)
+  else if (selfSending(bytes)) bytes.sendTo(res)
   else pipeline(bytes, res, () => {})
 }
 

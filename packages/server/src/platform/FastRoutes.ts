@@ -364,6 +364,9 @@ export const fastServer = (
             })
           return answered(answer.status)
         }
+        // the client went away before the answer (mid-upload): nobody reads it, and it is no failure of the node's,
+        // so it is counted as the stack counts an interrupted request, 499, and not logged
+        if (res.destroyed && !res.headersSent) return answered(499)
         const { failure, logged } = failureOf(exit.cause)
         writeFailure(res, failure, requestId)
         return Effect.andThen(logged ? log.failed(requestId, method, url, exit.cause) : Effect.void, answered(failure.status))

@@ -7,6 +7,7 @@
 import { Context, Data, Effect, type Stream } from "effect"
 import * as Crypto from "node:crypto"
 import type { Readable } from "node:stream"
+import { bodyBytesStored } from "../lib/Scavenge.ts"
 
 export class BlobTooLarge extends Data.TaggedError("BlobTooLarge")<{ readonly maxBytes: number }> {}
 
@@ -81,10 +82,12 @@ export const metered = <E, R>(
       if (size > maxBytes) return yield* new BlobTooLarge({ maxBytes })
       hash.update(chunk)
       if (headSize < HEAD_BYTES) {
-        heads.push(chunk.subarray(0, HEAD_BYTES - headSize))
+        // a copy: a view would hold the whole chunk alive until the end of the upload
+        heads.push(Buffer.from(chunk.subarray(0, HEAD_BYTES - headSize)))
         headSize += Math.min(chunk.byteLength, HEAD_BYTES - headSize)
       }
       yield* write(chunk)
+      bodyBytesStored(chunk.byteLength)
     }
     return { size, sha256: hash.digest("hex"), head: Buffer.concat(heads) }
   }).pipe(Effect.scoped)

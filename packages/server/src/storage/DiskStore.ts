@@ -9,11 +9,15 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { BlobStore, BlobStoreError, metered } from "./BlobStore.ts"
+import { makePool } from "./BufferPool.ts"
+import { FileRange } from "./FileRange.ts"
 import { isBlobKey, removeUnnamed, SWEEP_MIN_AGE_MS } from "./Sweep.ts"
 
-/** Bytes (or chunks) gathered before one writev: a 1 MB upload is one write, a large one holds 1 MiB at a time. */
+/** Bytes gathered before one write: a 1 MB upload is one write, a large one holds 1 MiB at a time. */
 const WRITE_BATCH_BYTES = 1024 * 1024
-const WRITE_BATCH_CHUNKS = 512
+
+/** Write batches kept for reuse: one per upload in flight, for 16 at once. */
+const writes = makePool(WRITE_BATCH_BYTES, 16)
 
 const fail = (reason: string) => (cause: unknown) => new BlobStoreError({ reason, cause })
 
@@ -44,29 +48,44 @@ export const makeDiskStore = (root: string) =>
             Effect.tryPromise({ try: () => Fs.promises.open(temp, "wx"), catch: fail("cannot create a temporary file") }),
             (h) => Effect.promise(() => h.close()).pipe(Effect.ignore)
           )
-          // The body's chunks (about 30 KB each) are gathered and written by one writev per WRITE_BATCH_BYTES: each
-          // write is a trip through libuv's thread pool, whose hand-offs cost the main thread more than the copy.
-          let pending: Array<Uint8Array> = []
-          let pendingBytes = 0
+          // The body's chunks (about 30-64 KB each, each a fresh buffer of Node's) are copied into a pooled buffer
+          // and written by one write per WRITE_BATCH_BYTES: each write is a trip through libuv's thread pool, whose
+          // hand-offs cost the main thread more than the copy, and a chunk no longer held until its batch is written
+          // dies young, so a scavenge frees it (lib/Scavenge.ts) where a held one would be promoted.
+          let batch: Buffer | undefined
+          let filled = 0
           const flush = Effect.suspend(() => {
-            if (pending.length === 0) return Effect.void
-            const buffers = pending
-            const bytes = pendingBytes
-            pending = []
-            pendingBytes = 0
+            if (batch === undefined || filled === 0) return Effect.void
+            const full = batch
+            const bytes = filled
+            batch = undefined
+            filled = 0
             return Effect.tryPromise({
               try: () =>
-                handle.writev(buffers).then(({ bytesWritten }) => {
-                  if (bytesWritten !== bytes) throw new Error(`wrote ${bytesWritten} of ${bytes} bytes`)
-                }),
+                handle
+                  .write(full, 0, bytes)
+                  .then(({ bytesWritten }) => {
+                    if (bytesWritten !== bytes) throw new Error(`wrote ${bytesWritten} of ${bytes} bytes`)
+                  })
+                  // the buffer is the pool's again only once the write has read it (not when an interrupt ends the wait)
+                  .finally(() => writes.give(full)),
               catch: fail("write failed")
             })
           })
-          const result = yield* metered(body, maxBytes, (chunk) => {
-            pending.push(chunk)
-            pendingBytes += chunk.byteLength
-            return pendingBytes >= WRITE_BATCH_BYTES || pending.length >= WRITE_BATCH_CHUNKS ? flush : Effect.void
-          })
+          const add = (chunk: Uint8Array): Effect.Effect<void, BlobStoreError> => {
+            if (chunk.byteLength === 0) return Effect.void
+            batch ??= writes.take()
+            const n = Math.min(chunk.byteLength, batch.length - filled)
+            batch.set(n === chunk.byteLength ? chunk : chunk.subarray(0, n), filled)
+            filled += n
+            return filled < batch.length
+              ? Effect.void
+              : Effect.andThen(
+                  flush,
+                  Effect.suspend(() => add(chunk.subarray(n)))
+                )
+          }
+          const result = yield* metered(body, maxBytes, add)
           yield* flush
           yield* Effect.tryPromise({ try: () => handle.sync(), catch: fail("fsync failed") })
           yield* Effect.tryPromise({ try: () => Fs.promises.rename(temp, target), catch: fail("rename failed") })
@@ -92,7 +111,7 @@ export const makeDiskStore = (root: string) =>
         ),
       open: (key, range) =>
         Effect.try({
-          try: () => Fs.createReadStream(pathOf(key), { start: range.start, end: range.end, highWaterMark: 256 * 1024 }),
+          try: () => new FileRange(pathOf(key), range.start, range.end),
           catch: fail("read failed")
         }),
       read: (key, range) =>
