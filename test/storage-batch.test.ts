@@ -130,8 +130,16 @@ describe("uploads sharing a commit", () => {
           })
       )
     )
-    await new Promise((r) => setTimeout(r, 1000))
-    const list = (await server.request("GET", `${ws.base}/files?limit=100`, { token: ws.token })).body
+    // an upload whose client left may still be committing: read the usage between two equal listings (a commit
+    // writes the row and the usage in one transaction, so nothing committed in between)
+    const listing = async () => (await server.request("GET", `${ws.base}/files?limit=100`, { token: ws.token })).body
+    let list = await listing()
+    let usage = (await server.request("GET", `${ws.base}/usage`, { token: ws.token })).body
+    for (let again = await listing(); again.total !== list.total; again = await listing()) {
+      await new Promise((r) => setTimeout(r, 200))
+      list = await listing()
+      usage = (await server.request("GET", `${ws.base}/usage`, { token: ws.token })).body
+    }
     let bytes = 0
     for (const file of list.data) {
       const res = await fetch(`${server.baseUrl}${ws.base}/files/${file.id}`, { headers: { authorization: `Bearer ${ws.token}` } })
@@ -139,7 +147,6 @@ describe("uploads sharing a commit", () => {
       expect((await res.arrayBuffer()).byteLength).toBe(file.size)
       bytes += file.size
     }
-    const usage = (await server.request("GET", `${ws.base}/usage`, { token: ws.token })).body
     expect(usage).toMatchObject({ files: list.total, bytes })
   })
 })

@@ -203,14 +203,12 @@ describe("GET /files/{id}: the fast lane answers as the ordinary handler", () =>
   })
 
   it("the lane counts against the reads limit: 429 with Retry-After past it", async () => {
-    await nextWindow()
     const file = await upload("counted.bin", Buffer.from("counted"), "text/plain")
-    let limited: Answer | undefined
-    for (let i = 0; i < 100 && limited === undefined; i++) {
-      const res = await get(`${files}/files/${file.id}`)
-      if (res.status === 429) limited = res
-      else expect(res.status).toBe(200)
-    }
+    await nextWindow()
+    // all at once, so they fall in one window however slow the machine
+    const answers = await Promise.all(Array.from({ length: 100 }, () => get(`${files}/files/${file.id}`)))
+    expect(answers.filter((a) => a.status !== 200 && a.status !== 429)).toEqual([])
+    const limited = answers.find((a) => a.status === 429)
     expect(limited).toBeDefined()
     expect(JSON.parse(limited!.body.toString())).toMatchObject({ statusCode: 429, code: "QUOTA_EXCEEDED" })
     expect(Number(limited!.headers["retry-after"])).toBeGreaterThan(0)
