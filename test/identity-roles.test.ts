@@ -110,7 +110,7 @@ beforeAll(async () => {
     permissions: new Set(),
     token: nothing.token
   })
-  // a service account whose only grants come from a group: manage structures, list webhooks
+  // a service account whose only grants come from a group: manage structures, list webhooks, read the CORS origins
   const grouped = await createAccount(server, root, {})
   const group = await server.request("POST", `${server.base}/groups`, { token: root, body: { name: "Schema keepers" } })
   await server.request("POST", `${server.base}/groups/${group.body.id}/policies`, {
@@ -121,12 +121,16 @@ beforeAll(async () => {
     token: root,
     body: { action: "list", resource: "webhooks" }
   })
+  await server.request("POST", `${server.base}/groups/${group.body.id}/policies`, {
+    token: root,
+    body: { action: "retrieve", resource: "cors" }
+  })
   await server.request("POST", `${server.base}/groups/${group.body.id}/members`, { token: root, body: { serviceAccountId: grouped.id } })
   callers.push({
     label: "service account via group policies",
     kind: "service",
     platformAdmin: false,
-    permissions: new Set(["read:structures", "write:structures", "read:webhooks"]),
+    permissions: new Set(["read:structures", "write:structures", "read:webhooks", "read:cors"]),
     token: grouped.token
   })
   // a developer user who is also in a group allowing webhook reads
@@ -136,7 +140,7 @@ beforeAll(async () => {
     label: "user developer + group",
     kind: "user",
     platformAdmin: false,
-    permissions: new Set([...developer, "read:webhooks"]),
+    permissions: new Set([...developer, "read:webhooks", "read:cors"]),
     token: devPlus.token
   })
 

@@ -196,7 +196,7 @@ export const Policy = Schema.Struct({
 /**
  * `action` one of create, retrieve, list, update, delete, manage, validate, execute (`read` is rejected);
  * `resource` records, structures, compute-functions, function-triggers, webhooks, service-accounts, storage,
- * secrets or `*`; `effect` allow (default) or deny (deny wins). @category models
+ * notifications, cors, secrets or `*`; `effect` allow (default) or deny (deny wins). @category models
  */
 export const PolicyCreate = Schema.Struct({
   action: Schema.String,

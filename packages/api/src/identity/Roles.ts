@@ -61,6 +61,7 @@ export const PolicyResources = [
   "storage",
   "secrets",
   "notifications",
+  "cors",
   "*"
 ] as const
 export type PolicyResource = (typeof PolicyResources)[number]
@@ -74,7 +75,8 @@ const nouns: Record<Exclude<PolicyResource, "*" | "secrets">, string> = {
   webhooks: "webhooks",
   "service-accounts": "service-accounts",
   storage: "storage",
-  notifications: "notifications"
+  notifications: "notifications",
+  cors: "cors"
 }
 
 const single = (action: PolicyAction, resource: Exclude<PolicyResource, "*">): Array<Permission> => {

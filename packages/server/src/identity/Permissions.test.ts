@@ -60,6 +60,8 @@ describe("policies", () => {
     ])
     expect(sorted(policyPermissions("manage", "function-triggers"))).toStrictEqual(["execute:functions", "read:triggers", "write:triggers"])
     expect(sorted(policyPermissions("retrieve", "secrets"))).toStrictEqual(["secrets:reveal"])
+    expect(sorted(policyPermissions("list", "cors"))).toStrictEqual(["read:cors"])
+    expect(sorted(policyPermissions("manage", "cors"))).toStrictEqual(["read:cors", "write:cors"])
     expect([...policyPermissions("execute", "records")]).toStrictEqual([])
     expect([...policyPermissions("list", "*")]).toEqual(expect.arrayContaining(["read:records", "read:webhooks", "read:service-accounts"]))
     expect([...policyPermissions("list", "*")]).not.toContain("write:records")

@@ -25,6 +25,7 @@ const resources = [
   "storage",
   "secrets",
   "notifications",
+  "cors",
   "*"
 ]
 
