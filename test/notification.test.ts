@@ -189,6 +189,10 @@ describe("bad input", () => {
     expect(idn.status).toBe(202)
     const unknown = await ws.call("GET", "/messages/00000000-0000-4000-8000-000000000000")
     expect(unknown.status).toBe(404)
+    // a malformed id is the caller's mistake: 400 naming `id`, not a 404 (docs/errors.md)
+    const malformed = await ws.call("GET", "/messages/not-a-uuid")
+    expect(malformed.status).toBe(400)
+    expect(malformed.body).toMatchObject({ code: "BAD_REQUEST", details: [{ field: "id", property: "id" }] })
   }, 120_000)
 
   it("replays a send for the same Idempotency-Key and refuses the key for another request", async () => {
