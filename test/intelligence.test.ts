@@ -580,7 +580,24 @@ describe("bad input", () => {
     )
     const ok = await call("PUT", "/collections/scratch/schema-discovery", { mode: "schemaless", config: { batchSize: 25 } })
     expect(ok.body).toMatchObject({ mode: "schemaless", config: { batchSize: 25, maxNestingDepth: 3 } })
-    expect((await call("GET", "/anomaly-insights/not-a-uuid")).status).toBe(404)
+    // on every {id} route: a malformed id is a 400 naming `id`, an unknown one a 404 (docs/errors.md)
+    const unknownId = "00000000-0000-4000-8000-000000000000"
+    for (const [method, path] of [
+      ["GET", "/anomaly-insights/{id}"],
+      ["POST", "/anomaly-insights/{id}/acknowledge"],
+      ["POST", "/anomaly-insights/{id}/dismiss"],
+      ["GET", "/ai-validation/batch/{id}"],
+      ["POST", "/ai-validation/suggestions/{id}/accept"],
+      ["POST", "/ai-validation/suggestions/{id}/reject"],
+      ["POST", "/collections/scratch/schema-suggestions/{id}/accept"],
+      ["POST", "/collections/scratch/schema-suggestions/{id}/reject"],
+      ["GET", "/intelligence-jobs/{id}"]
+    ] as const) {
+      const malformed = await call(method, path.replace("{id}", "not-a-uuid"))
+      expect(malformed.status, `${method} ${path} malformed`).toBe(400)
+      expect(malformed.body).toMatchObject({ code: "BAD_REQUEST", statusCode: 400, details: [{ field: "id", property: "id" }] })
+      expect((await call(method, path.replace("{id}", unknownId))).status, `${method} ${path} unknown`).toBe(404)
+    }
     expect((await call("GET", "/ai-validation/batch/00000000-0000-0000-0000-000000000000")).status).toBe(404)
     expect((await call("GET", "/anomaly-insights?status=whatever")).status).toBe(400)
     expect((await call("DELETE", `/structures/${s.id}`)).status).toBe(200)

@@ -189,6 +189,17 @@ describe("bad input", () => {
     expect(idn.status).toBe(202)
     const unknown = await ws.call("GET", "/messages/00000000-0000-4000-8000-000000000000")
     expect(unknown.status).toBe(404)
+    // a malformed id is the caller's mistake: 400 naming `id`, not a 404 (docs/errors.md)
+    // lists take limit 1-1000 (CONTRACT §8), more is a 400 naming it
+    for (const list of ["/messages", "/templates"]) {
+      const most = await ws.call("GET", `${list}?limit=1000`)
+      expect(most.status, list).toBe(200)
+      expect(most.body.limit).toBe(1000)
+      expect((await ws.call("GET", `${list}?limit=1001`)).status, list).toBe(400)
+    }
+    const malformed = await ws.call("GET", "/messages/not-a-uuid")
+    expect(malformed.status).toBe(400)
+    expect(malformed.body).toMatchObject({ code: "BAD_REQUEST", details: [{ field: "id", property: "id" }] })
   }, 120_000)
 
   it("replays a send for the same Idempotency-Key and refuses the key for another request", async () => {

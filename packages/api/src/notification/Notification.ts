@@ -244,7 +244,8 @@ const pageField = (maximum: number, description: string) =>
 /** @category models */
 export const PageQuery = {
   page: pageField(1_000_000, "1-based page (default 1)"),
-  limit: pageField(500, "Page size (default 50, at most 500)")
+  // CONTRACT §8: every list of the sibling services takes limit 1-1000
+  limit: pageField(1000, "Page size (default 50, at most 1000)")
 }
 
 /** Newest first. @category models */

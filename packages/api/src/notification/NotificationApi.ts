@@ -124,7 +124,7 @@ export class NotificationApi extends HttpApiGroup.make("notification")
     HttpApiEndpoint.get("listMessages", "/messages", { params: WorkspaceParams, query: MessageListQuery, success: MessageList })
       .annotate(RequiredPermission, "read:notifications")
       .annotate(RateClass, "reads"),
-    HttpApiEndpoint.get("getMessage", "/messages/:id", { params: idParams, success: MessageDetail, error: NotFound })
+    HttpApiEndpoint.get("getMessage", "/messages/:id", { params: idParams, success: MessageDetail, error: [BadRequest, NotFound] })
       .annotate(RequiredPermission, "read:notifications")
       .annotate(RateClass, "reads")
   )

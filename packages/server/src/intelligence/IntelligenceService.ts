@@ -91,7 +91,8 @@ const make = Effect.gen(function* () {
       ? Effect.flatMap(orDie(find(workspace, id)), (row) =>
           row === undefined ? Effect.fail(notFound(`${what} ${id} not found`)) : Effect.succeed(row)
         )
-      : Effect.fail(notFound(`${what} ${id} not found`))
+      : // a malformed id is the caller's mistake, not a missing thing (docs/errors.md: 400, an unknown one 404)
+        Effect.fail(badRequest({ message: `Invalid ${what} id: ${id.slice(0, 64)}`, details: [errorDetail("id", "must be a UUID")] }))
 
   const service = {
     getDiscovery: (workspace: string, idOrSlug: string): Effect.Effect<SchemaDiscoverySettings, NotFound> =>

@@ -6,14 +6,14 @@
 // node when its worker has a free slot (then sent here at once, no claim); a send with a key claims the
 // key in the same transaction as its row, so the key answers that message for 24 hours (records' upsert does the
 // same) and the same key with another request is a 422.
-import { type BadRequest, type NotFound, notFound, type Unprocessable, unprocessable } from "@troupe/api/Errors"
+import { type BadRequest, badRequest, details, type NotFound, notFound, type Unprocessable, unprocessable } from "@troupe/api/Errors"
 import type { EmailRequest, MessageDetail, MessageList, SmsRequest } from "@troupe/api/notification/Notification"
 import { Clock, Context, Effect, Exit, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import * as GroupCommit from "../lib/GroupCommit.ts"
 import { isoString } from "../lib/rows.ts"
-import { uuidv7 } from "../lib/Uuid.ts"
+import { isUuid, uuidv7 } from "../lib/Uuid.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { claimIdempotencyKey, storedOutcome, storeOutcome } from "../platform/IdempotencyKeys.ts"
 import { canonicalJson } from "../structures/Formats.ts"
@@ -93,7 +93,7 @@ export class NotificationService extends Context.Service<
       workspace: string,
       query: { channel?: string | undefined; status?: string | undefined; to?: string | undefined; page: number; limit: number }
     ) => Effect.Effect<MessageList>
-    readonly get: (workspace: string, id: string) => Effect.Effect<MessageDetail, NotFound>
+    readonly get: (workspace: string, id: string) => Effect.Effect<MessageDetail, BadRequest | NotFound>
   }
 >()("@troupe/server/notification/NotificationService") {
   static readonly layer = Layer.effect(
@@ -311,10 +311,13 @@ export class NotificationService extends Context.Service<
           ({ rows, total }) => ({ data: rows.map(toMessage), total, page: q.page, limit: q.limit })
         )
 
-      const get = (workspace: string, id: string) =>
-        Effect.flatMap(Effect.orDie(repo.getMessage(workspace, id)), (row) =>
-          row === undefined ? Effect.fail(notFound(`Message not found: ${id}`)) : Effect.succeed(toMessageDetail(row))
-        )
+      const get = (workspace: string, id: string): Effect.Effect<MessageDetail, BadRequest | NotFound> =>
+        // a malformed id is the caller's mistake, not a missing message (docs/errors.md: 400, an unknown one 404)
+        isUuid(id)
+          ? Effect.flatMap(Effect.orDie(repo.getMessage(workspace, id)), (row) =>
+              row === undefined ? Effect.fail(notFound(`Message not found: ${id}`)) : Effect.succeed(toMessageDetail(row))
+            )
+          : Effect.fail(badRequest({ message: `Invalid message id: ${id.slice(0, 64)}`, details: details([["id", "must be a UUID"]]) }))
 
       return NotificationService.of({ sendEmail, sendSms, list, get })
     })
