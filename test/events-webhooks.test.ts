@@ -122,15 +122,23 @@ describe("webhooks over HTTP", () => {
       expect((await server.request("PATCH", `${hooks()}/${hook.id}`, { token, body: { name: "x" } })).status).toBe(404)
     })
 
-    it("unknown ids are 404 with the contract body", async () => {
-      for (const id of ["00000000-0000-4000-8000-000000000000", "not-a-uuid"]) {
-        const res = await server.request("GET", `${hooks()}/${id}`, { token })
-        expect(res.status).toBe(404)
-        expect(res.body).toMatchObject({ error: "Not Found", statusCode: 404, code: "NOT_FOUND", details: [] })
-        expect(typeof res.body.requestId).toBe("string")
+    it("unknown ids are 404 with the contract body; malformed ids 400 naming the id", async () => {
+      const res = await server.request("GET", `${hooks()}/00000000-0000-4000-8000-000000000000`, { token })
+      expect(res.status).toBe(404)
+      expect(res.body).toMatchObject({ error: "Not Found", statusCode: 404, code: "NOT_FOUND", details: [] })
+      expect(typeof res.body.requestId).toBe("string")
+      for (const [method, path] of [
+        ["GET", "/not-a-uuid"],
+        ["PATCH", "/not-a-uuid"],
+        ["DELETE", "/not-a-uuid"],
+        ["GET", "/not-a-uuid/failures"],
+        ["POST", "/not-a-uuid/test"],
+        ["GET", "/not-a-uuid/deliveries"]
+      ] as const) {
+        const bad = await server.request(method, `${hooks()}${path}`, { token, ...(method === "PATCH" ? { body: { name: "x" } } : {}) })
+        expect(bad.status, `${method} ${path}`).toBe(400)
+        expect(bad.body).toMatchObject({ statusCode: 400, code: "BAD_REQUEST", details: [{ field: "id", property: "id" }] })
       }
-      expect((await server.request("GET", `${hooks()}/not-a-uuid/failures`, { token })).status).toBe(404)
-      expect((await server.request("POST", `${hooks()}/not-a-uuid/test`, { token })).status).toBe(404)
     })
 
     it("bad input is 400 with details naming the field", async () => {
@@ -353,6 +361,9 @@ describe("webhooks over HTTP", () => {
       expect(
         (await server.request("POST", `${hooks()}/${hook.id}/deliveries/00000000-0000-4000-8000-000000000000/redeliver`, { token })).status
       ).toBe(404)
+      const malformed = await server.request("GET", `${hooks()}/${hook.id}/deliveries/not-a-uuid`, { token })
+      expect(malformed.status).toBe(400)
+      expect(malformed.body.details).toMatchObject([{ field: "deliveryId" }])
 
       // a webhook that is not active refuses redelivery
       await server.request("PATCH", `${hooks()}/${hook.id}`, { token, body: { enabled: false } })

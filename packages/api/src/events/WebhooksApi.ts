@@ -49,7 +49,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
     HttpApiEndpoint.get("get", "/:id", {
       params: idParams,
       success: Webhook,
-      error: NotFound
+      error: [NotFound, BadRequest]
     })
       .annotate(RequiredPermission, "read:webhooks")
       .annotate(RateClass, "reads"),
@@ -64,7 +64,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
     HttpApiEndpoint.delete("delete", "/:id", {
       params: idParams,
       success: HttpApiSchema.NoContent,
-      error: NotFound
+      error: [NotFound, BadRequest]
     })
       .annotate(RequiredPermission, "write:webhooks")
       .annotate(RateClass, "writes"),
@@ -72,7 +72,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       params: idParams,
       query: { limit: PageQuery.limit },
       success: WebhookFailures,
-      error: NotFound
+      error: [NotFound, BadRequest]
     })
       .annotate(RequiredPermission, "read:webhooks")
       .annotate(RateClass, "reads"),
@@ -80,7 +80,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       params: idParams,
       payload: [WebhookTestRequest, Schema.Null],
       success: WebhookTestResult,
-      error: NotFound
+      error: [NotFound, BadRequest]
     })
       .annotate(RequiredPermission, "write:webhooks")
       .annotate(RateClass, "writes"),
@@ -88,21 +88,21 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       params: idParams,
       query: DeliveryListQuery,
       success: WebhookDeliveryList,
-      error: NotFound
+      error: [NotFound, BadRequest]
     })
       .annotate(RequiredPermission, "read:webhooks")
       .annotate(RateClass, "reads"),
     HttpApiEndpoint.get("delivery", "/:id/deliveries/:deliveryId", {
       params: deliveryParams,
       success: WebhookDeliveryDetail,
-      error: NotFound
+      error: [NotFound, BadRequest]
     })
       .annotate(RequiredPermission, "read:webhooks")
       .annotate(RateClass, "reads"),
     HttpApiEndpoint.post("redeliver", "/:id/deliveries/:deliveryId/redeliver", {
       params: deliveryParams,
       success: WebhookDeliveryDetail.pipe(HttpApiSchema.status(202)),
-      error: [NotFound, Conflict]
+      error: [NotFound, BadRequest, Conflict]
     })
       .annotate(RequiredPermission, "write:webhooks")
       .annotate(RateClass, "writes")

@@ -21,6 +21,7 @@ import {
   conflict,
   details,
   type ErrorDetail,
+  errorDetail,
   type NotFound,
   notFound
 } from "@troupe/api/Errors"
@@ -57,22 +58,33 @@ export interface WebhookServiceShape {
     page: number,
     limit: number
   ) => Effect.Effect<{ data: ReadonlyArray<Webhook>; total: number; page: number; limit: number }>
-  readonly get: (workspace: string, id: string) => Effect.Effect<Webhook, NotFound>
+  readonly get: (workspace: string, id: string) => Effect.Effect<Webhook, NotFound | BadRequest>
   readonly update: (workspace: string, id: string, input: WebhookUpdate) => Effect.Effect<WebhookWithSecret, NotFound | BadRequest>
-  readonly delete: (workspace: string, id: string) => Effect.Effect<void, NotFound>
-  readonly failures: (workspace: string, id: string, limit: number) => Effect.Effect<{ failures: ReadonlyArray<WebhookFailure> }, NotFound>
+  readonly delete: (workspace: string, id: string) => Effect.Effect<void, NotFound | BadRequest>
+  readonly failures: (
+    workspace: string,
+    id: string,
+    limit: number
+  ) => Effect.Effect<{ failures: ReadonlyArray<WebhookFailure> }, NotFound | BadRequest>
   readonly deliveries: (
     workspace: string,
     id: string,
     options: { readonly status?: DeliveryStatus | undefined; readonly page: number; readonly limit: number }
-  ) => Effect.Effect<{ data: ReadonlyArray<ReturnType<typeof toDelivery>>; total: number; page: number; limit: number }, NotFound>
-  readonly delivery: (workspace: string, id: string, deliveryId: string) => Effect.Effect<WebhookDeliveryDetail, NotFound>
-  readonly redeliver: (workspace: string, id: string, deliveryId: string) => Effect.Effect<WebhookDeliveryDetail, NotFound | Conflict>
+  ) => Effect.Effect<
+    { data: ReadonlyArray<ReturnType<typeof toDelivery>>; total: number; page: number; limit: number },
+    NotFound | BadRequest
+  >
+  readonly delivery: (workspace: string, id: string, deliveryId: string) => Effect.Effect<WebhookDeliveryDetail, NotFound | BadRequest>
+  readonly redeliver: (
+    workspace: string,
+    id: string,
+    deliveryId: string
+  ) => Effect.Effect<WebhookDeliveryDetail, NotFound | BadRequest | Conflict>
   readonly test: (
     workspace: string,
     id: string,
     input: { readonly event?: string | undefined; readonly data?: unknown } | null | undefined
-  ) => Effect.Effect<WebhookTestResult, NotFound>
+  ) => Effect.Effect<WebhookTestResult, NotFound | BadRequest>
 }
 
 export class WebhookService extends Context.Service<WebhookService, WebhookServiceShape>()("@troupe/server/events/WebhookService") {
@@ -103,14 +115,18 @@ export class WebhookService extends Context.Service<WebhookService, WebhookServi
         return problems.length === 0 ? Effect.void : Effect.fail(invalid(problems))
       }
 
-      /** The webhook, or 404 (ids that are not UUIDs cannot exist). */
+      /** A malformed id is the caller's mistake: 400 naming it (docs/errors.md); an unknown one 404. */
+      const malformed = (field: string, id: string) =>
+        badRequest({ message: `Invalid ${field}: ${id.slice(0, 64)}`, details: [errorDetail(field, "must be a UUID")] })
+
+      /** The webhook, 404 when unknown, 400 when its id is malformed. */
       const find = (workspace: string, id: string) =>
         isUuid(id)
           ? repo.get(workspace, id).pipe(
               Effect.orDie,
               Effect.flatMap((w) => (w === undefined ? Effect.fail(webhookNotFound(id)) : Effect.succeed(w)))
             )
-          : Effect.fail(webhookNotFound(id))
+          : Effect.fail(malformed("id", id))
 
       const create = Effect.fn("WebhookService.create")(function* (workspace: string, input: WebhookCreate, createdBy: string | null) {
         yield* checkUrl(input.url)
@@ -216,7 +232,7 @@ export class WebhookService extends Context.Service<WebhookService, WebhookServi
               Effect.orDie,
               Effect.flatMap((d) => (d === undefined ? Effect.fail(deliveryNotFound(deliveryId)) : Effect.succeed(d)))
             )
-          : Effect.fail(deliveryNotFound(deliveryId))
+          : Effect.fail(malformed("deliveryId", deliveryId))
 
       const delivery = Effect.fn("WebhookService.delivery")(function* (workspace: string, id: string, deliveryId: string) {
         yield* find(workspace, id)
