@@ -3924,6 +3924,15 @@ export interface operations {
                     "application/json": components["schemas"]["NotificationMessageDetail"];
                 };
             };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
             /** @description Unauthorized */
             401: {
                 headers: {
@@ -18099,6 +18108,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
             /** @description Unauthorized */
             401: {
                 headers: {
@@ -18155,6 +18173,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
             };
             /** @description Unauthorized */
             401: {
@@ -18342,6 +18369,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
             /** @description Unauthorized */
             401: {
                 headers: {
@@ -18420,6 +18456,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
             /** @description Unauthorized */
             401: {
                 headers: {
@@ -18496,6 +18541,15 @@ export interface operations {
                         updatedAt: string;
                         webhookId: string;
                     };
+                };
+            };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
                 };
             };
             /** @description Unauthorized */
@@ -18578,6 +18632,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
             /** @description Unauthorized */
             401: {
                 headers: {
@@ -18648,6 +18711,15 @@ export interface operations {
                         error?: string;
                         status: number | null;
                     };
+                };
+            };
+            /** @description BadRequest */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
                 };
             };
             /** @description Unauthorized */
