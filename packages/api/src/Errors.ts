@@ -56,6 +56,13 @@ export class BadRequest extends Schema.Error<BadRequest>("BadRequest")(fields, {
 export const badRequest = (i: ErrorInit | string): BadRequest =>
   new BadRequest(init(400, "BAD_REQUEST", typeof i === "string" ? { message: i } : i))
 
+/**
+ * A path id that is not a UUID: the caller's mistake, 400 `BAD_REQUEST` naming `field` (docs/errors.md; an unknown
+ * id is a 404). `label` opens the message ("Invalid <label>: <id>").
+ */
+export const malformedId = (field: string, id: string, label: string = field): BadRequest =>
+  badRequest({ message: `Invalid ${label}: ${id.slice(0, 64)}`, details: [errorDetail(field, "must be a UUID")] })
+
 /** @category errors */
 export class Unauthorized extends Schema.Error<Unauthorized>("Unauthorized")(fields, { httpApiStatus: 401 }) {}
 /** Builds a 401 Unauthorized (default code `UNAUTHORIZED`). @category constructors */

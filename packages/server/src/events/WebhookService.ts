@@ -21,7 +21,7 @@ import {
   conflict,
   details,
   type ErrorDetail,
-  errorDetail,
+  malformedId,
   type NotFound,
   notFound
 } from "@troupe/api/Errors"
@@ -115,10 +115,6 @@ export class WebhookService extends Context.Service<WebhookService, WebhookServi
         return problems.length === 0 ? Effect.void : Effect.fail(invalid(problems))
       }
 
-      /** A malformed id is the caller's mistake: 400 naming it (docs/errors.md); an unknown one 404. */
-      const malformed = (field: string, id: string) =>
-        badRequest({ message: `Invalid ${field}: ${id.slice(0, 64)}`, details: [errorDetail(field, "must be a UUID")] })
-
       /** The webhook, 404 when unknown, 400 when its id is malformed. */
       const find = (workspace: string, id: string) =>
         isUuid(id)
@@ -126,7 +122,7 @@ export class WebhookService extends Context.Service<WebhookService, WebhookServi
               Effect.orDie,
               Effect.flatMap((w) => (w === undefined ? Effect.fail(webhookNotFound(id)) : Effect.succeed(w)))
             )
-          : Effect.fail(malformed("id", id))
+          : Effect.fail(malformedId("id", id))
 
       const create = Effect.fn("WebhookService.create")(function* (workspace: string, input: WebhookCreate, createdBy: string | null) {
         yield* checkUrl(input.url)
@@ -232,7 +228,7 @@ export class WebhookService extends Context.Service<WebhookService, WebhookServi
               Effect.orDie,
               Effect.flatMap((d) => (d === undefined ? Effect.fail(deliveryNotFound(deliveryId)) : Effect.succeed(d)))
             )
-          : Effect.fail(malformed("deliveryId", deliveryId))
+          : Effect.fail(malformedId("deliveryId", deliveryId))
 
       const delivery = Effect.fn("WebhookService.delivery")(function* (workspace: string, id: string, deliveryId: string) {
         yield* find(workspace, id)

@@ -3,7 +3,7 @@
 // version, validated, records migrated as any update does); accepting a validation suggestion is a normal record
 // update made as the caller (a version, the record's events, its permissions).
 import type { Principal } from "@troupe/api/Authorization"
-import { badRequest, conflict, type Conflict, type NotFound, notFound, errorDetail } from "@troupe/api/Errors"
+import { badRequest, conflict, type Conflict, type NotFound, notFound, errorDetail, malformedId } from "@troupe/api/Errors"
 import type {
   AiConfig,
   AiConfigInput,
@@ -92,7 +92,7 @@ const make = Effect.gen(function* () {
           row === undefined ? Effect.fail(notFound(`${what} ${id} not found`)) : Effect.succeed(row)
         )
       : // a malformed id is the caller's mistake, not a missing thing (docs/errors.md: 400, an unknown one 404)
-        Effect.fail(badRequest({ message: `Invalid ${what} id: ${id.slice(0, 64)}`, details: [errorDetail("id", "must be a UUID")] }))
+        Effect.fail(malformedId("id", id, `${what} id`))
 
   const service = {
     getDiscovery: (workspace: string, idOrSlug: string): Effect.Effect<SchemaDiscoverySettings, NotFound> =>

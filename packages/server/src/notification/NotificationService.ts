@@ -6,7 +6,7 @@
 // node when its worker has a free slot (then sent here at once, no claim); a send with a key claims the
 // key in the same transaction as its row, so the key answers that message for 24 hours (records' upsert does the
 // same) and the same key with another request is a 422.
-import { type BadRequest, badRequest, details, type NotFound, notFound, type Unprocessable, unprocessable } from "@troupe/api/Errors"
+import { type BadRequest, malformedId, type NotFound, notFound, type Unprocessable, unprocessable } from "@troupe/api/Errors"
 import type { EmailRequest, MessageDetail, MessageList, SmsRequest } from "@troupe/api/notification/Notification"
 import { Clock, Context, Effect, Exit, Layer } from "effect"
 import { SqlClient } from "effect/sql"
@@ -317,7 +317,7 @@ export class NotificationService extends Context.Service<
           ? Effect.flatMap(Effect.orDie(repo.getMessage(workspace, id)), (row) =>
               row === undefined ? Effect.fail(notFound(`Message not found: ${id}`)) : Effect.succeed(toMessageDetail(row))
             )
-          : Effect.fail(badRequest({ message: `Invalid message id: ${id.slice(0, 64)}`, details: details([["id", "must be a UUID"]]) }))
+          : Effect.fail(malformedId("id", id, "message id"))
 
       return NotificationService.of({ sendEmail, sendSms, list, get })
     })
