@@ -21,6 +21,8 @@ export const useRoute = (): Array<string> => {
   useEffect(() => {
     const onChange = () => setRoute(read())
     window.addEventListener("hashchange", onChange)
+    // a hash set between the first render and this listener fired no event we heard: read it once more
+    onChange()
     return () => window.removeEventListener("hashchange", onChange)
   }, [])
   return route
