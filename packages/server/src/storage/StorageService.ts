@@ -13,6 +13,7 @@ import {
   details,
   type Forbidden,
   forbidden,
+  malformedId,
   type NotFound,
   notFound,
   type PayloadTooLarge,
@@ -159,12 +160,7 @@ export class StorageService extends Context.Service<
 
       const findRow = (workspace: string, id: string) =>
         Effect.gen(function* () {
-          if (!isUuid(id))
-            return yield* badRequest({
-              message: `Invalid file id: ${id.slice(0, 64)}`,
-              code: "VALIDATION_ERROR",
-              details: details([["id", "must be a UUID"]])
-            })
+          if (!isUuid(id)) return yield* malformedId("id", id, "file id")
           const row = yield* reads.submit(id.toLowerCase())
           if (row === undefined || row.workspace !== workspace) return yield* notFound({ message: `File not found: ${id}` })
           return row
