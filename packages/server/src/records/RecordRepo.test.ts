@@ -49,6 +49,7 @@ layer(Services)("RecordRepo.updateRecordsWithHistory", (it) => {
         return repo.updateRecordsWithHistory([
           {
             update: { id: read.id, data: { n }, metadata: {}, version: next.version, updatedBy: writer.userId, expiresAt: null },
+            before: read,
             workspace: read.workspace,
             structureId: structure.id,
             prevVersion: read.version,
@@ -71,8 +72,10 @@ layer(Services)("RecordRepo.updateRecordsWithHistory", (it) => {
       const written = (yield* update(current.row, current.xmin, 3)).get(row.id)
       expect(written?.row.version).toBe(2)
       expect(written?.row.data.n).toBe(3)
-      // the row written comes with its new xmin, the one a fresh read finds
-      expect(written?.xmin).toBe((yield* repo.findMany([row.id])).get(row.id)!.xmin)
+      // the row written, with its new xmin, is the one a fresh read finds
+      const reread = (yield* repo.findMany([row.id])).get(row.id)!
+      expect(written?.xmin).toBe(reread.xmin)
+      expect(written?.row).toStrictEqual(reread.row)
       expect(written?.xmin).not.toBe(current.xmin)
       expect(yield* counts(sql, row.id)).toStrictEqual({
         versions: before.versions + 1,

@@ -89,6 +89,7 @@ export const makeUpdates = (deps: EngineDeps) =>
             const next = { id: row.id, workspace: row.workspace, data: plan.data, version: plan.version }
             return {
               update: recordUpdate(row, plan, writer),
+              before: row,
               workspace: row.workspace,
               structureId: structure.id,
               prevVersion: row.version,
