@@ -20,7 +20,8 @@ import { parseDateTime } from "./Formats.ts"
 import { compilePattern } from "./Pattern.ts"
 import { MAX_DEFINITION_DEPTH, type Problems, quote, type Raw, type RuleContext } from "./RuleProblems.ts"
 import { propertyNamesOf } from "./StructureReferences.ts"
-import { isMultipleOf, itemProblem, valueProblems } from "./Validator.ts"
+import { isMultipleOf } from "./ScalarChecks.ts"
+import { itemProblem, valueProblems } from "./ShapeChecks.ts"
 
 // the literal lists of the contract's schemas (@troupe/api/structures/Structure), not copies of them
 const PROPERTY_TYPES = PropertyType.literals
