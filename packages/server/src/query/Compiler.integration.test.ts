@@ -17,7 +17,9 @@ import {
   propertyMap
 } from "./Compiler.ts"
 import { parseExpressionA, parseQueryLanguage } from "./ExpressionParser.ts"
-import { parseAggregateRequest, parseBracketParams, parseFilterB, parseSort } from "./FilterParser.ts"
+import { parseBracketParams } from "./BracketParams.ts"
+import { parseAggregateRequest } from "./FilterObject.ts"
+import { parseFilterB, parseSort } from "./FilterParser.ts"
 
 const properties = propertyMap([
   { name: "name", type: "string" },

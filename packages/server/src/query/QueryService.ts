@@ -29,7 +29,7 @@ import {
   resolveField
 } from "./Compiler.ts"
 import { parseQueryLanguage } from "./ExpressionParser.ts"
-import { parseAggregateRequest } from "./FilterParser.ts"
+import { parseAggregateRequest } from "./FilterObject.ts"
 import type { QueryFieldError } from "./QueryErrors.ts"
 import { QueryPool } from "./QueryPool.ts"
 import { getAt, isObject } from "../lib/JsonPath.ts"
