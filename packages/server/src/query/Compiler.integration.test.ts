@@ -16,7 +16,8 @@ import {
   encodeCursor,
   propertyMap
 } from "./Compiler.ts"
-import { parseExpressionA, parseQueryLanguage } from "./ExpressionParser.ts"
+import { parseExpressionA } from "./ExpressionParser.ts"
+import { parseQueryLanguage } from "./QueryLanguageParser.ts"
 import { parseBracketParams } from "./BracketParams.ts"
 import { parseAggregateRequest } from "./FilterObject.ts"
 import { parseFilterB, parseSort } from "./FilterParser.ts"

@@ -28,7 +28,7 @@ import {
   type PropertyInfo,
   resolveField
 } from "./Compiler.ts"
-import { parseQueryLanguage } from "./ExpressionParser.ts"
+import { parseQueryLanguage } from "./QueryLanguageParser.ts"
 import { parseAggregateRequest } from "./FilterObject.ts"
 import type { QueryFieldError } from "./QueryErrors.ts"
 import { QueryPool } from "./QueryPool.ts"
