@@ -16,8 +16,11 @@ import {
   encodeCursor,
   propertyMap
 } from "./Compiler.ts"
-import { parseExpressionA, parseQueryLanguage } from "./ExpressionParser.ts"
-import { parseAggregateRequest, parseBracketParams, parseFilterB, parseSort } from "./FilterParser.ts"
+import { parseExpressionA } from "./ExpressionParser.ts"
+import { parseQueryLanguage } from "./QueryLanguageParser.ts"
+import { parseBracketParams } from "./BracketParams.ts"
+import { parseAggregateRequest } from "./FilterObject.ts"
+import { parseFilterB, parseSort } from "./FilterParser.ts"
 
 const properties = propertyMap([
   { name: "name", type: "string" },

@@ -16,8 +16,11 @@ import {
   MAX_SORT_KEYS,
   propertyMap
 } from "./Compiler.ts"
-import { parseExpressionA, parseQueryLanguage } from "./ExpressionParser.ts"
-import { parseBracketParams, parseFilterB, parseFilterObject, parseSort } from "./FilterParser.ts"
+import { parseExpressionA } from "./ExpressionParser.ts"
+import { parseQueryLanguage } from "./QueryLanguageParser.ts"
+import { parseBracketParams } from "./BracketParams.ts"
+import { parseFilterObject } from "./FilterObject.ts"
+import { parseFilterB, parseSort } from "./FilterParser.ts"
 
 // A statement constructor with the PostgreSQL compiler and no connection: enough to compile fragments.
 const sql = Statement.make(Effect.die("no connection in unit tests"), PgClient.makeCompiler(), [], undefined)

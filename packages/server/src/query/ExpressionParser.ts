@@ -1,8 +1,7 @@
-// Recursive-descent parsers of the gen-A `query` expression (`price>500 AND tags.includes('x')`) and of the query
-// language of `POST /query` (`SELECT ... FROM ... WHERE ... GROUP BY ... ORDER BY ... LIMIT ... INCLUDE ...`).
-// Both share one condition grammar; keywords are case-insensitive; every error carries the offending token's
-// position.
-// Size: over 500 lines, kept whole: one recursive-descent parser for generation A expressions and the query language, which share the grammar of conditions.
+// Recursive-descent parser of conditions: the gen-A `query` expression (`price>500 AND tags.includes('x')`) and the
+// conditions of the query language (what follows WHERE, and event filters). Keywords are case-insensitive; every
+// error carries the offending token's position. The query language's clauses (SELECT, FROM, GROUP BY, ORDER BY,
+// LIMIT, INCLUDE) extend this parser in QueryLanguageParser.ts.
 import { Result } from "effect"
 import * as Ast from "./Ast.ts"
 import { type Dialect, LexError, type Token, tokenize } from "./Lexer.ts"
@@ -32,10 +31,8 @@ const methods: ReadonlyMap<string, "includes" | "contains" | "startswith" | "end
   ["endswith", "endswith"]
 ])
 
-const aggregateFns: ReadonlySet<string> = new Set(["COUNT", "SUM", "AVG", "MIN", "MAX"])
-
 /** Words that end a condition or start a clause; never read as a field name or alias. */
-const reserved: ReadonlySet<string> = new Set([
+export const reserved: ReadonlySet<string> = new Set([
   "AND",
   "OR",
   "NOT",
@@ -60,10 +57,10 @@ class ParseFail {
   }
 }
 
-const describe = (t: Token): string =>
+export const describe = (t: Token): string =>
   t.kind === "eof" ? "end of input" : t.kind === "string" ? `'${t.text}'` : t.kind === "param" ? `':${t.text}'` : `'${t.text}'`
 
-class Parser {
+export class Parser {
   readonly tokens: ReadonlyArray<Token>
   readonly dialect: Dialect
   readonly parameters: Readonly<Record<string, unknown>>
@@ -361,193 +358,22 @@ class Parser {
     const hint = this.dialect === "query" ? " (strings take single quotes)" : ""
     return this.fail(`Expected a value ${context}, found ${describe(t)}${hint}`, t)
   }
-
-  // Query language -----------------------------------------------------------------------------------------------
-
-  /** A structure slug or name: identifier, quoted identifier or string; `blog-posts` is read whole. */
-  parseTarget(context: string): string {
-    const t = this.peek()
-    if (t.kind === "string" || t.kind === "qident") {
-      this.next()
-      if (t.text.trim() === "") this.fail(`Expected a structure ${context}`, t)
-      return t.text
-    }
-    const slugStart = t.kind === "word" || (t.kind === "number" && !t.text.includes("."))
-    if (!slugStart && (t.kind !== "ident" || reserved.has(t.text.toUpperCase()))) {
-      this.fail(`Expected a structure ${context}, found ${describe(t)}`)
-    }
-    return this.hyphenated(t)
-  }
-
-  parseAlias(): string | undefined {
-    const explicit = this.acceptKeyword("AS")
-    const t = this.peek()
-    if ((t.kind === "ident" && !reserved.has(t.text.toUpperCase()) && !t.text.includes(".")) || t.kind === "qident") {
-      this.next()
-      if (t.text === "") this.fail("Empty alias", t)
-      return t.text
-    }
-    if (explicit) this.fail(`Expected an alias after AS, found ${describe(t)}`)
-    return undefined
-  }
-
-  parseSelect(): ReadonlyArray<Ast.SelectItem> | undefined {
-    if (this.acceptOp("*")) return undefined
-    const items: Array<Ast.SelectItem> = []
-    const aliases = new Set<string>()
-    do {
-      const t = this.peek()
-      let item: Ast.SelectItem
-      if (t.kind === "ident" && aggregateFns.has(t.text.toUpperCase()) && this.isOp("(", 1)) {
-        this.next()
-        this.next()
-        const fn = t.text.toLowerCase() as Ast.AggregateFn
-        let field: Ast.FieldRef | undefined
-        if (this.isOp("*")) {
-          if (fn !== "count") this.fail(`${t.text.toUpperCase()}(*) is not allowed; name a field`)
-          this.next()
-        } else {
-          field = this.parseField().field
-        }
-        this.expectOp(")", `to close ${t.text.toUpperCase()}(`)
-        const alias =
-          this.parseAlias() ??
-          (field === undefined
-            ? fn
-            : `${fn}_${Ast.fieldLabel(field)
-                .replace(/^data\./, "")
-                .replaceAll(".", "_")}`)
-        item = { _tag: "Aggregate", fn, field, alias }
-      } else {
-        const field = this.parseField().field
-        item = { _tag: "SelectField", field, alias: this.parseAlias() ?? Ast.fieldLabel(field) }
-      }
-      if (aliases.has(item.alias)) this.fail(`Duplicate column name '${item.alias}'`, t)
-      aliases.add(item.alias)
-      items.push(item)
-    } while (this.acceptOp(","))
-    return items
-  }
-
-  parseInteger(context: string): number {
-    const t = this.peek()
-    let value: unknown
-    if (t.kind === "number") value = Number(t.text)
-    else if (t.kind === "param") value = this.parameter(t)
-    else this.fail(`Expected a number ${context}, found ${describe(t)}`)
-    if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
-      this.fail(`Expected a non-negative integer ${context}`, t)
-    }
-    this.next()
-    return value
-  }
-
-  parseSortKeys(): Array<Ast.SortKey> {
-    const keys: Array<Ast.SortKey> = []
-    do {
-      const field = this.parseField().field
-      let direction: Ast.SortDirection = "asc"
-      if (this.acceptKeyword("DESC")) direction = "desc"
-      else this.acceptKeyword("ASC")
-      keys.push({ field, direction })
-    } while (this.acceptOp(","))
-    return keys
-  }
-
-  parseInclude(): Array<Ast.Include> {
-    const includes: Array<Ast.Include> = []
-    do {
-      const t = this.peek()
-      if (t.kind !== "ident" || reserved.has(t.text.toUpperCase())) {
-        this.fail(`Expected a reference field after INCLUDE, found ${describe(t)}`)
-      }
-      const field = this.parseField().field
-      if (field._tag === "Column") this.fail("INCLUDE takes a reference field", t)
-      const text = Ast.fieldLabel(field).replace(/^data\./, "")
-      let include: Ast.Include = { field: text }
-      if (this.acceptKeyword("FROM")) {
-        include = { ...include, from: this.parseTarget("after FROM") }
-        if (this.acceptKeyword("WHERE")) include = { ...include, where: this.parseOr() }
-      }
-      includes.push(include)
-    } while (this.acceptOp(","))
-    return includes
-  }
-
-  parseQuery(): Ast.Query {
-    let select: ReadonlyArray<Ast.SelectItem> | undefined
-    let selected = false
-    if (this.acceptKeyword("SELECT")) {
-      select = this.parseSelect()
-      selected = true
-    }
-    this.expectKeyword("FROM", selected ? "after the SELECT list" : "at the start of the query")
-    const from = this.parseTarget("after FROM")
-    if (!selected && this.acceptKeyword("SELECT")) {
-      select = this.parseSelect()
-      selected = true
-    }
-    let where: Ast.Expr | undefined
-    let groupBy: Array<Ast.FieldRef> | undefined
-    let orderBy: Array<Ast.SortKey> | undefined
-    let limit: number | undefined
-    let offset: number | undefined
-    const include: Array<Ast.Include> = []
-    const once = (seen: boolean, t: Token) => {
-      if (seen) this.fail(`Duplicate ${t.text.toUpperCase()} clause`, t)
-    }
-    while (this.peek().kind !== "eof") {
-      const t = this.peek()
-      if (this.acceptKeyword("WHERE")) {
-        once(where !== undefined, t)
-        where = this.parseOr()
-      } else if (this.acceptKeyword("GROUP")) {
-        once(groupBy !== undefined, t)
-        this.expectKeyword("BY", "after GROUP")
-        groupBy = []
-        do groupBy.push(this.parseField().field)
-        while (this.acceptOp(","))
-      } else if (this.acceptKeyword("ORDER")) {
-        once(orderBy !== undefined, t)
-        this.expectKeyword("BY", "after ORDER")
-        orderBy = this.parseSortKeys()
-      } else if (this.acceptKeyword("LIMIT")) {
-        once(limit !== undefined, t)
-        limit = this.parseInteger("after LIMIT")
-      } else if (this.acceptKeyword("OFFSET")) {
-        once(offset !== undefined, t)
-        offset = this.parseInteger("after OFFSET")
-      } else if (this.acceptKeyword("INCLUDE")) {
-        include.push(...this.parseInclude())
-      } else {
-        this.fail(`Unexpected ${describe(t)}`)
-      }
-    }
-    return {
-      from,
-      ...(select !== undefined ? { select } : {}),
-      ...(where !== undefined ? { where } : {}),
-      ...(groupBy !== undefined ? { groupBy } : {}),
-      orderBy: orderBy ?? [],
-      ...(limit !== undefined ? { limit } : {}),
-      ...(offset !== undefined ? { offset } : {}),
-      include
-    }
-  }
 }
 
-const run = <A>(
+/** Runs one parse on a fresh parser of the given class, turning its failures into a QueryParseError. */
+export const run = <P extends Parser, A>(
+  Make: new (input: string, dialect: Dialect, parameters: Readonly<Record<string, unknown>>) => P,
   input: string,
   dialect: Dialect,
   parameters: Readonly<Record<string, unknown>>,
-  f: (p: Parser) => A
+  f: (p: P) => A
 ): Result.Result<A, QueryParseError> => {
   if (input.length > MAX_QUERY_LENGTH) {
     const message = `Query longer than ${MAX_QUERY_LENGTH} characters`
     return Result.fail(new QueryParseError({ message, position: MAX_QUERY_LENGTH, input }))
   }
   return tryParse(
-    () => f(new Parser(input, dialect, parameters)),
+    () => f(new Make(input, dialect, parameters)),
     (e) =>
       e instanceof ParseFail || e instanceof LexError ? new QueryParseError({ message: e.message, position: e.position, input }) : undefined
   )
@@ -560,30 +386,19 @@ const run = <A>(
  * `BETWEEN`, `IN (...)`, `LIKE`, `IS [NOT] NULL`. A lone field means `field == true`. An empty query matches all.
  */
 export const parseExpressionA = (query: string): Result.Result<Ast.Expr, QueryParseError> =>
-  run(query, "expression", {}, (p) => {
+  run(Parser, query, "expression", {}, (p) => {
     if (p.peek().kind === "eof") return Ast.all
     const expr = p.parseOr()
     p.expectEnd()
     return expr
   })
 
-/**
- * Parses a query-language statement (README "Query language"): `[SELECT items] FROM <slug or name> [WHERE cond]
- * [GROUP BY f, ...] [ORDER BY f [ASC|DESC], ...] [LIMIT n] [OFFSET n] [INCLUDE ref [FROM S [WHERE cond]], ...]`.
- * Strings take single quotes, `"..."` quotes an identifier, `:name` binds from `parameters` (a missing one is a
- * parse error naming it; an array parameter fills an `IN` list).
- */
-export const parseQueryLanguage = (
-  text: string,
-  parameters: Readonly<Record<string, unknown>> = {}
-): Result.Result<Ast.Query, QueryParseError> => run(text, "query", parameters, (p) => p.parseQuery())
-
 /** Parses just a condition in query-language syntax (what follows WHERE). */
 export const parseCondition = (
   text: string,
   parameters: Readonly<Record<string, unknown>> = {}
 ): Result.Result<Ast.Expr, QueryParseError> =>
-  run(text, "query", parameters, (p) => {
+  run(Parser, text, "query", parameters, (p) => {
     if (p.peek().kind === "eof") return Ast.all
     const expr = p.parseOr()
     p.expectEnd()

@@ -1,16 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
 import * as Ast from "./Ast.ts"
-import { parseCondition, parseExpressionA, parseQueryLanguage } from "./ExpressionParser.ts"
-import {
-  parseAggregateOperations,
-  parseAggregateRequest,
-  parseBracketParams,
-  parseFilterB,
-  parseFilterObject,
-  parseSort,
-  reservedParams
-} from "./FilterParser.ts"
+import { parseCondition, parseExpressionA } from "./ExpressionParser.ts"
+import { parseQueryLanguage } from "./QueryLanguageParser.ts"
+import { parseBracketParams, reservedParams } from "./BracketParams.ts"
+import { parseAggregateOperations, parseAggregateRequest, parseFilterObject } from "./FilterObject.ts"
+import { parseFilterB, parseSort } from "./FilterParser.ts"
 import type { QueryParseError } from "./QueryErrors.ts"
 
 const n = Ast.name

@@ -28,8 +28,8 @@ import {
   type PropertyInfo,
   resolveField
 } from "./Compiler.ts"
-import { parseQueryLanguage } from "./ExpressionParser.ts"
-import { parseAggregateRequest } from "./FilterParser.ts"
+import { parseQueryLanguage } from "./QueryLanguageParser.ts"
+import { parseAggregateRequest } from "./FilterObject.ts"
 import type { QueryFieldError } from "./QueryErrors.ts"
 import { QueryPool } from "./QueryPool.ts"
 import { getAt, isObject } from "../lib/JsonPath.ts"

@@ -2,7 +2,7 @@
 // the references other structures hold to one (a structure, a slug or a property they name cannot go: brokenReferences).
 import { type ErrorDetail, errorDetail } from "@troupe/api/Errors"
 import type { PropertyDefinition, Structure } from "@troupe/api/structures/Structure"
-import { type DefinitionProblem, MAX_DEFINITION_DEPTH } from "./rules.ts"
+import { type DefinitionProblem, MAX_DEFINITION_DEPTH } from "./RuleProblems.ts"
 import { isObject } from "../lib/JsonPath.ts"
 
 /**

@@ -4,12 +4,11 @@ import {
   applyVirtual,
   clearValidatorCache,
   compileValidator,
-  MAX_DEPTH,
-  MAX_ERRORS,
   type ValidateOptions,
   type ValidationResult,
   validatorFor
 } from "./Validator.ts"
+import { MAX_DEPTH, MAX_ERRORS } from "./ShapeChecks.ts"
 import { autoIncrementFields, computedFields, referenceFields, secretFields, uniqueFields } from "./StructureFacts.ts"
 
 const now = new Date("2024-05-01T12:00:00.000Z")

@@ -1,6 +1,7 @@
 import type { PropertyDefinition, StructureInput } from "@troupe/api/structures/Structure"
 import { describe, expect, it } from "@effect/vitest"
-import { checkStructure, type DefinitionProblem, type RuleContext, slugify, type StructureLike } from "./rules.ts"
+import type { DefinitionProblem, RuleContext, StructureLike } from "./RuleProblems.ts"
+import { checkStructure, slugify } from "./rules.ts"
 import { mergeStructureUpdate, normalizeProperty, normalizeStructure } from "./StructureDefaults.ts"
 
 const workspace = (...structures: Array<StructureLike>) => {
