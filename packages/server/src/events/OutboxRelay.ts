@@ -77,6 +77,14 @@ const RELAY_LOCK = 7412007
  */
 const EMBEDDED_STEP_GAP_MS = 25
 const EMBEDDED_STEP_SHARE = 3
+/**
+ * PostgreSQL: after a step that relayed events, the next starts at least this long after the previous began. A step
+ * is about seven statements (and a `troupe_bus` NOTIFY every node hears) whatever its size; under a steady stream of
+ * outcome batches or record writes the relay otherwise took a step per commit, ~40 % of the statements of a
+ * notification sent end to end. An event waits at most this much longer, and only while events keep coming: the
+ * first after a quiet spell is relayed at once, so writes 50 ms apart (the webhook latency figure) are not delayed.
+ */
+const POSTGRES_STEP_GAP_MS = 40
 
 const toEventHead = (r: any): EventHead => ({
   id: String(r.id),
@@ -221,15 +229,17 @@ const runRelay = (dispatcher: Dispatcher) =>
     const wake = yield* Queue.sliding<void>(1)
     yield* listen(EVENTS_CHANNEL, () => void Queue.offerUnsafe(wake, undefined))
     const sql = yield* SqlClient.SqlClient
-    const gap = sql.driver === "pglite" ? EMBEDDED_STEP_GAP_MS : 0
+    const embedded = sql.driver === "pglite"
+    const gap = embedded ? EMBEDDED_STEP_GAP_MS : POSTGRES_STEP_GAP_MS
+    const share = embedded ? EMBEDDED_STEP_SHARE : 0
     const loop = Effect.gen(function* () {
       const started = yield* Clock.currentTimeMillis
       const result = yield* step
       if (result.webhookIds.size > 0) yield* dispatcher.kick(result.webhookIds)
       if (!result.full) {
-        if (result.count > 0 && gap > 0) {
+        if (result.count > 0) {
           const took = (yield* Clock.currentTimeMillis) - started
-          const rest = Math.max(gap, EMBEDDED_STEP_SHARE * took) - took
+          const rest = Math.max(gap, share * took) - took
           if (rest > 0) yield* Effect.sleep(rest)
         }
         yield* Effect.ignore(Effect.timeout(Queue.take(wake), POLL_INTERVAL))

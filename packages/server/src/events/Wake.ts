@@ -6,6 +6,10 @@
 // wake-up lost with a crash between commit and send only delays.
 // On PGlite every listener is in this process: a wake-up calls them directly (Listen.ts registers them here), where
 // a NOTIFY would be a statement on the worker's one session and a message back, for nothing another process hears.
+// On PostgreSQL the channels below also wait a little between NOTIFYs while wake-ups keep coming (the first after a
+// quiet spell goes at once): each NOTIFY is a statement and a message to every listening node, and under a stream of
+// notification sends they came after nearly every outcome batch and every insert batch (docs/benchmarks.md, seventh
+// session).
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 
@@ -24,6 +28,13 @@ export const listenLocally = (channel: string, onNotify: (payload: string) => vo
   return () => void mine.delete(onNotify)
 }
 
+/**
+ * Least time in ms between two NOTIFYs of a channel from this node. `troupe_events`: the outbox relay steps at most
+ * every 40 ms while events keep coming anyway (OutboxRelay.ts). `troupe_notifications`: wakes other nodes' workers
+ * for messages this node could not send at once, which wait at most this much longer (they poll every second).
+ */
+const SPACING_MS: Readonly<Record<string, number>> = { troupe_events: 40, troupe_notifications: 20 }
+
 interface Waker {
   poke(): void
 }
@@ -38,10 +49,19 @@ const makeWaker = (sql: SqlClient.SqlClient, channel: string): Waker => {
       }
     }
   }
+  const spacing = SPACING_MS[channel] ?? 0
   let inFlight = false
   let again = false
+  let sentAt = Number.NEGATIVE_INFINITY
+  // pokes meanwhile fold into this send (inFlight), as during the NOTIFY itself
   const send = (): void => {
     inFlight = true
+    const wait = sentAt + spacing - Date.now()
+    if (wait > 0) setTimeout(notify, wait).unref()
+    else notify()
+  }
+  const notify = (): void => {
+    sentAt = Date.now()
     again = false
     Effect.runFork(
       sql`SELECT pg_notify(${channel}, '')`.pipe(
