@@ -114,6 +114,26 @@ const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`)
 
 type Sql<A> = Effect.Effect<A, SqlError>
 
+/** New files as the JSON rows of `jsonb_to_recordset(...) AS FILE_ROW`, `i` their order in the batch. */
+const fileRows = (files: ReadonlyArray<NewFile>) =>
+  JSON.stringify(
+    files.map((f, i) => ({
+      i,
+      id: f.id,
+      workspace: f.workspace,
+      name: f.name,
+      folder: f.folder,
+      content_type: f.contentType,
+      size: f.size,
+      sha256: f.sha256,
+      metadata: f.metadata,
+      blob_key: f.blobKey,
+      created_by: f.createdBy
+    }))
+  )
+const FILE_ROW = `v(i int, id uuid, workspace text, name text, folder text, content_type text, size bigint, sha256 text,
+  metadata jsonb, blob_key text, created_by text)`
+
 export class StorageRepo extends Context.Service<
   StorageRepo,
   {
@@ -160,23 +180,9 @@ export class StorageRepo extends Context.Service<
       // go in one statement (atomic without a transaction of its own), one trip to PGlite's worker instead of five
       // statements (BEGIN, three inserts, COMMIT). The event's `data` is toFile's shape built from the inserted row
       // (storage-batch.test.ts compares the two).
-      const insertUnlimited = (files: ReadonlyArray<NewFile>) => {
-        const values = files.map((f, i) => ({
-          i,
-          id: f.id,
-          workspace: f.workspace,
-          name: f.name,
-          folder: f.folder,
-          content_type: f.contentType,
-          size: f.size,
-          sha256: f.sha256,
-          metadata: f.metadata,
-          blob_key: f.blobKey,
-          created_by: f.createdBy
-        }))
-        return sql`WITH v AS (
-            SELECT * FROM jsonb_to_recordset(${JSON.stringify(values)}::jsonb) AS v(i int, id uuid, workspace text, name text,
-              folder text, content_type text, size bigint, sha256 text, metadata jsonb, blob_key text, created_by text)
+      const insertUnlimited = (files: ReadonlyArray<NewFile>) =>
+        sql`WITH v AS (
+            SELECT * FROM jsonb_to_recordset(${fileRows(files)}::jsonb) AS ${sql.unsafe(FILE_ROW)}
           ), ins AS (
             INSERT INTO storage_files (id, workspace, name, folder, content_type, size, sha256, metadata, blob_key, created_by, created_at)
             SELECT id, workspace, name, folder, content_type, size, sha256, metadata, blob_key, created_by, clock_timestamp()
@@ -201,7 +207,6 @@ export class StorageRepo extends Context.Service<
             return files.map((f) => byId.get(f.id)!)
           })
         )
-      }
       return StorageRepo.of({
         // the usage row is updated last, under its quota, so its lock (every upload of the workspace takes it) is
         // held only until the commit that follows; its first upload creates it
@@ -231,19 +236,16 @@ export class StorageRepo extends Context.Service<
             : sql.withTransaction(
                 Effect.gen(function* () {
                   const workspaces = [...new Set(files.map((f) => f.workspace))].sort()
-                  // with a quota, the usage rows are locked first (in one order: two batches never deadlock) and each
-                  // file is taken while its workspace stays within the quota; without one, nothing is read
+                  // the usage rows are locked first (in one order: two batches never deadlock) and each file is taken
+                  // while its workspace stays within the quota
                   const used = new Map<string, number>()
-                  if (quota > 0) {
-                    yield* sql`INSERT INTO storage_usage (workspace)
-                  SELECT w FROM jsonb_array_elements_text(${JSON.stringify(workspaces)}::jsonb) AS w ORDER BY w
-                  ON CONFLICT (workspace) DO NOTHING`
-                    const rows = yield* sql<{ workspace: string; bytes: unknown }>`SELECT workspace, bytes FROM storage_usage
-                  WHERE workspace IN ${sql.in(workspaces)} ORDER BY workspace FOR UPDATE`
-                    for (const r of rows) used.set(r.workspace, Number(r.bytes))
-                  }
+                  yield* sql`INSERT INTO storage_usage (workspace)
+                    SELECT w FROM jsonb_array_elements_text(${JSON.stringify(workspaces)}::jsonb) AS w ORDER BY w
+                    ON CONFLICT (workspace) DO NOTHING`
+                  const locked = yield* sql<{ workspace: string; bytes: unknown }>`SELECT workspace, bytes FROM storage_usage
+                    WHERE workspace IN ${sql.in(workspaces)} ORDER BY workspace FOR UPDATE`
+                  for (const r of locked) used.set(r.workspace, Number(r.bytes))
                   const outcome: Array<NewFile | QuotaExceeded> = files.map((f) => {
-                    if (quota === 0) return f
                     const before = used.get(f.workspace) ?? 0
                     if (before + f.size > quota) return new QuotaExceeded({ used: before, quota })
                     used.set(f.workspace, before + f.size)
@@ -251,26 +253,12 @@ export class StorageRepo extends Context.Service<
                   })
                   const taken = outcome.filter((o): o is NewFile => !(o instanceof QuotaExceeded))
                   if (taken.length === 0) return outcome as ReadonlyArray<QuotaExceeded>
-                  const values = taken.map((f, i) => ({
-                    i,
-                    id: f.id,
-                    workspace: f.workspace,
-                    name: f.name,
-                    folder: f.folder,
-                    content_type: f.contentType,
-                    size: f.size,
-                    sha256: f.sha256,
-                    metadata: f.metadata,
-                    blob_key: f.blobKey,
-                    created_by: f.createdBy
-                  }))
                   const inserted =
                     // clock_timestamp(): each file of a batch keeps a creation time of its own, in the batch's order
                     // (now() would give them all the transaction's, and lists order by it)
                     yield* sql`INSERT INTO storage_files (id, workspace, name, folder, content_type, size, sha256, metadata, blob_key, created_by, created_at)
                 SELECT id, workspace, name, folder, content_type, size, sha256, metadata, blob_key, created_by, clock_timestamp()
-                FROM jsonb_to_recordset(${JSON.stringify(values)}::jsonb) AS v(i int, id uuid, workspace text, name text,
-                  folder text, content_type text, size bigint, sha256 text, metadata jsonb, blob_key text, created_by text)
+                FROM jsonb_to_recordset(${fileRows(taken)}::jsonb) AS ${sql.unsafe(FILE_ROW)}
                 ORDER BY i
                 RETURNING *`
                   const byId = new Map(inserted.map((r) => [String(r.id), toRow(r)] as const))
